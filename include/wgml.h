@@ -1,0 +1,212 @@
+/*
+ * wgml.h - the public C API of wgml, a portable inference engine for
+ * neural-network models on WebGPU (and on the CPU as reference and fallback).
+ *
+ * The whole API in four steps:
+ *
+ *   wgml_model *model;  wgml_error err;
+ *   wgml_model_params mp = wgml_model_default_params();
+ *   if (wgml_model_load("model.gguf", &mp, &model, &err) != WGML_OK) puts(err.message);
+ *
+ *   wgml_session *s;
+ *   wgml_session_params sp = wgml_session_default_params();
+ *   wgml_session_create(model, &sp, &s, &err);
+ *
+ *   wgml_generate_params gp = wgml_generate_default_params();
+ *   gp.on_token = print_piece;            // streaming callback
+ *   wgml_generate(s, "Once upon a time", &gp, &result, &err);
+ *
+ *   wgml_session_free(s);  wgml_model_free(model);
+ *
+ * Ownership: every object a wgml_*_create / _load returns is owned by the
+ * caller and freed with the matching _free. A session borrows its model: free
+ * sessions before the model. Strings the API returns are owned by the object
+ * they came from and live as long as it does.
+ *
+ * Errors: every fallible call returns a wgml_status and, when `err` is not
+ * NULL, fills it with the same code and a message that names the problem
+ * (file, tensor, offset, ...). The library never aborts or exits on bad input.
+ *
+ * Threads: a model and its sessions are used by one thread at a time;
+ * different models are independent. There is no global state.
+ */
+#ifndef WGML_H
+#define WGML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WGML_VERSION_MAJOR 0
+#define WGML_VERSION_MINOR 1
+#define WGML_VERSION_PATCH 0
+
+/* ---- errors -------------------------------------------------------------- */
+
+typedef enum wgml_status {
+    WGML_OK = 0,
+    WGML_ERR_INVALID_ARGUMENT, /* a parameter out of range, NULL where not allowed */
+    WGML_ERR_IO,               /* a file could not be opened, read or written */
+    WGML_ERR_FORMAT,           /* a file is corrupt or not what it claims to be */
+    WGML_ERR_UNSUPPORTED,      /* valid input we do not handle (architecture, type) */
+    WGML_ERR_OUT_OF_MEMORY,    /* host allocation failed */
+    WGML_ERR_CONTEXT_FULL,     /* the tokens do not fit in the session's context */
+    WGML_ERR_GPU,              /* a WebGPU call failed (validation, shader, OOM) */
+    WGML_ERR_DEVICE_LOST,      /* the GPU device was lost; free the model */
+    WGML_ERR_NO_ADAPTER,       /* no usable GPU adapter */
+    WGML_ERR_TOKENIZER,        /* text cannot be tokenized with this vocabulary */
+} wgml_status;
+
+#define WGML_ERROR_MESSAGE_MAX 512
+
+typedef struct wgml_error {
+    wgml_status code;
+    char message[WGML_ERROR_MESSAGE_MAX];
+} wgml_error;
+
+/* A short constant name for a status code ("out of memory", ...). */
+const char *wgml_status_name(wgml_status status);
+
+/* ---- models -------------------------------------------------------------- */
+
+typedef enum wgml_backend_kind {
+    WGML_BACKEND_AUTO = 0, /* a hardware WebGPU adapter if there is one, else CPU */
+    WGML_BACKEND_CPU,
+    WGML_BACKEND_WEBGPU,
+} wgml_backend_kind;
+
+/* Called during long work with done in [0, total]. Return non-zero to cancel. */
+typedef int (*wgml_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+
+typedef struct wgml_model_params {
+    wgml_backend_kind backend;
+    const char *adapter;        /* WebGPU: substring of the adapter name, or NULL */
+    int n_threads;              /* CPU threads; 0 = one per core */
+    wgml_progress_fn progress;  /* optional */
+    void *progress_user;
+    void (*log)(void *user, const char *line); /* optional notes (e.g. fallback) */
+    void *log_user;
+} wgml_model_params;
+
+typedef struct wgml_model wgml_model;
+
+wgml_model_params wgml_model_default_params(void);
+
+/* Loads a GGUF file (memory-mapped) and prepares it on the chosen backend. */
+wgml_status wgml_model_load(const char *path, const wgml_model_params *params,
+                            wgml_model **out, wgml_error *err);
+
+/* Same, from bytes in memory that stay valid and unchanged until the model is freed. */
+wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params,
+                                   wgml_model **out, wgml_error *err);
+
+void wgml_model_free(wgml_model *model);
+
+typedef struct wgml_model_info {
+    const char *architecture; /* "llama", "qwen2" */
+    const char *name;         /* general.name or "" */
+    const char *backend;      /* "cpu" or "webgpu" */
+    const char *adapter;      /* adapter name, "" on the CPU */
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
+    uint64_t n_params;
+    uint64_t weights_bytes; /* bytes of all weight tensors as stored */
+    int32_t bos, eos;       /* -1 when the vocabulary has none */
+} wgml_model_info;
+
+void wgml_model_get_info(const wgml_model *model, wgml_model_info *info);
+
+/* ---- text ---------------------------------------------------------------- */
+
+/* Tokenizes UTF-8 text. Returns the number of tokens, which may exceed `cap`
+ * (then only the first `cap` were written); negative on error. */
+int wgml_tokenize(const wgml_model *model, const char *text, size_t len, int add_bos,
+                  int32_t *tokens, int cap, wgml_error *err);
+
+/* The bytes of one token (special tokens render as their text). Returns the
+ * length, which may exceed `cap`; negative when the id is out of range. */
+int wgml_token_to_piece(const wgml_model *model, int32_t token, char *buf, int cap);
+
+/* ---- sessions -------------------------------------------------------------- */
+
+typedef struct wgml_session_params {
+    int n_ctx;   /* context length in tokens; 0 = the model's training context, capped at 4096 */
+    int n_batch; /* most tokens evaluated in one step during prompt processing; 0 = 64 */
+} wgml_session_params;
+
+typedef struct wgml_session wgml_session;
+
+wgml_session_params wgml_session_default_params(void);
+wgml_status wgml_session_create(wgml_model *model, const wgml_session_params *params,
+                                wgml_session **out, wgml_error *err);
+void wgml_session_free(wgml_session *session);
+/* Forgets all tokens (the KV cache is reused). */
+void wgml_session_reset(wgml_session *session);
+int wgml_session_n_ctx(const wgml_session *session);
+int wgml_session_n_past(const wgml_session *session);
+
+/* Low level: appends tokens to the context and computes the logits of the last
+ * one, readable with wgml_session_logits until the next call. */
+wgml_status wgml_session_eval(wgml_session *session, const int32_t *tokens, int n,
+                              wgml_error *err);
+const float *wgml_session_logits(const wgml_session *session);
+
+/* ---- generation -------------------------------------------------------------- */
+
+typedef struct wgml_sampler_params {
+    float temperature;    /* 0 = greedy */
+    int top_k;            /* 0 = off */
+    float top_p;          /* 1 = off */
+    float min_p;          /* 0 = off */
+    float repeat_penalty; /* 1 = off */
+    int repeat_last_n;    /* tokens the penalty looks back over */
+    uint64_t seed;
+} wgml_sampler_params;
+
+typedef enum wgml_stop_reason {
+    WGML_STOP_NONE = 0,
+    WGML_STOP_EOS,         /* the model produced end-of-sequence */
+    WGML_STOP_MAX_TOKENS,  /* n_predict tokens were generated */
+    WGML_STOP_CONTEXT_FULL,/* the context has no room for another token */
+    WGML_STOP_CALLBACK,    /* the token callback asked to stop */
+} wgml_stop_reason;
+
+const char *wgml_stop_reason_name(wgml_stop_reason reason);
+
+/* Receives each generated token and its text as it is produced. The text is
+ * whole UTF-8 characters: bytes of a character split across tokens are held
+ * back until it is complete. Return non-zero to stop. */
+typedef int (*wgml_token_fn)(void *user, int32_t token, const char *text, size_t len);
+
+typedef struct wgml_generate_params {
+    int n_predict;      /* tokens to generate at most; <0 = until EOS or the context is full */
+    int add_bos;        /* prepend BOS when the vocabulary wants it (default 1) */
+    wgml_sampler_params sampler;
+    wgml_token_fn on_token;
+    void *user;
+} wgml_generate_params;
+
+typedef struct wgml_generate_result {
+    int n_prompt;       /* tokens in the prompt, BOS included */
+    int n_generated;
+    wgml_stop_reason stop;
+    double prompt_ms;   /* prompt processing */
+    double generate_ms; /* generation after the first token */
+    double ttft_ms;     /* from the call to the first generated token */
+} wgml_generate_result;
+
+wgml_sampler_params wgml_sampler_default_params(void);
+wgml_generate_params wgml_generate_default_params(void);
+
+/* Tokenizes the prompt, evaluates it after what the session already holds, and
+ * samples up to n_predict tokens, streaming each through on_token. */
+wgml_status wgml_generate(wgml_session *session, const char *prompt,
+                          const wgml_generate_params *params, wgml_generate_result *result,
+                          wgml_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WGML_H */

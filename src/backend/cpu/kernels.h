@@ -1,0 +1,38 @@
+/*
+ * kernels.h - per-type CPU compute kernels: the dot products behind matmul.
+ *
+ * For a weight type, matmul first converts the f32 activation row x into the
+ * type's `act_type` (f32 itself for float weights; Q8_0 for Q4_0/Q5_0/Q8_0;
+ * Q8_1 for Q4_1/Q5_1, whose block sum folds in the weight minimum; Q8_K for
+ * the K-quants) so that the inner loop is integer multiply-adds, then calls
+ * `dot` for each weight row. Both functions are chosen once at startup for
+ * the best instruction set this CPU has (AVX-512/VNNI, AVX2+FMA+F16C, or
+ * portable scalar code); every variant computes the same math as the scalar
+ * reference, up to float summation order.
+ */
+#ifndef WGML_CPU_KERNELS_H
+#define WGML_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cpu_type_kernels {
+    uint32_t act_type; /* wgml_dtype of the prepared activation row */
+    /* x (n f32) -> prepared activation row (wgml_row_size(act_type, n) bytes) */
+    void (*prepare)(const float *x, void *dst, int64_t n);
+    /* sum over n elements of w_row[i] * x[i], x prepared by `prepare` */
+    float (*dot)(int64_t n, const void *w_row, const void *x_prepared);
+    /* n elements of a weight row to f32 (embedding lookup) */
+    void (*to_float)(const void *src, float *dst, int64_t n);
+} cpu_type_kernels;
+
+/* NULL when the CPU backend cannot compute with weights of this type. */
+const cpu_type_kernels *cpu_kernels_get(uint32_t type);
+
+/* The instruction set the kernels were chosen for: "avx512", "avx2", "scalar". */
+const char *cpu_kernels_isa(void);
+
+/* Forces the portable scalar kernels (tests compare them with the SIMD ones). */
+void cpu_kernels_force_scalar(int on);
+
+#endif

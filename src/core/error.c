@@ -1,0 +1,62 @@
+/*
+ * error.c - status names and the wgml_error helpers (see error.h).
+ */
+#include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *wgml_status_name(wgml_status status) {
+    switch (status) {
+    case WGML_OK: return "ok";
+    case WGML_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case WGML_ERR_IO: return "i/o error";
+    case WGML_ERR_FORMAT: return "bad file format";
+    case WGML_ERR_UNSUPPORTED: return "unsupported";
+    case WGML_ERR_OUT_OF_MEMORY: return "out of memory";
+    case WGML_ERR_CONTEXT_FULL: return "context full";
+    case WGML_ERR_GPU: return "gpu error";
+    case WGML_ERR_DEVICE_LOST: return "device lost";
+    case WGML_ERR_NO_ADAPTER: return "no adapter";
+    case WGML_ERR_TOKENIZER: return "tokenizer error";
+    }
+    return "unknown error";
+}
+
+wgml_status wgml_fail(wgml_error *err, wgml_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+void wgml_error_clear(wgml_error *err) {
+    if (err) {
+        err->code = WGML_OK;
+        err->message[0] = '\0';
+    }
+}
+
+void wgml_error_prefix(wgml_error *err, const char *fmt, ...) {
+    if (!err) return;
+    char prefix[WGML_ERROR_MESSAGE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[WGML_ERROR_MESSAGE_MAX];
+    memcpy(old, err->message, sizeof old);
+    size_t n = strlen(prefix);
+    if (n > sizeof err->message - 3) n = sizeof err->message - 3;
+    memcpy(err->message, prefix, n);
+    memcpy(err->message + n, ": ", 2);
+    size_t room = sizeof err->message - n - 2;
+    size_t m = strnlen(old, room - 1);
+    memcpy(err->message + n + 2, old, m);
+    err->message[n + 2 + m] = '\0';
+}

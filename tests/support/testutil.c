@@ -1,0 +1,77 @@
+/*
+ * testutil.c - see testutil.h.
+ */
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tu_shared(const char *rel) {
+    static char bufs[8][4096];
+    static int slot;
+    char *b = bufs[slot++ & 7];
+    const char *root = getenv("WGML_SHARED");
+    snprintf(b, 4096, "%s/%s", root && *root ? root : "../shared", rel);
+    return b;
+}
+
+unsigned char *tu_read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(n > 0 ? (size_t)n + 1 : 1);
+    if (b && n > 0 && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n > 0 ? n : 0] = 0;
+        *size = (size_t)(n > 0 ? n : 0);
+    }
+    return b;
+}
+
+int tu_write_file(const char *path, const void *data, size_t size) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    size_t w = fwrite(data, 1, size, f);
+    return fclose(f) == 0 && w == size ? 0 : -1;
+}
+
+const char *tu_tmp_path(const char *name) {
+    static char dir[256];
+    static char bufs[8][512];
+    static int slot;
+    if (!dir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/wgml-test-%d", t && *t ? t : "/tmp", (int)getpid());
+        mkdir(dir, 0700);
+    }
+    char *b = bufs[slot++ & 7];
+    snprintf(b, 512, "%s/%s", dir, name);
+    return b;
+}
+
+uint64_t tu_next(tu_rng *r) {
+    uint64_t x = r->s ? r->s : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+float tu_uniform(tu_rng *r) { return (float)(tu_next(r) >> 40) / 16777216.0f; }
+
+float tu_normal(tu_rng *r) {
+    float u1 = tu_uniform(r), u2 = tu_uniform(r);
+    if (u1 < 1e-7f) u1 = 1e-7f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}

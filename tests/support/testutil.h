@@ -1,0 +1,29 @@
+/*
+ * testutil.h - helpers shared by the unit tests: where the shared data lives,
+ * reading whole files, temporary paths, deterministic random numbers.
+ */
+#ifndef WGML_TESTUTIL_H
+#define WGML_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Path of a file under the shared folder ($WGML_SHARED or ../shared): a static buffer per call slot. */
+const char *tu_shared(const char *rel);
+/* Reads a whole file; returns NULL on failure. Free with free(). */
+unsigned char *tu_read_file(const char *path, size_t *size);
+/* Writes bytes to a file; returns 0 on success. */
+int tu_write_file(const char *path, const void *data, size_t size);
+/* A fresh path in a per-process temporary directory. */
+const char *tu_tmp_path(const char *name);
+
+/* xorshift64* generator; deterministic per seed. */
+typedef struct { uint64_t s; } tu_rng;
+uint64_t tu_next(tu_rng *r);
+float tu_uniform(tu_rng *r);           /* [0, 1) */
+float tu_normal(tu_rng *r);            /* mean 0, std 1 */
+
+#endif
