@@ -11,7 +11,6 @@ add_library(wgml STATIC ${WGML_LIB_SOURCES})
 target_include_directories(wgml PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
 find_package(Threads REQUIRED)
 target_link_libraries(wgml PUBLIC Threads::Threads m)
-target_compile_definitions(wgml PRIVATE _GNU_SOURCE)
 
 file(GLOB WGML_CLI_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/wgml/*.c)
 if(WGML_CLI_SOURCES)

@@ -177,7 +177,8 @@ const char *wgml_stop_reason_name(wgml_stop_reason reason);
 
 /* Receives each generated token and its text as it is produced. The text is
  * whole UTF-8 characters: bytes of a character split across tokens are held
- * back until it is complete. Return non-zero to stop. */
+ * back until it is complete (a final call with token -1 flushes bytes still
+ * held when generation ends). Return non-zero to stop. */
 typedef int (*wgml_token_fn)(void *user, int32_t token, const char *text, size_t len);
 
 typedef struct wgml_generate_params {

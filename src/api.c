@@ -1,0 +1,446 @@
+/*
+ * api.c - the public API (include/wgml.h): models, sessions, generation.
+ *
+ * A wgml_model ties together the GGUF file (kept open: on the CPU the weights
+ * are used in place from its mapping), the backend, the tokenizer and the
+ * model's weights. A wgml_session owns one KV cache and its activations, the
+ * tokens it holds, and the last logits. wgml_generate runs the loop:
+ * tokenize, evaluate the prompt in batches, then sample, stream and evaluate
+ * one token at a time until EOS, n_predict or the context is full.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "format/gguf.h"
+#include "model/llama.h"
+#include "text/sampler.h"
+#include "text/tokenizer.h"
+#include "wgml.h"
+
+struct wgml_model {
+    gguf_file *gguf;
+    wgml_backend *be;
+    wgml_tokenizer *tok;
+    llama_model *llm;
+    char name[128];
+};
+
+struct wgml_session {
+    wgml_model *m;
+    llama_state *st;
+    int n_past;       /* tokens in the KV cache */
+    int32_t *tokens;  /* the n_past tokens, then at most one pending token */
+    int has_pending;  /* tokens[n_past] was sampled but not evaluated yet */
+    float *logits;    /* n_vocab, valid when has_logits */
+    int has_logits;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void note(const wgml_model_params *p, const char *fmt, ...) {
+    if (!p->log) return;
+    char line[WGML_ERROR_MESSAGE_MAX + 128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    p->log(p->log_user, line);
+}
+
+wgml_model_params wgml_model_default_params(void) {
+    return (wgml_model_params){.backend = WGML_BACKEND_AUTO};
+}
+
+wgml_session_params wgml_session_default_params(void) { return (wgml_session_params){0, 0}; }
+
+wgml_sampler_params wgml_sampler_default_params(void) {
+    return (wgml_sampler_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                                 .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
+}
+
+wgml_generate_params wgml_generate_default_params(void) {
+    return (wgml_generate_params){.n_predict = 128, .add_bos = 1, .sampler = wgml_sampler_default_params()};
+}
+
+const char *wgml_stop_reason_name(wgml_stop_reason r) {
+    switch (r) {
+    case WGML_STOP_NONE: return "none";
+    case WGML_STOP_EOS: return "end of sequence";
+    case WGML_STOP_MAX_TOKENS: return "token limit";
+    case WGML_STOP_CONTEXT_FULL: return "context full";
+    case WGML_STOP_CALLBACK: return "stopped by callback";
+    }
+    return "unknown";
+}
+
+typedef struct {
+    const wgml_model_params *p;
+} progress_ctx;
+
+static int load_progress(void *user, uint64_t done, uint64_t total) {
+    const wgml_model_params *p = ((progress_ctx *)user)->p;
+    return p->progress ? p->progress(p->progress_user, "load", done, total) : 0;
+}
+
+/* Creates the backend the parameters ask for and loads the weights on it. */
+static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, wgml_backend_kind kind, wgml_error *err) {
+    wgml_status st;
+    if (kind == WGML_BACKEND_CPU) {
+        st = wgml_backend_cpu_create(p->n_threads, &m->be, err);
+    } else {
+        wgml_webgpu_options o = {.adapter = p->adapter, .allow_software = p->adapter != NULL};
+        st = wgml_backend_webgpu_create(&o, &m->be, err);
+    }
+    if (st) return st;
+    progress_ctx pc = {p};
+    st = llama_model_load(m->gguf, m->be, load_progress, &pc, &m->llm, err);
+    if (st) {
+        m->be->free(m->be);
+        m->be = NULL;
+    }
+    return st;
+}
+
+static wgml_status model_open(gguf_file *g, const wgml_model_params *params, wgml_model **out, wgml_error *err) {
+    wgml_model_params defaults = wgml_model_default_params();
+    const wgml_model_params *p = params ? params : &defaults;
+    wgml_model *m = wgml_calloc(1, sizeof *m);
+    if (!m) {
+        gguf_close(g);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading a model");
+    }
+    m->gguf = g;
+    llama_hparams hp;
+    wgml_status st = llama_read_hparams(g, &hp, err);
+    if (!st) st = wgml_tokenizer_load(g, &m->tok, err);
+    if (!st) {
+        gguf_str name;
+        if (gguf_get_str(g, "general.name", &name, NULL) == 1) {
+            size_t n = name.len < sizeof m->name - 1 ? (size_t)name.len : sizeof m->name - 1;
+            memcpy(m->name, name.ptr, n);
+        }
+        if (p->backend == WGML_BACKEND_AUTO) {
+            wgml_error gpu_err;
+            wgml_error_clear(&gpu_err);
+            st = load_on_backend(m, p, WGML_BACKEND_WEBGPU, &gpu_err);
+            if (st) {
+                if (st != WGML_ERR_UNSUPPORTED || p->adapter) note(p, "webgpu unavailable (%s); using the CPU", gpu_err.message);
+                st = load_on_backend(m, p, WGML_BACKEND_CPU, err);
+            }
+        } else {
+            st = load_on_backend(m, p, p->backend, err);
+        }
+    }
+    if (st) {
+        wgml_model_free(m);
+        return st;
+    }
+    *out = m;
+    return WGML_OK;
+}
+
+wgml_status wgml_model_load(const char *path, const wgml_model_params *params, wgml_model **out, wgml_error *err) {
+    if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: out is NULL");
+    *out = NULL;
+    if (!path) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: path is NULL");
+    gguf_file *g;
+    wgml_status st = gguf_open(path, &g, err);
+    if (st) return st;
+    return model_open(g, params, out, err);
+}
+
+wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params, wgml_model **out,
+                                   wgml_error *err) {
+    if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_memory: out is NULL");
+    *out = NULL;
+    gguf_file *g;
+    wgml_status st = gguf_open_memory(data, size, "<memory>", &g, err);
+    if (st) return st;
+    return model_open(g, params, out, err);
+}
+
+void wgml_model_free(wgml_model *m) {
+    if (!m) return;
+    llama_model_free(m->llm);
+    if (m->be) m->be->free(m->be);
+    wgml_tokenizer_free(m->tok);
+    gguf_close(m->gguf);
+    wgml_free(m);
+}
+
+void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
+    memset(info, 0, sizeof *info);
+    const llama_hparams *hp = &m->llm->hp;
+    info->architecture = hp->arch;
+    info->name = m->name;
+    info->backend = m->be->name;
+    info->adapter = m->be->device_name ? m->be->device_name : "";
+    info->n_vocab = hp->n_vocab;
+    info->n_ctx_train = hp->n_ctx_train;
+    info->n_embd = hp->n_embd;
+    info->n_layer = hp->n_layer;
+    info->n_head = hp->n_head;
+    info->n_head_kv = hp->n_head_kv;
+    info->n_ff = hp->n_ff;
+    info->head_dim = hp->head_dim;
+    info->n_params = m->llm->n_params;
+    info->weights_bytes = m->llm->weights_bytes;
+    info->bos = wgml_tokenizer_bos(m->tok);
+    info->eos = wgml_tokenizer_eos(m->tok);
+}
+
+int wgml_tokenize(const wgml_model *m, const char *text, size_t len, int add_bos, int32_t *tokens, int cap,
+                  wgml_error *err) {
+    if (!m || (!text && len)) {
+        wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_tokenize: NULL argument");
+        return -1;
+    }
+    return wgml_tokenizer_encode(m->tok, text ? text : "", len, add_bos, tokens, cap, err);
+}
+
+int wgml_token_to_piece(const wgml_model *m, int32_t token, char *buf, int cap) {
+    return wgml_tokenizer_piece(m->tok, token, buf, cap);
+}
+
+/* ---- sessions ---- */
+
+wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params, wgml_session **out, wgml_error *err) {
+    if (!m || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_create: NULL argument");
+    *out = NULL;
+    wgml_session_params sp = params ? *params : wgml_session_default_params();
+    if (sp.n_ctx < 0 || sp.n_batch < 0)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d and batch %d must not be negative", sp.n_ctx,
+                         sp.n_batch);
+    if (sp.n_ctx == 0) sp.n_ctx = m->llm->hp.n_ctx_train < 4096 ? m->llm->hp.n_ctx_train : 4096;
+    if (sp.n_batch == 0) sp.n_batch = 64;
+    if (sp.n_ctx > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d is too large", sp.n_ctx);
+    wgml_session *s = wgml_calloc(1, sizeof *s);
+    if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+    s->m = m;
+    s->tokens = wgml_calloc((size_t)sp.n_ctx + 1, sizeof *s->tokens);
+    s->logits = wgml_calloc((size_t)m->llm->hp.n_vocab, sizeof *s->logits);
+    wgml_status st = WGML_OK;
+    if (!s->tokens || !s->logits) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+    if (!st) st = llama_state_create(m->llm, sp.n_ctx, sp.n_batch, &s->st, err);
+    if (st) {
+        wgml_session_free(s);
+        return st;
+    }
+    *out = s;
+    return WGML_OK;
+}
+
+void wgml_session_free(wgml_session *s) {
+    if (!s) return;
+    llama_state_free(s->st);
+    wgml_free(s->tokens);
+    wgml_free(s->logits);
+    wgml_free(s);
+}
+
+void wgml_session_reset(wgml_session *s) {
+    s->n_past = 0;
+    s->has_pending = 0;
+    s->has_logits = 0;
+}
+
+int wgml_session_n_ctx(const wgml_session *s) { return llama_state_n_ctx(s->st); }
+int wgml_session_n_past(const wgml_session *s) { return s->n_past; }
+const float *wgml_session_logits(const wgml_session *s) { return s->has_logits ? s->logits : NULL; }
+
+/* Evaluates tokens in batches; the last batch yields logits and/or the argmax. */
+static wgml_status eval_tokens(wgml_session *s, const int32_t *tokens, int n, int want_logits, int32_t *argmax,
+                               wgml_error *err) {
+    int n_ctx = llama_state_n_ctx(s->st), n_batch = llama_state_n_batch(s->st);
+    if (n > n_ctx - s->n_past)
+        return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "%d tokens do not fit: the context holds %d and %d are used", n,
+                         n_ctx, s->n_past);
+    s->has_logits = 0;
+    for (int i = 0; i < n; i += n_batch) {
+        int k = n - i < n_batch ? n - i : n_batch;
+        int last = i + k == n;
+        wgml_status st = llama_eval(s->m->llm, s->st, tokens + i, k, s->n_past, last && want_logits ? s->logits : NULL,
+                                    last ? argmax : NULL, err);
+        if (st) return st;
+        memmove(s->tokens + s->n_past, tokens + i, (size_t)k * sizeof *tokens);
+        s->n_past += k;
+    }
+    s->has_logits = want_logits;
+    return WGML_OK;
+}
+
+wgml_status wgml_session_eval(wgml_session *s, const int32_t *tokens, int n, wgml_error *err) {
+    if (!s || (!tokens && n)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_eval: NULL argument");
+    if (n <= 0) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_eval: no tokens");
+    if (s->has_pending) { /* the last generated token joins the context first */
+        s->has_pending = 0;
+        wgml_status st = eval_tokens(s, &s->tokens[s->n_past], 1, 0, NULL, err);
+        if (st) return st;
+    }
+    return eval_tokens(s, tokens, n, 1, NULL, err);
+}
+
+/* Holds back the bytes of an incomplete UTF-8 character between pieces. */
+typedef struct {
+    char buf[8];
+    int n;
+} utf8_carry;
+
+static int utf8_len(unsigned char c) {
+    if (c < 0x80) return 1;
+    if ((c & 0xe0) == 0xc0) return 2;
+    if ((c & 0xf0) == 0xe0) return 3;
+    if ((c & 0xf8) == 0xf0) return 4;
+    return 1; /* stray continuation or invalid lead byte: pass through */
+}
+
+/* Appends piece to the carry and returns how many bytes of `out` are whole characters. */
+static int utf8_take(utf8_carry *c, const char *piece, int n, char *out, int cap, int flush) {
+    int len = 0;
+    for (int i = 0; i < c->n && len < cap; i++) out[len++] = c->buf[i];
+    for (int i = 0; i < n && len < cap; i++) out[len++] = piece[i];
+    c->n = 0;
+    if (flush) return len;
+    /* find the start of a trailing incomplete character */
+    int i = len - 1, back = 0;
+    while (i >= 0 && back < 3 && ((unsigned char)out[i] & 0xc0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i >= 0 && utf8_len((unsigned char)out[i]) > len - i) {
+        c->n = len - i;
+        memcpy(c->buf, out + i, (size_t)c->n);
+        len = i;
+    }
+    return len;
+}
+
+static int emit(const wgml_generate_params *p, int32_t tok, const char *text, int len) {
+    return p->on_token ? p->on_token(p->user, tok, text, (size_t)len) : 0;
+}
+
+wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_generate_params *params,
+                          wgml_generate_result *result, wgml_error *err) {
+    wgml_generate_result res = {0};
+    if (result) *result = res;
+    if (!s) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_generate: session is NULL");
+    wgml_generate_params p = params ? *params : wgml_generate_default_params();
+    wgml_status st = wgml_sampler_check(&p.sampler, err);
+    if (st) return st;
+    wgml_model *m = s->m;
+    int n_ctx = llama_state_n_ctx(s->st), n_vocab = m->llm->hp.n_vocab;
+    double t_start = now_ms();
+
+    /* prompt tokens: a pending token from the last call, BOS, the text */
+    const char *text = prompt ? prompt : "";
+    size_t text_len = strlen(text);
+    int add_bos = p.add_bos && s->n_past == 0 && !s->has_pending && wgml_tokenizer_wants_bos(m->tok);
+    int cap = n_ctx + 2;
+    int32_t *toks = wgml_calloc((size_t)cap, sizeof *toks);
+    if (!toks) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory tokenizing the prompt");
+    int n_pend = s->has_pending ? 1 : 0;
+    if (n_pend) toks[0] = s->tokens[s->n_past];
+    int n_text = wgml_tokenizer_encode(m->tok, text, text_len, add_bos, toks + n_pend, cap - n_pend, err);
+    if (n_text < 0) {
+        wgml_free(toks);
+        return err ? err->code : WGML_ERR_TOKENIZER;
+    }
+    int n_prompt = n_pend + n_text;
+    res.n_prompt = n_text;
+    if (n_prompt > n_ctx - s->n_past) {
+        wgml_free(toks);
+        return wgml_fail(err, WGML_ERR_CONTEXT_FULL,
+                         "the prompt is %d tokens but the context has room for %d (size %d, %d used)", n_text,
+                         n_ctx - s->n_past - n_pend, n_ctx, s->n_past);
+    }
+    if (n_prompt == 0 && !s->has_logits) {
+        wgml_free(toks);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "empty prompt and no BOS token: nothing to continue from");
+    }
+
+    int greedy = wgml_sampler_is_greedy(&p.sampler);
+    wgml_sampler *sampler = NULL;
+    if (!greedy && (st = wgml_sampler_create(&p.sampler, n_vocab, &sampler, err))) {
+        wgml_free(toks);
+        return st;
+    }
+    s->has_pending = 0;
+    int32_t next = -1;
+    if (n_prompt > 0) {
+        st = eval_tokens(s, toks, n_prompt, !greedy, greedy ? &next : NULL, err);
+    } else if (greedy) {
+        next = 0; /* continue from the logits of an earlier eval */
+        for (int i = 1; i < n_vocab; i++)
+            if (s->logits[i] > s->logits[next]) next = i;
+    }
+    wgml_free(toks);
+    res.prompt_ms = now_ms() - t_start;
+
+    wgml_tokenizer *tok = m->tok;
+    int strip_space = wgml_tokenizer_kind(tok) == WGML_VOCAB_SPM && s->n_past > 0 &&
+                      s->tokens[s->n_past - 1] == wgml_tokenizer_bos(tok);
+    utf8_carry carry = {{0}, 0};
+    char piece[256], out[300];
+    double t_first = 0;
+    res.stop = WGML_STOP_NONE;
+    while (!st) {
+        if (p.n_predict >= 0 && res.n_generated >= p.n_predict) {
+            res.stop = WGML_STOP_MAX_TOKENS;
+            break;
+        }
+        if (!greedy) next = wgml_sampler_sample(sampler, s->logits, s->tokens, s->n_past);
+        if (res.n_generated == 0) t_first = now_ms();
+        if (wgml_tokenizer_is_eog(tok, next)) {
+            res.stop = WGML_STOP_EOS;
+            break;
+        }
+        res.n_generated++;
+        s->tokens[s->n_past] = next;
+        s->has_pending = 1;
+        int plen = wgml_tokenizer_piece(tok, next, piece, (int)sizeof piece);
+        if (plen < 0) plen = 0;
+        if (plen > (int)sizeof piece) plen = (int)sizeof piece;
+        const char *pc = piece;
+        if (strip_space && plen > 0 && piece[0] == ' ') {
+            pc++;
+            plen--;
+        }
+        strip_space = 0;
+        int olen = utf8_take(&carry, pc, plen, out, (int)sizeof out, 0);
+        if (emit(&p, next, out, olen)) {
+            res.stop = WGML_STOP_CALLBACK;
+            break;
+        }
+        if (p.n_predict >= 0 && res.n_generated >= p.n_predict) {
+            res.stop = WGML_STOP_MAX_TOKENS;
+            break;
+        }
+        if (s->n_past >= n_ctx) {
+            res.stop = WGML_STOP_CONTEXT_FULL;
+            break;
+        }
+        s->has_pending = 0;
+        st = eval_tokens(s, &next, 1, !greedy, greedy ? &next : NULL, err);
+    }
+    if (carry.n && !st) {
+        int olen = utf8_take(&carry, "", 0, out, (int)sizeof out, 1);
+        emit(&p, -1, out, olen);
+    }
+    double t_end = now_ms();
+    if (res.n_generated > 0) {
+        res.ttft_ms = t_first - t_start;
+        res.generate_ms = t_end - t_first;
+    }
+    wgml_sampler_free(sampler);
+    if (result) *result = res;
+    return st;
+}

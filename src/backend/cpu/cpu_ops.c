@@ -1,0 +1,407 @@
+/*
+ * cpu_ops.c - the CPU backend's ops (all but attention, see cpu_attention.c).
+ *
+ * Each op checks its tensors, then runs on the thread pool. matmul is the one
+ * that matters for speed: it converts the activations once into the weight
+ * type's activation format (e.g. Q8_0 blocks for Q4_0 weights, see
+ * kernels.h), then splits the weight rows across threads; every weight row is
+ * read once per step and dotted with all of the step's token rows while it
+ * is hot in cache.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/kernels.h"
+
+#define PROFILE_BEGIN(cb) double t0_ = (cb)->profiling ? cpu_now_ms() : 0
+#define PROFILE_END(cb, name)                                            \
+    do {                                                                 \
+        if ((cb)->profiling) cpu_profile_add((cb), (name), cpu_now_ms() - t0_); \
+    } while (0)
+
+static int is_f32(cpu_backend *cb, const char *op, const wgml_tensor *t) {
+    if (!cpu_check(cb, op, t)) return 0;
+    if (t->type != WGML_F32) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be F32, is %s", op, t->name ? t->name : "?",
+                  wgml_dtype_name(t->type));
+        return 0;
+    }
+    return 1;
+}
+
+static int same_shape(cpu_backend *cb, const char *op, const wgml_tensor *a, const wgml_tensor *b) {
+    if (a->ne[0] != b->ne[0] || wgml_tensor_nrows(a) != wgml_tensor_nrows(b)) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: shapes differ: [%lld x %lld] vs [%lld x %lld]", op,
+                  (long long)a->ne[0], (long long)wgml_tensor_nrows(a), (long long)b->ne[0],
+                  (long long)wgml_tensor_nrows(b));
+        return 0;
+    }
+    return 1;
+}
+
+static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
+    int64_t per = (n + nth - 1) / nth;
+    *lo = per * ith;
+    *hi = *lo + per < n ? *lo + per : n;
+    if (*lo > n) *lo = n;
+}
+
+/* ---- get_rows ---- */
+
+typedef struct {
+    float *out;
+    const uint8_t *table;
+    size_t row_bytes;
+    const int32_t *ids;
+    int64_t n, cols;
+    const cpu_type_kernels *k;
+} rows_task;
+
+static void rows_run(void *p, int ith, int nth) {
+    rows_task *t = p;
+    int64_t lo, hi;
+    split(t->n, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++)
+        t->k->to_float(t->table + (size_t)t->ids[i] * t->row_bytes, t->out + i * t->cols, t->cols);
+}
+
+void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "get_rows", out) || !cpu_check(cb, "get_rows", table) || !cpu_check(cb, "get_rows", ids)) return;
+    const cpu_type_kernels *k = cpu_kernels_get(table->type);
+    int64_t n = wgml_tensor_nrows(out), n_rows = wgml_tensor_nrows(table);
+    if (!k || ids->type != WGML_I32 || out->ne[0] != table->ne[0] || wgml_tensor_nelements(ids) < n) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "get_rows: bad arguments (table %s, ids %s)",
+                  wgml_dtype_name(table->type), wgml_dtype_name(ids->type));
+        return;
+    }
+    const int32_t *id = cpu_ptr(ids);
+    for (int64_t i = 0; i < n; i++) {
+        if (id[i] < 0 || id[i] >= n_rows) {
+            cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "get_rows: id %d out of range [0, %lld)", id[i], (long long)n_rows);
+            return;
+        }
+    }
+    rows_task t = {cpu_ptr(out), cpu_ptr(table), wgml_row_size(table->type, table->ne[0]), id, n, out->ne[0], k};
+    wgml_threadpool_run(cb->pool, rows_run, &t);
+    PROFILE_END(cb, "get_rows");
+}
+
+/* ---- rms_norm ---- */
+
+float cpu_rms_scale(const float *x, int64_t n, float eps) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    return (float)(1.0 / sqrt(ss / (double)n + eps));
+}
+
+void cpu_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "rms_norm", out) || !is_f32(cb, "rms_norm", x) || !is_f32(cb, "rms_norm", w) ||
+        !same_shape(cb, "rms_norm", out, x))
+        return;
+    if (w->ne[0] != x->ne[0]) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "rms_norm: weight has %lld elements, rows have %lld",
+                  (long long)w->ne[0], (long long)x->ne[0]);
+        return;
+    }
+    int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
+    const float *g = cpu_ptr(w);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = (const float *)cpu_ptr(x) + r * n;
+        float *o = (float *)cpu_ptr(out) + r * n;
+        float s = cpu_rms_scale(xr, n, eps);
+        for (int64_t i = 0; i < n; i++) o[i] = xr[i] * s * g[i];
+    }
+    PROFILE_END(cb, "rms_norm");
+}
+
+/* ---- matmul ---- */
+
+typedef struct {
+    const cpu_type_kernels *k;
+    const uint8_t *w;
+    size_t w_row;
+    const uint8_t *act; /* prepared activations, n rows */
+    size_t act_row;
+    const float *bias;
+    float *out;
+    int64_t M;
+} mm_part;
+
+typedef struct {
+    int n_parts;
+    mm_part part[WGML_MATMUL_MAX];
+    int64_t K, n, total_rows;
+    wgml_epilogue epi;
+} mm_task;
+
+static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+static void mm_run(void *p, int ith, int nth) {
+    mm_task *t = p;
+    if (t->epi == WGML_EPI_SWIGLU) {
+        const mm_part *g = &t->part[0], *u = &t->part[1];
+        int64_t lo, hi;
+        split(g->M, ith, nth, &lo, &hi);
+        for (int64_t r = lo; r < hi; r++) {
+            const uint8_t *wg = g->w + (size_t)r * g->w_row, *wu = u->w + (size_t)r * u->w_row;
+            for (int64_t i = 0; i < t->n; i++) {
+                float a = g->k->dot(t->K, wg, g->act + (size_t)i * g->act_row);
+                float b = u->k->dot(t->K, wu, u->act + (size_t)i * u->act_row);
+                if (g->bias) a += g->bias[r];
+                if (u->bias) b += u->bias[r];
+                g->out[i * g->M + r] = silu(a) * b;
+            }
+        }
+        return;
+    }
+    /* rows of all parts form one range [0, total_rows) split across threads */
+    int64_t lo, hi;
+    split(t->total_rows, ith, nth, &lo, &hi);
+    int64_t base = 0;
+    for (int p_i = 0; p_i < t->n_parts; p_i++) {
+        const mm_part *pt = &t->part[p_i];
+        int64_t a = lo > base ? lo - base : 0, b = hi - base < pt->M ? hi - base : pt->M;
+        for (int64_t r = a; r < b; r++) {
+            const uint8_t *wr = pt->w + (size_t)r * pt->w_row;
+            float bias = pt->bias ? pt->bias[r] : 0.0f;
+            for (int64_t i = 0; i < t->n; i++) {
+                float s = pt->k->dot(t->K, wr, pt->act + (size_t)i * pt->act_row) + bias;
+                float *o = &pt->out[i * pt->M + r];
+                *o = t->epi == WGML_EPI_ADD ? *o + s : s;
+            }
+        }
+        base += pt->M;
+    }
+}
+
+typedef struct {
+    const cpu_type_kernels *k;
+    const float *x;
+    uint8_t *dst;
+    size_t dst_row;
+    int64_t K, n;
+} prep_task;
+
+static void prep_run(void *p, int ith, int nth) {
+    prep_task *t = p;
+    int64_t lo, hi;
+    split(t->n, ith, nth, &lo, &hi);
+    for (int64_t i = lo; i < hi; i++) t->k->prepare(t->x + i * t->K, t->dst + (size_t)i * t->dst_row, t->K);
+}
+
+static int mm_check(cpu_backend *cb, const wgml_matmul *mm, int64_t K, int64_t n) {
+    if (mm->n_w < 1 || mm->n_w > WGML_MATMUL_MAX || (mm->epilogue == WGML_EPI_SWIGLU && mm->n_w != 2)) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: %d weights with epilogue %d", mm->n_w, (int)mm->epilogue);
+        return 0;
+    }
+    if (mm->norm && (!is_f32(cb, "matmul", mm->norm) || mm->norm->ne[0] != K)) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: norm weight does not match input width %lld", (long long)K);
+        return 0;
+    }
+    for (int i = 0; i < mm->n_w; i++) {
+        const wgml_tensor *w = mm->w[i];
+        const wgml_tensor *o = mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i];
+        if (!cpu_check(cb, "matmul", w) || !is_f32(cb, "matmul", o)) return 0;
+        if (!cpu_kernels_get(w->type)) {
+            cpu_error(cb, WGML_ERR_UNSUPPORTED, "matmul: weight '%s' has type %s, which the CPU backend cannot use",
+                      w->name ? w->name : "?", wgml_dtype_name(w->type));
+            return 0;
+        }
+        int64_t M = wgml_tensor_nrows(w);
+        if (w->ne[0] != K || o->ne[0] != M || wgml_tensor_nrows(o) != n) {
+            cpu_error(cb, WGML_ERR_INVALID_ARGUMENT,
+                      "matmul: weight '%s' [%lld x %lld], input [%lld x %lld], output [%lld x %lld] do not fit",
+                      w->name ? w->name : "?", (long long)M, (long long)w->ne[0], (long long)n, (long long)K,
+                      (long long)wgml_tensor_nrows(o), (long long)o->ne[0]);
+            return 0;
+        }
+        if (mm->bias[i] && (!is_f32(cb, "matmul", mm->bias[i]) || mm->bias[i]->ne[0] != M)) {
+            cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: bias of '%s' does not have %lld elements",
+                      w->name ? w->name : "?", (long long)M);
+            return 0;
+        }
+    }
+    if (mm->epilogue == WGML_EPI_SWIGLU && wgml_tensor_nrows(mm->w[0]) != wgml_tensor_nrows(mm->w[1])) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: SwiGLU weights have different row counts");
+        return 0;
+    }
+    return 1;
+}
+
+void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!mm || !is_f32(cb, "matmul", mm->x)) return;
+    int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
+    if (!mm_check(cb, mm, K, n)) return;
+
+    /* scratch: [normalized x][prepared activations per weight] */
+    size_t norm_bytes = mm->norm ? (size_t)(n * K) * sizeof(float) : 0;
+    size_t act_bytes[WGML_MATMUL_MAX] = {0};
+    size_t total = (norm_bytes + 63) & ~(size_t)63;
+    const cpu_type_kernels *k[WGML_MATMUL_MAX];
+    for (int i = 0; i < mm->n_w; i++) {
+        k[i] = cpu_kernels_get(mm->w[i]->type);
+        if (k[i]->act_type != WGML_F32) act_bytes[i] = ((wgml_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
+        total += act_bytes[i];
+    }
+    uint8_t *scratch = cpu_scratch(cb, total);
+    if (!scratch) return;
+
+    const float *x = cpu_ptr(mm->x);
+    if (mm->norm) {
+        float *xn = (float *)scratch;
+        const float *g = cpu_ptr(mm->norm);
+        for (int64_t i = 0; i < n; i++) {
+            float s = cpu_rms_scale(x + i * K, K, mm->eps);
+            for (int64_t c = 0; c < K; c++) xn[i * K + c] = x[i * K + c] * s * g[c];
+        }
+        x = xn;
+    }
+
+    mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue};
+    uint8_t *act = scratch + ((norm_bytes + 63) & ~(size_t)63);
+    for (int i = 0; i < mm->n_w; i++) {
+        mm_part *p = &t.part[i];
+        p->k = k[i];
+        p->w = cpu_ptr(mm->w[i]);
+        p->w_row = wgml_row_size(mm->w[i]->type, K);
+        p->M = wgml_tensor_nrows(mm->w[i]);
+        p->bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL;
+        p->out = cpu_ptr(mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i]);
+        if (k[i]->act_type == WGML_F32) {
+            p->act = (const uint8_t *)x;
+            p->act_row = (size_t)K * sizeof(float);
+            continue;
+        }
+        /* reuse an earlier part's activations of the same format */
+        int shared = -1;
+        for (int j = 0; j < i; j++)
+            if (k[j]->act_type == k[i]->act_type) shared = j;
+        p->act_row = wgml_row_size(k[i]->act_type, K);
+        if (shared >= 0) {
+            p->act = t.part[shared].act;
+        } else {
+            prep_task pt = {k[i], x, act, p->act_row, K, n};
+            wgml_threadpool_run(cb->pool, prep_run, &pt);
+            p->act = act;
+            act += act_bytes[i];
+        }
+    }
+    for (int i = 0; i < mm->n_w; i++) t.total_rows += t.part[i].M;
+    wgml_threadpool_run(cb->pool, mm_run, &t);
+    PROFILE_END(cb, "matmul");
+}
+
+/* ---- rope ---- */
+
+void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *r, const float *ff) {
+    int half = r->n_rot / 2;
+    for (int i = 0; i < half; i++) {
+        /* theta_i = pos * scale * base^(-2i/n_rot) / factor_i, in double for a precise reference */
+        double theta = (double)pos * r->freq_scale * pow((double)r->freq_base, -2.0 * i / r->n_rot);
+        if (ff) theta /= ff[i];
+        float c = (float)cos(theta), s = (float)sin(theta);
+        for (int h = 0; h < n_head; h++) {
+            float *v = x + (size_t)h * head_dim;
+            int a = r->neox ? i : 2 * i, b = r->neox ? i + half : 2 * i + 1;
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * c - x1 * s;
+            v[b] = x0 * s + x1 * c;
+        }
+    }
+}
+
+void cpu_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "rope", x)) return;
+    if (!r || r->n_rot <= 0 || r->n_rot > head_dim || (r->n_rot & 1) || x->ne[0] != (int64_t)n_head * head_dim) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "rope: bad parameters (n_rot %d, head_dim %d, n_head %d, row %lld)",
+                  r ? r->n_rot : 0, head_dim, n_head, (long long)x->ne[0]);
+        return;
+    }
+    const float *ff = NULL;
+    if (r->freq_factors) {
+        if (!is_f32(cb, "rope", r->freq_factors) || r->freq_factors->ne[0] < r->n_rot / 2) return;
+        ff = cpu_ptr(r->freq_factors);
+    }
+    int64_t rows = wgml_tensor_nrows(x);
+    for (int64_t t = 0; t < rows; t++)
+        cpu_rope_row((float *)cpu_ptr(x) + t * x->ne[0], n_head, head_dim, cb->step.pos + (int)t, r, ff);
+    PROFILE_END(cb, "rope");
+}
+
+/* ---- elementwise and row ops ---- */
+
+void cpu_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "softmax", out) || !is_f32(cb, "softmax", x) || !same_shape(cb, "softmax", out, x)) return;
+    int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *a = (const float *)cpu_ptr(x) + r * n;
+        float *o = (float *)cpu_ptr(out) + r * n;
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < n; i++) mx = fmaxf(mx, a[i] * scale);
+        double sum = 0;
+        for (int64_t i = 0; i < n; i++) {
+            o[i] = expf(a[i] * scale - mx);
+            sum += o[i];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t i = 0; i < n; i++) o[i] *= inv;
+    }
+    PROFILE_END(cb, "softmax");
+}
+
+void cpu_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "swiglu", out) || !is_f32(cb, "swiglu", gate) || !is_f32(cb, "swiglu", up) ||
+        !same_shape(cb, "swiglu", out, gate) || !same_shape(cb, "swiglu", out, up))
+        return;
+    int64_t n = wgml_tensor_nelements(out);
+    float *o = cpu_ptr(out);
+    const float *g = cpu_ptr(gate), *u = cpu_ptr(up);
+    for (int64_t i = 0; i < n; i++) o[i] = silu(g[i]) * u[i];
+    PROFILE_END(cb, "swiglu");
+}
+
+void cpu_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "add", out) || !is_f32(cb, "add", a) || !is_f32(cb, "add", b) || !same_shape(cb, "add", out, a) ||
+        !same_shape(cb, "add", out, b))
+        return;
+    int64_t n = wgml_tensor_nelements(out);
+    float *o = cpu_ptr(out);
+    const float *x = cpu_ptr(a), *y = cpu_ptr(b);
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];
+    PROFILE_END(cb, "add");
+}
+
+void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x) {
+    cpu_backend *cb = (cpu_backend *)be;
+    PROFILE_BEGIN(cb);
+    if (!is_f32(cb, "argmax", x) || !cpu_check(cb, "argmax", out)) return;
+    int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
+    if (out->type != WGML_I32 || wgml_tensor_nelements(out) < rows) {
+        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements", (long long)rows);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        const float *a = (const float *)cpu_ptr(x) + r * n;
+        int64_t best = 0;
+        for (int64_t i = 1; i < n; i++)
+            if (a[i] > a[best]) best = i;
+        ((int32_t *)cpu_ptr(out))[r] = (int32_t)best;
+    }
+    PROFILE_END(cb, "argmax");
+}

@@ -1,0 +1,63 @@
+/*
+ * llama.h - Llama-family decoder models (architectures "llama" and "qwen2").
+ *
+ * llama_model holds the hyper-parameters and the weights as backend tensors;
+ * llama_state holds one session's KV cache and activation buffers. The forward
+ * pass (llama_eval) is written once against the backend op interface.
+ */
+#ifndef WGML_MODEL_LLAMA_H
+#define WGML_MODEL_LLAMA_H
+
+#include "backend/backend.h"
+#include "format/gguf.h"
+
+typedef struct llama_hparams {
+    char arch[32];
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    float eps;
+    wgml_rope rope; /* n_rot, layout, base, scale (freq_factors set at load when present) */
+} llama_hparams;
+
+typedef struct llama_layer {
+    wgml_tensor attn_norm, wq, wk, wv, wo;
+    wgml_tensor bq, bk, bv; /* type 0 with buf NULL when absent */
+    wgml_tensor ffn_norm, w_gate, w_up, w_down;
+} llama_layer;
+
+typedef struct llama_model {
+    llama_hparams hp;
+    wgml_backend *be; /* borrowed */
+    wgml_tensor tok_embd, out_norm, output, rope_freqs;
+    llama_layer *layers;
+    wgml_buffer **bufs;
+    int n_bufs;
+    uint64_t n_params, weights_bytes;
+} llama_model;
+
+typedef struct llama_state llama_state;
+
+/* Progress callback during loading (bytes done of total); non-zero cancels. */
+typedef int (*llama_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/* Reads hyper-parameters from f's metadata (no tensors); errors name the missing key. */
+wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error *err);
+/* Whether the architecture is one we run ("llama", "qwen2"). */
+int llama_arch_supported(const char *arch);
+
+wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progress_fn progress, void *user,
+                             llama_model **out, wgml_error *err);
+void llama_model_free(llama_model *m);
+
+wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_state **out, wgml_error *err);
+void llama_state_free(llama_state *s);
+int llama_state_n_ctx(const llama_state *s);
+int llama_state_n_batch(const llama_state *s);
+
+/* Evaluates tokens[0..n) at positions pos..pos+n-1 (n <= n_batch). Afterwards
+ * `logits` (n_vocab floats, may be NULL) holds the last token's logits and
+ * `argmax` (may be NULL) the index of their maximum, computed on the device
+ * (so a greedy step reads back 4 bytes). */
+wgml_status llama_eval(llama_model *m, llama_state *s, const int32_t *tokens, int n, int pos, float *logits,
+                       int32_t *argmax, wgml_error *err);
+
+#endif

@@ -1,0 +1,186 @@
+/*
+ * sampler.c - see sampler.h.
+ *
+ * Candidates far below the best logit are dropped before sorting: a token
+ * whose scaled logit is more than 30 below the maximum has relative
+ * probability e^-30 (~1e-13), so even a 150k vocabulary loses less than 1e-8
+ * of probability mass, and a full sort of the vocabulary is avoided per token.
+ */
+#include "text/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+#define PREFILTER_GAP 30.0f
+
+typedef struct {
+    float logit;
+    float p;
+    int32_t id;
+} candidate;
+
+struct wgml_sampler {
+    wgml_sampler_params p;
+    int n_vocab;
+    candidate *cand;
+    float *work; /* logits after penalties */
+    uint64_t rng[4];
+};
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+/* xoshiro256** seeded through splitmix64 */
+static uint64_t next_u64(uint64_t s[4]) {
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+static void seed_rng(uint64_t s[4], uint64_t seed) {
+    for (int i = 0; i < 4; i++) {
+        seed += 0x9e3779b97f4a7c15ull;
+        uint64_t z = seed;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        s[i] = z ^ (z >> 31);
+    }
+}
+
+wgml_status wgml_sampler_check(const wgml_sampler_params *p, wgml_error *err) {
+    if (!(p->temperature >= 0 && p->temperature <= 100))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "temperature %g is out of range [0, 100]", p->temperature);
+    if (p->top_k < 0) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "top-k %d must be >= 0", p->top_k);
+    if (!(p->top_p > 0 && p->top_p <= 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "top-p %g is out of range (0, 1]", p->top_p);
+    if (!(p->min_p >= 0 && p->min_p <= 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "min-p %g is out of range [0, 1]", p->min_p);
+    if (!(p->repeat_penalty > 0 && p->repeat_penalty <= 100))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "repeat penalty %g is out of range (0, 100]",
+                         p->repeat_penalty);
+    if (p->repeat_last_n < 0)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "repeat-last-n %d must be >= 0", p->repeat_last_n);
+    return WGML_OK;
+}
+
+int wgml_sampler_is_greedy(const wgml_sampler_params *p) {
+    return p->temperature <= 0 && (p->repeat_penalty == 1.0f || p->repeat_last_n == 0);
+}
+
+wgml_status wgml_sampler_create(const wgml_sampler_params *p, int n_vocab, wgml_sampler **out, wgml_error *err) {
+    *out = NULL;
+    wgml_status st = wgml_sampler_check(p, err);
+    if (st) return st;
+    if (n_vocab < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "empty vocabulary");
+    wgml_sampler *s = wgml_calloc(1, sizeof *s);
+    if (s) {
+        s->cand = wgml_calloc((size_t)n_vocab, sizeof *s->cand);
+        s->work = wgml_calloc((size_t)n_vocab, sizeof *s->work);
+    }
+    if (!s || !s->cand || !s->work) {
+        wgml_sampler_free(s);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating the sampler");
+    }
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    seed_rng(s->rng, p->seed);
+    *out = s;
+    return WGML_OK;
+}
+
+void wgml_sampler_free(wgml_sampler *s) {
+    if (!s) return;
+    wgml_free(s->cand);
+    wgml_free(s->work);
+    wgml_free(s);
+}
+
+static int by_logit_desc(const void *a, const void *b) {
+    const candidate *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id; /* stable order on ties */
+}
+
+static int32_t argmax(const float *x, int n) {
+    int32_t best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history) {
+    const wgml_sampler_params *p = &s->p;
+    int n = s->n_vocab;
+    float *l = s->work;
+    memcpy(l, logits, (size_t)n * sizeof *l);
+    for (int i = 0; i < n; i++)
+        if (isnan(l[i])) l[i] = -INFINITY; /* a NaN logit never wins */
+
+    /* repetition penalty: each distinct recent token once */
+    if (p->repeat_penalty != 1.0f && p->repeat_last_n > 0 && history) {
+        int from = n_history > p->repeat_last_n ? n_history - p->repeat_last_n : 0;
+        for (int i = from; i < n_history; i++) {
+            int32_t t = history[i];
+            if (t < 0 || t >= n) continue;
+            int seen = 0;
+            for (int j = from; j < i; j++) seen |= history[j] == t;
+            if (seen) continue;
+            l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
+        }
+    }
+    if (p->temperature <= 0) return argmax(l, n);
+
+    /* candidates within PREFILTER_GAP (in temperature-scaled units) of the best */
+    float mx = l[argmax(l, n)];
+    if (!isfinite(mx)) return argmax(l, n);
+    float floor_ = mx - PREFILTER_GAP * p->temperature;
+    int nc = 0;
+    for (int i = 0; i < n; i++)
+        if (l[i] >= floor_) s->cand[nc++] = (candidate){l[i], 0, i};
+    qsort(s->cand, (size_t)nc, sizeof *s->cand, by_logit_desc);
+    if (p->top_k > 0 && nc > p->top_k) nc = p->top_k;
+
+    /* softmax with temperature */
+    double sum = 0;
+    for (int i = 0; i < nc; i++) {
+        s->cand[i].p = expf((s->cand[i].logit - mx) / p->temperature);
+        sum += s->cand[i].p;
+    }
+    for (int i = 0; i < nc; i++) s->cand[i].p = (float)(s->cand[i].p / sum);
+
+    /* top-p: the smallest prefix whose mass reaches top_p */
+    if (p->top_p < 1.0f) {
+        double cum = 0;
+        for (int i = 0; i < nc; i++) {
+            cum += s->cand[i].p;
+            if (cum >= p->top_p) {
+                nc = i + 1;
+                break;
+            }
+        }
+    }
+    /* min-p: drop tokens less likely than min_p times the best */
+    if (p->min_p > 0) {
+        float cut = p->min_p * s->cand[0].p;
+        int keep = 1;
+        while (keep < nc && s->cand[keep].p >= cut) keep++;
+        nc = keep;
+    }
+    double total = 0;
+    for (int i = 0; i < nc; i++) total += s->cand[i].p;
+    double r = (double)(next_u64(s->rng) >> 11) * (1.0 / 9007199254740992.0) * total;
+    double acc = 0;
+    for (int i = 0; i < nc; i++) {
+        acc += s->cand[i].p;
+        if (r < acc) return s->cand[i].id;
+    }
+    return s->cand[nc - 1].id;
+}

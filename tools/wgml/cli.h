@@ -1,0 +1,89 @@
+/*
+ * cli.h - helpers shared by the wgml subcommands: strict argument parsing,
+ * error reporting, the default model path, and a progress bar for TTYs.
+ *
+ * Exit codes: 0 success, 1 the work failed (bad model, I/O, GPU, ...),
+ * 2 the command line is wrong. Messages go to stderr as "wgml <cmd>: ...".
+ */
+#ifndef WGML_CLI_H
+#define WGML_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "wgml.h"
+
+#define CLI_OK 0
+#define CLI_FAIL 1
+#define CLI_USAGE 2
+
+/* Each subcommand: argc/argv start at the subcommand's own arguments. */
+typedef int (*cli_cmd_fn)(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
+
+extern const char *cli_cmd; /* the subcommand name, for messages */
+extern const char *cli_argv0;
+
+/* Prints "wgml <cmd>: message" to stderr; returns CLI_USAGE / CLI_FAIL. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the error from the library; returns CLI_FAIL. */
+int cli_fail_err(const wgml_error *err);
+
+/* Strict number parsing: the whole string must be a number in [lo, hi].
+ * On failure prints a usage error naming the option and returns 0. */
+int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
+int cli_parse_float(const char *opt, const char *s, double lo, double hi, double *out);
+/* Returns the option's value (argv[i+1]) and advances i, or NULL with an error. */
+const char *cli_value(int argc, char **argv, int *i);
+
+/* The default model: ../shared/models/stories260K.gguf from the working
+ * directory, else relative to the executable (build/ inside the repo). */
+const char *cli_default_model(void);
+
+int cli_parse_backend(const char *s, wgml_backend_kind *out);
+
+/* A progress bar on stderr when it is a terminal; silent otherwise. */
+typedef struct cli_progress {
+    const char *label;
+    int active;
+    int last_permille;
+    double t0;
+} cli_progress;
+void cli_progress_begin(cli_progress *p, const char *label);
+void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total);
+void cli_progress_end(cli_progress *p);
+/* Adapter for wgml_model_params.progress (user = cli_progress *). */
+int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total);
+/* Adapter for wgml_model_params.log: prints "wgml: line" to stderr. */
+void cli_log_cb(void *user, const char *line);
+
+double cli_now_ms(void);
+
+/* Options every model-loading command shares: -m, --backend, --adapter, --threads. */
+typedef struct cli_model_opts {
+    const char *model;
+    wgml_backend_kind backend;
+    const char *adapter;
+    int threads;
+} cli_model_opts;
+#define CLI_MODEL_OPTS_HELP                                                                      \
+    "  -m, --model FILE      GGUF model (default ../shared/models/stories260K.gguf)\n"         \
+    "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"     \
+    "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n" \
+    "  -t, --threads N       CPU threads (default: one per core)\n"
+/* Consumes argv[*i] (and its value) if it is one of these options: returns 1
+ * when consumed, 0 when not ours, -1 after printing a usage error. */
+int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o);
+/* Loads the model with a progress bar; prints the error and returns NULL on failure. */
+wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms);
+
+#endif

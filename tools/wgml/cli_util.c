@@ -1,0 +1,194 @@
+/*
+ * cli_util.c - see cli.h.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_cmd = "";
+const char *cli_argv0 = "wgml";
+
+static void vmsg(const char *fmt, va_list ap) {
+    fprintf(stderr, "wgml%s%s: ", *cli_cmd ? " " : "", cli_cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "run 'wgml %s --help' for usage\n", *cli_cmd ? cli_cmd : "");
+    return CLI_USAGE;
+}
+
+int cli_fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+    return CLI_FAIL;
+}
+
+int cli_fail_err(const wgml_error *err) { return cli_fail("%s (%s)", err->message, wgml_status_name(err->code)); }
+
+int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno) {
+        cli_usage_error("%s expects an integer, got '%s'", opt, s);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        cli_usage_error("%s must be in [%lld, %lld], got %lld", opt, lo, hi, v);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int cli_parse_float(const char *opt, const char *s, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || isnan(v)) {
+        cli_usage_error("%s expects a number, got '%s'", opt, s);
+        return 0;
+    }
+    if (v < lo || v > hi) {
+        cli_usage_error("%s must be in [%g, %g], got %g", opt, lo, hi, v);
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+const char *cli_value(int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        cli_usage_error("option %s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+const char *cli_default_model(void) {
+    static char path[4200];
+    const char *rel = "../shared/models/stories260K.gguf";
+    if (access(rel, R_OK) == 0) return rel;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(path, sizeof path, "%s/../../shared/models/stories260K.gguf", exe);
+            if (access(path, R_OK) == 0) return path;
+        }
+    }
+    return rel;
+}
+
+int cli_parse_backend(const char *s, wgml_backend_kind *out) {
+    if (strcmp(s, "auto") == 0) *out = WGML_BACKEND_AUTO;
+    else if (strcmp(s, "cpu") == 0) *out = WGML_BACKEND_CPU;
+    else if (strcmp(s, "webgpu") == 0) *out = WGML_BACKEND_WEBGPU;
+    else return cli_usage_error("--backend must be auto, cpu or webgpu, got '%s'", s), 0;
+    return 1;
+}
+
+double cli_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void cli_progress_begin(cli_progress *p, const char *label) {
+    p->label = label;
+    p->active = isatty(STDERR_FILENO);
+    p->last_permille = -1;
+    p->t0 = cli_now_ms();
+}
+
+void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total) {
+    if (!p->active || total == 0) return;
+    int permille = (int)(done * 1000 / total);
+    if (permille == p->last_permille) return;
+    p->last_permille = permille;
+    const int width = 30;
+    int fill = permille * width / 1000;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+    bar[width] = '\0';
+    double s = (cli_now_ms() - p->t0) / 1e3;
+    fprintf(stderr, "\r%-10s [%s] %5.1f%% %6.1fs", p->label, bar, permille / 10.0, s);
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p) {
+    if (p->active && p->last_permille >= 0) fprintf(stderr, "\r\033[K");
+    p->last_permille = -1;
+}
+
+int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total) {
+    (void)stage;
+    cli_progress_update(user, done, total);
+    return 0;
+}
+
+void cli_log_cb(void *user, const char *line) {
+    (void)user;
+    fprintf(stderr, "wgml: %s\n", line);
+}
+
+int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o) {
+    const char *a = argv[*i], *v;
+    long long n;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        o->model = v;
+    } else if (!strcmp(a, "--backend")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_parse_backend(v, &o->backend)) return -1;
+    } else if (!strcmp(a, "--adapter")) {
+        if (!(v = cli_value(argc, argv, i))) return -1;
+        o->adapter = v;
+        if (o->backend == WGML_BACKEND_AUTO) o->backend = WGML_BACKEND_WEBGPU;
+    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+        if (!(v = cli_value(argc, argv, i)) || !cli_parse_int(a, v, 1, 512, &n)) return -1;
+        o->threads = (int)n;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms) {
+    wgml_model_params mp = wgml_model_default_params();
+    cli_progress bar;
+    cli_progress_begin(&bar, "loading");
+    mp.backend = o->backend;
+    mp.adapter = o->adapter;
+    mp.n_threads = o->threads;
+    mp.progress = cli_progress_cb;
+    mp.progress_user = &bar;
+    mp.log = cli_log_cb;
+    wgml_model *m = NULL;
+    wgml_error err;
+    double t0 = cli_now_ms();
+    wgml_status st = wgml_model_load(o->model ? o->model : cli_default_model(), &mp, &m, &err);
+    cli_progress_end(&bar);
+    if (load_ms) *load_ms = cli_now_ms() - t0;
+    if (st) {
+        cli_fail_err(&err);
+        return NULL;
+    }
+    return m;
+}

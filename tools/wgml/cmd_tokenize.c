@@ -1,0 +1,103 @@
+/*
+ * cmd_tokenize.c - `wgml tokenize -m MODEL [--bos] (TEXT | -f FILE)`: prints
+ * the token ids of a text, space-separated, on one line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "core/alloc.h"
+#include "format/gguf.h"
+#include "text/tokenizer.h"
+
+static const char *help =
+    "usage: wgml tokenize [-m MODEL] [--bos] [--pieces] (TEXT | -f FILE)\n"
+    "Prints the token ids of TEXT on one line, space-separated.\n"
+    "  -m, --model FILE   GGUF with tokenizer metadata (a vocabulary-only file works)\n"
+    "  --bos              prepend BOS (if the vocabulary has one)\n"
+    "  --pieces           print id:piece pairs instead of ids\n";
+
+int cmd_tokenize(int argc, char **argv) {
+    const char *model = NULL, *text = NULL, *file = NULL;
+    int bos = 0, pieces = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(file = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--bos")) {
+            bos = 1;
+        } else if (!strcmp(a, "--pieces")) {
+            pieces = 1;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("unknown option '%s'", a);
+        } else if (!text) {
+            text = a;
+        } else {
+            return cli_usage_error("give the text as one argument (quote it)");
+        }
+    }
+    if (!!text == !!file) return cli_usage_error("give either TEXT or -f FILE");
+    char *buf = NULL;
+    size_t len = 0;
+    if (file) {
+        FILE *fp = fopen(file, "rb");
+        if (!fp) return cli_fail("cannot open '%s'", file);
+        size_t cap = 1 << 16;
+        buf = malloc(cap);
+        size_t r;
+        while (buf && (r = fread(buf + len, 1, cap - len, fp)) > 0) {
+            len += r;
+            if (len == cap) {
+                char *nb = realloc(buf, cap *= 2);
+                if (!nb) free(buf);
+                buf = nb;
+            }
+        }
+        fclose(fp);
+        if (!buf) return cli_fail("out of memory reading '%s'", file);
+        text = buf;
+    } else {
+        len = strlen(text);
+    }
+    gguf_file *f = NULL;
+    wgml_tokenizer *tok = NULL;
+    wgml_error err;
+    int rc = CLI_OK;
+    int32_t *ids = NULL;
+    if (gguf_open(model ? model : cli_default_model(), &f, &err) || wgml_tokenizer_load(f, &tok, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    int n = wgml_tokenizer_encode(tok, text, len, bos, NULL, 0, &err);
+    if (n < 0) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    ids = calloc((size_t)n + 1, sizeof *ids);
+    if (!ids) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    wgml_tokenizer_encode(tok, text, len, bos, ids, n, &err);
+    for (int i = 0; i < n; i++) {
+        if (pieces) {
+            char p[256];
+            int k = wgml_tokenizer_piece(tok, ids[i], p, sizeof p);
+            printf("%s%d:'%.*s'", i ? " " : "", ids[i], k < 0 ? 0 : k > 255 ? 255 : k, p);
+        } else {
+            printf("%s%d", i ? " " : "", ids[i]);
+        }
+    }
+    printf("\n");
+done:
+    free(ids);
+    wgml_tokenizer_free(tok);
+    gguf_close(f);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * main.c - the wgml command-line tool: dispatches to one subcommand per file
+ * (cmd_*.c in this folder).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    cli_cmd_fn fn;
+    const char *help;
+} commands[] = {
+    {"run", cmd_run, "generate text from a prompt"},
+    {"info", cmd_info, "print a model's architecture, hyper-parameters and tensors"},
+    {"tokenize", cmd_tokenize, "print the token ids of a text"},
+    {"bench", cmd_bench, "measure prompt processing and generation speed"},
+    {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
+    {"devices", cmd_devices, "list the WebGPU adapters"},
+    {"verify", cmd_verify, "check a WebGPU device against the CPU reference"},
+    {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
+    {"synth", cmd_synth, "write a random-weight model of a real architecture"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: wgml <command> [options]   (wgml <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    cli_argv0 = argv[0];
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("wgml %d.%d.%d\n", WGML_VERSION_MAJOR, WGML_VERSION_MINOR, WGML_VERSION_PATCH);
+        return CLI_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            cli_cmd = commands[i].name;
+            return commands[i].fn(argc - 2, argv + 2);
+        }
+    }
+    fprintf(stderr, "wgml: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return CLI_USAGE;
+}
