@@ -109,7 +109,8 @@ typedef struct wgml_model_info {
     const char *architecture; /* "llama", "qwen2" */
     const char *name;         /* general.name or "" */
     const char *backend;      /* "cpu" or "webgpu" */
-    const char *adapter;      /* adapter name, "" on the CPU */
+    const char *adapter;      /* adapter name; on the CPU the instruction set ("avx2", ...) */
+    int n_threads;            /* CPU threads (CPU backend) */
     int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
     uint64_t n_params;
     uint64_t weights_bytes; /* bytes of all weight tensors as stored */
@@ -184,6 +185,7 @@ typedef int (*wgml_token_fn)(void *user, int32_t token, const char *text, size_t
 typedef struct wgml_generate_params {
     int n_predict;      /* tokens to generate at most; <0 = until EOS or the context is full */
     int add_bos;        /* prepend BOS when the vocabulary wants it (default 1) */
+    int ignore_eos;     /* keep generating past end-of-sequence (benchmarks) */
     wgml_sampler_params sampler;
     wgml_token_fn on_token;
     void *user;
@@ -206,6 +208,35 @@ wgml_generate_params wgml_generate_default_params(void);
 wgml_status wgml_generate(wgml_session *session, const char *prompt,
                           const wgml_generate_params *params, wgml_generate_result *result,
                           wgml_error *err);
+
+/* ---- performance monitor ---------------------------------------------------- */
+
+/* Counters of the model's backend since it was created. */
+typedef struct wgml_counters {
+    uint64_t steps;               /* forward passes (one per decode token, one per prompt batch) */
+    uint64_t submits;             /* GPU queue submissions (CPU: = steps) */
+    uint64_t dispatches;          /* GPU kernel dispatches */
+    uint64_t buffers_created, bind_groups_created, pipelines_created;
+    uint64_t upload_bytes;        /* host -> device during steps */
+    uint64_t readback_bytes;      /* device -> host during steps */
+    uint64_t device_memory_bytes; /* currently allocated by the backend (GPU buffers / CPU scratch) */
+} wgml_counters;
+
+void wgml_model_get_counters(const wgml_model *model, wgml_counters *c);
+
+/* Per-kernel timing: GPU timestamps on WebGPU (when the adapter has them),
+ * wall time per op on the CPU. Turning it on clears the table. Timing can
+ * slow the work it measures (the GPU then runs one pass per kernel). */
+void wgml_model_set_profiling(wgml_model *model, int on);
+
+typedef struct wgml_kernel_stat {
+    const char *name;
+    uint64_t calls;
+    double total_ms;
+} wgml_kernel_stat;
+
+/* Fills up to cap entries; returns how many kernels have times. */
+int wgml_model_get_kernel_times(const wgml_model *model, wgml_kernel_stat *out, int cap);
 
 #ifdef __cplusplus
 }

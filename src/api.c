@@ -184,6 +184,7 @@ void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
     info->name = m->name;
     info->backend = m->be->name;
     info->adapter = m->be->device_name ? m->be->device_name : "";
+    info->n_threads = m->be->n_threads;
     info->n_vocab = hp->n_vocab;
     info->n_ctx_train = hp->n_ctx_train;
     info->n_embd = hp->n_embd;
@@ -399,7 +400,7 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
         }
         if (!greedy) next = wgml_sampler_sample(sampler, s->logits, s->tokens, s->n_past);
         if (res.n_generated == 0) t_first = now_ms();
-        if (wgml_tokenizer_is_eog(tok, next)) {
+        if (!p.ignore_eos && wgml_tokenizer_is_eog(tok, next)) {
             res.stop = WGML_STOP_EOS;
             break;
         }
@@ -443,4 +444,22 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
     wgml_sampler_free(sampler);
     if (result) *result = res;
     return st;
+}
+
+/* ---- performance monitor ---- */
+
+void wgml_model_get_counters(const wgml_model *m, wgml_counters *c) {
+    wgml_backend_stats bs;
+    m->be->get_stats(m->be, &bs);
+    *c = (wgml_counters){bs.steps, bs.submits, bs.dispatches, bs.buffers_created, bs.bind_groups_created,
+                         bs.pipelines_created, bs.upload_bytes, bs.readback_bytes, bs.device_memory_bytes};
+}
+
+void wgml_model_set_profiling(wgml_model *m, int on) { m->be->set_profiling(m->be, on); }
+
+int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int cap) {
+    wgml_kernel_time t[64];
+    int n = m->be->get_kernel_times(m->be, t, 64);
+    for (int i = 0; i < n && i < cap && i < 64; i++) out[i] = (wgml_kernel_stat){t[i].name, t[i].calls, t[i].total_ms};
+    return n;
 }

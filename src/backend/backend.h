@@ -138,6 +138,7 @@ typedef struct wgml_kernel_time {
 struct wgml_backend {
     const char *name; /* "cpu", "webgpu" */
     const char *device_name;
+    int n_threads; /* host threads the backend computes with (CPU) */
 
     void (*free)(wgml_backend *be);
 

@@ -28,7 +28,7 @@ void cpu_error(cpu_backend *cb, wgml_status code, const char *fmt, ...) {
 }
 
 void *cpu_scratch(cpu_backend *cb, size_t size) {
-    if (size <= cb->scratch_size) return cb->scratch;
+    if (size <= cb->scratch_size && cb->scratch) return cb->scratch;
     size_t want = size + size / 4 + 4096;
     void *p = wgml_aligned_alloc(want);
     if (!p) {
@@ -221,6 +221,7 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     wgml_backend *b = &cb->base;
     b->name = "cpu";
     b->device_name = cpu_kernels_isa();
+    b->n_threads = cb->n_threads;
     b->free = cpu_free;
     b->buffer_create = buffer_create;
     b->buffer_from_host = buffer_from_host;

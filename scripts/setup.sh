@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# setup.sh - installs what wgml needs on Debian bookworm and builds it into build/.
+#
+#   scripts/setup.sh            packages + WebGPU dependencies + release build
+#   WGML_BUILD_TYPE=Debug ...   another CMake build type
+#
+# Safe to re-run: installed packages and downloaded files are kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# Debian packages for building and testing the C code.
+need=()
+for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# Dawn, its header, and the software WebGPU adapters (SwiftShader, lavapipe).
+if [ -x scripts/setup-deps.sh ]; then
+  bash scripts/setup-deps.sh
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${WGML_BUILD_TYPE:-Release}" >/dev/null
+cmake --build build

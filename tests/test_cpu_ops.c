@@ -1,0 +1,451 @@
+/*
+ * test_cpu_ops.c - the CPU backend's ops against straightforward
+ * double-precision implementations written here, over ragged shapes and
+ * every weight type the backend supports. The CPU backend is the reference
+ * every GPU backend is compared with, so it is checked against the math.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/quant.h"
+#include "testutil.h"
+
+static wgml_backend *be;
+static tu_rng rng = {12345};
+
+static int setup(void **state) {
+    (void)state;
+    wgml_error err;
+    return wgml_backend_cpu_create(2, &be, &err) == WGML_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    be->free(be);
+    return 0;
+}
+
+/* A tensor in a fresh backend buffer, filled from host data. */
+typedef struct {
+    wgml_tensor t;
+    wgml_buffer *b;
+} tbuf;
+
+static tbuf make(uint32_t type, int64_t ne0, int64_t ne1, const void *data) {
+    tbuf r;
+    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
+    wgml_error err;
+    assert_int_equal(be->buffer_create(be, size, WGML_BUFFER_ACTIVATIONS, &r.b, &err), WGML_OK);
+    if (data) assert_int_equal(be->buffer_write(be, r.b, 0, data, size, &err), WGML_OK);
+    r.t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = r.b, .name = "t"};
+    return r;
+}
+
+static void drop(tbuf *t) { be->buffer_free(be, t->b); }
+
+static void read_f32(const tbuf *t, float *out) {
+    wgml_error err;
+    assert_int_equal(be->buffer_read(be, t->b, 0, out, wgml_tensor_nbytes(&t->t), &err), WGML_OK);
+}
+
+static float *randn(size_t n, float scale) {
+    float *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = tu_normal(&rng) * scale;
+    return v;
+}
+
+static void step(int pos, int n) { be->begin(be, &(wgml_step){pos, n}); }
+
+static void end_ok(void) {
+    wgml_error err;
+    wgml_status st = be->end(be, &err);
+    if (st) fprintf(stderr, "step failed: %s\n", err.message);
+    assert_int_equal(st, WGML_OK);
+}
+
+/* max |a-b| / (1 + max|b|) over n values */
+static double rel_err(const float *a, const double *b, size_t n) {
+    double mx = 0, e = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(b[i]));
+    for (size_t i = 0; i < n; i++) e = fmax(e, fabs(a[i] - b[i]));
+    return e / (1 + mx);
+}
+
+static const uint32_t all_types[] = {WGML_F32, WGML_F16, WGML_BF16, WGML_Q8_0, WGML_Q4_0, WGML_Q4_1, WGML_Q5_0,
+                                     WGML_Q5_1, WGML_Q2_K, WGML_Q3_K, WGML_Q4_K, WGML_Q5_K, WGML_Q6_K};
+
+/* Quantized activations (Q8_0/Q8_K) limit how close a quantized matmul can get
+ * to exact f32 math: allow ~1% of the output's scale there, 1e-5 for float types. */
+static double matmul_tol(uint32_t type) {
+    if (type == WGML_F32) return 1e-5;
+    if (type == WGML_F16 || type == WGML_BF16) return 1e-4;
+    return 1.5e-2;
+}
+
+static void test_matmul_types(void **state) {
+    (void)state;
+    const int shapes[][3] = {{32, 1, 1}, {64, 7, 3}, {256, 33, 1}, {512, 17, 5}, {768, 96, 2}};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        uint32_t type = all_types[ti];
+        if (!be->supports_type(be, type)) continue;
+        int bs = wgml_dtype_get(type)->block_size;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            int K = shapes[si][0], M = shapes[si][1], n = shapes[si][2];
+            if (K % bs) continue;
+            float *wf = randn((size_t)K * M, 0.5f), *x = randn((size_t)K * n, 1.0f);
+            size_t row = wgml_row_size(type, K);
+            uint8_t *wq = malloc(row * (size_t)M);
+            float *wd = malloc((size_t)K * M * sizeof *wd);
+            for (int r = 0; r < M; r++) {
+                assert_int_equal(wgml_quantize_row(type, wf + (size_t)r * K, wq + r * row, K), row);
+                assert_int_equal(wgml_dequantize_row(type, wq + r * row, wd + (size_t)r * K, K), 0);
+            }
+            tbuf W = make(type, K, M, wq), X = make(WGML_F32, K, n, x), O = make(WGML_F32, M, n, NULL);
+            step(0, n);
+            be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
+            end_ok();
+            float *got = malloc((size_t)M * n * sizeof *got);
+            double *want = malloc((size_t)M * n * sizeof *want);
+            read_f32(&O, got);
+            for (int t = 0; t < n; t++)
+                for (int r = 0; r < M; r++) {
+                    double s = 0;
+                    for (int c = 0; c < K; c++) s += (double)wd[(size_t)r * K + c] * x[(size_t)t * K + c];
+                    want[(size_t)t * M + r] = s;
+                }
+            double e = rel_err(got, want, (size_t)M * n);
+            if (e > matmul_tol(type)) fprintf(stderr, "matmul %s K=%d M=%d n=%d: err %g\n", wgml_dtype_name(type), K, M, n, e);
+            assert_true(e <= matmul_tol(type));
+            drop(&W), drop(&X), drop(&O);
+            free(wf), free(x), free(wq), free(wd), free(got), free(want);
+        }
+    }
+}
+
+/* norm prologue, biases, three weights, ADD and SWIGLU epilogues (F32 weights: exact math). */
+static void test_matmul_fused(void **state) {
+    (void)state;
+    const int K = 96, n = 3, M0 = 40, M1 = 24, M2 = 24;
+    const float eps = 1e-5f;
+    float *x = randn((size_t)K * n, 1), *g = randn(K, 1), *w0 = randn((size_t)K * M0, 0.3f),
+          *w1 = randn((size_t)K * M1, 0.3f), *w2 = randn((size_t)K * M2, 0.3f), *b0 = randn(M0, 1),
+          *b2 = randn(M2, 1), *init = randn((size_t)M0 * n, 1);
+    tbuf X = make(WGML_F32, K, n, x), G = make(WGML_F32, K, 1, g), W0 = make(WGML_F32, K, M0, w0),
+         W1 = make(WGML_F32, K, M1, w1), W2 = make(WGML_F32, K, M2, w2), B0 = make(WGML_F32, M0, 1, b0),
+         B2 = make(WGML_F32, M2, 1, b2), O0 = make(WGML_F32, M0, n, init), O1 = make(WGML_F32, M1, n, NULL),
+         O2 = make(WGML_F32, M2, n, NULL);
+    double xn[3 * 96];
+    for (int t = 0; t < n; t++) {
+        double ss = 0;
+        for (int c = 0; c < K; c++) ss += (double)x[t * K + c] * x[t * K + c];
+        double s = 1 / sqrt(ss / K + eps);
+        for (int c = 0; c < K; c++) xn[t * K + c] = x[t * K + c] * s * g[c];
+    }
+    /* three outputs with norm and biases */
+    step(0, n);
+    be->matmul(be, &(wgml_matmul){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 3, .w = {&W0.t, &W1.t, &W2.t},
+                                  .bias = {&B0.t, NULL, &B2.t}, .out = {&O0.t, &O1.t, &O2.t}});
+    end_ok();
+    const float *ws[3] = {w0, w1, w2}, *bs[3] = {b0, NULL, b2};
+    const int Ms[3] = {M0, M1, M2};
+    tbuf *outs[3] = {&O0, &O1, &O2};
+    for (int k = 0; k < 3; k++) {
+        float got[200];
+        double want[200];
+        read_f32(outs[k], got);
+        for (int t = 0; t < n; t++)
+            for (int r = 0; r < Ms[k]; r++) {
+                double s = bs[k] ? bs[k][r] : 0;
+                for (int c = 0; c < K; c++) s += ws[k][r * K + c] * xn[t * K + c];
+                want[t * Ms[k] + r] = s;
+            }
+        assert_true(rel_err(got, want, (size_t)Ms[k] * n) < 1e-5);
+    }
+    /* ADD: out += W x */
+    assert_int_equal(be->buffer_write(be, O0.b, 0, init, sizeof(float) * M0 * n, NULL), WGML_OK);
+    step(0, n);
+    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W0.t}, .out = {&O0.t}, .epilogue = WGML_EPI_ADD});
+    end_ok();
+    float got[200];
+    double want[200];
+    read_f32(&O0, got);
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < M0; r++) {
+            double s = init[t * M0 + r];
+            for (int c = 0; c < K; c++) s += (double)w0[r * K + c] * x[t * K + c];
+            want[t * M0 + r] = s;
+        }
+    assert_true(rel_err(got, want, (size_t)M0 * n) < 1e-5);
+    /* SWIGLU: out = silu(W1 n(x)) * (W2 n(x) + b2) */
+    step(0, n);
+    be->matmul(be, &(wgml_matmul){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 2, .w = {&W1.t, &W2.t},
+                                  .bias = {NULL, &B2.t}, .out = {&O1.t}, .epilogue = WGML_EPI_SWIGLU});
+    end_ok();
+    read_f32(&O1, got);
+    for (int t = 0; t < n; t++)
+        for (int r = 0; r < M1; r++) {
+            double a = 0, b = b2[r];
+            for (int c = 0; c < K; c++) a += w1[r * K + c] * xn[t * K + c], b += w2[r * K + c] * xn[t * K + c];
+            want[t * M1 + r] = a / (1 + exp(-a)) * b;
+        }
+    assert_true(rel_err(got, want, (size_t)M1 * n) < 1e-5);
+    tbuf *all[] = {&X, &G, &W0, &W1, &W2, &B0, &B2, &O0, &O1, &O2};
+    for (int i = 0; i < 10; i++) drop(all[i]);
+    free(x), free(g), free(w0), free(w1), free(w2), free(b0), free(b2), free(init);
+}
+
+static void ref_rope(double *v, int n_head, int hd, int pos, const wgml_rope *r, const float *ff) {
+    for (int h = 0; h < n_head; h++)
+        for (int i = 0; i < r->n_rot / 2; i++) {
+            double th = pos * (double)r->freq_scale * pow(r->freq_base, -2.0 * i / r->n_rot) / (ff ? ff[i] : 1);
+            int a = r->neox ? i : 2 * i, b = r->neox ? i + r->n_rot / 2 : 2 * i + 1;
+            double x0 = v[h * hd + a], x1 = v[h * hd + b];
+            v[h * hd + a] = x0 * cos(th) - x1 * sin(th);
+            v[h * hd + b] = x0 * sin(th) + x1 * cos(th);
+        }
+}
+
+static void test_rope(void **state) {
+    (void)state;
+    const int n_head = 3, hd = 16, n = 4, pos = 37;
+    float ffv[6] = {1, 2, 4, 8, 1.5f, 3};
+    tbuf FF = make(WGML_F32, 6, 1, ffv);
+    for (int variant = 0; variant < 4; variant++) {
+        wgml_rope r = {.n_rot = variant == 3 ? 12 : 16, .neox = variant & 1, .freq_base = 10000, .freq_scale = variant == 2 ? 0.25f : 1,
+                       .freq_factors = variant == 3 ? &FF.t : NULL};
+        float *x = randn((size_t)n_head * hd * n, 1);
+        tbuf X = make(WGML_F32, n_head * hd, n, x);
+        step(pos, n);
+        be->rope(be, &X.t, n_head, hd, &r);
+        end_ok();
+        float got[4 * 48];
+        double want[4 * 48];
+        read_f32(&X, got);
+        for (int t = 0; t < n; t++) {
+            for (int i = 0; i < n_head * hd; i++) want[t * n_head * hd + i] = x[t * n_head * hd + i];
+            ref_rope(want + t * n_head * hd, n_head, hd, pos + t, &r, variant == 3 ? ffv : NULL);
+        }
+        assert_true(rel_err(got, want, (size_t)n * n_head * hd) < 1e-5);
+        drop(&X);
+        free(x);
+    }
+    drop(&FF);
+}
+
+/* Causal GQA attention with RoPE over a cache filled by earlier steps. */
+static void check_attention(uint32_t cache_type) {
+    const int n_head = 6, n_kv = 2, hd = 8, n_ctx = 40, pos0 = 11, n = 5;
+    const int qd = n_head * hd, kvd = n_kv * hd;
+    wgml_rope rope = {.n_rot = hd, .neox = 1, .freq_base = 10000, .freq_scale = 1};
+    float *kc_init = randn((size_t)n_ctx * kvd, 1), *vc_init = randn((size_t)n_ctx * kvd, 1);
+    /* the cache's earlier rows as the cache type will hold them */
+    size_t crow = wgml_row_size(cache_type, kvd);
+    uint8_t *kc = calloc(n_ctx, crow), *vc = calloc(n_ctx, crow);
+    for (int j = 0; j < n_ctx; j++) {
+        wgml_quantize_row(cache_type, kc_init + j * kvd, kc + j * crow, kvd);
+        wgml_quantize_row(cache_type, vc_init + j * kvd, vc + j * crow, kvd);
+    }
+    float *q = randn((size_t)n * qd, 1), *k = randn((size_t)n * kvd, 1), *v = randn((size_t)n * kvd, 1);
+    tbuf Q = make(WGML_F32, qd, n, q), K = make(WGML_F32, kvd, n, k), V = make(WGML_F32, kvd, n, v),
+         KC = make(cache_type, kvd, n_ctx, kc), VC = make(cache_type, kvd, n_ctx, vc), O = make(WGML_F32, qd, n, NULL);
+    float scale = 1.0f / sqrtf((float)hd);
+    step(pos0, n);
+    be->attention(be, &(wgml_attention){.q = &Q.t, .k = &K.t, .v = &V.t, .k_cache = &KC.t, .v_cache = &VC.t,
+                                        .out = &O.t, .n_head = n_head, .n_head_kv = n_kv, .head_dim = hd,
+                                        .scale = scale, .rope = &rope});
+    end_ok();
+    /* reference: cache rows < pos0 as stored, rows pos0.. from rotated k / v */
+    double *K_all = calloc((size_t)n_ctx * kvd, sizeof(double)), *V_all = calloc((size_t)n_ctx * kvd, sizeof(double));
+    float *tmp = malloc(kvd * sizeof *tmp);
+    for (int j = 0; j < pos0; j++) {
+        wgml_dequantize_row(cache_type, kc + j * crow, tmp, kvd);
+        for (int i = 0; i < kvd; i++) K_all[j * kvd + i] = tmp[i];
+        wgml_dequantize_row(cache_type, vc + j * crow, tmp, kvd);
+        for (int i = 0; i < kvd; i++) V_all[j * kvd + i] = tmp[i];
+    }
+    double *qr = malloc((size_t)n * qd * sizeof *qr);
+    for (int t = 0; t < n; t++) {
+        for (int i = 0; i < kvd; i++) K_all[(pos0 + t) * kvd + i] = k[t * kvd + i], V_all[(pos0 + t) * kvd + i] = v[t * kvd + i];
+        ref_rope(K_all + (pos0 + t) * kvd, n_kv, hd, pos0 + t, &rope, NULL);
+        for (int i = 0; i < qd; i++) qr[t * qd + i] = q[t * qd + i];
+        ref_rope(qr + t * qd, n_head, hd, pos0 + t, &rope, NULL);
+    }
+    double *want = calloc((size_t)n * qd, sizeof *want);
+    for (int t = 0; t < n; t++)
+        for (int h = 0; h < n_head; h++) {
+            int g = h / (n_head / n_kv), len = pos0 + t + 1;
+            double s[64], mx = -1e300, sum = 0;
+            for (int j = 0; j < len; j++) {
+                s[j] = 0;
+                for (int d = 0; d < hd; d++) s[j] += qr[t * qd + h * hd + d] * K_all[j * kvd + g * hd + d];
+                s[j] *= scale;
+                mx = fmax(mx, s[j]);
+            }
+            for (int j = 0; j < len; j++) sum += s[j] = exp(s[j] - mx);
+            for (int j = 0; j < len; j++)
+                for (int d = 0; d < hd; d++) want[t * qd + h * hd + d] += s[j] / sum * V_all[j * kvd + g * hd + d];
+        }
+    float *got = malloc((size_t)n * qd * sizeof *got);
+    read_f32(&O, got);
+    double tol = cache_type == WGML_F16 ? 2e-3 : 1e-5;
+    double e = rel_err(got, want, (size_t)n * qd);
+    if (e > tol) fprintf(stderr, "attention (%s cache): err %g\n", wgml_dtype_name(cache_type), e);
+    assert_true(e <= tol);
+    /* the new rows are in the cache */
+    uint8_t *kc_after = malloc(crow * n_ctx);
+    assert_int_equal(be->buffer_read(be, KC.b, 0, kc_after, crow * n_ctx, NULL), WGML_OK);
+    wgml_dequantize_row(cache_type, kc_after + (size_t)(pos0 + 2) * crow, tmp, kvd);
+    for (int i = 0; i < kvd; i++) assert_true(fabs(tmp[i] - K_all[(pos0 + 2) * kvd + i]) < 2e-3);
+    tbuf *all[] = {&Q, &K, &V, &KC, &VC, &O};
+    for (int i = 0; i < 6; i++) drop(all[i]);
+    free(kc_init), free(vc_init), free(kc), free(vc), free(q), free(k), free(v), free(K_all), free(V_all), free(tmp);
+    free(qr), free(want), free(got), free(kc_after);
+}
+
+static void test_attention_f32(void **state) {
+    (void)state;
+    check_attention(WGML_F32);
+}
+
+static void test_attention_f16(void **state) {
+    (void)state;
+    check_attention(WGML_F16);
+}
+
+static void test_attention_overflow(void **state) {
+    (void)state;
+    const int kvd = 16, n_ctx = 4;
+    tbuf Q = make(WGML_F32, 16, 2, NULL), K = make(WGML_F32, kvd, 2, NULL), V = make(WGML_F32, kvd, 2, NULL),
+         KC = make(WGML_F32, kvd, n_ctx, NULL), VC = make(WGML_F32, kvd, n_ctx, NULL), O = make(WGML_F32, 16, 2, NULL);
+    step(3, 2); /* rows 3 and 4 of a 4-row cache */
+    be->attention(be, &(wgml_attention){.q = &Q.t, .k = &K.t, .v = &V.t, .k_cache = &KC.t, .v_cache = &VC.t,
+                                        .out = &O.t, .n_head = 2, .n_head_kv = 2, .head_dim = 8, .scale = 1});
+    wgml_error err;
+    assert_int_equal(be->end(be, &err), WGML_ERR_CONTEXT_FULL);
+    tbuf *all[] = {&Q, &K, &V, &KC, &VC, &O};
+    for (int i = 0; i < 6; i++) drop(all[i]);
+}
+
+static void test_elementwise(void **state) {
+    (void)state;
+    const int n = 37, rows = 3;
+    float *a = randn(n * rows, 2), *b = randn(n * rows, 2), *w = randn(n, 1);
+    a[5] = 40, a[17] = 40; /* a tie: argmax of row 0 takes the first */
+    tbuf A = make(WGML_F32, n, rows, a), B = make(WGML_F32, n, rows, b), W = make(WGML_F32, n, 1, w),
+         O = make(WGML_F32, n, rows, NULL), I = make(WGML_I32, rows, 1, NULL);
+    float got[111];
+    double want[111];
+    step(0, rows);
+    be->add(be, &O.t, &A.t, &B.t);
+    end_ok();
+    read_f32(&O, got);
+    for (int i = 0; i < n * rows; i++) want[i] = (double)a[i] + b[i];
+    assert_true(rel_err(got, want, n * rows) < 1e-6);
+    step(0, rows);
+    be->swiglu(be, &O.t, &A.t, &B.t);
+    end_ok();
+    read_f32(&O, got);
+    for (int i = 0; i < n * rows; i++) want[i] = a[i] / (1 + exp(-(double)a[i])) * b[i];
+    assert_true(rel_err(got, want, n * rows) < 1e-5);
+    step(0, rows);
+    be->rms_norm(be, &O.t, &A.t, &W.t, 1e-6f);
+    end_ok();
+    read_f32(&O, got);
+    for (int r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)a[r * n + i] * a[r * n + i];
+        for (int i = 0; i < n; i++) want[r * n + i] = a[r * n + i] / sqrt(ss / n + 1e-6) * w[i];
+    }
+    assert_true(rel_err(got, want, n * rows) < 1e-5);
+    step(0, rows);
+    be->softmax(be, &O.t, &A.t, 0.5f);
+    end_ok();
+    read_f32(&O, got);
+    for (int r = 0; r < rows; r++) {
+        double mx = -1e300, s = 0;
+        for (int i = 0; i < n; i++) mx = fmax(mx, 0.5 * a[r * n + i]);
+        for (int i = 0; i < n; i++) s += exp(0.5 * a[r * n + i] - mx);
+        for (int i = 0; i < n; i++) want[r * n + i] = exp(0.5 * a[r * n + i] - mx) / s;
+    }
+    assert_true(rel_err(got, want, n * rows) < 1e-6);
+    step(0, rows);
+    be->argmax(be, &I.t, &A.t);
+    end_ok();
+    int32_t idx[3];
+    assert_int_equal(be->buffer_read(be, I.b, 0, idx, sizeof idx, NULL), WGML_OK);
+    assert_int_equal(idx[0], 5);
+    for (int r = 1; r < rows; r++) {
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (a[r * n + i] > a[r * n + best]) best = i;
+        assert_int_equal(idx[r], best);
+    }
+    tbuf *all[] = {&A, &B, &W, &O, &I};
+    for (int i = 0; i < 5; i++) drop(all[i]);
+    free(a), free(b), free(w);
+}
+
+static void test_get_rows(void **state) {
+    (void)state;
+    const int K = 256, rows = 10;
+    float *tab = randn((size_t)K * rows, 1);
+    int32_t ids[4] = {9, 0, 3, 9};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        uint32_t type = all_types[ti];
+        if (!be->supports_type(be, type)) continue;
+        size_t row = wgml_row_size(type, K);
+        uint8_t *q = malloc(row * rows);
+        for (int r = 0; r < rows; r++) wgml_quantize_row(type, tab + r * K, q + r * row, K);
+        tbuf T = make(type, K, rows, q), I = make(WGML_I32, 4, 1, ids), O = make(WGML_F32, K, 4, NULL);
+        step(0, 4);
+        be->get_rows(be, &O.t, &T.t, &I.t);
+        end_ok();
+        float got[4 * 256], want[256];
+        read_f32(&O, got);
+        for (int i = 0; i < 4; i++) {
+            wgml_dequantize_row(type, q + ids[i] * row, want, K);
+            assert_memory_equal(got + i * K, want, K * sizeof(float));
+        }
+        /* an id outside the table is an error, not a read out of bounds */
+        int32_t bad[4] = {0, 10, 0, 0};
+        assert_int_equal(be->buffer_write(be, I.b, 0, bad, sizeof bad, NULL), WGML_OK);
+        step(0, 4);
+        be->get_rows(be, &O.t, &T.t, &I.t);
+        wgml_error err;
+        assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+        drop(&T), drop(&I), drop(&O);
+        free(q);
+    }
+    free(tab);
+}
+
+static void test_shape_errors(void **state) {
+    (void)state;
+    tbuf W = make(WGML_F32, 32, 8, NULL), X = make(WGML_F32, 16, 2, NULL), O = make(WGML_F32, 8, 2, NULL);
+    step(0, 2);
+    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
+    wgml_error err;
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "matmul"));
+    /* a view past the end of its buffer */
+    wgml_tensor past = wgml_tensor_rows(&O.t, 1, 2);
+    step(0, 2);
+    be->add(be, &past, &O.t, &O.t);
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    drop(&W), drop(&X), drop(&O);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_types),  cmocka_unit_test(test_matmul_fused),
+        cmocka_unit_test(test_rope),          cmocka_unit_test(test_attention_f32),
+        cmocka_unit_test(test_attention_f16), cmocka_unit_test(test_attention_overflow),
+        cmocka_unit_test(test_elementwise),   cmocka_unit_test(test_get_rows),
+        cmocka_unit_test(test_shape_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

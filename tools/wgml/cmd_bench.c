@@ -1,0 +1,276 @@
+/*
+ * cmd_bench.c - `wgml bench`: prompt-processing and generation speed.
+ *
+ * pp: one eval of P tokens into an empty context (after a warm-up eval).
+ * tg: N greedy tokens (EOS ignored) after one BOS token, or after --ctx
+ *     tokens of context; per-token latencies give p50/p90.
+ * With --repeat R every figure is the median of R runs. --json prints one
+ * JSON object on stdout (and nothing else); the table goes to stdout otherwise.
+ */
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli.h"
+
+static const char *help =
+    "usage: wgml bench [options]\n"
+    "Measures prompt processing (pp) and generation (tg) speed.\n\n"
+    CLI_MODEL_OPTS_HELP
+    "  -p N          prompt tokens for pp (default 128)\n"
+    "  -n N          generated tokens for tg (default 128)\n"
+    "  --ctx N       tokens already in the context before tg (default 0)\n"
+    "  --repeat R    runs; figures are medians (default 1)\n"
+    "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
+    "  --json        print one JSON object on stdout\n";
+
+typedef struct {
+    double pp_tps, tg_tps, p50, p90, ttft;
+} run_result;
+
+/* Per-token timestamps, and the backend counters at the first and the last
+ * token, so that counters per decode step exclude the prompt evaluation. */
+typedef struct {
+    double *t;
+    int n, cap;
+    wgml_model *m;
+    wgml_counters first, last;
+} times;
+
+static int on_token(void *user, int32_t token, const char *text, size_t len) {
+    (void)text, (void)len;
+    times *ts = user;
+    if (token < 0) return 0; /* final flush of held-back bytes */
+    if (ts->n < ts->cap) ts->t[ts->n++] = cli_now_ms();
+    wgml_model_get_counters(ts->m, ts->n == 1 ? &ts->first : &ts->last);
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(double *v, int n, double q) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    int i = (int)(q * (n - 1) + 0.5);
+    return v[i];
+}
+
+static void fill_tokens(int32_t *ids, int n, int n_vocab, int32_t bos, int32_t eos) {
+    uint32_t x = 12345;
+    for (int i = 0; i < n; i++) {
+        do {
+            x = x * 1664525u + 1013904223u;
+            ids[i] = (int32_t)((x >> 8) % (uint32_t)n_vocab);
+        } while (ids[i] == bos || ids[i] == eos);
+    }
+}
+
+static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, int32_t *ids, run_result *r,
+                      wgml_counters *tg_delta) {
+    wgml_error err;
+    wgml_model_info info;
+    wgml_model_get_info(m, &info);
+    /* pp */
+    wgml_session_reset(s);
+    double t0 = cli_now_ms();
+    if (pp > 0 && wgml_session_eval(s, ids, pp, &err)) return cli_fail_err(&err);
+    r->pp_tps = pp > 0 ? pp / ((cli_now_ms() - t0) / 1e3) : 0;
+    /* tg */
+    wgml_session_reset(s);
+    if (ctx > 0 && wgml_session_eval(s, ids, ctx, &err)) return cli_fail_err(&err);
+    times ts = {calloc((size_t)tg + 1, sizeof(double)), 0, tg, m, {0}, {0}};
+    if (!ts.t) return cli_fail("out of memory");
+    wgml_generate_params gp = wgml_generate_default_params();
+    gp.n_predict = tg;
+    gp.ignore_eos = 1;
+    gp.add_bos = ctx == 0;
+    gp.sampler.temperature = 0;
+    gp.on_token = on_token;
+    gp.user = &ts;
+    wgml_generate_result res;
+    wgml_status st = wgml_generate(s, ctx == 0 ? "" : NULL, &gp, &res, &err);
+    if (st) {
+        free(ts.t);
+        return cli_fail_err(&err);
+    }
+    /* decode steps only: the first callback follows the prompt eval */
+    int steps = ts.n - 1;
+    double *d = calloc((size_t)(steps > 0 ? steps : 1), sizeof *d);
+    for (int i = 1; i < ts.n; i++) d[i - 1] = ts.t[i] - ts.t[i - 1];
+    double total = steps > 0 ? ts.t[ts.n - 1] - ts.t[0] : 0;
+    r->tg_tps = steps > 0 ? steps / (total / 1e3) : 0;
+    r->p50 = percentile(d, steps, 0.5);
+    r->p90 = percentile(d, steps, 0.9);
+    r->ttft = res.ttft_ms;
+    /* counters over the decode steps between the first and the last token */
+    wgml_counters c0 = ts.first, c1 = ts.n > 1 ? ts.last : ts.first;
+    tg_delta->steps = c1.steps - c0.steps;
+    tg_delta->submits = c1.submits - c0.submits;
+    tg_delta->dispatches = c1.dispatches - c0.dispatches;
+    tg_delta->readback_bytes = c1.readback_bytes - c0.readback_bytes;
+    tg_delta->upload_bytes = c1.upload_bytes - c0.upload_bytes;
+    tg_delta->buffers_created = c1.buffers_created - c0.buffers_created;
+    tg_delta->bind_groups_created = c1.bind_groups_created - c0.bind_groups_created;
+    tg_delta->pipelines_created = c1.pipelines_created - c0.pipelines_created;
+    free(d);
+    free(ts.t);
+    return CLI_OK;
+}
+
+static double median_of(run_result *r, int n, size_t field) {
+    double v[64];
+    for (int i = 0; i < n; i++) v[i] = *(double *)((char *)&r[i] + field);
+    return percentile(v, n, 0.5);
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_model_opts mo = {0};
+    long long pp = 128, tg = 128, ctx = 0, repeat = 1;
+    int json = 0, profile = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int r = cli_model_option(argc, argv, &i, &mo);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "-p")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 16, &pp)) return CLI_USAGE;
+        } else if (!strcmp(a, "-n")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 16, &tg)) return CLI_USAGE;
+        } else if (!strcmp(a, "--ctx")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &ctx)) return CLI_USAGE;
+        } else if (!strcmp(a, "--repeat")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--profile")) {
+            profile = 1;
+        } else {
+            return cli_usage_error("unknown option '%s'", a);
+        }
+    }
+    double load_ms;
+    wgml_model *m = cli_load_model(&mo, &load_ms);
+    if (!m) return CLI_FAIL;
+    wgml_model_info info;
+    wgml_model_get_info(m, &info);
+    int n_ctx = (int)(pp > ctx + tg + 1 ? pp : ctx + tg + 1);
+    wgml_session_params sp = wgml_session_default_params();
+    sp.n_ctx = n_ctx;
+    sp.n_batch = pp > 0 ? (int)(pp < 512 ? pp : 512) : 64;
+    wgml_session *s = NULL;
+    wgml_error err;
+    int rc = CLI_OK;
+    int32_t *ids = calloc((size_t)n_ctx, sizeof *ids);
+    run_result runs[64];
+    wgml_counters per = {0};
+    if (!ids) {
+        rc = cli_fail("out of memory");
+        goto done;
+    }
+    if (wgml_session_create(m, &sp, &s, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    fill_tokens(ids, n_ctx, info.n_vocab, info.bos, info.eos);
+    /* warm-up: pipelines, caches, page faults */
+    if (wgml_session_eval(s, ids, pp > 0 ? (int)(pp < 8 ? pp : 8) : 1, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    cli_progress bar;
+    cli_progress_begin(&bar, "bench");
+    for (int r = 0; r < repeat && rc == CLI_OK; r++) {
+        if (profile && r == repeat - 1) wgml_model_set_profiling(m, 1);
+        rc = bench_once(m, s, (int)pp, (int)tg, (int)ctx, ids, &runs[r], &per);
+        cli_progress_update(&bar, (uint64_t)r + 1, (uint64_t)repeat);
+    }
+    cli_progress_end(&bar);
+    if (rc) goto done;
+    int R = (int)repeat;
+    run_result med = {median_of(runs, R, offsetof(run_result, pp_tps)), median_of(runs, R, offsetof(run_result, tg_tps)),
+                      median_of(runs, R, offsetof(run_result, p50)), median_of(runs, R, offsetof(run_result, p90)),
+                      median_of(runs, R, offsetof(run_result, ttft))};
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_mb = ru.ru_maxrss / 1024.0;
+    wgml_counters now;
+    wgml_model_get_counters(m, &now);
+    double decode_steps = per.steps > 0 ? (double)per.steps : 1;
+    wgml_kernel_stat kt[64];
+    int n_kt = profile ? wgml_model_get_kernel_times(m, kt, 64) : 0;
+    const char *model_path = mo.model ? mo.model : cli_default_model();
+    if (json) {
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "model", json_object_new_string(model_path));
+        json_object_object_add(o, "architecture", json_object_new_string(info.architecture));
+        json_object_object_add(o, "backend", json_object_new_string(info.backend));
+        json_object_object_add(o, "adapter", json_object_new_string(info.adapter));
+        json_object_object_add(o, "n_params", json_object_new_int64((int64_t)info.n_params));
+        json_object_object_add(o, "weights_bytes", json_object_new_int64((int64_t)info.weights_bytes));
+        json_object_object_add(o, "threads", json_object_new_int(info.n_threads));
+        json_object_object_add(o, "pp_tokens", json_object_new_int((int)pp));
+        json_object_object_add(o, "tg_tokens", json_object_new_int((int)tg));
+        json_object_object_add(o, "ctx", json_object_new_int((int)ctx));
+        json_object_object_add(o, "repeat", json_object_new_int((int)repeat));
+        json_object_object_add(o, "pp_tokens_per_s", json_object_new_double(med.pp_tps));
+        json_object_object_add(o, "tg_tokens_per_s", json_object_new_double(med.tg_tps));
+        json_object_object_add(o, "ms_per_token_p50", json_object_new_double(med.p50));
+        json_object_object_add(o, "ms_per_token_p90", json_object_new_double(med.p90));
+        json_object_object_add(o, "ttft_ms", json_object_new_double(med.ttft));
+        json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
+        json_object_object_add(o, "peak_rss_mb", json_object_new_double(rss_mb));
+        json_object_object_add(o, "device_memory_mb", json_object_new_double(now.device_memory_bytes / 1048576.0));
+        json_object_object_add(o, "submits_per_token", json_object_new_double(per.submits / decode_steps));
+        json_object_object_add(o, "dispatches_per_token", json_object_new_double(per.dispatches / decode_steps));
+        json_object_object_add(o, "readback_bytes_per_token", json_object_new_double(per.readback_bytes / decode_steps));
+        json_object_object_add(o, "upload_bytes_per_token", json_object_new_double(per.upload_bytes / decode_steps));
+        json_object_object_add(o, "allocations_during_decode",
+                               json_object_new_int64((int64_t)(per.buffers_created + per.bind_groups_created +
+                                                               per.pipelines_created)));
+        if (profile) {
+            json_object *k = json_object_new_array();
+            for (int i = 0; i < n_kt && i < 64; i++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "name", json_object_new_string(kt[i].name));
+                json_object_object_add(e, "calls", json_object_new_int64((int64_t)kt[i].calls));
+                json_object_object_add(e, "total_ms", json_object_new_double(kt[i].total_ms));
+                json_object_array_add(k, e);
+            }
+            json_object_object_add(o, "kernels", k);
+        }
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+    } else {
+        printf("model        %s (%s, %.2f M params, %.2f MiB of weights)\n", model_path, info.architecture,
+               info.n_params / 1e6, info.weights_bytes / 1048576.0);
+        printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
+        if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
+        printf("\n");
+        printf("load         %.1f ms\n", load_ms);
+        printf("pp%-9lld %.1f tokens/s\n", pp, med.pp_tps);
+        printf("tg%-9lld %.1f tokens/s (%.3f ms/token p50, %.3f p90) at context %lld\n", tg, med.tg_tps, med.p50,
+               med.p90, ctx);
+        printf("ttft         %.2f ms\n", med.ttft);
+        printf("peak RSS     %.1f MiB\n", rss_mb);
+        printf("per token    %.2f submits, %.1f dispatches, %.0f bytes read back\n", per.submits / decode_steps,
+               per.dispatches / decode_steps, per.readback_bytes / decode_steps);
+        if (profile) {
+            printf("\n%-28s %8s %12s %10s\n", "kernel", "calls", "total ms", "us/call");
+            for (int i = 0; i < n_kt && i < 64; i++)
+                printf("%-28s %8llu %12.3f %10.2f\n", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms,
+                       kt[i].calls ? kt[i].total_ms * 1e3 / (double)kt[i].calls : 0.0);
+        }
+    }
+done:
+    free(ids);
+    wgml_session_free(s);
+    wgml_model_free(m);
+    return rc;
+}
