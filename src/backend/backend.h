@@ -125,6 +125,7 @@ typedef struct wgml_backend_stats {
     uint64_t upload_bytes;   /* host->device during steps */
     uint64_t readback_bytes; /* device->host during steps */
     uint64_t device_memory_bytes; /* currently allocated */
+    double pipeline_compile_ms;   /* total time spent compiling kernels */
 } wgml_backend_stats;
 
 /* Per-kernel time (GPU timestamps or CPU wall time), accumulated while
@@ -139,16 +140,19 @@ struct wgml_backend {
     const char *name; /* "cpu", "webgpu" */
     const char *device_name;
     int n_threads; /* host threads the backend computes with (CPU) */
+    uint32_t kv_type; /* the KV-cache type this backend prefers (WGML_F32 or WGML_F16) */
 
     void (*free)(wgml_backend *be);
 
     /* ---- memory ---- */
     wgml_status (*buffer_create)(wgml_backend *be, size_t size, wgml_buffer_usage usage, wgml_buffer **out,
                                  wgml_error *err);
-    /* Weights from host memory that stays valid while the buffer lives (the
-     * CPU backend uses it in place; a GPU backend copies it). */
-    wgml_status (*buffer_from_host)(wgml_backend *be, const void *data, size_t size, wgml_buffer **out,
-                                    wgml_error *err);
+    /* A weight tensor [ne1 rows][ne0] of `type` from host memory in GGUF
+     * layout that stays valid while the buffer lives. The CPU backend uses it
+     * in place; a GPU backend uploads it once (in its own layout: weight
+     * buffers can only be used whole, as weights, by ops). */
+    wgml_status (*weight_create)(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
+                                 const char *name, wgml_buffer **out, wgml_error *err);
     void (*buffer_free)(wgml_backend *be, wgml_buffer *buf);
     /* Synchronous copies outside steps (loading, tests). */
     wgml_status (*buffer_write)(wgml_backend *be, wgml_buffer *buf, size_t offset, const void *data,

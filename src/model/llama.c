@@ -79,8 +79,9 @@ wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_sta
         return st;
     }
     for (int l = 0; l < hp->n_layer; l++) {
-        if ((st = new_tensor(s, &s->k_cache[l], "k_cache", WGML_F32, kvd, n_ctx, WGML_BUFFER_KV, err)) ||
-            (st = new_tensor(s, &s->v_cache[l], "v_cache", WGML_F32, kvd, n_ctx, WGML_BUFFER_KV, err))) {
+        uint32_t kv = m->be->kv_type;
+        if ((st = new_tensor(s, &s->k_cache[l], "k_cache", kv, kvd, n_ctx, WGML_BUFFER_KV, err)) ||
+            (st = new_tensor(s, &s->v_cache[l], "v_cache", kv, kvd, n_ctx, WGML_BUFFER_KV, err))) {
             llama_state_free(s);
             return st;
         }

@@ -158,7 +158,7 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
         L->cap_bufs = cap;
     }
     wgml_buffer *buf;
-    wgml_status st = L->m->be->buffer_from_host(L->m->be, g->data, g->size, &buf, L->err);
+    wgml_status st = L->m->be->weight_create(L->m->be, g->type, ne0, ne1, g->data, name, &buf, L->err);
     if (st) {
         wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, g->size);
         return st;

@@ -3,7 +3,7 @@
  *
  * The CPU backend is the numerical reference for every other backend and the
  * fallback when no GPU is usable. Buffers are plain host memory; weights are
- * used in place from the GGUF mapping (buffer_from_host copies nothing).
+ * used in place from the GGUF mapping (weight_create copies nothing).
  * Ops execute when called (see cpu_ops.c), so begin/end only bracket a step
  * and report the first error any op recorded.
  */
@@ -94,10 +94,11 @@ static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usag
     return WGML_OK;
 }
 
-static wgml_status buffer_from_host(wgml_backend *be, const void *data, size_t size, wgml_buffer **out,
-                                    wgml_error *err) {
-    (void)be;
+static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
+                                 const char *name, wgml_buffer **out, wgml_error *err) {
+    (void)be, (void)name;
     *out = NULL;
+    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
     wgml_buffer *b = wgml_calloc(1, sizeof *b);
     if (!b) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
     b->data = (uint8_t *)data; /* read-only by contract: ops never write weights */
@@ -222,9 +223,10 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->name = "cpu";
     b->device_name = cpu_kernels_isa();
     b->n_threads = cb->n_threads;
+    b->kv_type = WGML_F32;
     b->free = cpu_free;
     b->buffer_create = buffer_create;
-    b->buffer_from_host = buffer_from_host;
+    b->weight_create = weight_create;
     b->buffer_free = buffer_free;
     b->buffer_write = buffer_write;
     b->buffer_read = buffer_read;
