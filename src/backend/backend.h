@@ -194,8 +194,24 @@ struct wgml_backend {
     int (*supports_type)(wgml_backend *be, uint32_t type);
 };
 
+/* ---- argument checks shared by the backends (validate.c) ---- */
+wgml_status wgml_check_type(const char *op, const wgml_tensor *t, uint32_t type, wgml_error *err);
+wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wgml_tensor *b, wgml_error *err);
+wgml_status wgml_validate_matmul(const wgml_matmul *mm, wgml_error *err);
+wgml_status wgml_validate_rope(const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r, wgml_error *err);
+wgml_status wgml_validate_attention(const wgml_attention *a, int pos, wgml_error *err);
+wgml_status wgml_validate_get_rows(const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids,
+                                   wgml_error *err);
+/* (cos, sin) of the rotation angles of position pos: cs[2i], cs[2i+1] for
+ * i < n_rot/2, computed in double (the values every backend uses). */
+void wgml_rope_angles(const wgml_rope *r, const float *freq_factors, int pos, float *cs);
+
 /* ---- construction ---- */
 wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_error *err);
+/* The CPU backend as an exact reference: quantized weights are dequantized
+ * and dotted with f32 activations (no 8-bit activation rounding). Slow; for
+ * checking other backends op by op. */
+wgml_status wgml_backend_cpu_create_exact(int n_threads, wgml_backend **out, wgml_error *err);
 
 typedef struct wgml_webgpu_options {
     const char *adapter;   /* substring of the adapter name; NULL = best hardware adapter */

@@ -98,24 +98,16 @@ void cpu_attention(wgml_backend *be, const wgml_attention *a) {
         !cpu_check(cb, "attention", a->v) || !cpu_check(cb, "attention", a->out) ||
         !cpu_check(cb, "attention", a->k_cache) || !cpu_check(cb, "attention", a->v_cache))
         return;
+    wgml_error e;
+    wgml_status st = wgml_validate_attention(a, cb->step.pos, &e);
+    if (st) {
+        cpu_error(cb, st, "%s", e.message);
+        return;
+    }
     int n = (int)wgml_tensor_nrows(a->q), pos = cb->step.pos;
-    int64_t q_row = (int64_t)a->n_head * a->head_dim, kv_row = (int64_t)a->n_head_kv * a->head_dim;
+    int64_t kv_row = (int64_t)a->n_head_kv * a->head_dim;
     int n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     int f16 = a->k_cache->type == WGML_F16;
-    if (a->n_head <= 0 || a->n_head_kv <= 0 || a->n_head % a->n_head_kv || a->head_dim <= 0 ||
-        a->q->type != WGML_F32 || a->k->type != WGML_F32 || a->v->type != WGML_F32 || a->out->type != WGML_F32 ||
-        a->q->ne[0] != q_row || a->out->ne[0] != q_row || a->k->ne[0] != kv_row || a->v->ne[0] != kv_row ||
-        a->k_cache->ne[0] != kv_row || a->v_cache->ne[0] != kv_row || a->k_cache->type != a->v_cache->type ||
-        (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16) || wgml_tensor_nrows(a->k) != n ||
-        wgml_tensor_nrows(a->v) != n || wgml_tensor_nrows(a->out) != n || wgml_tensor_nrows(a->v_cache) != n_ctx) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
-        return;
-    }
-    if (pos < 0 || pos + n > n_ctx) {
-        cpu_error(cb, WGML_ERR_CONTEXT_FULL, "attention: positions %d..%d exceed the cache of %d", pos, pos + n - 1,
-                  n_ctx);
-        return;
-    }
     if (a->rope) {
         cpu_rope(be, a->q, a->n_head, a->head_dim, a->rope);
         cpu_rope(be, a->k, a->n_head_kv, a->head_dim, a->rope);

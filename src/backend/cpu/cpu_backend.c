@@ -209,6 +209,15 @@ static void cpu_free(wgml_backend *be) {
     wgml_free(cb);
 }
 
+wgml_status wgml_backend_cpu_create_exact(int n_threads, wgml_backend **out, wgml_error *err) {
+    wgml_status st = wgml_backend_cpu_create(n_threads, out, err);
+    if (!st) {
+        ((cpu_backend *)*out)->exact = 1;
+        (*out)->device_name = "exact reference";
+    }
+    return st;
+}
+
 wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_error *err) {
     *out = NULL;
     cpu_backend *cb = wgml_calloc(1, sizeof *cb);

@@ -23,6 +23,7 @@ typedef struct cpu_backend {
     wgml_backend base;
     wgml_threadpool *pool;
     int n_threads;
+    int exact; /* f32 activations for every weight type (reference mode) */
     wgml_step step;
     int in_step;
     wgml_status status; /* first error of the current step */

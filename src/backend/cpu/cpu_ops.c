@@ -21,24 +21,20 @@
         if ((cb)->profiling) cpu_profile_add((cb), (name), cpu_now_ms() - t0_); \
     } while (0)
 
+/* Records a failed validation as the step's error; returns 1 when st is OK. */
+static int valid(cpu_backend *cb, wgml_status st, const wgml_error *e) {
+    if (st) cpu_error(cb, st, "%s", e->message);
+    return st == WGML_OK;
+}
+
 static int is_f32(cpu_backend *cb, const char *op, const wgml_tensor *t) {
-    if (!cpu_check(cb, op, t)) return 0;
-    if (t->type != WGML_F32) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be F32, is %s", op, t->name ? t->name : "?",
-                  wgml_dtype_name(t->type));
-        return 0;
-    }
-    return 1;
+    wgml_error e;
+    return valid(cb, wgml_check_type(op, t, WGML_F32, &e), &e) && cpu_check(cb, op, t);
 }
 
 static int same_shape(cpu_backend *cb, const char *op, const wgml_tensor *a, const wgml_tensor *b) {
-    if (a->ne[0] != b->ne[0] || wgml_tensor_nrows(a) != wgml_tensor_nrows(b)) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: shapes differ: [%lld x %lld] vs [%lld x %lld]", op,
-                  (long long)a->ne[0], (long long)wgml_tensor_nrows(a), (long long)b->ne[0],
-                  (long long)wgml_tensor_nrows(b));
-        return 0;
-    }
-    return 1;
+    wgml_error e;
+    return valid(cb, wgml_check_same_shape(op, a, b, &e), &e);
 }
 
 static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
@@ -70,12 +66,14 @@ static void rows_run(void *p, int ith, int nth) {
 void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids) {
     cpu_backend *cb = (cpu_backend *)be;
     PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "get_rows", out) || !cpu_check(cb, "get_rows", table) || !cpu_check(cb, "get_rows", ids)) return;
+    wgml_error e;
+    if (!valid(cb, wgml_validate_get_rows(out, table, ids, &e), &e) || !cpu_check(cb, "get_rows", out) ||
+        !cpu_check(cb, "get_rows", table) || !cpu_check(cb, "get_rows", ids))
+        return;
     const cpu_type_kernels *k = cpu_kernels_get(table->type);
     int64_t n = wgml_tensor_nrows(out), n_rows = wgml_tensor_nrows(table);
-    if (!k || ids->type != WGML_I32 || out->ne[0] != table->ne[0] || wgml_tensor_nelements(ids) < n) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "get_rows: bad arguments (table %s, ids %s)",
-                  wgml_dtype_name(table->type), wgml_dtype_name(ids->type));
+    if (!k) {
+        cpu_error(cb, WGML_ERR_UNSUPPORTED, "get_rows: table type %s", wgml_dtype_name(table->type));
         return;
     }
     const int32_t *id = cpu_ptr(ids);
@@ -133,14 +131,32 @@ typedef struct {
     int64_t M;
 } mm_part;
 
+/* Exact mode: the weight row is dequantized to f32 and dotted with f32 x in
+ * double precision; `k` is then only used for to_float. */
+static float exact_dot(const cpu_type_kernels *k, int64_t n, const void *w, const float *x, float *tmp) {
+    k->to_float(w, tmp, n);
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += (double)tmp[i] * x[i];
+    return (float)s;
+}
+
 typedef struct {
     int n_parts;
     mm_part part[WGML_MATMUL_MAX];
     int64_t K, n, total_rows;
     wgml_epilogue epi;
+    float *exact_tmp; /* exact mode: n_threads x K floats, else NULL */
 } mm_task;
 
+static float part_dot(const mm_task *t, const mm_part *p, const uint8_t *w, int64_t i, int ith) {
+    if (t->exact_tmp)
+        return exact_dot(p->k, t->K, w, (const float *)(p->act + (size_t)i * p->act_row), t->exact_tmp + ith * t->K);
+    return p->k->dot(t->K, w, p->act + (size_t)i * p->act_row);
+}
+
 static float silu(float x) { return x / (1.0f + expf(-x)); }
+
+
 
 static void mm_run(void *p, int ith, int nth) {
     mm_task *t = p;
@@ -151,8 +167,8 @@ static void mm_run(void *p, int ith, int nth) {
         for (int64_t r = lo; r < hi; r++) {
             const uint8_t *wg = g->w + (size_t)r * g->w_row, *wu = u->w + (size_t)r * u->w_row;
             for (int64_t i = 0; i < t->n; i++) {
-                float a = g->k->dot(t->K, wg, g->act + (size_t)i * g->act_row);
-                float b = u->k->dot(t->K, wu, u->act + (size_t)i * u->act_row);
+                float a = part_dot(t, g, wg, i, ith);
+                float b = part_dot(t, u, wu, i, ith);
                 if (g->bias) a += g->bias[r];
                 if (u->bias) b += u->bias[r];
                 g->out[i * g->M + r] = silu(a) * b;
@@ -171,7 +187,7 @@ static void mm_run(void *p, int ith, int nth) {
             const uint8_t *wr = pt->w + (size_t)r * pt->w_row;
             float bias = pt->bias ? pt->bias[r] : 0.0f;
             for (int64_t i = 0; i < t->n; i++) {
-                float s = pt->k->dot(t->K, wr, pt->act + (size_t)i * pt->act_row) + bias;
+                float s = part_dot(t, pt, wr, i, ith) + bias;
                 float *o = &pt->out[i * pt->M + r];
                 *o = t->epi == WGML_EPI_ADD ? *o + s : s;
             }
@@ -195,41 +211,20 @@ static void prep_run(void *p, int ith, int nth) {
     for (int64_t i = lo; i < hi; i++) t->k->prepare(t->x + i * t->K, t->dst + (size_t)i * t->dst_row, t->K);
 }
 
-static int mm_check(cpu_backend *cb, const wgml_matmul *mm, int64_t K, int64_t n) {
-    if (mm->n_w < 1 || mm->n_w > WGML_MATMUL_MAX || (mm->epilogue == WGML_EPI_SWIGLU && mm->n_w != 2)) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: %d weights with epilogue %d", mm->n_w, (int)mm->epilogue);
+static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
+    wgml_error e;
+    if (!valid(cb, wgml_validate_matmul(mm, &e), &e) || !cpu_check(cb, "matmul", mm->x) ||
+        (mm->norm && !cpu_check(cb, "matmul", mm->norm)))
         return 0;
-    }
-    if (mm->norm && (!is_f32(cb, "matmul", mm->norm) || mm->norm->ne[0] != K)) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: norm weight does not match input width %lld", (long long)K);
-        return 0;
-    }
     for (int i = 0; i < mm->n_w; i++) {
-        const wgml_tensor *w = mm->w[i];
-        const wgml_tensor *o = mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i];
-        if (!cpu_check(cb, "matmul", w) || !is_f32(cb, "matmul", o)) return 0;
-        if (!cpu_kernels_get(w->type)) {
+        if (!cpu_check(cb, "matmul", mm->w[i]) || !cpu_check(cb, "matmul", mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i]) ||
+            (mm->bias[i] && !cpu_check(cb, "matmul", mm->bias[i])))
+            return 0;
+        if (!cpu_kernels_get(mm->w[i]->type)) {
             cpu_error(cb, WGML_ERR_UNSUPPORTED, "matmul: weight '%s' has type %s, which the CPU backend cannot use",
-                      w->name ? w->name : "?", wgml_dtype_name(w->type));
+                      mm->w[i]->name ? mm->w[i]->name : "?", wgml_dtype_name(mm->w[i]->type));
             return 0;
         }
-        int64_t M = wgml_tensor_nrows(w);
-        if (w->ne[0] != K || o->ne[0] != M || wgml_tensor_nrows(o) != n) {
-            cpu_error(cb, WGML_ERR_INVALID_ARGUMENT,
-                      "matmul: weight '%s' [%lld x %lld], input [%lld x %lld], output [%lld x %lld] do not fit",
-                      w->name ? w->name : "?", (long long)M, (long long)w->ne[0], (long long)n, (long long)K,
-                      (long long)wgml_tensor_nrows(o), (long long)o->ne[0]);
-            return 0;
-        }
-        if (mm->bias[i] && (!is_f32(cb, "matmul", mm->bias[i]) || mm->bias[i]->ne[0] != M)) {
-            cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: bias of '%s' does not have %lld elements",
-                      w->name ? w->name : "?", (long long)M);
-            return 0;
-        }
-    }
-    if (mm->epilogue == WGML_EPI_SWIGLU && wgml_tensor_nrows(mm->w[0]) != wgml_tensor_nrows(mm->w[1])) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "matmul: SwiGLU weights have different row counts");
-        return 0;
     }
     return 1;
 }
@@ -237,9 +232,8 @@ static int mm_check(cpu_backend *cb, const wgml_matmul *mm, int64_t K, int64_t n
 void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     cpu_backend *cb = (cpu_backend *)be;
     PROFILE_BEGIN(cb);
-    if (!mm || !is_f32(cb, "matmul", mm->x)) return;
+    if (!mm_check(cb, mm)) return;
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
-    if (!mm_check(cb, mm, K, n)) return;
 
     /* scratch: [normalized x][prepared activations per weight] */
     size_t norm_bytes = mm->norm ? (size_t)(n * K) * sizeof(float) : 0;
@@ -248,9 +242,12 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     const cpu_type_kernels *k[WGML_MATMUL_MAX];
     for (int i = 0; i < mm->n_w; i++) {
         k[i] = cpu_kernels_get(mm->w[i]->type);
-        if (k[i]->act_type != WGML_F32) act_bytes[i] = ((wgml_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
+        if (k[i]->act_type != WGML_F32 && !cb->exact)
+            act_bytes[i] = ((wgml_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
         total += act_bytes[i];
     }
+    size_t exact_off = total;
+    if (cb->exact) total += (size_t)cb->n_threads * (size_t)K * sizeof(float);
     uint8_t *scratch = cpu_scratch(cb, total);
     if (!scratch) return;
 
@@ -265,7 +262,8 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
         x = xn;
     }
 
-    mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue};
+    mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue,
+                 .exact_tmp = cb->exact ? (float *)(scratch + exact_off) : NULL};
     uint8_t *act = scratch + ((norm_bytes + 63) & ~(size_t)63);
     for (int i = 0; i < mm->n_w; i++) {
         mm_part *p = &t.part[i];
@@ -275,7 +273,7 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
         p->M = wgml_tensor_nrows(mm->w[i]);
         p->bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL;
         p->out = cpu_ptr(mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i]);
-        if (k[i]->act_type == WGML_F32) {
+        if (k[i]->act_type == WGML_F32 || cb->exact) {
             p->act = (const uint8_t *)x;
             p->act_row = (size_t)K * sizeof(float);
             continue;
@@ -302,12 +300,11 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
 /* ---- rope ---- */
 
 void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *r, const float *ff) {
+    float cs[2 * 512];
     int half = r->n_rot / 2;
+    wgml_rope_angles(r, ff, pos, cs);
     for (int i = 0; i < half; i++) {
-        /* theta_i = pos * scale * base^(-2i/n_rot) / factor_i, in double for a precise reference */
-        double theta = (double)pos * r->freq_scale * pow((double)r->freq_base, -2.0 * i / r->n_rot);
-        if (ff) theta /= ff[i];
-        float c = (float)cos(theta), s = (float)sin(theta);
+        float c = cs[2 * i], s = cs[2 * i + 1];
         for (int h = 0; h < n_head; h++) {
             float *v = x + (size_t)h * head_dim;
             int a = r->neox ? i : 2 * i, b = r->neox ? i + half : 2 * i + 1;
@@ -321,15 +318,15 @@ void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *
 void cpu_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r) {
     cpu_backend *cb = (cpu_backend *)be;
     PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "rope", x)) return;
-    if (!r || r->n_rot <= 0 || r->n_rot > head_dim || (r->n_rot & 1) || x->ne[0] != (int64_t)n_head * head_dim) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "rope: bad parameters (n_rot %d, head_dim %d, n_head %d, row %lld)",
-                  r ? r->n_rot : 0, head_dim, n_head, (long long)x->ne[0]);
+    wgml_error e;
+    if (!valid(cb, wgml_validate_rope(x, n_head, head_dim, r, &e), &e) || !cpu_check(cb, "rope", x)) return;
+    if (r->n_rot > 1024) {
+        cpu_error(cb, WGML_ERR_UNSUPPORTED, "rope: %d rotated dims (at most 1024)", r->n_rot);
         return;
     }
     const float *ff = NULL;
     if (r->freq_factors) {
-        if (!is_f32(cb, "rope", r->freq_factors) || r->freq_factors->ne[0] < r->n_rot / 2) return;
+        if (!cpu_check(cb, "rope", r->freq_factors)) return;
         ff = cpu_ptr(r->freq_factors);
     }
     int64_t rows = wgml_tensor_nrows(x);
@@ -398,10 +395,10 @@ void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x) 
     }
     for (int64_t r = 0; r < rows; r++) {
         const float *a = (const float *)cpu_ptr(x) + r * n;
-        int64_t best = 0;
-        for (int64_t i = 1; i < n; i++)
-            if (a[i] > a[best]) best = i;
-        ((int32_t *)cpu_ptr(out))[r] = (int32_t)best;
+        int64_t best = -1;
+        for (int64_t i = 0; i < n; i++)
+            if (!isnan(a[i]) && (best < 0 || a[i] > a[best])) best = i;
+        ((int32_t *)cpu_ptr(out))[r] = (int32_t)(best < 0 ? 0 : best);
     }
     PROFILE_END(cb, "argmax");
 }

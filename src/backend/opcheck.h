@@ -1,0 +1,39 @@
+/*
+ * opcheck.h - checks a backend op by op against a reference backend.
+ *
+ * Every op of backend.h runs on both backends with the same inputs over a
+ * grid of shapes (ragged sizes that are no multiple of any workgroup size),
+ * weight types and variants (norm, bias, residual add, SwiGLU, fused weights,
+ * weights split into binding windows, RoPE layouts, KV-cache positions that
+ * need split-K attention); outputs are compared with a tolerance per case.
+ * The reference is meant to be the exact CPU backend
+ * (wgml_backend_cpu_create_exact). Used by `wgml verify` and the GPU tests.
+ */
+#ifndef WGML_BACKEND_OPCHECK_H
+#define WGML_BACKEND_OPCHECK_H
+
+#include "backend/backend.h"
+
+typedef struct wgml_opcheck_options {
+    int quick;          /* a smaller grid */
+    const char *filter; /* only ops whose name contains this */
+    uint64_t seed;
+} wgml_opcheck_options;
+
+typedef struct wgml_opcheck_result {
+    const char *op;
+    char config[160];
+    double err;         /* max |dev - ref| / (1 + max |ref|) */
+    double tol;
+    int pass;
+    wgml_status status; /* an op that failed to run */
+    char message[WGML_ERROR_MESSAGE_MAX];
+} wgml_opcheck_result;
+
+typedef void (*wgml_opcheck_fn)(void *user, const wgml_opcheck_result *r);
+
+/* Runs the grid; calls fn for each case; returns the number of failed cases. */
+int wgml_opcheck_run(wgml_backend *dev, wgml_backend *ref, const wgml_opcheck_options *opt, wgml_opcheck_fn fn,
+                     void *user);
+
+#endif

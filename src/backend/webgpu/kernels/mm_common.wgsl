@@ -1,0 +1,69 @@
+// mm_common.wgsl - parameters and input helpers shared by matvec and matmul.
+//
+// Composition (wg_compose.c): prelude, this file, the generated bindings and
+// accessors (ww(k, i): word i of weight k; bias_at, out_get/out_set,
+// x, nw), a weight decoder w_<type>.wgsl, then the kernel.
+// Up to three weights k = 0..NW-1 share the input x; per weight: rows m,
+// scale-region word sb, base word wo, output offset oo and row stride os,
+// bias offset bo, first output row row0 (for tensors split into windows).
+
+struct MMParams {
+    K: u32,          // input width
+    n: u32,          // tokens (rows of x)
+    x_off: u32,      // first element of x
+    x_stride: u32,   // elements between token rows of x
+    norm_off: u32,   // first element of the RMS-norm weight
+    eps: f32,
+    bpr: u32,        // blocks per weight row (quantized types)
+    ngroups: u32,    // groups of GROUP elements per row
+    m: vec4<u32>,
+    sb: vec4<u32>,
+    wo: vec4<u32>,
+    oo: vec4<u32>,
+    os: vec4<u32>,
+    bo: vec4<u32>,
+    row0: vec4<u32>,
+}
+@group(0) @binding(1) var<uniform> P: MMParams;
+
+#ifndef GET_ROWS
+// 4 consecutive input values from element c of the row at xb (zero past K).
+fn x4(xb: u32, c: u32) -> vec4<f32> {
+    if (c + 4u <= P.K) { return vec4<f32>(x[xb + c], x[xb + c + 1u], x[xb + c + 2u], x[xb + c + 3u]); }
+    var v = vec4<f32>(0.0);
+    for (var j = 0u; j < 4u; j++) {
+        if (c + j < P.K) { v[j] = x[xb + c + j]; }
+    }
+    return v;
+}
+
+#ifdef HAS_NORM
+fn nw4(c: u32) -> vec4<f32> {
+    let b = P.norm_off + c;
+    if (c + 4u <= P.K) { return vec4<f32>(nw[b], nw[b + 1u], nw[b + 2u], nw[b + 3u]); }
+    var v = vec4<f32>(0.0);
+    for (var j = 0u; j < 4u; j++) {
+        if (c + j < P.K) { v[j] = nw[b + j]; }
+    }
+    return v;
+}
+#endif
+
+fn silu(g: f32) -> f32 { return g / (1.0 + exp(-g)); }
+
+// Writes the result for output row `row` (of this window) of token t.
+fn epilogue(k: u32, t: u32, row: u32, a: f32, b: f32) {
+    let r = P.row0[k] + row;
+    let idx = P.oo[k] + t * P.os[k] + r;
+#ifdef SWIGLU
+    out_set(0u, idx, silu(a + bias_at(0u, r)) * (b + bias_at(1u, r)));
+#else
+    let v = a + bias_at(k, r);
+#ifdef EPI_ADD
+    out_set(k, idx, out_get(k, idx) + v);
+#else
+    out_set(k, idx, v);
+#endif
+#endif
+}
+#endif

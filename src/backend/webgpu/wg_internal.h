@@ -1,0 +1,184 @@
+/*
+ * wg_internal.h - state shared by the WebGPU backend's files.
+ *
+ *   wg_backend.c  the backend object: device, buffers, weight upload, steps
+ *   wg_repack.c   GGUF blocks -> the GPU weight layout (aligned words, scales apart)
+ *   wg_compose.c  WGSL composition (prelude, snippets, #ifdef) and the pipeline cache
+ *   wg_record.c   recording dispatches: per-dispatch parameter slots, bind-group cache
+ *   wg_ops.c      the ops of backend.h as dispatches of the kernels in kernels/
+ *
+ * The static plan: weights are uploaded once; a session's activations and
+ * KV cache are allocated when it is created; parameters of the n-th dispatch
+ * of a step live in slot n of one uniform buffer and are rewritten only when
+ * they change; bind groups are cached per slot; so a decode step after the
+ * first writes the 16-byte step uniform and the token id, records its
+ * dispatches, submits once and reads back 4 bytes (greedy) - and creates
+ * nothing.
+ */
+#ifndef WGML_WG_INTERNAL_H
+#define WGML_WG_INTERNAL_H
+
+#include "backend/backend.h"
+#include "gpu/gpu.h"
+
+#define WG_PARAM_SLOT 256   /* bytes per dispatch parameter slot (uniform offset alignment) */
+#define WG_MAX_SLOTS 8192   /* dispatches per step */
+#define WG_MAX_BINDINGS 14
+#define WG_BG_WAYS 4        /* cached bind groups per slot (prefill and decode variants) */
+#define WG_MAX_READS 8
+
+/* A weight tensor split by rows into windows that each fit one storage binding. */
+typedef struct wg_window {
+    wgml_gpu_buffer *gpu;
+    int64_t row0, rows;
+    uint32_t sb_word; /* start of the scale region, in words */
+} wg_window;
+
+struct wgml_buffer {
+    wgml_gpu_buffer *gpu; /* non-weight buffers */
+    size_t size;
+    int is_weight;
+    uint32_t wtype;
+    int64_t ne0, ne1;
+    int n_windows;
+    wg_window *win;
+    uint64_t gpu_bytes; /* device memory held */
+    const void *host;   /* weights: the GGUF bytes they were uploaded from (valid while the buffer lives) */
+};
+
+typedef struct wg_bg_entry {
+    uint64_t key;
+    wgml_gpu_bindgroup *bg;
+    uint64_t last_use;
+} wg_bg_entry;
+
+/* One cached pipeline. */
+typedef struct wg_pipeline {
+    uint64_t key;
+    wgml_gpu_kernel *kernel;
+    char label[48];
+} wg_pipeline;
+
+typedef struct wg_backend {
+    wgml_backend base;
+    wgml_gpu *gpu;
+    const wgml_gpu_adapter_info *info;
+    int tier_f16;        /* shader-f16 enabled: KV cache in f16 */
+    int tier_subgroups;  /* subgroup reductions */
+    uint64_t max_binding;
+    char device_label[300];
+
+    /* pipelines */
+    wg_pipeline *pipes;
+    int n_pipes, cap_pipes;
+    double compile_ms;
+
+    /* recording */
+    wgml_step step;
+    int in_step;
+    int n_slots;          /* dispatches recorded in this step */
+    uint8_t *shadow;      /* host copy of the parameter slots */
+    uint8_t *slot_valid;  /* 1 once a slot's shadow was written to the GPU */
+    int dirty_lo, dirty_hi;
+    wgml_gpu_buffer *params;
+    wgml_gpu_buffer *step_buf;
+    wg_bg_entry *bgs;     /* WG_MAX_SLOTS x WG_BG_WAYS */
+    uint64_t use_clock;
+    wgml_gpu_readback reads[WG_MAX_READS];
+    int n_reads;
+    wgml_status status; /* first error recorded in this step */
+    wgml_error error;
+
+    /* scratch owned by the backend */
+    wgml_gpu_buffer *part;      /* attention split partials */
+    uint64_t part_size;
+    wgml_gpu_buffer *rope;      /* (cos, sin) table */
+    uint64_t rope_key;          /* hash of the parameters the table was built for */
+    int rope_rows;
+    wgml_gpu_buffer *dummy;     /* bound where a kernel needs a buffer that is unused */
+
+    uint64_t steps;
+    uint64_t weight_bytes;
+} wg_backend;
+
+/* errors recorded during a step (reported by end) */
+void wg_error(wg_backend *wb, wgml_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- wg_repack.c ---- */
+/* Words per block of the main region and bytes of scales per block (0 when
+ * the type keeps its blocks whole); 0 words if the GPU cannot use the type. */
+int wg_repack_layout(uint32_t type, int *main_words, int *scale_bytes);
+/* Bytes the GPU layout of `rows` rows of ne0 elements takes (main + scales, aligned). */
+uint64_t wg_repack_size(uint32_t type, int64_t ne0, int64_t rows, uint32_t *sb_word);
+/* Converts rows [0, rows) from GGUF layout at src into dst (wg_repack_size bytes). */
+void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *dst, uint32_t sb_word);
+
+/* ---- wg_compose.c ---- */
+/* Whether a WGSL decoder for weights of this type exists. */
+int wg_has_decoder(uint32_t type);
+typedef enum wg_kind {
+    WGK_MATVEC,
+    WGK_MATMUL,
+    WGK_GET_ROWS,
+    WGK_ROPE,
+    WGK_ROPE_STORE,
+    WGK_ATTENTION,
+    WGK_ATTN_COMBINE,
+    WGK_RMS_NORM,
+    WGK_SOFTMAX,
+    WGK_ARGMAX,
+    WGK_ADD,
+    WGK_SWIGLU,
+    WGK_BENCH_READ,
+    WGK_BENCH_MATMUL,
+    WGK_COUNT
+} wg_kind;
+
+/* matvec/matmul variant flags */
+#define WGF_NORM 1u
+#define WGF_ADD 2u
+#define WGF_SWIGLU 4u
+#define WGF_BIAS0 8u
+#define WGF_BIAS1 16u
+#define WGF_BIAS2 32u
+#define WGF_NW_SHIFT 8 /* number of weights << 8 */
+
+/* The pipeline for (kind, weight type, flags), composed and compiled on first use. */
+wgml_gpu_kernel *wg_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags, wgml_error *err);
+void wg_pipelines_free(wg_backend *wb);
+/* Exposed for tests: the composed WGSL (caller frees with wgml_free). */
+char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags, wgml_error *err);
+
+/* ---- wg_record.c ---- */
+typedef struct wg_dispatch {
+    wgml_gpu_kernel *kernel;
+    const void *params; /* copied into this dispatch's slot */
+    size_t params_size;
+    int n_bind;
+    wgml_gpu_binding bind[WG_MAX_BINDINGS]; /* bindings 2..; 0 (step) and 1 (params) are added */
+    uint32_t grid[3];
+} wg_dispatch;
+
+wgml_status wg_record_init(wg_backend *wb, wgml_error *err);
+void wg_record_free(wg_backend *wb);
+void wg_record(wg_backend *wb, const wg_dispatch *d);
+/* Writes changed parameter slots and the step uniform (before the submit). */
+void wg_record_flush(wg_backend *wb);
+/* Drops cached bind groups that use buf (before it is destroyed). */
+void wg_record_forget(wg_backend *wb, const wgml_gpu_buffer *buf);
+
+/* ---- wg_ops.c ---- */
+void wg_op_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids);
+void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm);
+void wg_op_attention(wgml_backend *be, const wgml_attention *att);
+void wg_op_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps);
+void wg_op_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *rope);
+void wg_op_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale);
+void wg_op_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up);
+void wg_op_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b);
+void wg_op_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x);
+
+/* The whole GPU buffer behind a (non-weight) tensor, with the tensor's byte offset. */
+static inline wgml_gpu_buffer *wg_gpu_of(const wgml_tensor *t) { return t->buf->gpu; }
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * wg_repack.c - GGUF weight blocks to the GPU layout.
+ *
+ * WGSL storage buffers are arrays of 32-bit words, but many GGUF blocks are
+ * not a multiple of 4 bytes (Q4_0 is 18 bytes: an f16 scale and 16 bytes of
+ * nibbles), so blocks straddle words. At upload each such block is split:
+ * its quant bytes (a multiple of 4) go to a main region, block after block,
+ * and its f16 scale fields to a scale region after it. Byte count and thus
+ * bandwidth are unchanged; every load in the shaders is an aligned word.
+ * Types whose blocks are already whole words (F32, F16, BF16, Q2_K, Q4_K,
+ * Q5_K) are copied unchanged.
+ *
+ *   type  block  main words (bytes of the block)       scale bytes (offset)
+ *   Q4_0  18     4 (qs 2..17)                          2 (d at 0)
+ *   Q4_1  20     4 (qs 4..19)                          4 (d, m at 0)
+ *   Q5_0  22     5 (qh 2..5, qs 6..21)                 2 (d at 0)
+ *   Q5_1  24     5 (qh 4..7, qs 8..23)                 4 (d, m at 0)
+ *   Q8_0  34     8 (qs 2..33)                          2 (d at 0)
+ *   Q3_K  110    27 (hmask, qs, scales: 0..107)        2 (d at 108)
+ *   Q6_K  210    52 (ql, qh, scales: 0..207)           2 (d at 208)
+ */
+#include <string.h>
+
+#include "backend/webgpu/wg_internal.h"
+#include "core/dtype.h"
+
+typedef struct {
+    uint32_t type;
+    int main_words, main_from; /* main bytes start at main_from in the block */
+    int scale_bytes, scale_from;
+} layout;
+
+static const layout layouts[] = {
+    {WGML_Q4_0, 4, 2, 2, 0},   {WGML_Q4_1, 4, 4, 4, 0},    {WGML_Q5_0, 5, 2, 2, 0}, {WGML_Q5_1, 5, 4, 4, 0},
+    {WGML_Q8_0, 8, 2, 2, 0},   {WGML_Q3_K, 27, 0, 2, 108}, {WGML_Q6_K, 52, 0, 2, 208},
+};
+
+static const layout *find(uint32_t type) {
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
+        if (layouts[i].type == type) return &layouts[i];
+    return NULL;
+}
+
+int wg_repack_layout(uint32_t type, int *main_words, int *scale_bytes) {
+    const layout *l = find(type);
+    *main_words = l ? l->main_words : 0;
+    *scale_bytes = l ? l->scale_bytes : 0;
+    switch (type) {
+    case WGML_F32: case WGML_F16: case WGML_BF16: case WGML_Q2_K: case WGML_Q4_K: case WGML_Q5_K: return 1;
+    default: return l != NULL;
+    }
+}
+
+uint64_t wg_repack_size(uint32_t type, int64_t ne0, int64_t rows, uint32_t *sb_word) {
+    const layout *l = find(type);
+    const wgml_dtype_traits *tr = wgml_dtype_get(type);
+    *sb_word = 0;
+    if (!tr) return 0;
+    if (!l) return ((uint64_t)wgml_row_size(type, ne0) * (uint64_t)rows + 3) & ~(uint64_t)3;
+    uint64_t blocks = (uint64_t)(ne0 / tr->block_size) * (uint64_t)rows;
+    uint64_t main_bytes = blocks * (uint64_t)l->main_words * 4;
+    *sb_word = (uint32_t)(main_bytes / 4);
+    return main_bytes + ((blocks * (uint64_t)l->scale_bytes + 3) & ~(uint64_t)3);
+}
+
+void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *dst, uint32_t sb_word) {
+    const layout *l = find(type);
+    const wgml_dtype_traits *tr = wgml_dtype_get(type);
+    if (!l) {
+        size_t n = wgml_row_size(type, ne0) * (size_t)rows;
+        memcpy(dst, src, n);
+        memset((uint8_t *)dst + n, 0, ((n + 3) & ~(size_t)3) - n);
+        return;
+    }
+    uint64_t blocks = (uint64_t)(ne0 / tr->block_size) * (uint64_t)rows;
+    const uint8_t *s = src;
+    uint8_t *main = dst, *scales = (uint8_t *)dst + (size_t)sb_word * 4;
+    size_t mb = (size_t)l->main_words * 4;
+    for (uint64_t b = 0; b < blocks; b++, s += tr->type_size) {
+        memcpy(main + b * mb, s + l->main_from, mb);
+        memcpy(scales + b * (size_t)l->scale_bytes, s + l->scale_from, (size_t)l->scale_bytes);
+    }
+    size_t used = (size_t)(blocks * (uint64_t)l->scale_bytes);
+    memset(scales + used, 0, ((used + 3) & ~(size_t)3) - used);
+}
