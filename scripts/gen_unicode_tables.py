@@ -130,6 +130,7 @@ def main():
     o.append(" * mapping, full canonical decompositions (Hangul excluded) and non-zero")
     o.append(" * canonical combining class ranges, each sorted by code point.")
     o.append(" */")
+    o.append("/* clang-format off */")
     o.append('#include "text/unicode.h"')
     o.append("")
     o.append('const char uni_data_version[] = "%s";' % unicodedata.unidata_version)

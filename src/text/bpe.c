@@ -17,20 +17,20 @@
  * Invalid UTF-8 needs no special care: words are byte ranges and every byte
  * has a symbol.
  */
-#include <inttypes.h>
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/tokenizer_impl.h"
 #include "text/unicode.h"
+
+#include <inttypes.h>
+#include <string.h>
 
 /* Bytes that stand for themselves: '!'..'~', 0xA1..0xAC, 0xAE..0xFF. */
 static int self_mapped(unsigned b) { return (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
 
 uint32_t bpe_byte_to_cp(uint8_t b) {
     if (self_mapped(b)) return b;
-    if (b <= 0x20) return 0x100 + b;         /* 0x00..0x20 -> U+0100..U+0120 */
+    if (b <= 0x20) return 0x100 + b;          /* 0x00..0x20 -> U+0100..U+0120 */
     if (b <= 0xA0) return 0x121 + (b - 0x7F); /* 0x7F..0xA0 -> U+0121..U+0142 */
     return 0x143;                             /* 0xAD */
 }
@@ -104,7 +104,8 @@ static wgml_status emit_symbol(const wgml_tokenizer *tok, const char *s, size_t 
 /* The byte-level spelling of text[0..n) into word (2 bytes per byte at most). */
 static size_t byte_encode(const char *text, size_t n, char *word) {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += (size_t)uni_encode(bpe_byte_to_cp((uint8_t)text[i]), word + k);
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)uni_encode(bpe_byte_to_cp((uint8_t)text[i]), word + k);
     return k;
 }
 

@@ -85,10 +85,12 @@ wgml_status tok_merge_run(tok_merge *m, const wgml_tokenizer *tok, const char *t
                           int track_nodes, wgml_error *err) {
     m->n_sym = m->n_node = m->n_heap = 0;
     if (len == 0) return WGML_OK;
-    if (len >= INT32_MAX) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes too long", len);
+    if (len >= INT32_MAX)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes too long", len);
 
     size_t n = 0;
-    for (size_t i = 0; i < len; i += (size_t)uni_char_len(text + i, len - i)) n++;
+    for (size_t i = 0; i < len; i += (size_t)uni_char_len(text + i, len - i))
+        n++;
     wgml_status st = grow((void **)&m->sym, &m->cap_sym, n, sizeof *m->sym, err);
     if (st == WGML_OK && track_nodes) st = grow((void **)&m->node, &m->cap_node, 2 * n, sizeof *m->node, err);
     if (st != WGML_OK) return st;
@@ -103,7 +105,8 @@ wgml_status tok_merge_run(tok_merge *m, const wgml_tokenizer *tok, const char *t
     m->n_sym = m->n_node = n;
     if (!track_nodes) m->n_node = 0;
 
-    for (size_t i = 1; i < n && st == WGML_OK; i++) st = try_pair(m, tok, text, (int32_t)i - 1, (int32_t)i, pair, err);
+    for (size_t i = 1; i < n && st == WGML_OK; i++)
+        st = try_pair(m, tok, text, (int32_t)i - 1, (int32_t)i, pair, err);
 
     while (st == WGML_OK && m->n_heap > 0) {
         tok_bigram b = heap_pop(m);

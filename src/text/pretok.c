@@ -40,12 +40,12 @@
  * GPT2 as llama.cpp writes it lacks the final |\s+; the gaps give the same
  * pieces (an unmatched space is always one character followed by a match).
  */
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/tokenizer_impl.h"
 #include "text/unicode.h"
+
+#include <string.h>
 
 typedef enum cls_kind {
     CLS_NEWLINE,       /* [\r\n] */
@@ -69,6 +69,7 @@ typedef struct rule {
     unsigned min, max;
 } rule;
 
+// clang-format off
 #define ANY 0xFFFFFFFFu
 #define CLASS(c, sp, lo, hi) {RULE_CLASS, c, sp, lo, hi}
 #define GPT2                 {RULE_GPT2, 0, 0, 0, 0}
@@ -102,6 +103,7 @@ static const struct {
     [PRETOK_FALCON] = {RULES_FALCON, N_OF(RULES_FALCON)},
     [PRETOK_STARCODER] = {RULES_STARCODER, N_OF(RULES_STARCODER)},
 };
+// clang-format on
 
 /* tokenizer.ggml.pre values; aliases share the expressions of their model. */
 static const struct {
@@ -174,9 +176,12 @@ static int in_ranges(const range *r, size_t n, uint32_t c) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (c < r[mid].lo) hi = mid;
-        else if (c > r[mid].hi) lo = mid + 1;
-        else return 1;
+        if (c < r[mid].lo)
+            hi = mid;
+        else if (c > r[mid].hi)
+            lo = mid + 1;
+        else
+            return 1;
     }
     return 0;
 }
@@ -219,13 +224,15 @@ typedef struct subject {
 
 static size_t run_of(const subject *s, size_t p, size_t e, unsigned flag) {
     size_t q = p;
-    while (q < e && (s->f[q] & flag)) q++;
+    while (q < e && (s->f[q] & flag))
+        q++;
     return q;
 }
 
 static size_t run_other(const subject *s, size_t p, size_t e) {
     size_t q = p;
-    while (q < e && IS_OTHER(s, q)) q++;
+    while (q < e && IS_OTHER(s, q))
+        q++;
     return q;
 }
 
@@ -245,7 +252,7 @@ static size_t contraction(const subject *s, size_t p, size_t e, int any_case) {
 /* \s+(?!\S)|\s+ at p, where s->c[p] is a space. */
 static size_t space_tail(const subject *s, size_t p, size_t e) {
     size_t q = run_of(s, p, e, UNI_SPACE);
-    if (q == e) return q - p;      /* whitespace up to the end */
+    if (q == e) return q - p;         /* whitespace up to the end */
     if (q - p >= 2) return q - p - 1; /* leave the last one to prefix the next word */
     return 1;
 }
@@ -278,7 +285,8 @@ static size_t match_llama3(const subject *s, size_t p, size_t e, size_t max_digi
     size_t q = (c == ' ' && p + 1 < e) ? p + 1 : p;
     if (IS_OTHER(s, q)) {
         q = run_other(s, q, e);
-        while (q < e && (s->c[q] == '\r' || s->c[q] == '\n')) q++;
+        while (q < e && (s->c[q] == '\r' || s->c[q] == '\n'))
+            q++;
         return q - p;
     }
     /* \s*[\r\n]+ : up to and including the last newline of the whitespace run */
@@ -291,7 +299,8 @@ static size_t match_llama3(const subject *s, size_t p, size_t e, size_t max_digi
 
 static size_t run_class(const subject *s, cls_kind k, size_t p, size_t e, unsigned max) {
     size_t q = p;
-    while (q < e && (size_t)(q - p) < max && in_class(k, s->c[q], s->f[q])) q++;
+    while (q < e && (size_t)(q - p) < max && in_class(k, s->c[q], s->f[q]))
+        q++;
     return q - p;
 }
 
@@ -327,7 +336,8 @@ static wgml_status split_piece(const subject *s, const rule *r, size_t b, size_t
     wgml_status st;
     if (r->kind == RULE_TRAIL) { /* \s+$: the whitespace suffix, if any */
         size_t t = e;
-        while (t > b && IS_SPACE(s, t - 1)) t--;
+        while (t > b && IS_SPACE(s, t - 1))
+            t--;
         if (t > b && (st = emit(out, b, t, err)) != WGML_OK) return st;
         return t < e ? emit(out, t, e, err) : WGML_OK;
     }
@@ -350,7 +360,8 @@ wgml_status pretok_split(pretok_kind kind, const uint32_t *cps, size_t n, tok_ve
     if (n == 0) return WGML_OK;
     uint16_t *flags = wgml_malloc(n * sizeof *flags);
     if (!flags) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "pre-tokenizer: out of memory for %zu characters", n);
-    for (size_t i = 0; i < n; i++) flags[i] = (uint16_t)uni_flags(cps[i]);
+    for (size_t i = 0; i < n; i++)
+        flags[i] = (uint16_t)uni_flags(cps[i]);
     subject s = {cps, flags};
 
     const rule *rules = PRETOKS[kind].rules;
@@ -360,7 +371,8 @@ wgml_status pretok_split(pretok_kind kind, const uint32_t *cps, size_t n, tok_ve
     for (size_t k = 0; k < n_rules && st == WGML_OK; k++) {
         tok_vec *dst = (k + 1 == n_rules) ? out : &b;
         if (dst == &b) b.n = 0;
-        for (size_t i = 0; i + 1 < a.n && st == WGML_OK; i += 2) st = split_piece(&s, &rules[k], a.v[i], a.v[i + 1], dst, err);
+        for (size_t i = 0; i + 1 < a.n && st == WGML_OK; i += 2)
+            st = split_piece(&s, &rules[k], a.v[i], a.v[i + 1], dst, err);
         if (dst == &b) {
             tok_vec t = a;
             a = b;

@@ -14,13 +14,13 @@
  *      invalid UTF-8 byte) falls back to its bytes as <0xXX> tokens, or to the
  *      unknown token when the vocabulary has no byte tokens.
  */
-#include <stdio.h>
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/tokenizer_impl.h"
 #include "text/unicode.h"
+
+#include <stdio.h>
+#include <string.h>
 
 static int mergeable(uint8_t type) { return type == TOK_NORMAL || type == TOK_USER_DEFINED || type == TOK_UNUSED; }
 
@@ -46,7 +46,8 @@ wgml_status spm_load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err) {
         tok->byte_token[b] = id;
         tok->has_byte_tokens = 1;
     }
-    for (int32_t i = 0; i < tok->n_vocab && !tok->has_unused; i++) tok->has_unused = tok->type[i] == TOK_UNUSED;
+    for (int32_t i = 0; i < tok->n_vocab && !tok->has_unused; i++)
+        tok->has_unused = tok->type[i] == TOK_UNUSED;
     return WGML_OK;
 }
 
@@ -104,8 +105,10 @@ wgml_status spm_encode(const wgml_tokenizer *tok, const char *text, size_t len, 
     size_t n = 0;
     if (space_prefix) memcpy(buf, SPACE, 3), n = 3;
     for (size_t i = 0; i < len; i++) {
-        if (text[i] == ' ') memcpy(buf + n, SPACE, 3), n += 3;
-        else buf[n++] = text[i];
+        if (text[i] == ' ')
+            memcpy(buf + n, SPACE, 3), n += 3;
+        else
+            buf[n++] = text[i];
     }
 
     tok_merge m = {0};
@@ -118,8 +121,10 @@ wgml_status spm_encode(const wgml_tokenizer *tok, const char *text, size_t len, 
             continue;
         }
         int32_t id = tok_find(tok, buf + s->start, s->len);
-        if (id >= 0 && outputable(tok->type[id])) st = tok_vec_push(out, (uint32_t)id, err);
-        else st = fallback(tok, buf + s->start, s->len, out, err);
+        if (id >= 0 && outputable(tok->type[id]))
+            st = tok_vec_push(out, (uint32_t)id, err);
+        else
+            st = fallback(tok, buf + s->start, s->len, out, err);
     }
     tok_vec_free(&stack);
     tok_merge_free(&m);

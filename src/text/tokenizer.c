@@ -23,21 +23,22 @@
  *         outside that mapping is kept as its UTF-8)
  *   WPM   normal: the text with U+2581 as ' ' (GGUF WordPiece vocabularies
  *         store word-initial pieces as "▁word" and continuations as bare
- *         "ing", which is what a "##ing" continuation became in conversion)
+ *         "ing", which is what a "##ing" continuation became in conversion);
+ *         in BERT's own spelling, "##ing" renders "ing" and "word" " word"
  *   all   user-defined: the text as is; control, unknown and unused: nothing
  * Decoding concatenates pieces, dropping one leading space from the first
  * non-empty piece for SentencePiece (the dummy prefix) and WordPiece.
  */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "text/tokenizer_impl.h"
+#include "text/unicode.h"
+
 #include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "core/alloc.h"
-#include "core/error.h"
-#include "text/tokenizer_impl.h"
-#include "text/unicode.h"
 
 /* ---- growable arrays ---- */
 
@@ -73,7 +74,8 @@ void tok_vec_free(tok_vec *v) {
 
 #define FNV_BASIS 2166136261u
 static uint32_t fnv(uint32_t h, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
     return h;
 }
 
@@ -114,12 +116,14 @@ void tok_strtab_free(tok_strtab *t) {
 
 wgml_status tok_map_build(tok_map *m, const tok_strtab *t, wgml_error *err) {
     size_t cap = 16;
-    while (cap < (size_t)t->n * 2) cap *= 2;
+    while (cap < (size_t)t->n * 2)
+        cap *= 2;
     m->slot = wgml_malloc(cap * sizeof *m->slot);
     m->hash = wgml_malloc(cap * sizeof *m->hash);
     if (!m->slot || !m->hash) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "tokenizer: out of memory for a map");
     m->mask = cap - 1;
-    for (size_t i = 0; i < cap; i++) m->slot[i] = -1;
+    for (size_t i = 0; i < cap; i++)
+        m->slot[i] = -1;
     for (int32_t i = 0; i < t->n; i++) {
         const char *s = t->blob + t->off[i];
         size_t n = t->len[i];
@@ -185,9 +189,9 @@ static void set_attr(wgml_tokenizer *tok, const char *text, uint8_t attr, int on
 }
 
 /* End-of-generation tokens recognised by their text, as llama.cpp does. */
-static const char *const EOG_TEXTS[] = {"<|eot_id|>",    "<|im_end|>", "<|end|>",         "<end_of_turn>",
-                                        "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>", "<EOT>",
-                                        "<end_of_utterance>"};
+static const char *const EOG_TEXTS[] = {"<|eot_id|>",      "<|im_end|>",    "<|end|>",
+                                        "<end_of_turn>",   "<|endoftext|>", "<|eom_id|>",
+                                        "<|end_of_text|>", "<EOT>",         "<end_of_utterance>"};
 
 typedef struct special_key {
     uint32_t len;
@@ -289,7 +293,8 @@ static void mark_attrs(wgml_tokenizer *tok, const gguf_file *f) {
     int32_t eog[] = {tok->eos, tok->eot, tok->eom};
     for (size_t i = 0; i < 3; i++)
         if (eog[i] >= 0) tok->attr[eog[i]] |= TOK_ATTR_EOG;
-    for (size_t i = 0; i < sizeof EOG_TEXTS / sizeof EOG_TEXTS[0]; i++) set_attr(tok, EOG_TEXTS[i], TOK_ATTR_EOG, 1);
+    for (size_t i = 0; i < sizeof EOG_TEXTS / sizeof EOG_TEXTS[0]; i++)
+        set_attr(tok, EOG_TEXTS[i], TOK_ATTR_EOG, 1);
 
     /* Phi-3: special tokens swallow the whitespace after them (HF "rstrip"), except these */
     gguf_str model_name = {0};
@@ -297,7 +302,8 @@ static void mark_attrs(wgml_tokenizer *tok, const gguf_file *f) {
     if (gguf_get_str(f, "general.name", &model_name, &ignored) <= 0) return;
     char lower[64];
     size_t n = model_name.len < sizeof lower - 1 ? (size_t)model_name.len : sizeof lower - 1;
-    for (size_t i = 0; i < n; i++) lower[i] = (char)tolower((unsigned char)model_name.ptr[i]);
+    for (size_t i = 0; i < n; i++)
+        lower[i] = (char)tolower((unsigned char)model_name.ptr[i]);
     lower[n] = '\0';
     if (!strstr(lower, "phi-3") && !strstr(lower, "phi3")) return;
     for (int32_t i = 0; i < tok->n_vocab; i++)
@@ -314,9 +320,12 @@ static wgml_status load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err
     int r = gguf_get_str(f, "tokenizer.ggml.model", &model, err);
     if (r < 0) return WGML_ERR_FORMAT;
     if (r == 0) return wgml_fail(err, WGML_ERR_FORMAT, "%s: no tokenizer (tokenizer.ggml.model is missing)", name);
-    if (gguf_str_eq(model, "llama")) tok->kind = WGML_VOCAB_SPM;
-    else if (gguf_str_eq(model, "gpt2")) tok->kind = WGML_VOCAB_BPE;
-    else if (gguf_str_eq(model, "bert")) tok->kind = WGML_VOCAB_WPM;
+    if (gguf_str_eq(model, "llama"))
+        tok->kind = WGML_VOCAB_SPM;
+    else if (gguf_str_eq(model, "gpt2"))
+        tok->kind = WGML_VOCAB_BPE;
+    else if (gguf_str_eq(model, "bert"))
+        tok->kind = WGML_VOCAB_WPM;
     else
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: unsupported tokenizer model '%.*s' (tokenizer.ggml.model)",
                          name, (int)(model.len > 64 ? 64 : model.len), model.ptr);
@@ -350,7 +359,6 @@ static wgml_status load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err
     }
     if (st != WGML_OK) return st;
     if ((st = read_bool(f, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)) != WGML_OK) return st;
-    if ((st = read_bool(f, "tokenizer.ggml.add_eos_token", &tok->add_eos, err)) != WGML_OK) return st;
     if ((st = build_specials(tok, err)) != WGML_OK) return st;
     mark_attrs(tok, f);
     return WGML_OK;
@@ -365,7 +373,8 @@ wgml_status wgml_tokenizer_load(const gguf_file *f, wgml_tokenizer **out, wgml_e
     wgml_tokenizer *tok = wgml_calloc(1, sizeof *tok);
     if (!tok) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory for the tokenizer", gguf_name(f));
     tok->bos = tok->eos = tok->eot = tok->eom = tok->unk = tok->sep = -1;
-    for (int b = 0; b < 256; b++) tok->byte_token[b] = -1;
+    for (int b = 0; b < 256; b++)
+        tok->byte_token[b] = -1;
     wgml_status st = load(tok, f, err);
     if (st != WGML_OK) {
         wgml_tokenizer_free(tok);
@@ -390,14 +399,14 @@ void wgml_tokenizer_free(wgml_tokenizer *tok) {
 
 /* ---- queries ---- */
 
-wgml_vocab_kind wgml_tokenizer_kind(const wgml_tokenizer *tok) { return tok->kind; }
-int wgml_tokenizer_n_vocab(const wgml_tokenizer *tok) { return tok->n_vocab; }
-int32_t wgml_tokenizer_bos(const wgml_tokenizer *tok) { return tok->bos; }
-int32_t wgml_tokenizer_eos(const wgml_tokenizer *tok) { return tok->eos; }
-int wgml_tokenizer_wants_bos(const wgml_tokenizer *tok) { return tok->add_bos && tok->bos >= 0; }
+wgml_vocab_kind wgml_tokenizer_kind(const wgml_tokenizer *tok) { return tok ? tok->kind : WGML_VOCAB_SPM; }
+int wgml_tokenizer_n_vocab(const wgml_tokenizer *tok) { return tok ? tok->n_vocab : 0; }
+int32_t wgml_tokenizer_bos(const wgml_tokenizer *tok) { return tok ? tok->bos : -1; }
+int32_t wgml_tokenizer_eos(const wgml_tokenizer *tok) { return tok ? tok->eos : -1; }
+int wgml_tokenizer_wants_bos(const wgml_tokenizer *tok) { return tok && tok->add_bos && tok->bos >= 0; }
 
 int wgml_tokenizer_is_eog(const wgml_tokenizer *tok, int32_t id) {
-    return id >= 0 && id < tok->n_vocab && (tok->attr[id] & TOK_ATTR_EOG) != 0;
+    return tok && id >= 0 && id < tok->n_vocab && (tok->attr[id] & TOK_ATTR_EOG) != 0;
 }
 
 const char *wgml_tokenizer_token_text(const wgml_tokenizer *tok, int32_t id) {
@@ -421,8 +430,8 @@ static size_t match_special(const wgml_tokenizer *tok, const char *s, size_t n, 
     return 0;
 }
 
-static wgml_status encode_fragment(const wgml_tokenizer *tok, const char *s, size_t n, int after_special,
-                                   tok_vec *ids, wgml_error *err) {
+static wgml_status encode_fragment(const wgml_tokenizer *tok, const char *s, size_t n, int after_special, tok_vec *ids,
+                                   wgml_error *err) {
     switch (tok->kind) {
     case WGML_VOCAB_SPM: return spm_encode(tok, s, n, tok->add_space_prefix && after_special, ids, err);
     case WGML_VOCAB_BPE: return bpe_encode(tok, s, n, ids, err);
@@ -449,20 +458,18 @@ static wgml_status encode_all(const wgml_tokenizer *tok, const char *text, size_
         after_special = 1;
         i += m;
         if (tok->attr[id] & TOK_ATTR_RSTRIP)
-            while (i < len && isspace((unsigned char)text[i])) i++;
+            while (i < len && isspace((unsigned char)text[i]))
+                i++;
         frag = i;
     }
     if (st == WGML_OK && frag < len) st = encode_fragment(tok, text + frag, len - frag, after_special, ids, err);
-    if (st == WGML_OK && add_bos) {
-        if (tok->kind == WGML_VOCAB_WPM && tok->sep >= 0) st = tok_vec_push(ids, (uint32_t)tok->sep, err);
-        else if (tok->kind != WGML_VOCAB_WPM && tok->add_eos && tok->eos >= 0)
-            st = tok_vec_push(ids, (uint32_t)tok->eos, err);
-    }
+    if (st == WGML_OK && add_bos && tok->kind == WGML_VOCAB_WPM && tok->sep >= 0)
+        st = tok_vec_push(ids, (uint32_t)tok->sep, err);
     return st;
 }
 
-int wgml_tokenizer_encode(const wgml_tokenizer *tok, const char *text, size_t len, int add_bos, int32_t *out,
-                          int cap, wgml_error *err) {
+int wgml_tokenizer_encode(const wgml_tokenizer *tok, const char *text, size_t len, int add_bos, int32_t *out, int cap,
+                          wgml_error *err) {
     wgml_error local;
     if (!err) err = &local;
     if (!tok || (!text && len) || cap < 0 || (!out && cap > 0)) {
@@ -482,7 +489,8 @@ int wgml_tokenizer_encode(const wgml_tokenizer *tok, const char *text, size_t le
         return -1;
     }
     size_t n = ids.n < (size_t)cap ? ids.n : (size_t)cap;
-    for (size_t i = 0; i < n; i++) out[i] = (int32_t)ids.v[i];
+    for (size_t i = 0; i < n; i++)
+        out[i] = (int32_t)ids.v[i];
     int total = (int)ids.n;
     tok_vec_free(&ids);
     return total;
@@ -523,6 +531,14 @@ static void render(const wgml_tokenizer *tok, int32_t id, out_buf *o, int strip)
         return;
     case TOK_NORMAL: break;
     default: return; /* control, unknown, unused */
+    }
+    if (tok->kind == WGML_VOCAB_WPM && tok->wpm_hash_prefix) { /* "##ing" -> "ing", "word" -> " word" */
+        if (n >= 2 && s[0] == '#' && s[1] == '#')
+            s += 2, n -= 2;
+        else if (!strip)
+            put(o, " ", 1);
+        put(o, s, n);
+        return;
     }
     for (size_t i = 0; i < n;) {
         int len;

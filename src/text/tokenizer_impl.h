@@ -13,10 +13,10 @@
 #ifndef WGML_TEXT_TOKENIZER_IMPL_H
 #define WGML_TEXT_TOKENIZER_IMPL_H
 
+#include "text/tokenizer.h"
+
 #include <stddef.h>
 #include <stdint.h>
-
-#include "text/tokenizer.h"
 
 /* tokenizer.ggml.token_type values (llama.cpp's). Others load as NORMAL. */
 enum {
@@ -86,7 +86,7 @@ struct wgml_tokenizer {
     int has_types; /* the file has tokenizer.ggml.token_type */
 
     int32_t bos, eos, eot, eom, unk, sep;
-    int add_bos, add_eos;
+    int add_bos;          /* tokenizer.ggml.add_bos_token or the model default */
     int add_space_prefix; /* SPM: a space in front of each text fragment */
 
     /* Tokens recognised literally in the text (control, user-defined,
@@ -105,8 +105,9 @@ struct wgml_tokenizer {
     tok_strtab merges; /* "left right", index = rank */
     tok_map merge_map;
 
-    /* WordPiece normalizer */
-    int lowercase, strip_accents;
+    /* WordPiece */
+    int lowercase, strip_accents; /* normalizer */
+    int wpm_hash_prefix;          /* pieces spelled "word"/"##ing" (as in BERT's vocab.txt), not "▁word"/"ing" */
 };
 
 static inline int32_t tok_find(const wgml_tokenizer *tok, const char *s, size_t n) {
@@ -121,7 +122,7 @@ typedef int (*tok_pair_fn)(const wgml_tokenizer *tok, const char *a, size_t na, 
                            double *score);
 
 typedef struct tok_sym {
-    int32_t prev, next; /* neighbours in the chain, -1 at the ends */
+    int32_t prev, next;  /* neighbours in the chain, -1 at the ends */
     uint32_t start, len; /* bytes of the text; len 0 once merged away */
     int32_t node;        /* merge tree node (for SentencePiece resegmenting) */
 } tok_sym;

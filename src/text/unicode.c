@@ -79,8 +79,10 @@ unsigned uni_flags(uint32_t cp) {
     size_t lo = 0, hi = uni_flag_count;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (uni_flag_start[mid] <= cp) lo = mid;
-        else hi = mid;
+        if (uni_flag_start[mid] <= cp)
+            lo = mid;
+        else
+            hi = mid;
     }
     return uni_flag_value[lo];
 }
@@ -92,8 +94,10 @@ static long find_cp(const uint32_t *keys, size_t stride, size_t n, uint32_t cp) 
         size_t mid = lo + (hi - lo) / 2;
         uint32_t k = keys[mid * stride];
         if (k == cp) return (long)mid;
-        if (k < cp) lo = mid + 1;
-        else hi = mid;
+        if (k < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return -1;
 }
@@ -109,9 +113,12 @@ int uni_ccc(uint32_t cp) {
     size_t lo = 0, hi = uni_ccc_count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (cp < uni_ccc_range[mid][0]) hi = mid;
-        else if (cp > uni_ccc_range[mid][1]) lo = mid + 1;
-        else return (int)uni_ccc_range[mid][2];
+        if (cp < uni_ccc_range[mid][0])
+            hi = mid;
+        else if (cp > uni_ccc_range[mid][1])
+            lo = mid + 1;
+        else
+            return (int)uni_ccc_range[mid][2];
     }
     return 0;
 }
@@ -139,7 +146,8 @@ int uni_decompose(uint32_t cp, uint32_t *out) {
         return 1;
     }
     unsigned off = uni_nfd_index[i] >> 3, n = uni_nfd_index[i] & 7;
-    for (unsigned k = 0; k < n; k++) out[k] = uni_nfd_data[off + k];
+    for (unsigned k = 0; k < n; k++)
+        out[k] = uni_nfd_data[off + k];
     return (int)n;
 }
 

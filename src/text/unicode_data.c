@@ -6,6 +6,7 @@
  * mapping, full canonical decompositions (Hangul excluded) and non-zero
  * canonical combining class ranges, each sorted by code point.
  */
+/* clang-format off */
 #include "text/unicode.h"
 
 const char uni_data_version[] = "14.0.0";

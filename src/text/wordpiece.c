@@ -12,17 +12,19 @@
  *   4. lower-case (tokenizer.ggml.normalizer.lowercase, default on);
  *   5. split on whitespace, and make every punctuation character (Unicode P*
  *      or ASCII punctuation such as $ + < = > ^ ` | ~) a word of its own;
- *   6. each word: greedy longest match first. The first piece is looked up
- *      with a "▁" prefix (the GGUF spelling of a word-initial piece), later
- *      pieces bare (GGUF's spelling of "##" continuations). A word longer than
- *      100 characters, or with a remainder no piece matches, is [UNK].
+ *   6. each word: greedy longest match first, continuations marked. GGUF
+ *      files (llama.cpp's converter) spell a word-initial piece "▁word" and a
+ *      continuation bare "ing"; a vocabulary with no "▁" pieces but "##"
+ *      pieces is taken to be in BERT's own spelling, "word" and "##ing".
+ *      A word longer than 100 characters, or with a remainder no piece
+ *      matches, is [UNK].
  */
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/tokenizer_impl.h"
 #include "text/unicode.h"
+
+#include <string.h>
 
 #define MAX_WORD_CHARS 100
 
@@ -33,6 +35,13 @@ wgml_status wpm_load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err) {
     if (gguf_get_bool(f, "tokenizer.ggml.normalizer.strip_accents", &tok->strip_accents, err) < 0)
         return WGML_ERR_FORMAT;
     if (tok->eos < 0) tok->eos = tok->sep;
+    int n_space = 0, n_hash = 0;
+    for (int32_t i = 0; i < tok->n_vocab; i++) {
+        const char *s = tok->text.blob + tok->text.off[i];
+        n_space += tok->text.len[i] > 3 && memcmp(s, "\xE2\x96\x81", 3) == 0;
+        n_hash += tok->text.len[i] > 2 && memcmp(s, "##", 2) == 0;
+    }
+    tok->wpm_hash_prefix = n_space == 0 && n_hash > 0;
     return WGML_OK;
 }
 
@@ -66,7 +75,8 @@ static wgml_status normalize(const wgml_tokenizer *tok, const char *text, size_t
         if (cjk) st = tok_vec_push(out, ' ', err);
         uint32_t d[UNI_NFD_MAX];
         int nd = tok->strip_accents ? uni_decompose(c, d) : (d[0] = c, 1);
-        for (int k = 0; k < nd && st == WGML_OK; k++) st = tok_vec_push(out, d[k], err);
+        for (int k = 0; k < nd && st == WGML_OK; k++)
+            st = tok_vec_push(out, d[k], err);
         if (cjk && st == WGML_OK) st = tok_vec_push(out, ' ', err);
     }
     if (st != WGML_OK) return st;
@@ -87,7 +97,7 @@ static wgml_status encode_word(const wgml_tokenizer *tok, const uint32_t *cps, s
     if (n > MAX_WORD_CHARS) return tok_vec_push(out, (uint32_t)tok->unk, err);
     /* buf = "▁" + UTF-8 of the word; offs[i] = byte offset of character i in buf (offs[0] = 0 covers the "▁") */
     memcpy(buf, "\xE2\x96\x81", 3);
-    size_t pos = 3;
+    size_t pos = 3, skip = tok->wpm_hash_prefix ? 3 : 0; /* "##" spelling: no "▁" on the first piece */
     offs[0] = 0;
     for (size_t i = 0; i < n; i++) {
         pos += (size_t)uni_encode(cps[i], buf + pos);
@@ -98,9 +108,13 @@ static wgml_status encode_word(const wgml_tokenizer *tok, const uint32_t *cps, s
         size_t end = n;
         int32_t id = -1;
         for (; end > start; end--) {
-            size_t len = offs[end] - offs[start];
+            size_t b = offs[start] + (start == 0 ? skip : 0), len = offs[end] - b;
             if (len > tok->text.max_len) continue;
-            if ((id = tok_find(tok, buf + offs[start], len)) >= 0) break;
+            if (start > 0 && tok->wpm_hash_prefix)
+                id = tok_map_find(&tok->text_map, &tok->text, "##", 2, -1, buf + b, len);
+            else
+                id = tok_find(tok, buf + b, len);
+            if (id >= 0) break;
         }
         if (id < 0) {
             out->n = first; /* a part no piece matches: the whole word is unknown */
