@@ -603,6 +603,35 @@ static void test_wordpiece_hash_spelling(void **state) {
     gguf_close(f);
 }
 
+/* SentencePiece: an "unused" piece takes part in merging but is never output;
+ * it is split back into the pieces it was merged from. */
+static void test_spm_unused_pieces(void **state) {
+    static const char *const tokens[] = {"<unk>", "<s>", "</s>", "a", "b", "c", "ab", "abc", "x"};
+    static const float scores[] = {0, 0, 0, -5, -5, -5, -1, -0.5f, -5};
+    static const int32_t types[] = {2, 3, 3, 1, 1, 1, 1, 5, 1};
+    wgml_error err;
+    gguf_writer *w = gguf_writer_create();
+    assert_non_null(w);
+    assert_int_equal(gguf_writer_set_str(w, "tokenizer.ggml.model", "llama", &err), WGML_OK);
+    assert_int_equal(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", tokens, NULL, 9, &err), WGML_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, 9, &err), WGML_OK);
+    assert_int_equal(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, 9, &err), WGML_OK);
+    assert_int_equal(gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", 0, &err), WGML_OK);
+    const char *path = tu_tmp_path("unused.gguf");
+    assert_int_equal(gguf_writer_begin(w, path, &err), WGML_OK);
+    assert_int_equal(gguf_writer_finish(w, &err), WGML_OK);
+    gguf_writer_free(w);
+    gguf_file *f;
+    assert_int_equal(gguf_open(path, &f, &err), WGML_OK);
+    wgml_tokenizer *tok;
+    assert_int_equal(wgml_tokenizer_load(f, &tok, &err), WGML_OK);
+    const int32_t want[] = {6, 5, 8, 0,
+                            3}; /* "ab" "c" (not the unused "abc"), "x", "?" unknown (no byte tokens), "a" */
+    expect_ids(tok, "abcx?a", 0, want, 5);
+    wgml_tokenizer_free(tok);
+    gguf_close(f);
+}
+
 /* ---- allocation failure at every allocation of load + encode ---- */
 
 static void alloc_loop(const char *rel, const char *text) {
@@ -705,6 +734,7 @@ int main(void) {
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_pretokenizer_names),
         cmocka_unit_test(test_wordpiece_hash_spelling),
+        cmocka_unit_test(test_spm_unused_pieces),
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_large_text),
     };

@@ -91,10 +91,16 @@ static wgml_status normalize(const wgml_tokenizer *tok, const char *text, size_t
     return WGML_OK;
 }
 
+static wgml_status push_unknown(const wgml_tokenizer *tok, tok_vec *out, wgml_error *err) {
+    if (tok->unk < 0)
+        return wgml_fail(err, WGML_ERR_TOKENIZER, "tokenizer: a word has no pieces and there is no [UNK]");
+    return tok_vec_push(out, (uint32_t)tok->unk, err);
+}
+
 /* Step 6 for the word cps[0..n). */
 static wgml_status encode_word(const wgml_tokenizer *tok, const uint32_t *cps, size_t n, char *buf, uint32_t *offs,
                                tok_vec *out, wgml_error *err) {
-    if (n > MAX_WORD_CHARS) return tok_vec_push(out, (uint32_t)tok->unk, err);
+    if (n > MAX_WORD_CHARS) return push_unknown(tok, out, err);
     /* buf = "▁" + UTF-8 of the word; offs[i] = byte offset of character i in buf (offs[0] = 0 covers the "▁") */
     memcpy(buf, "\xE2\x96\x81", 3);
     size_t pos = 3, skip = tok->wpm_hash_prefix ? 3 : 0; /* "##" spelling: no "▁" on the first piece */
@@ -118,7 +124,7 @@ static wgml_status encode_word(const wgml_tokenizer *tok, const uint32_t *cps, s
         }
         if (id < 0) {
             out->n = first; /* a part no piece matches: the whole word is unknown */
-            return tok_vec_push(out, (uint32_t)tok->unk, err);
+            return push_unknown(tok, out, err);
         }
         wgml_status st = tok_vec_push(out, (uint32_t)id, err);
         if (st != WGML_OK) return st;
@@ -128,7 +134,6 @@ static wgml_status encode_word(const wgml_tokenizer *tok, const uint32_t *cps, s
 }
 
 wgml_status wpm_encode(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err) {
-    if (tok->unk < 0) return wgml_fail(err, WGML_ERR_TOKENIZER, "tokenizer: WordPiece vocabulary without [UNK]");
     tok_vec cps = {0};
     char buf[3 + 4 * MAX_WORD_CHARS];
     uint32_t offs[MAX_WORD_CHARS + 1];
