@@ -63,7 +63,8 @@ const char *wgml_tokenizer_token_text(const wgml_tokenizer *tok, int32_t id);
 
 /* Decodes ids to text, as detokenizing a whole sequence does (SentencePiece
  * drops the leading space of the first piece when it was added by the dummy
- * prefix). Returns the length (may exceed cap). */
+ * prefix; WordPiece the space before the first word). Returns the length (may
+ * exceed cap; only cap written), or -1 when an id is out of range. */
 int wgml_tokenizer_decode(const wgml_tokenizer *tok, const int32_t *ids, int n, char *buf, int cap);
 
 #endif

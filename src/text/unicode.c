@@ -1,0 +1,169 @@
+/*
+ * unicode.c - UTF-8 coding, category flags, lower-casing and NFD (see unicode.h).
+ *
+ * UTF-8 decoding follows the Unicode "maximal subpart" rules closely enough
+ * for our purpose: a sequence is accepted only when it is well formed
+ * (right continuation count, no overlong forms, no surrogates, <= U+10FFFF);
+ * otherwise its first byte alone becomes a pseudo code point and decoding
+ * resumes at the next byte, so every byte of the input is accounted for.
+ *
+ * Hangul syllables are decomposed algorithmically (Unicode 3.12: L V [T]);
+ * every other decomposition is a table lookup.
+ */
+#include "text/unicode.h"
+
+int uni_char_len(const char *s, size_t n) {
+    int len;
+    (void)uni_decode(s, n, &len);
+    return len;
+}
+
+uint32_t uni_decode(const char *s, size_t n, int *len) {
+    const unsigned char *u = (const unsigned char *)s;
+    unsigned c = u[0];
+    *len = 1;
+    if (c < 0x80) return c;
+    int need;
+    uint32_t cp, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1, cp = c & 0x1F, min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2, cp = c & 0x0F, min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3, cp = c & 0x07, min = 0x10000;
+    } else {
+        return UNI_BYTE(c);
+    }
+    if ((size_t)need >= n) return UNI_BYTE(c);
+    for (int i = 1; i <= need; i++) {
+        if ((u[i] & 0xC0) != 0x80) return UNI_BYTE(c);
+        cp = cp << 6 | (u[i] & 0x3F);
+    }
+    if (cp < min || cp > UNI_MAX_CP || (cp >= 0xD800 && cp <= 0xDFFF)) return UNI_BYTE(c);
+    *len = need + 1;
+    return cp;
+}
+
+int uni_encode(uint32_t cp, char *out) {
+    unsigned char *o = (unsigned char *)out;
+    if (UNI_IS_BYTE(cp)) {
+        o[0] = (unsigned char)(cp - 0x110000u);
+        return 1;
+    }
+    if (cp > UNI_MAX_CP || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
+    if (cp < 0x80) {
+        o[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (unsigned char)(0xC0 | cp >> 6);
+        o[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (unsigned char)(0xE0 | cp >> 12);
+        o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        o[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (unsigned char)(0xF0 | cp >> 18);
+    o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    o[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+unsigned uni_flags(uint32_t cp) {
+    if (cp > UNI_MAX_CP) return UNI_OTHER; /* pseudo code points of invalid bytes */
+    /* the last range starting at or before cp */
+    size_t lo = 0, hi = uni_flag_count;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (uni_flag_start[mid] <= cp)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return uni_flag_value[lo];
+}
+
+/* Index of cp in a sorted array of n code points, or -1. */
+static long find_cp(const uint32_t *keys, size_t stride, size_t n, uint32_t cp) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint32_t k = keys[mid * stride];
+        if (k == cp) return (long)mid;
+        if (k < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+uint32_t uni_tolower(uint32_t cp) {
+    if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+    long i = find_cp(&uni_lower_map[0][0], 2, uni_lower_count, cp);
+    return i < 0 ? cp : uni_lower_map[i][1];
+}
+
+int uni_ccc(uint32_t cp) {
+    if (cp < 0x300) return 0;
+    size_t lo = 0, hi = uni_ccc_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < uni_ccc_range[mid][0])
+            hi = mid;
+        else if (cp > uni_ccc_range[mid][1])
+            lo = mid + 1;
+        else
+            return (int)uni_ccc_range[mid][2];
+    }
+    return 0;
+}
+
+/* Hangul syllable composition constants (Unicode 3.12). */
+enum { HANGUL_S = 0xAC00, HANGUL_L = 0x1100, HANGUL_V = 0x1161, HANGUL_T = 0x11A7 };
+enum { HANGUL_VCOUNT = 21, HANGUL_TCOUNT = 28, HANGUL_NCOUNT = 21 * 28, HANGUL_SCOUNT = 19 * 21 * 28 };
+
+int uni_decompose(uint32_t cp, uint32_t *out) {
+    if (cp < 0xC0) {
+        out[0] = cp;
+        return 1;
+    }
+    if (cp >= HANGUL_S && cp < HANGUL_S + HANGUL_SCOUNT) {
+        uint32_t s = cp - HANGUL_S;
+        out[0] = HANGUL_L + s / HANGUL_NCOUNT;
+        out[1] = HANGUL_V + (s % HANGUL_NCOUNT) / HANGUL_TCOUNT;
+        if (s % HANGUL_TCOUNT == 0) return 2;
+        out[2] = HANGUL_T + s % HANGUL_TCOUNT;
+        return 3;
+    }
+    long i = find_cp(uni_nfd_cp, 1, uni_nfd_count, cp);
+    if (i < 0) {
+        out[0] = cp;
+        return 1;
+    }
+    unsigned off = uni_nfd_index[i] >> 3, n = uni_nfd_index[i] & 7;
+    for (unsigned k = 0; k < n; k++)
+        out[k] = uni_nfd_data[off + k];
+    return (int)n;
+}
+
+void uni_canonical_order(uint32_t *cps, size_t n) {
+    /* insertion sort inside each run of non-starters; runs are short */
+    for (size_t i = 1; i < n; i++) {
+        int c = uni_ccc(cps[i]);
+        if (c == 0) continue;
+        uint32_t x = cps[i];
+        size_t j = i;
+        while (j > 0) {
+            int p = uni_ccc(cps[j - 1]);
+            if (p == 0 || p <= c) break;
+            cps[j] = cps[j - 1];
+            j--;
+        }
+        cps[j] = x;
+    }
+}
