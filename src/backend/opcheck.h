@@ -22,7 +22,7 @@ typedef struct wgml_opcheck_options {
 
 typedef struct wgml_opcheck_result {
     const char *op;
-    char config[160];
+    char config[200];
     double err;         /* max |dev - ref| / (1 + max |ref|) */
     double tol;
     int pass;
