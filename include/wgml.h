@@ -81,9 +81,14 @@ typedef enum wgml_backend_kind {
 /* Called during long work with done in [0, total]. Return non-zero to cancel. */
 typedef int (*wgml_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
 
+/* WebGPU capability overrides: run a lower tier than the adapter offers. */
+#define WGML_WEBGPU_NO_F16 1u        /* keep to the f32 tier even with shader-f16 */
+#define WGML_WEBGPU_NO_SUBGROUPS 2u  /* workgroup-memory reductions even with subgroups */
+
 typedef struct wgml_model_params {
     wgml_backend_kind backend;
     const char *adapter;        /* WebGPU: substring of the adapter name, or NULL */
+    unsigned webgpu_flags;      /* WGML_WEBGPU_* capability overrides (testing, debugging) */
     int n_threads;              /* CPU threads; 0 = one per core */
     wgml_progress_fn progress;  /* optional */
     void *progress_user;

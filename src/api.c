@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api_internal.h"
 #include "backend/backend.h"
 #include "core/alloc.h"
 #include "core/error.h"
@@ -97,7 +98,10 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, wg
     if (kind == WGML_BACKEND_CPU) {
         st = wgml_backend_cpu_create(p->n_threads, &m->be, err);
     } else {
-        wgml_webgpu_options o = {.adapter = p->adapter, .allow_software = p->adapter != NULL};
+        wgml_webgpu_options o = {.adapter = p->adapter,
+                                 .allow_software = p->adapter != NULL,
+                                 .force_f32 = (p->webgpu_flags & WGML_WEBGPU_NO_F16) != 0,
+                                 .no_subgroups = (p->webgpu_flags & WGML_WEBGPU_NO_SUBGROUPS) != 0};
         st = wgml_backend_webgpu_create(&o, &m->be, err);
     }
     if (st) return st;
@@ -463,3 +467,5 @@ int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int 
     for (int i = 0; i < n && i < cap && i < 64; i++) out[i] = (wgml_kernel_stat){t[i].name, t[i].calls, t[i].total_ms};
     return n;
 }
+
+wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }

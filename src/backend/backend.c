@@ -27,4 +27,6 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     *out = NULL;
     return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this build of wgml has no WebGPU backend (configure with Dawn)");
 }
+
+void wgml_backend_webgpu_lose_device(wgml_backend *be) { (void)be; }
 #endif

@@ -218,9 +218,12 @@ typedef struct wgml_webgpu_options {
     int allow_software;    /* accept CPU adapters (SwiftShader, lavapipe) */
     int force_f32;         /* ignore shader-f16 even when present */
     int no_subgroups;      /* ignore subgroups even when present */
+    uint64_t max_binding;  /* tests: split weights into windows of at most this many bytes (0 = device limit) */
 } wgml_webgpu_options;
 
 /* Available when built with WebGPU; otherwise returns WGML_ERR_UNSUPPORTED. */
 wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_backend **out, wgml_error *err);
+/* Tests: destroys the device under a live WebGPU backend, as a driver reset would. */
+void wgml_backend_webgpu_lose_device(wgml_backend *be);
 
 #endif

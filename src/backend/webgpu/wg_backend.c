@@ -33,7 +33,18 @@ void wg_error(wg_backend *wb, wgml_status code, const char *fmt, ...) {
 
 static uint64_t binding_limit(const wg_backend *wb) {
     uint64_t a = wb->info->max_storage_binding_size, b = wb->info->max_buffer_size;
-    return (a < b ? a : b) & ~(uint64_t)255;
+    uint64_t l = a < b ? a : b;
+    return (l & ~(uint64_t)255);
+}
+
+/* Weight windows: the binding limit, or a smaller one tests ask for. */
+static uint64_t window_limit(const wg_backend *wb) {
+    uint64_t l = binding_limit(wb);
+    return wb->max_window && wb->max_window < l ? wb->max_window : l;
+}
+
+void wgml_backend_webgpu_lose_device(wgml_backend *be) {
+    if (be && !strcmp(be->name, "webgpu")) wgml_gpu_lose_device(((wg_backend *)be)->gpu);
 }
 
 static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usage usage, wgml_buffer **out,
@@ -87,7 +98,7 @@ static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, i
     if (ne0 <= 0 || ne1 <= 0 || ne0 % tr->block_size || ne0 > (int64_t)1 << 28)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "webgpu: tensor '%s' has a bad shape", name ? name : "?");
     uint32_t sb;
-    uint64_t row_bytes = wg_repack_size(type, ne0, 1, &sb) + 8, limit = binding_limit(wb);
+    uint64_t row_bytes = wg_repack_size(type, ne0, 1, &sb) + 8, limit = window_limit(wb);
     int64_t rows_per_win = (int64_t)(limit / row_bytes);
     if (rows_per_win < 1)
         return wgml_fail(err, WGML_ERR_GPU, "webgpu: one row of tensor '%s' exceeds the binding limit of %s",
@@ -298,6 +309,7 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
         return st;
     }
     wb->info = wgml_gpu_info(wb->gpu);
+    wb->max_window = o.max_binding;
     wgml_gpu_features f = wgml_gpu_enabled(wb->gpu);
     wb->tier_f16 = f.f16;
     /* subgroup reductions assume a power-of-two size that divides the workgroup of 64 */

@@ -65,7 +65,7 @@ typedef struct wg_backend {
     const wgml_gpu_adapter_info *info;
     int tier_f16;        /* shader-f16 enabled: KV cache in f16 */
     int tier_subgroups;  /* subgroup reductions */
-    uint64_t max_binding;
+    uint64_t max_window; /* tests: windows smaller than the binding limit */
     char device_label[300];
 
     /* pipelines */

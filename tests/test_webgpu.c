@@ -1,0 +1,264 @@
+/*
+ * test_webgpu.c - the WebGPU backend on the software adapters, against the
+ * CPU reference: op by op over the shape/type grid, end to end on
+ * stories260K, the static plan's promises (one submit, nothing created, 4
+ * bytes read back per greedy decode step), and the error paths.
+ *
+ * Configurations: SwiftShader (f32 tier), lavapipe (shader-f16 tier) and
+ * lavapipe forced to the f32 tier without subgroups. A configuration whose
+ * adapter is missing is skipped, unless $WGML_REQUIRE_ADAPTERS names it
+ * (CI sets it, so a missing adapter fails there).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_internal.h"
+#include "backend/backend.h"
+#include "backend/opcheck.h"
+#include "gpu/gpu.h"
+#include "testutil.h"
+#include "wgml.h"
+
+typedef struct {
+    const char *adapter;
+    unsigned flags;
+    const char *label;
+} config;
+
+static const config configs[] = {
+    {"swiftshader", 0, "SwiftShader"},
+    {"llvmpipe", 0, "lavapipe"},
+    {"llvmpipe", WGML_WEBGPU_NO_F16 | WGML_WEBGPU_NO_SUBGROUPS, "lavapipe f32 tier"},
+};
+
+static int adapter_present(const char *name) {
+    wgml_gpu_adapter_info a[16];
+    int n = wgml_gpu_list_adapters(a, 16, NULL);
+    for (int i = 0; i < n && i < 16; i++) {
+        char lower[256];
+        size_t k = 0;
+        for (; a[i].name[k] && k < 255; k++) lower[k] = (char)(a[i].name[k] | 0x20);
+        lower[k] = 0;
+        if (strstr(lower, name)) return 1;
+    }
+    return 0;
+}
+
+/* Skips (or, when required, fails) a test whose adapter is missing. */
+static int need(const config *c) {
+    if (adapter_present(c->adapter)) return 1;
+    const char *req = getenv("WGML_REQUIRE_ADAPTERS");
+    if (req && strstr(req, c->adapter)) fail_msg("adapter '%s' is required but not found", c->adapter);
+    fprintf(stderr, "skipping %s: adapter not found\n", c->label);
+    return 0;
+}
+
+static void print_failure(void *user, const wgml_opcheck_result *r) {
+    (void)user;
+    if (!r->pass) fprintf(stderr, "  FAIL %s %s: err %.3g tol %.1g %s\n", r->op, r->config, r->err, r->tol, r->message);
+}
+
+static void run_opcheck(const config *c, int quick, uint64_t max_binding, const char *filter) {
+    wgml_webgpu_options o = {.adapter = c->adapter, .allow_software = 1,
+                             .force_f32 = (c->flags & WGML_WEBGPU_NO_F16) != 0,
+                             .no_subgroups = (c->flags & WGML_WEBGPU_NO_SUBGROUPS) != 0, .max_binding = max_binding};
+    wgml_backend *dev, *ref;
+    wgml_error err;
+    assert_int_equal(wgml_backend_webgpu_create(&o, &dev, &err), WGML_OK);
+    assert_int_equal(wgml_backend_cpu_create_exact(2, &ref, &err), WGML_OK);
+    wgml_opcheck_options oo = {.quick = quick, .filter = filter};
+    int failures = wgml_opcheck_run(dev, ref, &oo, print_failure, NULL);
+    dev->free(dev);
+    ref->free(ref);
+    if (failures) fprintf(stderr, "%s: %d op cases failed\n", c->label, failures);
+    assert_int_equal(failures, 0);
+}
+
+static void test_ops(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    run_opcheck(c, c->flags != 0, 0, NULL);
+}
+
+/* Weights split into many small binding windows (as a tensor over 128 MiB is on lavapipe). */
+static void test_windows(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    run_opcheck(c, 1, 2048, "matmul");
+    run_opcheck(c, 1, 2048, "get_rows");
+}
+
+typedef struct {
+    char text[8192];
+    size_t len;
+    int n;
+    wgml_model *m;
+    wgml_counters at[80];
+} capture;
+
+static int on_token(void *user, int32_t token, const char *text, size_t len) {
+    capture *c = user;
+    if (c->len + len < sizeof c->text) {
+        memcpy(c->text + c->len, text, len);
+        c->len += len;
+        c->text[c->len] = 0;
+    }
+    if (token >= 0 && c->n < 80) wgml_model_get_counters(c->m, &c->at[c->n++]);
+    return 0;
+}
+
+static wgml_model *load(const config *c, const char *file, wgml_error *err) {
+    wgml_model_params mp = wgml_model_default_params();
+    mp.backend = WGML_BACKEND_WEBGPU;
+    mp.adapter = c->adapter;
+    mp.webgpu_flags = c->flags;
+    wgml_model *m = NULL;
+    wgml_status st = wgml_model_load(tu_shared(file), &mp, &m, err);
+    if (st) fprintf(stderr, "%s: %s\n", file, err->message);
+    assert_int_equal(st, WGML_OK);
+    return m;
+}
+
+static void greedy(wgml_model *m, int n, capture *cap) {
+    wgml_session *s;
+    wgml_error err;
+    assert_int_equal(wgml_session_create(m, NULL, &s, &err), WGML_OK);
+    wgml_generate_params gp = wgml_generate_default_params();
+    gp.n_predict = n;
+    gp.sampler.temperature = 0;
+    gp.on_token = on_token;
+    gp.user = cap;
+    memset(cap, 0, sizeof *cap);
+    cap->m = m;
+    strcpy(cap->text, "Once upon a time");
+    cap->len = strlen(cap->text);
+    wgml_status st = wgml_generate(s, "Once upon a time", &gp, NULL, &err);
+    if (st) fprintf(stderr, "generate: %s\n", err.message);
+    assert_int_equal(st, WGML_OK);
+    wgml_session_free(s);
+}
+
+static void test_reference_text(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    size_t n;
+    char *ref = (char *)tu_read_file(tu_shared("models/reference/stories260K.llama2c-run.t0.n64.once.txt"), &n);
+    assert_non_null(ref);
+    while (n && ref[n - 1] == '\n') ref[--n] = 0;
+    const char *files[] = {"models/stories260K.gguf", "models/stories260K-F16.gguf", "models/stories260K-Q8_0mix.gguf"};
+    for (int i = 0; i < 3; i++) {
+        wgml_error err;
+        wgml_model *m = load(c, files[i], &err);
+        capture cap;
+        greedy(m, 60, &cap);
+        if (strcmp(cap.text, ref)) fprintf(stderr, "%s on %s:\n got: %s\nwant: %s\n", files[i], c->label, cap.text, ref);
+        assert_string_equal(cap.text, ref);
+        wgml_model_free(m);
+    }
+    free(ref);
+}
+
+/* Logits at every position of a 64-token run stay within tolerance of the CPU's. */
+static void test_logits_vs_cpu(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    wgml_error err;
+    wgml_model *gm = load(c, "models/stories260K.gguf", &err);
+    wgml_model_params cp = wgml_model_default_params();
+    cp.backend = WGML_BACKEND_CPU;
+    wgml_model *cm;
+    assert_int_equal(wgml_model_load(tu_shared("models/stories260K.gguf"), &cp, &cm, &err), WGML_OK);
+    wgml_session *gs, *cs;
+    assert_int_equal(wgml_session_create(gm, NULL, &gs, &err), WGML_OK);
+    assert_int_equal(wgml_session_create(cm, NULL, &cs, &err), WGML_OK);
+    int32_t ids[64];
+    int n = wgml_tokenize(cm, "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+                              "park. One day, she saw a big, red ball.", 200, 1, ids, 64, &err);
+    assert_true(n > 30 && n <= 64);
+    double worst = 0;
+    /* the f16 KV cache rounds keys and values to 11 bits */
+    double tol = c->flags & WGML_WEBGPU_NO_F16 ? 2e-4 : 1e-2;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(wgml_session_eval(gs, &ids[i], 1, &err), WGML_OK);
+        assert_int_equal(wgml_session_eval(cs, &ids[i], 1, &err), WGML_OK);
+        const float *a = wgml_session_logits(gs), *b = wgml_session_logits(cs);
+        for (int v = 0; v < 512; v++) worst = fmax(worst, fabs((double)a[v] - b[v]));
+    }
+    fprintf(stderr, "%s: max |logit diff| over %d positions: %.3g\n", c->label, n, worst);
+    assert_true(worst <= tol * 20); /* logits span about +-20 */
+    wgml_session_free(gs);
+    wgml_session_free(cs);
+    wgml_model_free(gm);
+    wgml_model_free(cm);
+}
+
+/* The plan's promises, from the counters between decode steps. */
+static void test_plan_counters(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    wgml_error err;
+    wgml_model *m = load(c, "models/stories260K.gguf", &err);
+    capture cap;
+    greedy(m, 40, &cap);
+    assert_int_equal(cap.n, 40);
+    /* token i+1 is sampled after exactly one decode step following token i */
+    for (int i = 2; i < 39; i++) {
+        const wgml_counters *a = &cap.at[i], *b = &cap.at[i + 1];
+        assert_int_equal(b->steps - a->steps, 1);
+        assert_int_equal(b->submits - a->submits, 1);
+        assert_int_equal(b->buffers_created - a->buffers_created, 0);
+        assert_int_equal(b->bind_groups_created - a->bind_groups_created, 0);
+        assert_int_equal(b->pipelines_created - a->pipelines_created, 0);
+        assert_int_equal(b->readback_bytes - a->readback_bytes, 4);
+        assert_true(b->upload_bytes - a->upload_bytes <= 64); /* token id + step uniform */
+        assert_true(b->dispatches - a->dispatches <= 8 * 5 + 4);
+    }
+    wgml_model_free(m);
+}
+
+static void test_errors(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    wgml_error err;
+    wgml_model *m = load(c, "models/stories260K.gguf", &err);
+    wgml_backend *be = wgml_model_backend(m);
+    /* a buffer larger than the device allows */
+    wgml_buffer *b = NULL;
+    assert_int_equal(be->buffer_create(be, (size_t)1 << 40, WGML_BUFFER_ACTIVATIONS, &b, &err), WGML_ERR_GPU);
+    assert_null(b);
+    assert_non_null(strstr(err.message, "bytes"));
+    /* the device is lost between steps: generation fails with an error, nothing crashes */
+    wgml_session *s;
+    assert_int_equal(wgml_session_create(m, NULL, &s, &err), WGML_OK);
+    wgml_generate_params gp = wgml_generate_default_params();
+    gp.n_predict = 4;
+    gp.sampler.temperature = 0;
+    assert_int_equal(wgml_generate(s, "Once", &gp, NULL, &err), WGML_OK);
+    wgml_backend_webgpu_lose_device(be);
+    wgml_status st = wgml_generate(s, " upon", &gp, NULL, &err);
+    assert_true(st == WGML_ERR_DEVICE_LOST || st == WGML_ERR_GPU);
+    fprintf(stderr, "after device loss: %s\n", err.message);
+    wgml_session_free(s);
+    wgml_model_free(m);
+    /* and a new model on a new device works */
+    m = load(c, "models/stories260K.gguf", &err);
+    capture cap;
+    greedy(m, 5, &cap);
+    assert_int_equal(cap.n, 5);
+    wgml_model_free(m);
+}
+
+#define CASES(i)                                                                                               \
+    cmocka_unit_test_prestate(test_ops, (void *)&configs[i]),                                                  \
+        cmocka_unit_test_prestate(test_windows, (void *)&configs[i]),                                          \
+        cmocka_unit_test_prestate(test_reference_text, (void *)&configs[i]),                                   \
+        cmocka_unit_test_prestate(test_logits_vs_cpu, (void *)&configs[i]),                                    \
+        cmocka_unit_test_prestate(test_plan_counters, (void *)&configs[i]),                                    \
+        cmocka_unit_test_prestate(test_errors, (void *)&configs[i])
+
+int main(void) {
+    const struct CMUnitTest tests[] = {CASES(0), CASES(1), CASES(2)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
