@@ -1,0 +1,119 @@
+/*
+ * dawn_internal.h - what the Dawn implementation of gpu.h shares between its
+ * files: dawn_adapter.c (finding adapters), dawn.c (device, errors, buffers,
+ * kernels, bind groups) and dawn_record.c (recording, submits, readbacks,
+ * profiling). Not part of the GPU layer's API.
+ */
+#ifndef WGML_GPU_DAWN_INTERNAL_H
+#define WGML_GPU_DAWN_INTERNAL_H
+
+#include "core/error.h"
+#include "gpu/gpu.h"
+
+#include <webgpu/webgpu.h>
+
+/* Longest wait for adapter and device requests, which never need GPU work. */
+#define WGML_DAWN_REQUEST_TIMEOUT_NS (60ull * 1000 * 1000 * 1000)
+
+/* ---- the objects (dawn.c creates them, dawn_record.c records with them) ---- */
+
+#define WGML_DAWN_PAIRS_PER_CHUNK 256 /* timed passes per query set */
+
+typedef struct dawn_callback_result {
+    int done;
+    int status;
+    int type;
+    char message[WGML_ERROR_MESSAGE_MAX];
+} dawn_callback_result;
+
+typedef struct dawn_query_chunk {
+    WGPUQuerySet set;
+    WGPUBuffer resolve; /* WGML_DAWN_PAIRS_PER_CHUNK * 2 timestamps */
+} dawn_query_chunk;
+
+struct wgml_gpu {
+    WGPUInstance instance;
+    WGPUAdapter adapter;
+    WGPUDevice device;
+    WGPUQueue queue;
+    wgml_gpu_adapter_info info;
+    wgml_gpu_features enabled;
+    uint64_t timeout_ns;
+
+    wgml_status status; /* sticky */
+    char message[WGML_ERROR_MESSAGE_MAX];
+    int destroying;
+
+    WGPUCommandEncoder encoder; /* open recording, or NULL */
+    WGPUComputePassEncoder pass;
+
+    WGPUBuffer staging; /* MapRead | CopyDst */
+    uint64_t staging_size;
+
+    int profiling;
+    dawn_query_chunk *chunks;
+    int n_chunks, cap_chunks;
+    int *pair_slot; /* per timed pass in the open recording: index into times */
+    int n_pairs, cap_pairs;
+    wgml_gpu_kernel_time *times; /* labels owned */
+    int n_times, cap_times;
+
+    dawn_callback_result scope, map, done, compile;
+    wgml_gpu_counters counters;
+};
+
+struct wgml_gpu_buffer {
+    wgml_gpu *gpu;
+    WGPUBuffer buf;
+    uint64_t size;
+};
+
+struct wgml_gpu_kernel {
+    wgml_gpu *gpu;
+    WGPUComputePipeline pipeline;
+    WGPUBindGroupLayout layout;
+    char *label;
+    int time_slot;
+};
+
+struct wgml_gpu_bindgroup {
+    WGPUBindGroup group;
+};
+
+/* ---- dawn.c ---- */
+
+/* Sets the sticky status: the first error wins, device loss overrides an error. */
+void wgml_dawn_set_status(wgml_gpu *g, wgml_status code, const char *fmt, ...) WGML_PRINTF(3, 4);
+/* Fills err from the sticky status and returns its code. */
+wgml_status wgml_dawn_sticky(const wgml_gpu *g, wgml_error *err);
+/* Waits for a future of this device (WGML_GPU_TIMEOUT, device loss). */
+wgml_status wgml_dawn_wait(wgml_gpu *g, WGPUFuture f, const char *what, wgml_error *err);
+/* Creates a device buffer inside error scopes; counts it. */
+wgml_status wgml_dawn_create_buffer(wgml_gpu *g, uint64_t size, WGPUBufferUsage usage, const char *label,
+                                    WGPUBuffer *out, wgml_error *err);
+/* Destroys and releases a buffer (NULL-safe), uncounting its bytes. */
+void wgml_dawn_release_buffer(wgml_gpu *g, WGPUBuffer *b, uint64_t size);
+
+/* ---- dawn_record.c ---- */
+
+/* Drops the open recording (encoder, pass, timed passes). */
+void wgml_dawn_discard_recording(wgml_gpu *g);
+
+/* ---- dawn_adapter.c ---- */
+
+/* Copies a WGPUStringView into a NUL-terminated buffer (truncating). */
+void wgml_dawn_sv_copy(char *dst, size_t cap, WGPUStringView sv);
+/* A WGPUStringView of a C string (NULL gives the empty view). */
+WGPUStringView wgml_dawn_sv(const char *s);
+
+/* Fills `out` from an adapter; `source` says how it was found. */
+void wgml_dawn_adapter_info(WGPUAdapter adapter, const char *source, wgml_gpu_adapter_info *out);
+
+/* Opens the adapter that `source` names (a Vulkan ICD json, or "default" for
+ * Dawn's own choice) in a fresh instance. The Null adapter is refused. */
+wgml_status wgml_dawn_open(const char *source, WGPUInstance *instance, WGPUAdapter *adapter, wgml_error *err);
+
+/* Picks the adapter for `opt` (see wgml_gpu_options) and fills its info. */
+wgml_status wgml_dawn_choose(const wgml_gpu_options *opt, wgml_gpu_adapter_info *chosen, wgml_error *err);
+
+#endif
