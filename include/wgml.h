@@ -225,6 +225,7 @@ typedef struct wgml_counters {
     uint64_t upload_bytes;        /* host -> device during steps */
     uint64_t readback_bytes;      /* device -> host during steps */
     uint64_t device_memory_bytes; /* currently allocated by the backend (GPU buffers / CPU scratch) */
+    double pipeline_compile_ms;   /* time spent compiling GPU kernels so far */
 } wgml_counters;
 
 void wgml_model_get_counters(const wgml_model *model, wgml_counters *c);

@@ -25,7 +25,11 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-#define SPIN_ITERATIONS 200000
+/* Between jobs a worker spins briefly (decode issues a job every few
+ * microseconds), then yields its core for a while (other threads - a GPU
+ * driver's, another pool's - may need it), then sleeps. */
+#define SPIN_ITERATIONS 20000
+#define YIELD_ITERATIONS 1000
 
 struct wgml_threadpool {
     int n;
@@ -58,6 +62,10 @@ static void *worker_main(void *arg) {
                !atomic_load(&p->stop)) {
             if (++spins < SPIN_ITERATIONS) {
                 CPU_RELAX();
+                continue;
+            }
+            if (spins < SPIN_ITERATIONS + YIELD_ITERATIONS) {
+                sched_yield();
                 continue;
             }
             pthread_mutex_lock(&p->mu);
@@ -148,5 +156,8 @@ void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) CPU_RELAX();
+    for (int spins = 0; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; spins++) {
+        if (spins < SPIN_ITERATIONS) CPU_RELAX();
+        else sched_yield();
+    }
 }

@@ -227,6 +227,9 @@ int cmd_bench(int argc, char **argv) {
         json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
         json_object_object_add(o, "peak_rss_mb", json_object_new_double(rss_mb));
         json_object_object_add(o, "device_memory_mb", json_object_new_double(now.device_memory_bytes / 1048576.0));
+        json_object_object_add(o, "gpu_memory_mb",
+                               json_object_new_double(strcmp(info.backend, "cpu") ? now.device_memory_bytes / 1048576.0 : 0));
+        json_object_object_add(o, "pipeline_compile_ms", json_object_new_double(now.pipeline_compile_ms));
         json_object_object_add(o, "submits_per_token", json_object_new_double(per.submits / decode_steps));
         json_object_object_add(o, "dispatches_per_token", json_object_new_double(per.dispatches / decode_steps));
         json_object_object_add(o, "readback_bytes_per_token", json_object_new_double(per.readback_bytes / decode_steps));
@@ -261,6 +264,9 @@ int cmd_bench(int argc, char **argv) {
         printf("peak RSS     %.1f MiB\n", rss_mb);
         printf("per token    %.2f submits, %.1f dispatches, %.0f bytes read back\n", per.submits / decode_steps,
                per.dispatches / decode_steps, per.readback_bytes / decode_steps);
+        if (strcmp(info.backend, "cpu"))
+            printf("gpu          %.1f MiB of device memory, %.0f ms compiling kernels\n",
+                   now.device_memory_bytes / 1048576.0, now.pipeline_compile_ms);
         if (profile) {
             printf("\n%-28s %8s %12s %10s\n", "kernel", "calls", "total ms", "us/call");
             for (int i = 0; i < n_kt && i < 64; i++)

@@ -285,6 +285,7 @@ static int supports_type(wgml_backend *be, uint32_t type) {
 static void wg_free(wgml_backend *be) {
     wg_backend *wb = (wg_backend *)be;
     if (!wb) return;
+    for (int i = 0; i < 2; i++) buffer_free(be, wb->tmp[i]);
     wg_record_free(wb);
     wg_pipelines_free(wb);
     wgml_gpu_buffer_destroy(wb->part);

@@ -1,5 +1,5 @@
 /*
- * wg_compose.c - turning the kernels/*.wgsl files into pipelines.
+ * wg_compose.c - turning the WGSL files in kernels/ into pipelines.
  *
  * WGSL has no includes or conditional compilation, so kernels are composed:
  *
@@ -161,7 +161,7 @@ static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k
 
 static int uses_reduce(wg_kind k) {
     return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_ATTENTION || k == WGK_RMS_NORM || k == WGK_SOFTMAX ||
-           k == WGK_BENCH_READ;
+           k == WGK_ARGMAX || k == WGK_BENCH_READ;
 }
 
 /* Bindings and accessors of a matrix kernel variant (see mm_common.wgsl). */

@@ -96,6 +96,7 @@ typedef struct wg_backend {
     uint64_t rope_key;          /* hash of the parameters the table was built for */
     int rope_rows;
     wgml_gpu_buffer *dummy;     /* bound where a kernel needs a buffer that is unused */
+    wgml_buffer *tmp[2];        /* SwiGLU products when they cannot be fused */
 
     uint64_t steps;
     uint64_t weight_bytes;

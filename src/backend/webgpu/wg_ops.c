@@ -165,6 +165,35 @@ static int storage_bindings(const wgml_matmul *mm, int nw, int nbias, int nout) 
     return 1 + (mm->norm ? 1 : 0) + nw + nbias + nout;
 }
 
+static void elementwise(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *a,
+                        const wgml_tensor *b);
+
+/* SwiGLU whose weights cannot share one dispatch (different types, or split
+ * into windows): gate and up products into backend scratch, then silu(g) * u. */
+static void swiglu_unfused(wg_backend *wb, const wgml_matmul *mm) {
+    int64_t M = wgml_tensor_nrows(mm->w[0]), n = wgml_tensor_nrows(mm->x);
+    size_t need = (size_t)(M * n) * sizeof(float);
+    for (int i = 0; i < 2; i++) {
+        if (wb->tmp[i] && wb->tmp[i]->size >= need) continue;
+        if (wb->tmp[i]) wb->base.buffer_free(&wb->base, wb->tmp[i]);
+        wb->tmp[i] = NULL;
+        wgml_error e;
+        if (wb->base.buffer_create(&wb->base, need, WGML_BUFFER_ACTIVATIONS, &wb->tmp[i], &e)) {
+            wg_error(wb, e.code, "%s", e.message);
+            return;
+        }
+    }
+    wgml_tensor t[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = (wgml_tensor){.type = WGML_F32, .ne = {M, n, 1, 1}, .buf = wb->tmp[i], .name = i ? "swiglu.up" : "swiglu.gate"};
+        for (int w = 0; w < mm->w[i]->buf->n_windows; w++) {
+            mm_group g = {.nw = 1, .w = {mm->w[i]}, .bias = {mm->bias[i]}, .out = {&t[i]}, .win = w};
+            mm_dispatch(wb, mm, &g, WGML_EPI_STORE);
+        }
+    }
+    elementwise(wb, WGK_SWIGLU, "matmul", mm->out[0], &t[0], &t[1]);
+}
+
 void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm) {
     wg_backend *wb = WB(be);
     wgml_error e;
@@ -195,9 +224,7 @@ void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm) {
         return;
     }
     if (swiglu) {
-        wg_error(wb, WGML_ERR_UNSUPPORTED,
-                 "matmul: SwiGLU weights '%s' and '%s' must share a type and fit one binding each on this device",
-                 mm->w[0]->name ? mm->w[0]->name : "?", mm->w[1]->name ? mm->w[1]->name : "?");
+        swiglu_unfused(wb, mm);
         return;
     }
     /* one dispatch per weight and window */

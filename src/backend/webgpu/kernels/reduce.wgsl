@@ -10,24 +10,31 @@ var<workgroup> red: array<f32, WG>;
 var<private> sg_lane: u32;
 var<private> sg_size: u32;
 
+// One value per subgroup goes through workgroup memory. The loop runs to the
+// constant WG so that control flow stays uniform for the barriers (the
+// subgroup size is not a constant); sg_size may also exceed WG.
 fn wg_sum(v: f32, li: u32) -> f32 {
     let s = subgroupAdd(v);
-    if (sg_size >= WG) { return s; }
+    let n = max(WG / sg_size, 1u);
     if (sg_lane == 0u) { red[li / sg_size] = s; }
     workgroupBarrier();
     var t = 0.0;
-    for (var i = 0u; i < WG / sg_size; i++) { t += red[i]; }
+    for (var i = 0u; i < WG; i++) {
+        if (i < n) { t += red[i]; }
+    }
     workgroupBarrier();
     return t;
 }
 
 fn wg_max(v: f32, li: u32) -> f32 {
     let s = subgroupMax(v);
-    if (sg_size >= WG) { return s; }
+    let n = max(WG / sg_size, 1u);
     if (sg_lane == 0u) { red[li / sg_size] = s; }
     workgroupBarrier();
     var t = red[0];
-    for (var i = 1u; i < WG / sg_size; i++) { t = max(t, red[i]); }
+    for (var i = 1u; i < WG; i++) {
+        if (i < n) { t = max(t, red[i]); }
+    }
     workgroupBarrier();
     return t;
 }

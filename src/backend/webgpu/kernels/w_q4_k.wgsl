@@ -1,0 +1,34 @@
+// w_q4_k.wgsl - weight decoder for Q4_K: super-blocks of 256 weights in 8
+// sub-blocks of 32, x = d * sc_j * q - dmin * m_j with 6-bit sc_j, m_j.
+// Block (36 words, unchanged from GGUF): word 0 = d, dmin (f16); words 1..3
+// = the 12 packed scale bytes; words 4..35 = 128 bytes of nibbles, where the
+// 32 bytes at 32p hold sub-block 2p in low and 2p+1 in high nibbles.
+// Groups g are sub-blocks: block g / 8, sub-block g % 8.
+const GROUP: u32 = 32u;
+
+fn kbyte(k: u32, base: u32, idx: u32) -> u32 {
+    return (ww(k, base + (idx >> 2u)) >> (8u * (idx & 3u))) & 0xffu;
+}
+
+// (scale, min) of sub-block j from the 12 scale bytes at word base + 1
+fn q4k_scale_min(k: u32, base: u32, j: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(kbyte(k, base + 1u, j) & 63u), f32(kbyte(k, base + 1u, j + 4u) & 63u));
+    }
+    let a = kbyte(k, base + 1u, j + 4u);
+    let sc = (a & 15u) | ((kbyte(k, base + 1u, j - 4u) >> 6u) << 4u);
+    let m = (a >> 4u) | ((kbyte(k, base + 1u, j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(m));
+}
+
+fn w_vec4(k: u32, row: u32, g: u32, i: u32) -> vec4<f32> {
+    let b = row * P.bpr + g / 8u;
+    let j = g % 8u;
+    let base = P.wo[k] + b * 36u;
+    let dd = unpack2x16float(ww(k, base));
+    let sm = q4k_scale_min(k, base, j);
+    let word = ww(k, base + 4u + 8u * (j / 2u) + i);
+    let s = (j & 1u) * 4u;
+    let q = vec4<f32>((vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u) >> vec4<u32>(s)) & vec4<u32>(15u));
+    return q * (dd.x * sm.x) - dd.y * sm.y;
+}
