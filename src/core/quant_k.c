@@ -256,7 +256,7 @@ void quant_quant_q2_k(const float *x, uint8_t *dst, int64_t nb) {
         if (max_min > 0) {
             const float iscale = 15.f / max_min;
             for (int j = 0; j < 16; j++)
-                sc[j] |= (uint8_t)(quant_nearest_int(iscale * mins[j]) << 4);
+                sc[j] |= (uint8_t)((unsigned)quant_nearest_int(iscale * mins[j]) << 4);
             dmin16 = wgml_f32_to_f16(max_min / 15.f);
         }
         quant_wr16(dst + offsetof(block_q2_K, d), d16);

@@ -10,7 +10,8 @@
  * activation block sums: Q8_1's s = d * sum(q) and Q8_K's bsums.
  *
  * WASM SIMD128: add kernels_wasm.c with a cpu_kernels_fill_wasm() under
- * `#if defined(__wasm_simd128__)` and call it in select_table() below.
+ * `#if defined(__wasm_simd128__)` (i8x16 / i16x8 dot products mirror the
+ * AVX2 kernels closely) and call it where select_table() says so.
  */
 #include "backend/cpu/kernels.h"
 
@@ -26,6 +27,19 @@
 #if defined(WGML_CPU_X86)
 #include <cpuid.h>
 #endif
+
+/*
+ * fp16 -> f32 without branches, so loops over F16 weights vectorize: moving
+ * the exponent and mantissa into f32 position and multiplying by 2^112
+ * rebiases the exponent exactly (subnormals included); only inf / NaN need
+ * the top exponent. Equal to wgml_f16_to_f32 for every input.
+ */
+static inline float f16_fast(const uint8_t *p) {
+    const uint32_t h = quant_rd16(p), em = h & 0x7fff;
+    const float v = wgml_bits_to_f32(em << 13) * 0x1p112f;
+    const uint32_t bits = em >= 0x7c00 ? 0x7f800000u | (em & 0x3ff) << 13 : wgml_f32_to_bits(v);
+    return wgml_bits_to_f32(bits | (h & 0x8000) << 16);
+}
 
 /* ---- prepare / to_float ---- */
 
@@ -69,7 +83,7 @@ TO_FLOAT(tof_q6_k, WGML_Q6_K)
         return sum;                                                                                                    \
     }
 static inline float ld_f32(const uint8_t *w, int64_t i) { return quant_rd_f32(w + 4 * i); }
-static inline float ld_f16(const uint8_t *w, int64_t i) { return quant_rd_f16(w + 2 * i); }
+static inline float ld_f16(const uint8_t *w, int64_t i) { return f16_fast(w + 2 * i); }
 static inline float ld_bf16(const uint8_t *w, int64_t i) { return wgml_bf16_to_f32(quant_rd16(w + 2 * i)); }
 FLOAT_DOT(dot_f32, ld_f32)
 FLOAT_DOT(dot_f16, ld_f16)
@@ -86,7 +100,7 @@ static float dot_q4_0(int64_t n, const void *wv, const void *xv) {
         int isum = 0;
         for (int j = 0; j < 16; j++)
             isum += ((q[j] & 0x0f) - 8) * y[j] + ((q[j] >> 4) - 8) * y[j + 16];
-        sum += quant_rd_f16(w) * quant_rd_f16(x) * (float)isum;
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
     }
     return sum;
 }
@@ -101,8 +115,8 @@ static float dot_q4_1(int64_t n, const void *wv, const void *xv) {
         for (int j = 0; j < 16; j++)
             isum += (q[j] & 0x0f) * y[j] + (q[j] >> 4) * y[j + 16];
         /* sum((q d + m) y dy) = d dy sum(q y) + m s */
-        sum += quant_rd_f16(w) * quant_rd_f16(x) * (float)isum +
-               quant_rd_f16(w + offsetof(block_q4_1, m)) * quant_rd_f16(x + offsetof(block_q8_1, s));
+        sum += f16_fast(w) * f16_fast(x) * (float)isum +
+               f16_fast(w + offsetof(block_q4_1, m)) * f16_fast(x + offsetof(block_q8_1, s));
     }
     return sum;
 }
@@ -126,7 +140,7 @@ static float dot_q5_0(int64_t n, const void *wv, const void *xv) {
         int isum = 0;
         for (int j = 0; j < 32; j++)
             isum += (v[j] - 16) * y[j];
-        sum += quant_rd_f16(w) * quant_rd_f16(x) * (float)isum;
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
     }
     return sum;
 }
@@ -141,8 +155,8 @@ static float dot_q5_1(int64_t n, const void *wv, const void *xv) {
         int isum = 0;
         for (int j = 0; j < 32; j++)
             isum += v[j] * y[j];
-        sum += quant_rd_f16(w) * quant_rd_f16(x) * (float)isum +
-               quant_rd_f16(w + offsetof(block_q5_1, m)) * quant_rd_f16(x + offsetof(block_q8_1, s));
+        sum += f16_fast(w) * f16_fast(x) * (float)isum +
+               f16_fast(w + offsetof(block_q5_1, m)) * f16_fast(x + offsetof(block_q8_1, s));
     }
     return sum;
 }
@@ -156,7 +170,7 @@ static float dot_q8_0(int64_t n, const void *wv, const void *xv) {
         int isum = 0;
         for (int j = 0; j < 32; j++)
             isum += q[j] * y[j];
-        sum += quant_rd_f16(w) * quant_rd_f16(x) * (float)isum;
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
     }
     return sum;
 }
@@ -168,10 +182,11 @@ static inline int q8k_bsum(const uint8_t *x, int j) {
     return (int16_t)quant_rd16(x + offsetof(block_q8_K, bsums) + 2 * j);
 }
 
-/* The 256 weight quants of Q2_K / Q3_K, both laid out as 2-bit planes:
- * element e = 128 h + 32 p + r is plane p of byte 32 h + r. */
-static inline int plane2(const uint8_t *qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3; }
-
+/*
+ * Q2_K, Q3_K and Q6_K share one walk: element e = 128 h + 32 p + r, with
+ * r = 16 half + l, belongs to the 16-element sub-block j = 8 h + 2 p + half;
+ * its low bits are 2-bit plane p of byte 32 h + r (Q2_K, Q3_K).
+ */
 static float dot_q2_k(int64_t n, const void *wv, const void *xv) {
     const uint8_t *w = wv, *x = xv;
     float sum = 0;
@@ -180,16 +195,21 @@ static float dot_q2_k(int64_t n, const void *wv, const void *xv) {
         const uint8_t *qs = w + offsetof(block_q2_K, qs);
         const int8_t *y = q8k_qs(x);
         int isum = 0, msum = 0;
-        for (int j = 0; j < 16; j++) {
-            int s = 0;
-            for (int e = 16 * j; e < 16 * j + 16; e++)
-                s += plane2(qs, e) * y[e];
-            isum += (sc[j] & 0x0f) * s;
+        for (int j = 0; j < 16; j++)
             msum += (sc[j] >> 4) * q8k_bsum(x, j);
-        }
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *q = qs + 32 * h + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    for (int l = 0; l < 16; l++)
+                        s += ((q[l] >> (2 * p)) & 3) * yy[l];
+                    isum += (sc[8 * h + 2 * p + half] & 0x0f) * s;
+                }
         const float dy = quant_rd_f32(x);
-        sum += dy * (quant_rd_f16(w + offsetof(block_q2_K, d)) * (float)isum -
-                     quant_rd_f16(w + offsetof(block_q2_K, dmin)) * (float)msum);
+        sum += dy * (f16_fast(w + offsetof(block_q2_K, d)) * (float)isum -
+                     f16_fast(w + offsetof(block_q2_K, dmin)) * (float)msum);
     }
     return sum;
 }
@@ -204,15 +224,18 @@ static float dot_q3_k(int64_t n, const void *wv, const void *xv) {
         const int8_t *y = q8k_qs(x);
         quant_q3k_scales(w + offsetof(block_q3_K, scales), sc);
         int isum = 0;
-        for (int j = 0; j < 16; j++) {
-            int s = 0;
-            for (int e = 16 * j; e < 16 * j + 16; e++) {
-                const int v = plane2(qs, e) - ((hm[e % 32] >> (e / 32)) & 1 ? 0 : 4);
-                s += v * y[e];
-            }
-            isum += sc[j] * s;
-        }
-        sum += quant_rd_f32(x) * quant_rd_f16(w + offsetof(block_q3_K, d)) * (float)isum;
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *q = qs + 32 * h + 16 * half, *m = hm + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    /* the third bit of element e is bit e / 32 = 4 h + p of hmask[r]; clear means -4 */
+                    for (int l = 0; l < 16; l++)
+                        s += (((q[l] >> (2 * p)) & 3) - (((m[l] >> (4 * h + p)) & 1) ? 0 : 4)) * yy[l];
+                    isum += sc[8 * h + 2 * p + half] * s;
+                }
+        sum += quant_rd_f32(x) * f16_fast(w + offsetof(block_q3_K, d)) * (float)isum;
     }
     return sum;
 }
@@ -241,8 +264,8 @@ static float dot_q45_k(int64_t n, const uint8_t *w, const uint8_t *x, int five) 
             msum += mn[j] * (q8k_bsum(x, 2 * j) + q8k_bsum(x, 2 * j + 1));
         }
         const float dy = quant_rd_f32(x);
-        sum += dy * (quant_rd_f16(w + offsetof(block_q4_K, d)) * (float)isum -
-                     quant_rd_f16(w + offsetof(block_q4_K, dmin)) * (float)msum);
+        sum += dy * (f16_fast(w + offsetof(block_q4_K, d)) * (float)isum -
+                     f16_fast(w + offsetof(block_q4_K, dmin)) * (float)msum);
     }
     return sum;
 }
@@ -259,17 +282,18 @@ static float dot_q6_k(int64_t n, const void *wv, const void *xv) {
         const int8_t *sc = (const int8_t *)(w + offsetof(block_q6_K, scales));
         const int8_t *y = q8k_qs(x);
         int isum = 0;
-        for (int j = 0; j < 16; j++) {
-            int s = 0;
-            for (int e = 16 * j; e < 16 * j + 16; e++) {
-                const int h = e / 128, p = (e / 32) % 4, r = e % 32;
-                const int lo = (ql[64 * h + 32 * (p % 2) + r] >> (4 * (p / 2))) & 0x0f;
-                const int hi = (qh[32 * h + r] >> (2 * p)) & 3;
-                s += ((lo | (hi << 4)) - 32) * y[e];
-            }
-            isum += sc[j] * s;
-        }
-        sum += quant_rd_f32(x) * quant_rd_f16(w + offsetof(block_q6_K, d)) * (float)isum;
+        /* group p of half h: low nibble p / 2 of ql[64 h + 32 (p % 2) + r], high pair p of qh[32 h + r] */
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *lo = ql + 64 * h + 32 * (p % 2) + 16 * half, *hi = qh + 32 * h + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    for (int l = 0; l < 16; l++)
+                        s += ((((lo[l] >> (4 * (p / 2))) & 0x0f) | (((hi[l] >> (2 * p)) & 3) << 4)) - 32) * yy[l];
+                    isum += sc[8 * h + 2 * p + half] * s;
+                }
+        sum += quant_rd_f32(x) * f16_fast(w + offsetof(block_q6_K, d)) * (float)isum;
     }
     return sum;
 }
@@ -343,6 +367,9 @@ static void select_table(void) {
             best_isa = "avx512";
         }
     }
+#elif defined(__wasm_simd128__)
+    /* The spot for WASM SIMD128 kernels (kernels_wasm.c, not written yet):
+     * cpu_kernels_fill_wasm(best_table); best_isa = "wasm-simd128"; */
 #endif
 }
 

@@ -90,7 +90,9 @@ static KX_TARGET inline __m256 kx_f16x8(const uint8_t *p, int s) {
                                           (short)quant_rd16(p + 7 * s)));
 }
 
-#define KX_PREFETCH 1024
+#ifndef KX_PREFETCH
+#define KX_PREFETCH 2048
+#endif
 /* Prefetches the `bytes` bytes at p + KX_PREFETCH (a prefetch never faults). */
 #define KX_PREFETCH_RANGE(p, bytes)                                                                                    \
     for (int pf_ = 0; pf_ < (int)(bytes); pf_ += 64)                                                                   \
@@ -105,6 +107,18 @@ static KX_TARGET inline __m128i kx_k4_unpack(const uint8_t *s) {
     const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
     const __m128i hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top); /* [sc 4..7, mn 4..7] */
     return _mm_unpacklo_epi32(lo, hi);
+}
+
+/* The 16 Q3_K scales (12 bytes at s, see quant_q3k_scales) as int8, bias removed. */
+static KX_TARGET inline __m128i kx_q3k_scales(const uint8_t *s) {
+    const __m128i v = _mm_loadl_epi64((const __m128i *)s);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    /* bits 0..3: low nibbles of bytes 0..7 for scales 0..7, high nibbles for 8..15 */
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    /* bits 4..5 of scale j: byte 8 + j % 4 of s, shifted by 2 (j / 4) */
+    const __m128i u2 = _mm_set1_epi32((int)quant_rd32(s + 8));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(u2, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
 }
 
 /* Lane k of v in all lanes. */
@@ -389,11 +403,9 @@ static KX_TARGET float kx_dot_q3_k(int64_t n, const void *wv, const void *xv) {
     const uint8_t *w = wv, *x = xv;
     const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
     __m256 acc = _mm256_setzero_ps();
-    int8_t scales[16];
     for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q3_K), x += sizeof(block_q8_K)) {
         KX_PREFETCH_RANGE(w, sizeof(block_q3_K));
-        quant_q3k_scales(w + offsetof(block_q3_K, scales), scales);
-        const __m128i sc8 = _mm_loadu_si128((const __m128i *)scales);
+        const __m128i sc8 = kx_q3k_scales(w + offsetof(block_q3_K, scales));
         const __m256i sc = kx_scales_even_odd(sc8, 1);
         /* quants are u - 4 with u = 2 low bits | hmask bit << 2 */
         const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepi8_epi16(sc8));
