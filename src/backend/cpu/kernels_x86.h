@@ -132,6 +132,7 @@ static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
+        KX_PREFETCH_RANGE(w + i, 64 * 4);
         a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
         a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);
         a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);
@@ -152,6 +153,7 @@ static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
     int64_t i = 0;
 #define KX_H(k) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k)))))
     for (; i + 64 <= n; i += 64) {
+        KX_PREFETCH_RANGE(w + 2 * i, 64 * 2);
         a0 = _mm512_fmadd_ps(KX_H(0), _mm512_loadu_ps(x + i), a0);
         a1 = _mm512_fmadd_ps(KX_H(16), _mm512_loadu_ps(x + i + 16), a1);
         a2 = _mm512_fmadd_ps(KX_H(32), _mm512_loadu_ps(x + i + 32), a2);
@@ -175,6 +177,7 @@ static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
     _mm512_castsi512_ps(                                                                                               \
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k))))), 16))
     for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
         a0 = _mm512_fmadd_ps(KX_B(0), _mm512_loadu_ps(x + i), a0);
         a1 = _mm512_fmadd_ps(KX_B(16), _mm512_loadu_ps(x + i + 16), a1);
     }
@@ -192,6 +195,7 @@ static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + i, 32 * 4);
         a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
         a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
@@ -212,6 +216,7 @@ static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
     int64_t i = 0;
 #define KX_H(k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k)))))
     for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
         a0 = _mm256_fmadd_ps(KX_H(0), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(KX_H(8), _mm256_loadu_ps(x + i + 8), a1);
         a2 = _mm256_fmadd_ps(KX_H(16), _mm256_loadu_ps(x + i + 16), a2);
@@ -235,6 +240,7 @@ static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
     _mm256_castsi256_ps(                                                                                               \
         _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k))))), 16))
     for (; i + 16 <= n; i += 16) {
+        KX_PREFETCH_RANGE(w + 2 * i, 16 * 2);
         a0 = _mm256_fmadd_ps(KX_B(0), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(KX_B(8), _mm256_loadu_ps(x + i + 8), a1);
     }
