@@ -8,9 +8,9 @@
  * elements of a K-quant) per instruction nearly halves the work per byte.
  *
  *   32-element types: a zmm holds two blocks, [w_a | w_b] against
- *   [x_a | x_b]; the 16 fp16 scales of 8 blocks are picked out of masked
- *   64-byte loads with one or two vpermt2w, and lane pairs of their products
- *   are broadcast per block pair with vpermps.
+ *   [x_a | x_b] (Q4_0: four, see kz_dot_q4_0); the 16 fp16 scales of 8
+ *   blocks are picked out of masked 64-byte loads with one or two vpermt2w,
+ *   and their products are broadcast to each block's lanes with vpermps.
  *   Q4_K/Q5_K: a zmm holds both nibble halves of a 32-byte run (sub-blocks
  *   2k and 2k+1) against 64 contiguous activations.
  *   Q6_K: a zmm holds 64 elements, two groups of 32, built from 64 bytes of
@@ -82,9 +82,6 @@ static KX_TARGET inline __m512i kz_dot_zp(__m512i u, __m512i y, int z) {
 
 #define KZ_Y2(x, XS) kz_pair256((x) + 2, (x) + (XS) + 2) /* both Q8_0 and Q8_1 have 32 quants at the end */
 
-static KX_TARGET inline __m512i kz_q4_0_pair(const uint8_t *w, const uint8_t *x) {
-    return kz_dot_zp(kz_nibbles2(w + 2, w + sizeof(block_q4_0) + 2), KZ_Y2(x, sizeof(block_q8_0)), 8);
-}
 static KX_TARGET inline __m512i kz_q4_1_pair(const uint8_t *w, const uint8_t *x) {
     return kz_dot_zp(kz_nibbles2(w + 4, w + sizeof(block_q4_1) + 4), KZ_Y2(x + 2, sizeof(block_q8_1)), 0);
 }
@@ -136,12 +133,58 @@ static KX_TARGET inline __m512i kz_q8_0_pair(const uint8_t *w, const uint8_t *x)
         return sum;                                                                                                    \
     }
 
-KZ_DOT32(kz_dot_q4_0, sizeof(block_q4_0), sizeof(block_q8_0), kz_q4_0_pair, kx_q4_0_block, 0)
 KZ_DOT32(kz_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), kz_q4_1_pair, kx_q4_1_block, 1)
 KZ_DOT32(kz_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), kz_q5_0_pair, kx_q5_0_block, 0)
 KZ_DOT32(kz_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), kz_q5_1_pair, kx_q5_1_block, 1)
 KZ_DOT32(kz_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), kz_q8_0_pair, kx_q8_0_block, 0)
 
+/*
+ * Q4_0 takes four blocks per zmm instead of two: W = [qs a | qs b | qs c | qs d]
+ * splits into the low nibbles (elements 0..15 of each block) and the high
+ * ones (16..31), met by the matching 16-byte halves of the activations
+ * (regrouped with vshufi64x2); each block's 32 products end up in its own
+ * 128-bit lane. Fewer shift and nibble operations per byte than pairs.
+ */
+static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const int64_t nb = n / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), e8 = _mm512_set1_epi8(8);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        const uint8_t *wb = w + b * 18, *xb = x + b * 34;
+        KX_PREFETCH_RANGE(wb, 8 * 18);
+        const __m512 d = _mm512_castps256_ps512(_mm256_mul_ps(kz_f16x8(wb, 9), kz_f16x8(xb, 17)));
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *w4 = wb + 72 * h, *x4 = xb + 136 * h;
+            __m512i W = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(w4 + 2)));
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 20)), 1);
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 38)), 2);
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 56)), 3);
+            const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
+            const __m512i y01 = kz_pair256(x4 + 2, x4 + 36), y23 = kz_pair256(x4 + 70, x4 + 104);
+            const __m512i ylo = _mm512_shuffle_i64x2(y01, y23, 0x88); /* 128-bit lanes 0,2 of each */
+            const __m512i yhi = _mm512_shuffle_i64x2(y01, y23, 0xdd); /* lanes 1,3 */
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
+            p = _mm512_dpbusd_epi32(p, hi, yhi);
+            __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), e8, ylo);
+            o = _mm512_dpbusd_epi32(o, e8, yhi);
+            const __m512 dk = _mm512_permutexvar_ps(h ? quad1 : quad0, d);
+            if (h)
+                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), dk, acc1);
+            else
+                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), dk, acc0);
+        }
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (; b < nb; b++) {
+        const uint8_t *wb = w + b * 18, *xb = x + b * 34;
+        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(wb, xb))) * (kx_f16(wb) * kx_f16(xb));
+    }
+    return sum;
+}
 /* ---- K-quants ---- */
 
 /* int16 lanes: scb's word 2k in the low 256 bits, word 2k + 1 in the high ones
