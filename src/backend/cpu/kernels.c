@@ -1,0 +1,414 @@
+/*
+ * kernels.c - the CPU kernel table (kernels.h): portable scalar kernels, and
+ * the choice, once, of the best variant this CPU runs.
+ *
+ * The scalar kernels are the reference the SIMD ones are tested against and
+ * the fallback everywhere else (other architectures, wasm32). Each quantized
+ * dot product works block by block: an exact integer sum of weight quants
+ * times activation quants, then one float multiply-add with the two block
+ * scales. Weight mins (Q4_1/Q5_1, Q2_K/Q4_K/Q5_K) are folded in through the
+ * activation block sums: Q8_1's s = d * sum(q) and Q8_K's bsums.
+ *
+ * WASM SIMD128: add kernels_wasm.c with a cpu_kernels_fill_wasm() under
+ * `#if defined(__wasm_simd128__)` (i8x16 / i16x8 dot products mirror the
+ * AVX2 kernels closely) and call it where select_table() says so.
+ */
+#include "backend/cpu/kernels.h"
+
+#include "backend/cpu/kernels_impl.h"
+#include "core/dtype.h"
+#include "core/fp16.h"
+#include "core/quant.h"
+#include "core/quant_impl.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+#if defined(WGML_CPU_X86)
+#include <cpuid.h>
+#endif
+
+/*
+ * fp16 -> f32 without branches, so loops over F16 weights vectorize: moving
+ * the exponent and mantissa into f32 position and multiplying by 2^112
+ * rebiases the exponent exactly (subnormals included); only inf / NaN need
+ * the top exponent. Equal to wgml_f16_to_f32 for every input.
+ */
+static inline float f16_fast(const uint8_t *p) {
+    const uint32_t h = quant_rd16(p), em = h & 0x7fff;
+    const float v = wgml_bits_to_f32(em << 13) * 0x1p112f;
+    const uint32_t bits = em >= 0x7c00 ? 0x7f800000u | (em & 0x3ff) << 13 : wgml_f32_to_bits(v);
+    return wgml_bits_to_f32(bits | (h & 0x8000) << 16);
+}
+
+/* ---- prepare / to_float ---- */
+
+static void prep_f32(const float *x, void *dst, int64_t n) { memcpy(dst, x, (size_t)n * sizeof(float)); }
+static void prep_q8_0(const float *x, void *dst, int64_t n) { wgml_quantize_row(WGML_Q8_0, x, dst, n); }
+static void prep_q8_1(const float *x, void *dst, int64_t n) { wgml_quantize_row(WGML_Q8_1, x, dst, n); }
+static void prep_q8_k(const float *x, void *dst, int64_t n) { wgml_quantize_row(WGML_Q8_K, x, dst, n); }
+
+#define TO_FLOAT(name, type)                                                                                           \
+    static void name(const void *src, float *dst, int64_t n) { wgml_dequantize_row(type, src, dst, n); }
+TO_FLOAT(tof_f32, WGML_F32)
+TO_FLOAT(tof_f16, WGML_F16)
+TO_FLOAT(tof_bf16, WGML_BF16)
+TO_FLOAT(tof_q4_0, WGML_Q4_0)
+TO_FLOAT(tof_q4_1, WGML_Q4_1)
+TO_FLOAT(tof_q5_0, WGML_Q5_0)
+TO_FLOAT(tof_q5_1, WGML_Q5_1)
+TO_FLOAT(tof_q8_0, WGML_Q8_0)
+TO_FLOAT(tof_q2_k, WGML_Q2_K)
+TO_FLOAT(tof_q3_k, WGML_Q3_K)
+TO_FLOAT(tof_q4_k, WGML_Q4_K)
+TO_FLOAT(tof_q5_k, WGML_Q5_K)
+TO_FLOAT(tof_q6_k, WGML_Q6_K)
+
+/* ---- float weights, f32 activations ---- */
+
+/* Eight partial sums: the loop vectorizes and rounding error grows slower. */
+#define FLOAT_DOT(name, load_w)                                                                                        \
+    static float name(int64_t n, const void *wv, const void *xv) {                                                     \
+        const uint8_t *w = wv, *x = xv;                                                                                \
+        float acc[8] = {0};                                                                                            \
+        int64_t i = 0;                                                                                                 \
+        for (; i + 8 <= n; i += 8)                                                                                     \
+            for (int k = 0; k < 8; k++)                                                                                \
+                acc[k] += load_w(w, i + k) * quant_rd_f32(x + 4 * (i + k));                                            \
+        float sum = 0;                                                                                                 \
+        for (; i < n; i++)                                                                                             \
+            sum += load_w(w, i) * quant_rd_f32(x + 4 * i);                                                             \
+        for (int k = 0; k < 8; k++)                                                                                    \
+            sum += acc[k];                                                                                             \
+        return sum;                                                                                                    \
+    }
+static inline float ld_f32(const uint8_t *w, int64_t i) { return quant_rd_f32(w + 4 * i); }
+static inline float ld_f16(const uint8_t *w, int64_t i) { return f16_fast(w + 2 * i); }
+static inline float ld_bf16(const uint8_t *w, int64_t i) { return wgml_bf16_to_f32(quant_rd16(w + 2 * i)); }
+FLOAT_DOT(dot_f32, ld_f32)
+FLOAT_DOT(dot_f16, ld_f16)
+FLOAT_DOT(dot_bf16, ld_bf16)
+
+/* ---- 32-element blocks ---- */
+
+static float dot_q4_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    for (int64_t b = 0; b < n / 32; b++, w += sizeof(block_q4_0), x += sizeof(block_q8_0)) {
+        const uint8_t *q = w + offsetof(block_q4_0, qs);
+        const int8_t *y = (const int8_t *)(x + offsetof(block_q8_0, qs));
+        int isum = 0;
+        for (int j = 0; j < 16; j++)
+            isum += ((q[j] & 0x0f) - 8) * y[j] + ((q[j] >> 4) - 8) * y[j + 16];
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
+    }
+    return sum;
+}
+
+static float dot_q4_1(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    for (int64_t b = 0; b < n / 32; b++, w += sizeof(block_q4_1), x += sizeof(block_q8_1)) {
+        const uint8_t *q = w + offsetof(block_q4_1, qs);
+        const int8_t *y = (const int8_t *)(x + offsetof(block_q8_1, qs));
+        int isum = 0;
+        for (int j = 0; j < 16; j++)
+            isum += (q[j] & 0x0f) * y[j] + (q[j] >> 4) * y[j + 16];
+        /* sum((q d + m) y dy) = d dy sum(q y) + m s */
+        sum += f16_fast(w) * f16_fast(x) * (float)isum +
+               f16_fast(w + offsetof(block_q4_1, m)) * f16_fast(x + offsetof(block_q8_1, s));
+    }
+    return sum;
+}
+
+/* The 5-bit quants of a Q5 block: nibbles plus bit j of qh as bit 4. */
+static inline void q5_values(const uint8_t *qh_p, const uint8_t *qs, int v[32]) {
+    const uint32_t qh = quant_rd32(qh_p);
+    for (int j = 0; j < 16; j++) {
+        v[j] = (qs[j] & 0x0f) | (int)(((qh >> j) & 1) << 4);
+        v[j + 16] = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1) << 4);
+    }
+}
+
+static float dot_q5_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    int v[32];
+    for (int64_t b = 0; b < n / 32; b++, w += sizeof(block_q5_0), x += sizeof(block_q8_0)) {
+        q5_values(w + offsetof(block_q5_0, qh), w + offsetof(block_q5_0, qs), v);
+        const int8_t *y = (const int8_t *)(x + offsetof(block_q8_0, qs));
+        int isum = 0;
+        for (int j = 0; j < 32; j++)
+            isum += (v[j] - 16) * y[j];
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
+    }
+    return sum;
+}
+
+static float dot_q5_1(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    int v[32];
+    for (int64_t b = 0; b < n / 32; b++, w += sizeof(block_q5_1), x += sizeof(block_q8_1)) {
+        q5_values(w + offsetof(block_q5_1, qh), w + offsetof(block_q5_1, qs), v);
+        const int8_t *y = (const int8_t *)(x + offsetof(block_q8_1, qs));
+        int isum = 0;
+        for (int j = 0; j < 32; j++)
+            isum += v[j] * y[j];
+        sum += f16_fast(w) * f16_fast(x) * (float)isum +
+               f16_fast(w + offsetof(block_q5_1, m)) * f16_fast(x + offsetof(block_q8_1, s));
+    }
+    return sum;
+}
+
+static float dot_q8_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    for (int64_t b = 0; b < n / 32; b++, w += sizeof(block_q8_0), x += sizeof(block_q8_0)) {
+        const int8_t *q = (const int8_t *)(w + offsetof(block_q8_0, qs));
+        const int8_t *y = (const int8_t *)(x + offsetof(block_q8_0, qs));
+        int isum = 0;
+        for (int j = 0; j < 32; j++)
+            isum += q[j] * y[j];
+        sum += f16_fast(w) * f16_fast(x) * (float)isum;
+    }
+    return sum;
+}
+
+/* ---- K-quants against Q8_K ---- */
+
+static inline const int8_t *q8k_qs(const uint8_t *x) { return (const int8_t *)(x + offsetof(block_q8_K, qs)); }
+static inline int q8k_bsum(const uint8_t *x, int j) {
+    return (int16_t)quant_rd16(x + offsetof(block_q8_K, bsums) + 2 * j);
+}
+
+/*
+ * Q2_K, Q3_K and Q6_K share one walk: element e = 128 h + 32 p + r, with
+ * r = 16 half + l, belongs to the 16-element sub-block j = 8 h + 2 p + half;
+ * its low bits are 2-bit plane p of byte 32 h + r (Q2_K, Q3_K).
+ */
+static float dot_q2_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q2_K), x += sizeof(block_q8_K)) {
+        const uint8_t *sc = w + offsetof(block_q2_K, scales);
+        const uint8_t *qs = w + offsetof(block_q2_K, qs);
+        const int8_t *y = q8k_qs(x);
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 16; j++)
+            msum += (sc[j] >> 4) * q8k_bsum(x, j);
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *q = qs + 32 * h + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    for (int l = 0; l < 16; l++)
+                        s += ((q[l] >> (2 * p)) & 3) * yy[l];
+                    isum += (sc[8 * h + 2 * p + half] & 0x0f) * s;
+                }
+        const float dy = quant_rd_f32(x);
+        sum += dy * (f16_fast(w + offsetof(block_q2_K, d)) * (float)isum -
+                     f16_fast(w + offsetof(block_q2_K, dmin)) * (float)msum);
+    }
+    return sum;
+}
+
+static float dot_q3_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    int8_t sc[16];
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q3_K), x += sizeof(block_q8_K)) {
+        const uint8_t *hm = w + offsetof(block_q3_K, hmask);
+        const uint8_t *qs = w + offsetof(block_q3_K, qs);
+        const int8_t *y = q8k_qs(x);
+        quant_q3k_scales(w + offsetof(block_q3_K, scales), sc);
+        int isum = 0;
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *q = qs + 32 * h + 16 * half, *m = hm + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    /* the third bit of element e is bit e / 32 = 4 h + p of hmask[r]; clear means -4 */
+                    for (int l = 0; l < 16; l++)
+                        s += (((q[l] >> (2 * p)) & 3) - (((m[l] >> (4 * h + p)) & 1) ? 0 : 4)) * yy[l];
+                    isum += sc[8 * h + 2 * p + half] * s;
+                }
+        sum += quant_rd_f32(x) * f16_fast(w + offsetof(block_q3_K, d)) * (float)isum;
+    }
+    return sum;
+}
+
+/* Q4_K and Q5_K: sub-block j of 32 takes nibble j % 2 of byte run j / 2,
+ * and for Q5_K bit j of qh[l] as its fifth bit. */
+static float dot_q45_k(int64_t n, const uint8_t *w, const uint8_t *x, int five) {
+    const size_t bsize = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const size_t qs_off = five ? offsetof(block_q5_K, qs) : offsetof(block_q4_K, qs);
+    float sum = 0;
+    for (int64_t b = 0; b < n / QK_K; b++, w += bsize, x += sizeof(block_q8_K)) {
+        uint8_t sc[8], mn[8];
+        quant_k4_unpack(w + offsetof(block_q4_K, scales), sc, mn);
+        const uint8_t *qs = w + qs_off;
+        const uint8_t *qh = w + offsetof(block_q5_K, qh);
+        const int8_t *y = q8k_qs(x);
+        int isum = 0, msum = 0;
+        for (int j = 0; j < 8; j++) {
+            int s = 0;
+            for (int l = 0; l < 32; l++) {
+                int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0f;
+                if (five) v |= ((qh[l] >> j) & 1) << 4;
+                s += v * y[32 * j + l];
+            }
+            isum += sc[j] * s;
+            msum += mn[j] * (q8k_bsum(x, 2 * j) + q8k_bsum(x, 2 * j + 1));
+        }
+        const float dy = quant_rd_f32(x);
+        sum += dy * (f16_fast(w + offsetof(block_q4_K, d)) * (float)isum -
+                     f16_fast(w + offsetof(block_q4_K, dmin)) * (float)msum);
+    }
+    return sum;
+}
+
+static float dot_q4_k(int64_t n, const void *w, const void *x) { return dot_q45_k(n, w, x, 0); }
+static float dot_q5_k(int64_t n, const void *w, const void *x) { return dot_q45_k(n, w, x, 1); }
+
+static float dot_q6_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    float sum = 0;
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q6_K), x += sizeof(block_q8_K)) {
+        const uint8_t *ql = w + offsetof(block_q6_K, ql);
+        const uint8_t *qh = w + offsetof(block_q6_K, qh);
+        const int8_t *sc = (const int8_t *)(w + offsetof(block_q6_K, scales));
+        const int8_t *y = q8k_qs(x);
+        int isum = 0;
+        /* group p of half h: low nibble p / 2 of ql[64 h + 32 (p % 2) + r], high pair p of qh[32 h + r] */
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++)
+                for (int half = 0; half < 2; half++) {
+                    const uint8_t *lo = ql + 64 * h + 32 * (p % 2) + 16 * half, *hi = qh + 32 * h + 16 * half;
+                    const int8_t *yy = y + 128 * h + 32 * p + 16 * half;
+                    int s = 0;
+                    for (int l = 0; l < 16; l++)
+                        s += ((((lo[l] >> (4 * (p / 2))) & 0x0f) | (((hi[l] >> (2 * p)) & 3) << 4)) - 32) * yy[l];
+                    isum += sc[8 * h + 2 * p + half] * s;
+                }
+        sum += quant_rd_f32(x) * f16_fast(w + offsetof(block_q6_K, d)) * (float)isum;
+    }
+    return sum;
+}
+
+/* ---- the table ---- */
+
+static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
+    memset(t, 0, sizeof(cpu_type_kernels) * WGML_DTYPE_COUNT);
+    t[WGML_F32] = (cpu_type_kernels){WGML_F32, prep_f32, dot_f32, tof_f32};
+    t[WGML_F16] = (cpu_type_kernels){WGML_F32, prep_f32, dot_f16, tof_f16};
+    t[WGML_BF16] = (cpu_type_kernels){WGML_F32, prep_f32, dot_bf16, tof_bf16};
+    t[WGML_Q4_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q4_0, tof_q4_0};
+    t[WGML_Q4_1] = (cpu_type_kernels){WGML_Q8_1, prep_q8_1, dot_q4_1, tof_q4_1};
+    t[WGML_Q5_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q5_0, tof_q5_0};
+    t[WGML_Q5_1] = (cpu_type_kernels){WGML_Q8_1, prep_q8_1, dot_q5_1, tof_q5_1};
+    t[WGML_Q8_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q8_0, tof_q8_0};
+    t[WGML_Q2_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q2_k, tof_q2_k};
+    t[WGML_Q3_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q3_k, tof_q3_k};
+    t[WGML_Q4_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q4_k, tof_q4_k};
+    t[WGML_Q5_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q5_k, tof_q5_k};
+    t[WGML_Q6_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q6_k, tof_q6_k};
+}
+
+static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
+static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
+static const char *best_isa = "scalar";
+#if defined(WGML_CPU_X86)
+static cpu_type_kernels avx2_table[WGML_DTYPE_COUNT]; /* filled when the CPU has AVX-512 too */
+static int have_avx2_table;
+#endif
+static atomic_int init_state; /* 0 not started, 1 in progress, 2 ready */
+static atomic_int force_scalar;
+
+#if defined(WGML_CPU_X86)
+/*
+ * What the CPU and the OS support, from CPUID and XGETBV directly (compilers
+ * disagree on the names __builtin_cpu_supports knows): the instructions must
+ * exist and the OS must save the ymm (XCR0 bits 1-2) and zmm / mask state
+ * (bits 5-7) on context switches. Returns 2 for AVX-512 F/BW/VL + VNNI with
+ * AVX2/FMA/F16C, 1 for AVX2 + FMA + F16C, 0 otherwise.
+ */
+static int x86_level(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return 0;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    (void)xhi;
+    if ((xlo & 0x6) != 0x6) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    const int avx2 = (b >> 5) & 1;
+    if (!(avx2 && fma && f16c)) return 0;
+    const int avx512 = ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1); /* F BW VL VNNI */
+    return avx512 && (xlo & 0xe6) == 0xe6 ? 2 : 1;
+}
+#endif
+
+static void select_table(void) {
+    fill_scalar(scalar_table);
+    fill_scalar(best_table);
+#if defined(WGML_CPU_X86)
+    const int level = x86_level();
+    if (level >= 1) {
+        cpu_kernels_fill_avx2(best_table);
+        best_isa = "avx2";
+        if (level >= 2) {
+            memcpy(avx2_table, best_table, sizeof avx2_table);
+            have_avx2_table = 1;
+            cpu_kernels_fill_avx512(best_table);
+            best_isa = "avx512";
+        }
+    }
+#elif defined(__wasm_simd128__)
+    /* The spot for WASM SIMD128 kernels (kernels_wasm.c, not written yet):
+     * cpu_kernels_fill_wasm(best_table); best_isa = "wasm-simd128"; */
+#endif
+}
+
+static void ensure_init(void) {
+    if (atomic_load_explicit(&init_state, memory_order_acquire) == 2) return;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+        select_table();
+        atomic_store_explicit(&init_state, 2, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&init_state, memory_order_acquire) != 2) {}
+    }
+}
+
+const cpu_type_kernels *cpu_kernels_get(uint32_t type) {
+    ensure_init();
+    if (type >= WGML_DTYPE_COUNT) return NULL;
+    const cpu_type_kernels *t = atomic_load(&force_scalar) ? &scalar_table[type] : &best_table[type];
+    return t->dot ? t : NULL;
+}
+
+const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type) {
+    ensure_init();
+    if (type >= WGML_DTYPE_COUNT) return NULL;
+    const cpu_type_kernels *t = NULL;
+    if (strcmp(isa, "scalar") == 0)
+        t = &scalar_table[type];
+    else if (strcmp(isa, best_isa) == 0)
+        t = &best_table[type];
+#if defined(WGML_CPU_X86)
+    else if (strcmp(isa, "avx2") == 0 && have_avx2_table)
+        t = &avx2_table[type];
+#endif
+    return t && t->dot ? t : NULL;
+}
+
+const char *cpu_kernels_isa(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? "scalar" : best_isa;
+}
+
+void cpu_kernels_force_scalar(int on) { atomic_store(&force_scalar, on ? 1 : 0); }

@@ -1,0 +1,293 @@
+/*
+ * kernels_avx512.c - x86 kernels for AVX-512 F/BW/VL with VNNI.
+ *
+ * The shared 256-bit code of kernels_x86.h, compiled with vpdpbusd /
+ * vpdpwssd, plus 512-bit versions of the hottest dot products below. On the
+ * cores this targets the kernels are bound by instruction throughput rather
+ * than by the width of the units, so handling two 32-element blocks (or 64
+ * elements of a K-quant) per instruction nearly halves the work per byte.
+ *
+ *   32-element types: a zmm holds two blocks, [w_a | w_b] against
+ *   [x_a | x_b] (Q4_0: four, see kz_dot_q4_0); the 16 fp16 scales of 8
+ *   blocks are picked out of masked 64-byte loads with one or two vpermt2w,
+ *   and their products are broadcast to each block's lanes with vpermps.
+ *   Q4_K/Q5_K: a zmm holds both nibble halves of a 32-byte run (sub-blocks
+ *   2k and 2k+1) against 64 contiguous activations.
+ *   Q6_K: a zmm holds 64 elements, two groups of 32, built from 64 bytes of
+ *   low nibbles and the matching 2-bit pairs of qh.
+ */
+#include "backend/cpu/kernels_impl.h"
+
+#if defined(WGML_CPU_X86)
+#define KX_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define KX_VNNI   1
+#define KX_AVX512 1
+#include "backend/cpu/kernels_x86.h"
+
+static KX_TARGET inline __m512i kz_load(const void *p) { return _mm512_loadu_si512(p); }
+static KX_TARGET inline __m512i kz_bcast256(const void *p) {
+    return _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)p));
+}
+static KX_TARGET inline __m512i kz_pair256(const void *a, const void *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)a)),
+                              _mm256_loadu_si256((const __m256i *)b), 1);
+}
+
+/* ---- 32-element blocks, two per zmm ---- */
+
+/*
+ * The 8 fp16 values at p + k * 2s bytes (k = 0..7, s <= 31 words), as
+ * floats. Masked loads touch only the wanted words; with s <= 10 the
+ * windows at blocks 0 and 4 hold four each, else the windows at blocks
+ * 0, 2, 4, 6 hold two each.
+ */
+static KX_TARGET inline __m256 kz_f16x8(const uint8_t *p, int s) {
+    if (s <= 10) {
+        const __mmask32 m = (1u << 0) | (1u << s) | (1u << 2 * s) | (1u << 3 * s);
+        const __m512i a = _mm512_maskz_loadu_epi16(m, p), b = _mm512_maskz_loadu_epi16(m, p + 8 * s);
+        const __m512i idx =
+            _mm512_castsi128_si512(_mm_setr_epi16(0, (short)s, (short)(2 * s), (short)(3 * s), 32, (short)(32 + s),
+                                                  (short)(32 + 2 * s), (short)(32 + 3 * s)));
+        return _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi16(a, idx, b)));
+    }
+    const __mmask32 m = (1u << 0) | (1u << s);
+    const __m512i a = _mm512_maskz_loadu_epi16(m, p), b = _mm512_maskz_loadu_epi16(m, p + 4 * s);
+    const __m512i c = _mm512_maskz_loadu_epi16(m, p + 8 * s), d = _mm512_maskz_loadu_epi16(m, p + 12 * s);
+    const __m512i idx = _mm512_castsi128_si512(_mm_setr_epi16(0, (short)s, 32, (short)(32 + s), 0, 0, 0, 0));
+    const __m128i lo = _mm512_castsi512_si128(_mm512_permutex2var_epi16(a, idx, b));
+    const __m128i hi = _mm512_castsi512_si128(_mm512_permutex2var_epi16(c, idx, d));
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(lo, hi));
+}
+
+/* Nibbles of two Q4 blocks (qs at a, b): [lo a | hi a | lo b | hi b]. */
+static KX_TARGET inline __m512i kz_nibbles2(const uint8_t *a, const uint8_t *b) {
+    const __m512i v =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)a))),
+                           _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)b)), 1);
+    return _mm512_and_si512(_mm512_srlv_epi64(v, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0f));
+}
+
+/* Adds 16 to the bytes whose bit is set in qh of block a (low half) / b (high half). */
+static KX_TARGET inline __m512i kz_add_q5_high(__m512i q, const uint8_t *qh_a, const uint8_t *qh_b) {
+    const __mmask64 k = _cvtu64_mask64((uint64_t)quant_rd32(qh_a) | ((uint64_t)quant_rd32(qh_b) << 32));
+    return _mm512_mask_add_epi8(q, k, q, _mm512_set1_epi8(16));
+}
+
+/* sum(u y) - z sum(y) per 4 bytes, for unsigned quants u with zero point z (0: none). */
+static KX_TARGET inline __m512i kz_dot_zp(__m512i u, __m512i y, int z) {
+    const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, y);
+    if (!z) return p;
+    return _mm512_sub_epi32(p, _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8((char)z), y));
+}
+
+#define KZ_Y2(x, XS) kz_pair256((x) + 2, (x) + (XS) + 2) /* both Q8_0 and Q8_1 have 32 quants at the end */
+
+static KX_TARGET inline __m512i kz_q4_1_pair(const uint8_t *w, const uint8_t *x) {
+    return kz_dot_zp(kz_nibbles2(w + 4, w + sizeof(block_q4_1) + 4), KZ_Y2(x + 2, sizeof(block_q8_1)), 0);
+}
+static KX_TARGET inline __m512i kz_q5_0_pair(const uint8_t *w, const uint8_t *x) {
+    const uint8_t *w2 = w + sizeof(block_q5_0);
+    const __m512i q = kz_add_q5_high(kz_nibbles2(w + 6, w2 + 6), w + 2, w2 + 2);
+    return kz_dot_zp(q, KZ_Y2(x, sizeof(block_q8_0)), 16);
+}
+static KX_TARGET inline __m512i kz_q5_1_pair(const uint8_t *w, const uint8_t *x) {
+    const uint8_t *w2 = w + sizeof(block_q5_1);
+    const __m512i q = kz_add_q5_high(kz_nibbles2(w + 8, w2 + 8), w + 4, w2 + 4);
+    return kz_dot_zp(q, KZ_Y2(x + 2, sizeof(block_q8_1)), 0);
+}
+/* Signed weights: (w + 128) y - 128 y with w + 128 = w ^ 0x80 unsigned. */
+static KX_TARGET inline __m512i kz_q8_0_pair(const uint8_t *w, const uint8_t *x) {
+    const __m512i q = kz_pair256(w + 2, w + sizeof(block_q8_0) + 2);
+    return kz_dot_zp(_mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)), KZ_Y2(x, sizeof(block_q8_0)), 128);
+}
+
+/* As KX_DOT32 with pairs of blocks; MINS as there; tail blocks use the 256-bit BLOCK1. */
+#define KZ_DOT32(name, WSZ, XSZ, PAIR, BLOCK1, MINS)                                                                   \
+    static KX_TARGET float name(int64_t n, const void *wv, const void *xv) {                                           \
+        const uint8_t *w = wv, *x = xv;                                                                                \
+        const int64_t nb = n / 32;                                                                                     \
+        const int ws = (int)(WSZ), xs = (int)(XSZ);                                                                    \
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};          \
+        __m256 accm = _mm256_setzero_ps();                                                                             \
+        const __m512i pair_idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);                    \
+        int64_t b = 0;                                                                                                 \
+        for (; b + 8 <= nb; b += 8) {                                                                                  \
+            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
+            KX_PREFETCH_RANGE(wb, 8 * (WSZ));                                                                          \
+            const __m512 d = _mm512_castps256_ps512(_mm256_mul_ps(kz_f16x8(wb, ws / 2), kz_f16x8(xb, xs / 2)));        \
+            for (int k = 0; k < 4; k++) {                                                                              \
+                const __m512i p = PAIR(wb + 2 * k * ws, xb + 2 * k * xs);                                              \
+                const __m512 dk = _mm512_permutexvar_ps(_mm512_add_epi32(pair_idx, _mm512_set1_epi32(2 * k)), d);      \
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc[k]);                                           \
+            }                                                                                                          \
+            if (MINS) accm = _mm256_fmadd_ps(kz_f16x8(wb + 2, ws / 2), kz_f16x8(xb + 2, xs / 2), accm);                \
+        }                                                                                                              \
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]))); \
+        sum += kx_hsum(accm);                                                                                          \
+        for (; b < nb; b++) {                                                                                          \
+            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
+            const __m256 p = _mm256_cvtepi32_ps(BLOCK1(wb, xb));                                                       \
+            sum += kx_hsum(p) * (kx_f16(wb) * kx_f16(xb));                                                             \
+            if (MINS) sum += kx_f16(wb + 2) * kx_f16(xb + 2);                                                          \
+        }                                                                                                              \
+        return sum;                                                                                                    \
+    }
+
+KZ_DOT32(kz_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), kz_q4_1_pair, kx_q4_1_block, 1)
+KZ_DOT32(kz_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), kz_q5_0_pair, kx_q5_0_block, 0)
+KZ_DOT32(kz_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), kz_q5_1_pair, kx_q5_1_block, 1)
+KZ_DOT32(kz_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), kz_q8_0_pair, kx_q8_0_block, 0)
+
+/*
+ * Q4_0 takes four blocks per zmm instead of two: W = [qs a | qs b | qs c | qs d]
+ * splits into the low nibbles (elements 0..15 of each block) and the high
+ * ones (16..31), met by the matching 16-byte halves of the activations
+ * (regrouped with vshufi64x2); each block's 32 products end up in its own
+ * 128-bit lane. Fewer shift and nibble operations per byte than pairs.
+ */
+static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const int64_t nb = n / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), e8 = _mm512_set1_epi8(8);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        const uint8_t *wb = w + b * 18, *xb = x + b * 34;
+        KX_PREFETCH_RANGE(wb, 8 * 18);
+        const __m512 d = _mm512_castps256_ps512(_mm256_mul_ps(kz_f16x8(wb, 9), kz_f16x8(xb, 17)));
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *w4 = wb + 72 * h, *x4 = xb + 136 * h;
+            __m512i W = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(w4 + 2)));
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 20)), 1);
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 38)), 2);
+            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 56)), 3);
+            const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
+            const __m512i y01 = kz_pair256(x4 + 2, x4 + 36), y23 = kz_pair256(x4 + 70, x4 + 104);
+            const __m512i ylo = _mm512_shuffle_i64x2(y01, y23, 0x88); /* 128-bit lanes 0,2 of each */
+            const __m512i yhi = _mm512_shuffle_i64x2(y01, y23, 0xdd); /* lanes 1,3 */
+            __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, ylo);
+            p = _mm512_dpbusd_epi32(p, hi, yhi);
+            __m512i o = _mm512_dpbusd_epi32(_mm512_setzero_si512(), e8, ylo);
+            o = _mm512_dpbusd_epi32(o, e8, yhi);
+            const __m512 dk = _mm512_permutexvar_ps(h ? quad1 : quad0, d);
+            if (h)
+                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), dk, acc1);
+            else
+                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(p, o)), dk, acc0);
+        }
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (; b < nb; b++) {
+        const uint8_t *wb = w + b * 18, *xb = x + b * 34;
+        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(wb, xb))) * (kx_f16(wb) * kx_f16(xb));
+    }
+    return sum;
+}
+/* ---- K-quants ---- */
+
+/* int16 lanes: scb's word 2k in the low 256 bits, word 2k + 1 in the high ones
+ * (scb holds the same 8 words in every 128-bit lane). */
+static KX_TARGET inline __m512i kz_scale_pair(__m512i scb, int k) {
+    const short lo = (short)(((4 * k + 1) << 8) | (4 * k)), hi = (short)(((4 * k + 3) << 8) | (4 * k + 2));
+    const __m512i sel = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(lo)), _mm256_set1_epi16(hi), 1);
+    return _mm512_shuffle_epi8(scb, sel);
+}
+
+/* Q4_K (five = 0) and Q5_K (five = 1); see kx_dot_q4_k for the math. */
+static KX_TARGET inline float kz_dot_q45_k(int64_t n, const uint8_t *w, const uint8_t *x, int five) {
+    const size_t bsize = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const size_t qs_off = five ? offsetof(block_q5_K, qs) : offsetof(block_q4_K, qs);
+    const __m512i m4 = _mm512_set1_epi8(0x0f), sixteen = _mm512_set1_epi8(16);
+    const __m512i nib_shift = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+    __m512 acc = _mm512_setzero_ps();
+    __m256 accm = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += bsize, x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, bsize);
+        const __m128i scm = kx_k4_unpack(w + offsetof(block_q4_K, scales));
+        const __m128i mins = _mm_unpackhi_epi64(scm, scm);
+        const __m256i msum = _mm256_madd_epi16(kx_load(x + offsetof(block_q8_K, bsums)),
+                                               _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins)));
+        const __m512i scb = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(scm));
+        const uint8_t *qs = w + qs_off;
+        const __m512i qh = five ? kz_bcast256(w + offsetof(block_q5_K, qh)) : _mm512_setzero_si512();
+        const uint8_t *y = x + offsetof(block_q8_K, qs);
+        __m512i isum = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {
+            __m512i q = _mm512_and_si512(_mm512_srlv_epi64(kz_bcast256(qs + 32 * k), nib_shift), m4);
+            if (five) {
+                /* fifth bits: bit 2k of qh[l] (low half), bit 2k + 1 (high half) */
+                const __m512i bit = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8((char)(1 << (2 * k)))),
+                                                       _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
+                q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, sixteen);
+            }
+            isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q, kz_load(y + 64 * k)), kz_scale_pair(scb, k));
+        }
+        const float dy = quant_rd_f32(x);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(dy * kx_f16(w + offsetof(block_q4_K, d))), acc);
+        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q4_K, dmin)), accm);
+    }
+    return _mm512_reduce_add_ps(acc) - kx_hsum(accm);
+}
+
+static KX_TARGET float kz_dot_q4_k(int64_t n, const void *w, const void *x) { return kz_dot_q45_k(n, w, x, 0); }
+static KX_TARGET float kz_dot_q5_k(int64_t n, const void *w, const void *x) { return kz_dot_q45_k(n, w, x, 1); }
+
+static KX_TARGET float kz_dot_q6_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m30 = _mm512_set1_epi8(0x30);
+    const __m512i qh_shift = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+    /* scale reorder: 128-bit lane L of `lanes` gets s_L, s_{L+4}, s_{L+8}, s_{L+12} */
+    const __m128i by4 = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i spread = _mm512_setr_epi32(0x00010000, 0x00030002, 0, 0, 0x00050004, 0x00070006, 0, 0, 0x00090008,
+                                             0x000b000a, 0, 0, 0x000d000c, 0x000f000e, 0, 0);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q6_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q6_K));
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + offsetof(block_q6_K, scales)));
+        /* quants are u - 32: subtract 32 * sum_j sc_j * bsums_j */
+        const __m256i off = _mm256_madd_epi16(kx_load(x + offsetof(block_q8_K, bsums)), _mm256_cvtepi8_epi16(sc8));
+        const __m512i lanes =
+            _mm512_permutexvar_epi16(spread, _mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, by4))));
+        const uint8_t *ql = w + offsetof(block_q6_K, ql);
+        const uint8_t *qh = w + offsetof(block_q6_K, qh);
+        const uint8_t *y = x + offsetof(block_q8_K, qs);
+        __m512i isum = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++) {
+            /* 64 low-nibble bytes: groups 0 and 1 (low nibbles), 2 and 3 (high nibbles) of this 128 */
+            const __m512i lo = kz_load(ql + 64 * h);
+            const __m512i hb = _mm512_srlv_epi64(kz_bcast256(qh + 32 * h), qh_shift);
+            const __m512i g01 =
+                _mm512_or_si512(_mm512_and_si512(lo, m4), _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+            const __m512i g23 =
+                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(lo, 4), m4), _mm512_and_si512(hb, m30));
+            /* 16-element sub-blocks 8h + 4m .. 8h + 4m + 3 sit in the four 128-bit lanes */
+            for (int m = 0; m < 2; m++) {
+                const int g = 2 * h + m;
+                const __m512i s = _mm512_shuffle_epi8(lanes, _mm512_set1_epi16((short)(((2 * g + 1) << 8) | (2 * g))));
+                const __m512i p = _mm512_maddubs_epi16(m ? g23 : g01, kz_load(y + 128 * h + 64 * m));
+                isum = _mm512_dpwssd_epi32(isum, p, s);
+            }
+        }
+        isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(off, 5)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                              _mm512_set1_ps(quant_rd_f32(x) * kx_f16(w + offsetof(block_q6_K, d))), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+void cpu_kernels_fill_avx512(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
+    kx_fill(t);
+    t[WGML_Q4_0].dot = kz_dot_q4_0;
+    t[WGML_Q4_1].dot = kz_dot_q4_1;
+    t[WGML_Q5_0].dot = kz_dot_q5_0;
+    t[WGML_Q5_1].dot = kz_dot_q5_1;
+    t[WGML_Q8_0].dot = kz_dot_q8_0;
+    t[WGML_Q4_K].dot = kz_dot_q4_k;
+    t[WGML_Q5_K].dot = kz_dot_q5_k;
+    t[WGML_Q6_K].dot = kz_dot_q6_k;
+}
+#else
+typedef int cpu_kernels_avx512_unused; /* not x86: nothing to build */
+#endif

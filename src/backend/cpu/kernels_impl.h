@@ -1,0 +1,29 @@
+/*
+ * kernels_impl.h - internal to the CPU kernels: how the per-ISA files plug
+ * into the dispatch table of kernels.c.
+ *
+ * kernels.c fills a table with the portable scalar kernels (the reference),
+ * then lets each instruction-set file the CPU supports overwrite the `dot`
+ * and `to_float` entries it has faster versions of. `act_type` and `prepare`
+ * stay the scalar ones, so every variant consumes the same activation bytes.
+ */
+#ifndef WGML_CPU_KERNELS_IMPL_H
+#define WGML_CPU_KERNELS_IMPL_H
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+
+/* The kernels of one instruction set - "avx512", "avx2" or "scalar" - even
+ * when it is not the best one here; NULL when this CPU or build lacks it or
+ * the type has no kernel. For tests and benchmarks. */
+const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type);
+
+#if defined(__x86_64__) || defined(__i386__)
+#define WGML_CPU_X86 1
+/* AVX2 + FMA + F16C (kernels_avx2.c). */
+void cpu_kernels_fill_avx2(cpu_type_kernels table[WGML_DTYPE_COUNT]);
+/* AVX-512 F/BW/VL + VNNI (kernels_avx512.c), over the AVX2 entries. */
+void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
+#endif
+
+#endif

@@ -1,0 +1,552 @@
+/*
+ * kernels_x86.h - the 256-bit x86 SIMD dot products, written once and compiled
+ * twice: by kernels_avx2.c (AVX2 + FMA + F16C) and by kernels_avx512.c (with
+ * AVX-512 VNNI's fused byte/word dot instructions, 512-bit float kernels,
+ * and 512-bit versions of the hottest integer kernels defined there; the
+ * 256-bit ones still serve their tails and the other types). The including
+ * file defines
+ *   KX_TARGET   the function attribute naming the instruction sets,
+ *   KX_VNNI     1 to use vpdpbusd / vpdpwssd,
+ *   KX_AVX512   1 for 512-bit float kernels.
+ * Everything here is static, private to that translation unit; kx_fill()
+ * installs the kernels and the including file adds its own on top.
+ *
+ * How the integer kernels work. Weight quants are unpacked to bytes that are
+ * unsigned (nibbles 0..15, Q5 0..31, Q6_K 0..63, Q2/Q3_K 0..3 / 0..7) and
+ * multiplied with the signed int8 activations by vpmaddubsw (or vpdpbusd),
+ * so the weight's zero point is not subtracted per element but once per
+ * block from the activation sum: sum((q - z) y) = sum(q y) - z sum(y). For
+ * the K-quants, sum(y) per 16 is Q8_K's bsums, so that correction, and the
+ * min term, cost one vpmaddwd per super-block. Sub-block scales multiply the
+ * 16-bit pair sums through vpmaddwd before everything is added as int32;
+ * the float multiply by the block scales happens once per block (32-element
+ * types, with the scales of 8 blocks converted at once) or super-block.
+ * Weights stream from memory once per matmul, so each loop prefetches
+ * KX_PREFETCH bytes ahead: the hardware prefetcher alone leaves the core
+ * waiting on DRAM for part of every row.
+ * Products stay in range: 63 * 127 * 2 < 32767 for vpmaddubsw's saturating
+ * pairs; Q8_0 weights go through |w| and sign(y, w) (|-128| is 128 unsigned).
+ */
+#include "backend/cpu/kernels_impl.h"
+#include "core/dtype.h"
+#include "core/quant.h"
+#include "core/quant_impl.h"
+
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- helpers ---- */
+
+static KX_TARGET inline __m256i kx_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+static KX_TARGET inline float kx_hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static KX_TARGET inline float kx_f16(const uint8_t *p) { return _cvtsh_ss(quant_rd16(p)); }
+
+/* sum over groups of 4 bytes of u * s (u unsigned, s signed): 8 x int32 */
+static KX_TARGET inline __m256i kx_dot_us(__m256i u, __m256i s) {
+#if KX_VNNI
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+#else
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+#endif
+}
+
+/* acc + pairwise a * b of int16 lanes, as int32 */
+static KX_TARGET inline __m256i kx_madd_acc(__m256i acc, __m256i a, __m256i b) {
+#if KX_VNNI
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+/* 16 bytes of nibbles -> 32 bytes: low nibbles then high nibbles. */
+static KX_TARGET inline __m256i kx_nibbles(const uint8_t *p) {
+    const __m256i v = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_and_si256(_mm256_srlv_epi64(v, _mm256_setr_epi64x(0, 0, 4, 4)), _mm256_set1_epi8(0x0f));
+}
+
+/* 32 bits -> 32 bytes, byte j = 0xff where bit j is set. */
+static KX_TARGET inline __m256i kx_bits_to_bytes(uint32_t bits) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i sel = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, sel), sel);
+}
+
+/* 8 fp16 values at byte stride s, as 8 floats (the scales of 8 blocks). */
+static KX_TARGET inline __m256 kx_f16x8(const uint8_t *p, int s) {
+    return _mm256_cvtph_ps(_mm_setr_epi16((short)quant_rd16(p), (short)quant_rd16(p + s), (short)quant_rd16(p + 2 * s),
+                                          (short)quant_rd16(p + 3 * s), (short)quant_rd16(p + 4 * s),
+                                          (short)quant_rd16(p + 5 * s), (short)quant_rd16(p + 6 * s),
+                                          (short)quant_rd16(p + 7 * s)));
+}
+
+#ifndef KX_PREFETCH
+#define KX_PREFETCH 2048
+#endif
+/* Prefetches the `bytes` bytes at p + KX_PREFETCH (a prefetch never faults). */
+#define KX_PREFETCH_RANGE(p, bytes)                                                                                    \
+    for (int pf_ = 0; pf_ < (int)(bytes); pf_ += 64)                                                                   \
+    _mm_prefetch((const char *)(p) + KX_PREFETCH + pf_, _MM_HINT_T0)
+
+/* Q4_K / Q5_K packed scales (12 bytes at s, 16 read) -> bytes [8 scales | 8 mins],
+ * the SIMD form of quant_k4_unpack. */
+static KX_TARGET inline __m128i kx_k4_unpack(const uint8_t *s) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)s);    /* dwords u0 u1 u2 (u3 unused) */
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)); /* [sc 0..3, mn 0..3] */
+    const __m128i u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, 0x0a), _mm_setr_epi32(0, 4, 0, 0));
+    const __m128i top = _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(v, 6), _mm_set1_epi8(0x03)), 4);
+    const __m128i hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)), top); /* [sc 4..7, mn 4..7] */
+    return _mm_unpacklo_epi32(lo, hi);
+}
+
+/* The 16 Q3_K scales (12 bytes at s, see quant_q3k_scales) as int8, bias removed. */
+static KX_TARGET inline __m128i kx_q3k_scales(const uint8_t *s) {
+    const __m128i v = _mm_loadl_epi64((const __m128i *)s);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    /* bits 0..3: low nibbles of bytes 0..7 for scales 0..7, high nibbles for 8..15 */
+    const __m128i lo = _mm_unpacklo_epi64(_mm_and_si128(v, m4), _mm_and_si128(_mm_srli_epi16(v, 4), m4));
+    /* bits 4..5 of scale j: byte 8 + j % 4 of s, shifted by 2 (j / 4) */
+    const __m128i u2 = _mm_set1_epi32((int)quant_rd32(s + 8));
+    const __m128i hi = _mm_and_si128(_mm_srlv_epi32(u2, _mm_setr_epi32(0, 2, 4, 6)), _mm_set1_epi8(3));
+    return _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+}
+
+/* Lane k of v in all lanes. */
+static KX_TARGET inline __m256 kx_lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
+
+/* ---- float weights ---- */
+
+#if KX_AVX512
+static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
+    const float *w = wv, *x = xv;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        KX_PREFETCH_RANGE(w + i, 64 * 4);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 48), _mm512_loadu_ps(x + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += w[i] * x[i];
+    return sum;
+}
+
+static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv;
+    const float *x = xv;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+#define KX_H(k) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k)))))
+    for (; i + 64 <= n; i += 64) {
+        KX_PREFETCH_RANGE(w + 2 * i, 64 * 2);
+        a0 = _mm512_fmadd_ps(KX_H(0), _mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_fmadd_ps(KX_H(16), _mm512_loadu_ps(x + i + 16), a1);
+        a2 = _mm512_fmadd_ps(KX_H(32), _mm512_loadu_ps(x + i + 32), a2);
+        a3 = _mm512_fmadd_ps(KX_H(48), _mm512_loadu_ps(x + i + 48), a3);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(KX_H(0), _mm512_loadu_ps(x + i), a0);
+#undef KX_H
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += kx_f16(w + 2 * i) * x[i];
+    return sum;
+}
+
+static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv;
+    const float *x = xv;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+#define KX_B(k)                                                                                                        \
+    _mm512_castsi512_ps(                                                                                               \
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k))))), 16))
+    for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
+        a0 = _mm512_fmadd_ps(KX_B(0), _mm512_loadu_ps(x + i), a0);
+        a1 = _mm512_fmadd_ps(KX_B(16), _mm512_loadu_ps(x + i + 16), a1);
+    }
+    for (; i + 16 <= n; i += 16)
+        a0 = _mm512_fmadd_ps(KX_B(0), _mm512_loadu_ps(x + i), a0);
+#undef KX_B
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+    for (; i < n; i++)
+        sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
+    return sum;
+}
+#else
+static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
+    const float *w = wv, *x = xv;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + i, 32 * 4);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
+    float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += w[i] * x[i];
+    return sum;
+}
+
+static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv;
+    const float *x = xv;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int64_t i = 0;
+#define KX_H(k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k)))))
+    for (; i + 32 <= n; i += 32) {
+        KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
+        a0 = _mm256_fmadd_ps(KX_H(0), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(KX_H(8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(KX_H(16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(KX_H(24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(KX_H(0), _mm256_loadu_ps(x + i), a0);
+#undef KX_H
+    float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    for (; i < n; i++)
+        sum += kx_f16(w + 2 * i) * x[i];
+    return sum;
+}
+
+static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv;
+    const float *x = xv;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    int64_t i = 0;
+#define KX_B(k)                                                                                                        \
+    _mm256_castsi256_ps(                                                                                               \
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k))))), 16))
+    for (; i + 16 <= n; i += 16) {
+        KX_PREFETCH_RANGE(w + 2 * i, 16 * 2);
+        a0 = _mm256_fmadd_ps(KX_B(0), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(KX_B(8), _mm256_loadu_ps(x + i + 8), a1);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(KX_B(0), _mm256_loadu_ps(x + i), a0);
+#undef KX_B
+    float sum = kx_hsum(_mm256_add_ps(a0, a1));
+    for (; i < n; i++)
+        sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
+    return sum;
+}
+#endif
+
+/* F16C conversion is exact, so this equals the reference decoder. */
+static KX_TARGET void kx_to_float_f16(const void *src, float *dst, int64_t n) {
+    const uint8_t *s = src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + 2 * i))));
+    for (; i < n; i++)
+        dst[i] = kx_f16(s + 2 * i);
+}
+
+/* ---- 32-element blocks: groups of 8 blocks share one scale conversion ---- */
+
+/* sum((q - 8) y) of one Q4_0 block against one Q8_0 block. */
+static KX_TARGET inline __m256i kx_q4_0_block(const uint8_t *w, const uint8_t *x) {
+    const __m256i q = kx_nibbles(w + offsetof(block_q4_0, qs));
+    const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
+#if KX_VNNI
+    return _mm256_sub_epi32(kx_dot_us(q, y), kx_dot_us(_mm256_set1_epi8(8), y));
+#else
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(_mm256_set1_epi8(8), y));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+/* The 5-bit quants of a Q5 block as 32 bytes. */
+static KX_TARGET inline __m256i kx_q5_bytes(const uint8_t *qh, const uint8_t *qs) {
+    const __m256i hi = _mm256_and_si256(kx_bits_to_bytes(quant_rd32(qh)), _mm256_set1_epi8(0x10));
+    return _mm256_or_si256(kx_nibbles(qs), hi);
+}
+
+static KX_TARGET inline __m256i kx_q5_0_block(const uint8_t *w, const uint8_t *x) {
+    const __m256i q = kx_q5_bytes(w + offsetof(block_q5_0, qh), w + offsetof(block_q5_0, qs));
+    const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
+#if KX_VNNI
+    return _mm256_sub_epi32(kx_dot_us(q, y), kx_dot_us(_mm256_set1_epi8(16), y));
+#else
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(q, y), _mm256_maddubs_epi16(_mm256_set1_epi8(16), y));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+#endif
+}
+
+static KX_TARGET inline __m256i kx_q8_0_block(const uint8_t *w, const uint8_t *x) {
+    const __m256i q = kx_load(w + offsetof(block_q8_0, qs));
+    const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
+    return kx_dot_us(_mm256_abs_epi8(q), _mm256_sign_epi8(y, q));
+}
+
+static KX_TARGET inline __m256i kx_q4_1_block(const uint8_t *w, const uint8_t *x) {
+    return kx_dot_us(kx_nibbles(w + offsetof(block_q4_1, qs)), kx_load(x + offsetof(block_q8_1, qs)));
+}
+
+static KX_TARGET inline __m256i kx_q5_1_block(const uint8_t *w, const uint8_t *x) {
+    const __m256i q = kx_q5_bytes(w + offsetof(block_q5_1, qh), w + offsetof(block_q5_1, qs));
+    return kx_dot_us(q, kx_load(x + offsetof(block_q8_1, qs)));
+}
+
+/*
+ * One loop for all 32-element types: WSZ/XSZ are the block sizes, BLOCK(w, x)
+ * the 8 int32 partial sums of one block pair. Eight blocks per step: their
+ * 16 fp16 scales are converted together, then lane k of the products
+ * scales block k. With MINS (the Q8_1 pairing) m_w * s_x is added per block
+ * (both fp16 at byte offset 2).
+ */
+#define KX_DOT32(name, WSZ, XSZ, BLOCK, MINS)                                                                          \
+    static KX_TARGET float name(int64_t n, const void *wv, const void *xv) {                                           \
+        const uint8_t *w = wv, *x = xv;                                                                                \
+        const int64_t nb = n / 32;                                                                                     \
+        const int ws = (int)(WSZ), xs = (int)(XSZ);                                                                    \
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};          \
+        __m256 accm = _mm256_setzero_ps();                                                                             \
+        int64_t b = 0;                                                                                                 \
+        for (; b + 8 <= nb; b += 8) {                                                                                  \
+            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
+            KX_PREFETCH_RANGE(wb, 8 * (WSZ));                                                                          \
+            const __m256 d = _mm256_mul_ps(kx_f16x8(wb, ws), kx_f16x8(xb, xs));                                        \
+            for (int k = 0; k < 8; k++) {                                                                              \
+                const __m256i p = BLOCK(wb + k * ws, xb + k * xs);                                                     \
+                acc[k % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), kx_lane(d, k), acc[k % 4]);                        \
+            }                                                                                                          \
+            if (MINS) accm = _mm256_fmadd_ps(kx_f16x8(wb + 2, ws), kx_f16x8(xb + 2, xs), accm);                        \
+        }                                                                                                              \
+        float tail = 0;                                                                                                \
+        for (; b < nb; b++) {                                                                                          \
+            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
+            const __m256 d = _mm256_set1_ps(kx_f16(wb) * kx_f16(xb));                                                  \
+            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(wb, xb)), d, acc[0]);                                    \
+            if (MINS) tail += kx_f16(wb + 2) * kx_f16(xb + 2);                                                         \
+        }                                                                                                              \
+        const __m256 all = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));                \
+        return kx_hsum(_mm256_add_ps(all, accm)) + tail;                                                               \
+    }
+
+KX_DOT32(kx_dot_q4_0, sizeof(block_q4_0), sizeof(block_q8_0), kx_q4_0_block, 0)
+KX_DOT32(kx_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), kx_q5_0_block, 0)
+KX_DOT32(kx_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), kx_q8_0_block, 0)
+KX_DOT32(kx_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), kx_q4_1_block, 1)
+KX_DOT32(kx_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), kx_q5_1_block, 1)
+
+/* ---- K-quants against Q8_K ---- */
+
+#define KX_Y(x)     ((x) + offsetof(block_q8_K, qs))
+#define KX_BSUMS(x) kx_load((x) + offsetof(block_q8_K, bsums))
+
+/* int16 lanes of v all equal to int16 lane j of v's 128-bit half. */
+static KX_TARGET inline __m256i kx_bcast16(__m256i v, int j) {
+    return _mm256_shuffle_epi8(v, _mm256_set1_epi16((short)(((2 * j + 1) << 8) | (2 * j))));
+}
+
+/* 16 per-sub-block int8 scales as int16 arranged for the 2-plane layouts
+ * (Q2_K, Q3_K, Q6_K): a group of 32 elements covers sub-blocks 2m (its int16
+ * pair sums 0..7, the low half) and 2m + 1 (the high half), so the low half
+ * holds the even scales and the high half the odd ones; lane m of each half
+ * is the pair for group m. */
+static KX_TARGET inline __m256i kx_scales_even_odd(__m128i s8, int is_signed) {
+    const __m128i eo = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m128i v = _mm_shuffle_epi8(s8, eo);
+    return is_signed ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
+}
+
+static KX_TARGET inline __m256 kx_fma_i32(__m256i v, float s, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc);
+}
+
+static KX_TARGET float kx_dot_q2_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q2_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q2_K));
+        const float dy = quant_rd_f32(x);
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + offsetof(block_q2_K, scales)));
+        const __m128i mins = _mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f));
+        const __m256i msum = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepu8_epi16(mins));
+        const __m256i sc = kx_scales_even_odd(_mm_and_si128(sc8, _mm_set1_epi8(0x0f)), 0);
+        const uint8_t *qs = w + offsetof(block_q2_K, qs);
+        const uint8_t *y = KX_Y(x);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = kx_load(qs + 32 * h);
+            for (int p = 0; p < 4; p++) {
+                const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * p), m3);
+                const __m256i pr = _mm256_maddubs_epi16(u, kx_load(y + 128 * h + 32 * p));
+                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+            }
+        }
+        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q2_K, d)), acc);
+        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q2_K, dmin)), accm);
+    }
+    return kx_hsum(_mm256_sub_ps(acc, accm));
+}
+
+static KX_TARGET float kx_dot_q3_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q3_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q3_K));
+        const __m128i sc8 = kx_q3k_scales(w + offsetof(block_q3_K, scales));
+        const __m256i sc = kx_scales_even_odd(sc8, 1);
+        /* quants are u - 4 with u = 2 low bits | hmask bit << 2 */
+        const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepi8_epi16(sc8));
+        const __m256i hm = kx_load(w + offsetof(block_q3_K, hmask));
+        const uint8_t *qs = w + offsetof(block_q3_K, qs);
+        const uint8_t *y = KX_Y(x);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i q = kx_load(qs + 32 * h);
+            for (int p = 0; p < 4; p++) {
+                const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + p)));
+                const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * p), m3), hb);
+                const __m256i pr = _mm256_maddubs_epi16(u, kx_load(y + 128 * h + 32 * p));
+                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+            }
+        }
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 2));
+        acc = kx_fma_i32(isum, quant_rd_f32(x) * kx_f16(w + offsetof(block_q3_K, d)), acc);
+    }
+    return kx_hsum(acc);
+}
+
+/* Q4_K / Q5_K: the 8 sub-block scales as int16 in both halves, and the min
+ * term sum_j m_j * (bsums[2j] + bsums[2j+1]) as 8 int32. */
+static KX_TARGET inline __m256i kx_k4_scales(const uint8_t *s, const uint8_t *x, __m256i *msum) {
+    const __m128i scm = kx_k4_unpack(s);
+    const __m128i mins = _mm_unpackhi_epi64(scm, scm);
+    *msum = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins)));
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+}
+
+static KX_TARGET float kx_dot_q4_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q4_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q4_K));
+        __m256i msum;
+        const __m256i sc = kx_k4_scales(w + offsetof(block_q4_K, scales), x, &msum);
+        const uint8_t *qs = w + offsetof(block_q4_K, qs);
+        const uint8_t *y = KX_Y(x);
+        __m256i isum = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = kx_load(qs + 32 * k);
+            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(lo, kx_load(y + 64 * k)), kx_bcast16(sc, 2 * k));
+            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(hi, kx_load(y + 64 * k + 32)), kx_bcast16(sc, 2 * k + 1));
+        }
+        const float dy = quant_rd_f32(x);
+        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q4_K, d)), acc);
+        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q4_K, dmin)), accm);
+    }
+    return kx_hsum(_mm256_sub_ps(acc, accm));
+}
+
+static KX_TARGET float kx_dot_q5_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
+    __m256 acc = _mm256_setzero_ps(), accm = acc;
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q5_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q5_K));
+        __m256i msum;
+        const __m256i sc = kx_k4_scales(w + offsetof(block_q5_K, scales), x, &msum);
+        const uint8_t *qs = w + offsetof(block_q5_K, qs);
+        const __m256i qh = kx_load(w + offsetof(block_q5_K, qh));
+        const uint8_t *y = KX_Y(x);
+        __m256i isum = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            const __m256i q = kx_load(qs + 32 * k);
+            /* fifth bits of sub-blocks 2k and 2k+1 moved to bit 4 */
+            const __m256i h = _mm256_srli_epi16(qh, 2 * k);
+            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), b4));
+            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                               _mm256_and_si256(_mm256_slli_epi16(h, 3), b4));
+            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(lo, kx_load(y + 64 * k)), kx_bcast16(sc, 2 * k));
+            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(hi, kx_load(y + 64 * k + 32)), kx_bcast16(sc, 2 * k + 1));
+        }
+        const float dy = quant_rd_f32(x);
+        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q5_K, d)), acc);
+        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q5_K, dmin)), accm);
+    }
+    return kx_hsum(_mm256_sub_ps(acc, accm));
+}
+
+static KX_TARGET float kx_dot_q6_k(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q6_K), x += sizeof(block_q8_K)) {
+        KX_PREFETCH_RANGE(w, sizeof(block_q6_K));
+        const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + offsetof(block_q6_K, scales)));
+        const __m256i sc = kx_scales_even_odd(sc8, 1);
+        /* quants are u - 32: subtract 32 * sum_j sc_j * bsums_j */
+        const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepi8_epi16(sc8));
+        const uint8_t *ql = w + offsetof(block_q6_K, ql);
+        const uint8_t *qh = w + offsetof(block_q6_K, qh);
+        const uint8_t *y = KX_Y(x);
+        __m256i isum = _mm256_setzero_si256();
+        for (int h = 0; h < 2; h++) {
+            const __m256i l0 = kx_load(ql + 64 * h), l1 = kx_load(ql + 64 * h + 32);
+            const __m256i hb = kx_load(qh + 32 * h);
+            __m256i u[4];
+            u[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+            u[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+            u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+            u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+            for (int p = 0; p < 4; p++) {
+                const __m256i pr = _mm256_maddubs_epi16(u[p], kx_load(y + 128 * h + 32 * p));
+                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+            }
+        }
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 5));
+        acc = kx_fma_i32(isum, quant_rd_f32(x) * kx_f16(w + offsetof(block_q6_K, d)), acc);
+    }
+    return kx_hsum(acc);
+}
+
+#undef KX_Y
+#undef KX_BSUMS
+
+static void kx_fill(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
+    t[WGML_F32].dot = kx_dot_f32;
+    t[WGML_F16].dot = kx_dot_f16;
+    t[WGML_F16].to_float = kx_to_float_f16;
+    t[WGML_BF16].dot = kx_dot_bf16;
+    t[WGML_Q4_0].dot = kx_dot_q4_0;
+    t[WGML_Q4_1].dot = kx_dot_q4_1;
+    t[WGML_Q5_0].dot = kx_dot_q5_0;
+    t[WGML_Q5_1].dot = kx_dot_q5_1;
+    t[WGML_Q8_0].dot = kx_dot_q8_0;
+    t[WGML_Q2_K].dot = kx_dot_q2_k;
+    t[WGML_Q3_K].dot = kx_dot_q3_k;
+    t[WGML_Q4_K].dot = kx_dot_q4_k;
+    t[WGML_Q5_K].dot = kx_dot_q5_k;
+    t[WGML_Q6_K].dot = kx_dot_q6_k;
+}

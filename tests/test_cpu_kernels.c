@@ -1,0 +1,388 @@
+/*
+ * test_cpu_kernels.c - the CPU dot-product kernels (backend/cpu/kernels.h).
+ *
+ * Every weight type, every instruction set this CPU has (and the forced
+ * scalar path), ragged and large lengths: `dot` against a double-precision
+ * sum over the dequantized weights times the dequantized prepared
+ * activations; `prepare` decodes back close to x; `to_float` equals
+ * wgml_dequantize_row; unaligned rows give the same result as aligned ones.
+ *
+ * WGML_KERNEL_BENCH=1 also prints the single-thread throughput of `dot` per
+ * type and instruction set, in GB/s of weights, over a 64 MB weight matrix
+ * (so the weights stream from DRAM as in decoding).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/kernels_impl.h"
+#include "core/dtype.h"
+#include "core/fp16.h"
+#include "core/quant.h"
+#include "testutil.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const uint32_t k_weights[] = {WGML_F32,  WGML_F16,  WGML_BF16, WGML_Q4_0, WGML_Q4_1, WGML_Q5_0, WGML_Q5_1,
+                                     WGML_Q8_0, WGML_Q2_K, WGML_Q3_K, WGML_Q4_K, WGML_Q5_K, WGML_Q6_K};
+#define N_WEIGHTS (sizeof k_weights / sizeof k_weights[0])
+static const char *const k_isas[] = {"scalar", "avx2", "avx512"};
+
+static int block_of(uint32_t t) { return wgml_dtype_get(t)->block_size; }
+
+static uint32_t expected_act(uint32_t t) {
+    switch (t) {
+    case WGML_Q4_0:
+    case WGML_Q5_0:
+    case WGML_Q8_0: return WGML_Q8_0;
+    case WGML_Q4_1:
+    case WGML_Q5_1: return WGML_Q8_1;
+    case WGML_Q2_K:
+    case WGML_Q3_K:
+    case WGML_Q4_K:
+    case WGML_Q5_K:
+    case WGML_Q6_K: return WGML_Q8_K;
+    default: return WGML_F32;
+    }
+}
+
+/* ---- the table ---- */
+
+static void test_table(void **state) {
+    (void)state;
+    const char *isa = cpu_kernels_isa();
+    assert_true(!strcmp(isa, "scalar") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512"));
+    print_message("best instruction set here: %s\n", isa);
+    for (size_t i = 0; i < N_WEIGHTS; i++) {
+        const cpu_type_kernels *k = cpu_kernels_get(k_weights[i]);
+        assert_non_null(k);
+        assert_non_null(k->prepare);
+        assert_non_null(k->dot);
+        assert_non_null(k->to_float);
+        assert_int_equal(k->act_type, expected_act(k_weights[i]));
+        assert_ptr_equal(cpu_kernels_get_isa(isa, k_weights[i]), k);
+    }
+    const uint32_t none[] = {WGML_Q8_1, WGML_Q8_K, WGML_I8, WGML_I32, 4, 16, 39, 40, 12345};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
+        assert_null(cpu_kernels_get(none[i]));
+    assert_null(cpu_kernels_get_isa("neon", WGML_F32));
+
+    cpu_kernels_force_scalar(1);
+    assert_string_equal(cpu_kernels_isa(), "scalar");
+    for (size_t i = 0; i < N_WEIGHTS; i++)
+        assert_ptr_equal(cpu_kernels_get(k_weights[i]), cpu_kernels_get_isa("scalar", k_weights[i]));
+    cpu_kernels_force_scalar(0);
+    assert_string_equal(cpu_kernels_isa(), isa);
+}
+
+/* ---- test data ---- */
+
+/* A random finite fp16 with |v| in [2^-12, 2^-1), either sign. */
+static uint16_t sane_f16(tu_rng *r) {
+    const float v = ldexpf(1.0f + tu_uniform(r), -12 + (int)(tu_next(r) % 11));
+    return wgml_f32_to_f16(tu_next(r) & 1 ? -v : v);
+}
+
+/* Byte offsets of the fp16 scale fields in a block (-1 ends the list). */
+static const int *scale_fields(uint32_t t) {
+    static const int d0[] = {0, -1}, d0m2[] = {0, 2, -1}, q2k[] = {80, 82, -1}, q3k[] = {108, -1}, q6k[] = {208, -1};
+    switch (t) {
+    case WGML_Q4_1:
+    case WGML_Q5_1:
+    case WGML_Q4_K:
+    case WGML_Q5_K: return d0m2;
+    case WGML_Q2_K: return q2k;
+    case WGML_Q3_K: return q3k;
+    case WGML_Q6_K: return q6k;
+    default: return d0;
+    }
+}
+
+/* n weights of type t: quantized normal data (mode 0) or random bytes with
+ * sane scales (mode 1, quantized types only: every bit pattern of the quants). */
+static void make_weights(uint32_t t, int mode, int64_t n, uint8_t *dst, tu_rng *rng) {
+    const size_t size = wgml_row_size(t, n);
+    if (mode == 0) {
+        float *f = malloc(n * sizeof(float));
+        const float scale = 0.02f * (1.0f + 4.0f * tu_uniform(rng));
+        for (int64_t i = 0; i < n; i++)
+            f[i] = scale * tu_normal(rng) + (i % 64 == 5 ? 0.1f : 0.0f);
+        assert_int_equal(wgml_quantize_row(t, f, dst, n), size);
+        free(f);
+        return;
+    }
+    for (size_t i = 0; i < size; i++)
+        dst[i] = (uint8_t)tu_next(rng);
+    const size_t bsize = (size_t)wgml_dtype_get(t)->type_size;
+    for (size_t b = 0; b < size / bsize; b++)
+        for (const int *off = scale_fields(t); *off >= 0; off++) {
+            const uint16_t h = sane_f16(rng);
+            memcpy(dst + b * bsize + *off, &h, 2);
+        }
+}
+
+static void make_x(int64_t n, float *x, tu_rng *rng) {
+    for (int64_t i = 0; i < n; i++)
+        x[i] = tu_normal(rng) * (i % 37 == 0 ? 6.0f : 1.0f);
+}
+
+/*
+ * The exact value dot should approximate, in double, and the magnitude its
+ * float rounding scales with. For the Q8_1 pairing the kernels use the
+ * block's stored s (fp16 of d * sum(q)) for the weight-min term, as the
+ * format intends, so the reference does too.
+ */
+static double reference_dot(uint32_t t, const cpu_type_kernels *k, int64_t n, const uint8_t *w, const void *xp,
+                            double *mag) {
+    float *wd = malloc(n * sizeof(float)), *xd = malloc(n * sizeof(float));
+    assert_int_equal(wgml_dequantize_row(t, w, wd, n), 0);
+    assert_int_equal(wgml_dequantize_row(k->act_type, xp, xd, n), 0);
+    double sum = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sum += (double)wd[i] * xd[i];
+        m += fabs((double)wd[i] * xd[i]);
+    }
+    if (k->act_type == WGML_Q8_1) {
+        const size_t wsz = (size_t)wgml_dtype_get(t)->type_size;
+        for (int64_t b = 0; b < n / 32; b++) {
+            uint16_t m16;
+            memcpy(&m16, w + b * wsz + 2, 2);
+            const float mw = wgml_f16_to_f32(m16);
+            const block_q8_1 *xb = (const block_q8_1 *)xp + b;
+            double xs = 0;
+            for (int i = 0; i < 32; i++)
+                xs += xd[32 * b + i];
+            sum += mw * (wgml_f16_to_f32(xb->s) - xs);
+            m += fabs(mw * wgml_f16_to_f32(xb->s));
+        }
+    }
+    /* the min / zero-point terms cancel against the rest: count them in the magnitude */
+    double amax_w = 0;
+    for (int64_t i = 0; i < n; i++)
+        amax_w = fmax(amax_w, fabs(wd[i]));
+    for (int64_t i = 0; i < n; i++)
+        m += amax_w * fabs(xd[i]) * (block_of(t) > 1 ? 1 : 0);
+    *mag = m;
+    free(wd);
+    free(xd);
+    return sum;
+}
+
+static int64_t lengths_for(uint32_t t, const int64_t **out) {
+    static const int64_t f[] = {1, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 255, 1000, 4097};
+    static const int64_t b32[] = {32, 64, 96, 224, 256, 288, 480, 1024, 4064, 4096};
+    static const int64_t bk[] = {256, 512, 768, 2304, 4096, 8192};
+    const int bs = block_of(t);
+    *out = bs == 1 ? f : bs == 32 ? b32 : bk;
+    return bs == 1    ? (int64_t)(sizeof f / sizeof f[0])
+           : bs == 32 ? (int64_t)(sizeof b32 / sizeof b32[0])
+                      : (int64_t)(sizeof bk / sizeof bk[0]);
+}
+
+/* ---- dot ---- */
+
+static void test_dot(void **state) {
+    (void)state;
+    tu_rng rng = {0xd07};
+    const int64_t nmax = 8192;
+    uint8_t *w = malloc(wgml_row_size(WGML_F32, nmax) + 64);
+    uint8_t *wu = malloc(wgml_row_size(WGML_F32, nmax) + 64);
+    uint8_t *xp = malloc(wgml_row_size(WGML_F32, nmax) + 64);
+    uint8_t *xpu = malloc(wgml_row_size(WGML_F32, nmax) + 64);
+    float *x = malloc(nmax * sizeof(float));
+    int checked = 0;
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const int64_t *lens;
+        const int64_t nlen = lengths_for(t, &lens);
+        for (int64_t li = 0; li < nlen; li++) {
+            const int64_t n = lens[li];
+            for (int mode = 0; mode < (block_of(t) > 1 ? 2 : 1); mode++) {
+                make_weights(t, mode, n, w, &rng);
+                make_x(n, x, &rng);
+                /* the same weights one byte (two for F16/BF16, four for F32) off alignment */
+                const size_t shift = t == WGML_F32 ? 4 : block_of(t) == 1 ? 2 : 1;
+                memcpy(wu + shift, w, wgml_row_size(t, n));
+                for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+                    const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+                    if (!k) continue;
+                    k->prepare(x, xp, n);
+                    const size_t xsize = wgml_row_size(k->act_type, n);
+                    const size_t xshift = k->act_type == WGML_F32 ? 0 : 1; /* f32 rows are our own, aligned */
+                    memcpy(xpu + xshift, xp, xsize);
+                    double mag;
+                    const double ref = reference_dot(t, k, n, w, xp, &mag);
+                    const float got = k->dot(n, w, xp);
+                    /* float rounding of per-block products and their sum; a wrong block
+                     * or sub-block scale moves the result by ~1/nblocks of mag */
+                    const double tol = 1e-5 * mag + 1e-30;
+                    if (!(fabs(got - ref) <= tol))
+                        fail_msg("%s/%s n=%lld mode %d: dot %.9g, reference %.9g (|diff| %.3g > tol %.3g)",
+                                 wgml_dtype_name(t), k_isas[ii], (long long)n, mode, got, ref, fabs(got - ref), tol);
+                    const float got_u = k->dot(n, wu + shift, xpu + xshift);
+                    if (memcmp(&got, &got_u, sizeof got))
+                        fail_msg("%s/%s n=%lld: unaligned rows give %.9g, aligned %.9g", wgml_dtype_name(t), k_isas[ii],
+                                 (long long)n, got_u, got);
+                    checked++;
+                }
+            }
+        }
+    }
+    print_message("%d dot products checked\n", checked);
+    free(w);
+    free(wu);
+    free(xp);
+    free(xpu);
+    free(x);
+}
+
+/* ---- prepare ---- */
+
+static void test_prepare(void **state) {
+    (void)state;
+    tu_rng rng = {31337};
+    const int64_t n = 4096;
+    float *x = malloc(n * sizeof(float)), *back = malloc(n * sizeof(float));
+    uint8_t *p = malloc(n * sizeof(float)), *p2 = malloc(n * sizeof(float));
+    make_x(n, x, &rng);
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const cpu_type_kernels *ks = cpu_kernels_get_isa("scalar", t);
+        ks->prepare(x, p, n);
+        assert_int_equal(wgml_dequantize_row(ks->act_type, p, back, n), 0);
+        const int bs = block_of(ks->act_type);
+        for (int64_t b0 = 0; b0 < n; b0 += bs) {
+            float amax = 0;
+            for (int i = 0; i < bs; i++)
+                amax = fmaxf(amax, fabsf(x[b0 + i]));
+            /* F32: a copy. Q8_0/Q8_1: d = amax / 127 stored as fp16, so |err| <= d (1/2 + 127 * 2^-11).
+             * Q8_K: d is f32, |err| <= d/2 up to float rounding. */
+            const double d = amax / 127.0;
+            const double bound = ks->act_type == WGML_F32 ? 0 : ks->act_type == WGML_Q8_K ? d * 0.50001 : d * 0.563;
+            for (int i = 0; i < bs; i++)
+                if (fabs((double)back[b0 + i] - x[b0 + i]) > bound + 1e-12)
+                    fail_msg("%s prepare: element %lld %g -> %g", wgml_dtype_name(t), (long long)(b0 + i), x[b0 + i],
+                             back[b0 + i]);
+        }
+        /* every instruction set prepares the same bytes */
+        for (size_t ii = 1; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+            const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+            if (!k) continue;
+            assert_int_equal(k->act_type, ks->act_type);
+            k->prepare(x, p2, n);
+            assert_memory_equal(p, p2, wgml_row_size(k->act_type, n));
+        }
+    }
+    free(x);
+    free(back);
+    free(p);
+    free(p2);
+}
+
+/* ---- to_float ---- */
+
+static void test_to_float(void **state) {
+    (void)state;
+    tu_rng rng = {4242};
+    const int64_t n = 4096 + 256;
+    uint8_t *w = malloc(wgml_row_size(WGML_F32, n));
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const int64_t len = n - (block_of(t) == 1 ? 3 : 0); /* ragged for the float types */
+        for (int mode = 0; mode < 2; mode++) {
+            if (mode == 0) {
+                make_weights(t, 0, len, w, &rng);
+            } else { /* any bytes at all, NaN and infinity included */
+                for (size_t i = 0; i < wgml_row_size(t, len); i++)
+                    w[i] = (uint8_t)tu_next(&rng);
+            }
+            assert_int_equal(wgml_dequantize_row(t, w, a, len), 0);
+            for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+                const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+                if (!k) continue;
+                memset(b, 0xff, len * sizeof(float));
+                k->to_float(w, b, len);
+                for (int64_t i = 0; i < len; i++) {
+                    /* F16C quiets signalling NaNs: any NaN matches any NaN */
+                    if (isnan(a[i]) && isnan(b[i])) continue;
+                    if (memcmp(&a[i], &b[i], sizeof(float)))
+                        fail_msg("%s/%s to_float element %lld: %.9g vs %.9g", wgml_dtype_name(t), k_isas[ii],
+                                 (long long)i, b[i], a[i]);
+                }
+            }
+        }
+    }
+    free(w);
+    free(a);
+    free(b);
+}
+
+/* ---- throughput (WGML_KERNEL_BENCH=1) ---- */
+
+/* CPU time of this thread: on a shared machine, time slices given to other
+ * processes do not count against the kernel. */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void test_bench(void **state) {
+    (void)state;
+    const char *env = getenv("WGML_KERNEL_BENCH");
+    if (!env || strcmp(env, "1") != 0) {
+        print_message("set WGML_KERNEL_BENCH=1 for the throughput table\n");
+        skip();
+    }
+    const int64_t n = 4096;
+    const size_t total = (size_t)64 << 20;
+    tu_rng rng = {1};
+    float *x = malloc(n * sizeof(float));
+    uint8_t *xp = malloc(n * sizeof(float));
+    uint8_t *w = malloc(total);
+    make_x(n, x, &rng);
+    print_message("single-thread dot throughput, GB/s of weights per second of thread CPU time,\n"
+                  "rows of %lld over a 64 MB matrix, best of several passes:\n",
+                  (long long)n);
+    print_message("%-6s %8s %8s %8s\n", "type", "scalar", "avx2", "avx512");
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const size_t row = wgml_row_size(t, n);
+        const int64_t rows = (int64_t)(total / row);
+        make_weights(t, 0, n, w, &rng);
+        for (int64_t r = 1; r < rows; r++)
+            memcpy(w + r * row, w, row);
+        double gbs[3] = {0, 0, 0};
+        for (size_t ii = 0; ii < 3; ii++) {
+            const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+            if (!k) continue;
+            k->prepare(x, xp, n);
+            float sink = 0;
+            double best = 1e30;
+            for (int rep = 0; rep < (ii == 0 ? 2 : 7); rep++) {
+                const double t0 = now_s();
+                for (int64_t r = 0; r < rows; r++)
+                    sink += k->dot(n, w + r * row, xp);
+                const double dt = now_s() - t0;
+                best = dt < best ? dt : best;
+            }
+            gbs[ii] = (double)rows * row / best / 1e9;
+            if (isnan(sink)) print_message("(NaN sum)\n"); /* keeps the dots from being optimized away */
+        }
+        print_message("%-6s %8.2f %8.2f %8.2f\n", wgml_dtype_name(t), gbs[0], gbs[1], gbs[2]);
+    }
+    free(x);
+    free(xp);
+    free(w);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_to_float), cmocka_unit_test(test_bench),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
