@@ -108,6 +108,17 @@ wgml_status wgml_model_load(const char *path, const wgml_model_params *params,
 wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params,
                                    wgml_model **out, wgml_error *err);
 
+/* Reads up to `len` bytes at `offset` of the model file into buf; returns the
+ * count read (fewer only at the end of the file), or -1 on error. */
+typedef int64_t (*wgml_read_fn)(void *user, uint64_t offset, void *buf, size_t len);
+
+/* Loads a GGUF model of `size` bytes by pulling it through `read` in file
+ * order and in bounded chunks: the header first, then each tensor's data
+ * straight to the backend (on a GPU, into its buffers), so the whole file is
+ * never in memory at once - for the browser, or any non-file source. */
+wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size, const wgml_model_params *params,
+                                   wgml_model **out, wgml_error *err);
+
 void wgml_model_free(wgml_model *model);
 
 typedef struct wgml_model_info {
