@@ -114,7 +114,18 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, wg
     return st;
 }
 
-static wgml_status model_open(gguf_file *g, const wgml_model_params *params, wgml_model **out, wgml_error *err) {
+typedef struct {
+    wgml_read_fn read;
+    void *user;
+} stream_src;
+
+static int64_t stream_read(void *user, uint64_t offset, void *buf, size_t len) {
+    const stream_src *s = user;
+    return s->read(s->user, offset, buf, len);
+}
+
+static wgml_status model_open(gguf_file *g, const wgml_model_params *params, const stream_src *src, wgml_model **out,
+                              wgml_error *err) {
     wgml_model_params defaults = wgml_model_default_params();
     const wgml_model_params *p = params ? params : &defaults;
     wgml_model *m = wgml_calloc(1, sizeof *m);
@@ -144,6 +155,10 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, wgm
             st = load_on_backend(m, p, p->backend, err);
         }
     }
+    if (!st && src) {
+        progress_ctx pc = {p};
+        st = llama_model_stream(m->llm, g, stream_read, (void *)src, load_progress, &pc, err);
+    }
     if (st) {
         wgml_model_free(m);
         return st;
@@ -159,7 +174,7 @@ wgml_status wgml_model_load(const char *path, const wgml_model_params *params, w
     gguf_file *g;
     wgml_status st = gguf_open(path, &g, err);
     if (st) return st;
-    return model_open(g, params, out, err);
+    return model_open(g, params, NULL, out, err);
 }
 
 wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params, wgml_model **out,
@@ -169,7 +184,35 @@ wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_mod
     gguf_file *g;
     wgml_status st = gguf_open_memory(data, size, "<memory>", &g, err);
     if (st) return st;
-    return model_open(g, params, out, err);
+    return model_open(g, params, NULL, out, err);
+}
+
+wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size, const wgml_model_params *params,
+                                   wgml_model **out, wgml_error *err) {
+    if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_stream: out is NULL");
+    *out = NULL;
+    if (!read) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_stream: no read function");
+    /* the header (metadata and tensor table): read a prefix, doubling it until it parses */
+    size_t want = size < (1u << 20) ? (size_t)size : (1u << 20);
+    for (;;) {
+        uint8_t *prefix = wgml_malloc(want ? want : 1);
+        if (!prefix) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory reading the model header");
+        int64_t got = read(user, 0, prefix, want);
+        if (got != (int64_t)want) {
+            wgml_free(prefix);
+            return wgml_fail(err, WGML_ERR_IO, "model stream: reading %zu header bytes failed", want);
+        }
+        gguf_file *g;
+        int more;
+        wgml_status st = gguf_open_header(prefix, want, size, "<stream>", &g, &more, err);
+        if (st && more && want < size) {
+            want = size - want < want ? (size_t)size : want * 2;
+            continue;
+        }
+        if (st) return st;
+        stream_src src = {read, user};
+        return model_open(g, params, &src, out, err);
+    }
 }
 
 void wgml_model_free(wgml_model *m) {

@@ -219,12 +219,62 @@ static void test_batch_invariance(void **state) {
     wgml_model_free(m);
 }
 
+/* A file read through the streaming loader, counting what it is asked for. */
+typedef struct {
+    FILE *f;
+    uint64_t size, fail_at; /* a read at or past fail_at fails (0 = never) */
+    size_t max_len;
+    uint64_t calls;
+} stream_file;
+
+static int64_t stream_read(void *user, uint64_t offset, void *buf, size_t len) {
+    stream_file *s = user;
+    s->calls++;
+    if (len > s->max_len) s->max_len = len;
+    if (s->fail_at && offset + len > s->fail_at) return -1;
+    if (fseek(s->f, (long)offset, SEEK_SET)) return -1;
+    return (int64_t)fread(buf, 1, len, s->f);
+}
+
+static void test_stream_load(void **state) {
+    (void)state;
+    const char *files[] = {"models/stories260K.gguf", "models/stories260K-Q8_0mix.gguf"};
+    for (int i = 0; i < 2; i++) {
+        stream_file s = {fopen(tu_shared(files[i]), "rb"), 0, 0, 0, 0};
+        assert_non_null(s.f);
+        fseek(s.f, 0, SEEK_END);
+        s.size = (uint64_t)ftell(s.f);
+        wgml_model_params mp = wgml_model_default_params();
+        mp.backend = WGML_BACKEND_CPU;
+        wgml_model *m;
+        wgml_error err;
+        assert_int_equal(wgml_model_load_stream(stream_read, &s, s.size, &mp, &m, &err), WGML_OK);
+        assert_true(s.max_len <= (4u << 20));
+        capture c;
+        generate(m, "Once upon a time", 60, &c);
+        char *ref = reference("models/reference/stories260K.llama2c-run.t0.n64.once.txt");
+        size_t rl = strlen(ref);
+        while (rl && ref[rl - 1] == '\n') ref[--rl] = '\0';
+        assert_string_equal(c.text, ref);
+        free(ref);
+        wgml_model_free(m);
+        /* a read that fails half way is an I/O error naming the tensor */
+        s.fail_at = s.size / 2;
+        assert_int_equal(wgml_model_load_stream(stream_read, &s, s.size, &mp, &m, &err), WGML_ERR_IO);
+        assert_null(m);
+        assert_non_null(strstr(err.message, "tensor"));
+        /* a stream shorter than its header claims */
+        assert_int_equal(wgml_model_load_stream(stream_read, &s, 100, &mp, &m, &err), WGML_ERR_FORMAT);
+        fclose(s.f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_f32),           cmocka_unit_test(test_text_f16),
         cmocka_unit_test(test_text_q8_0mix),       cmocka_unit_test(test_text_llama2c_import),
         cmocka_unit_test(test_numpy_reference),    cmocka_unit_test(test_text_no_prompt),
-        cmocka_unit_test(test_batch_invariance),
+        cmocka_unit_test(test_batch_invariance),   cmocka_unit_test(test_stream_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

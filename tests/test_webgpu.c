@@ -160,6 +160,38 @@ static void test_reference_text(void **state) {
     free(ref);
 }
 
+static int64_t file_read(void *user, uint64_t offset, void *buf, size_t len) {
+    FILE *f = user;
+    if (fseek(f, (long)offset, SEEK_SET)) return -1;
+    return (int64_t)fread(buf, 1, len, f);
+}
+
+/* The streaming loader puts weights straight into GPU buffers, chunk by chunk. */
+static void test_stream_load(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    FILE *f = fopen(tu_shared("models/stories260K-Q8_0mix.gguf"), "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    uint64_t size = (uint64_t)ftell(f);
+    wgml_model_params mp = wgml_model_default_params();
+    mp.backend = WGML_BACKEND_WEBGPU;
+    mp.adapter = c->adapter;
+    mp.webgpu_flags = c->flags;
+    wgml_model *m;
+    wgml_error err;
+    assert_int_equal(wgml_model_load_stream(file_read, f, size, &mp, &m, &err), WGML_OK);
+    fclose(f);
+    capture cap;
+    greedy(m, 60, &cap);
+    size_t n;
+    char *ref = (char *)tu_read_file(tu_shared("models/reference/stories260K.llama2c-run.t0.n64.once.txt"), &n);
+    while (n && ref[n - 1] == '\n') ref[--n] = 0;
+    assert_string_equal(cap.text, ref);
+    free(ref);
+    wgml_model_free(m);
+}
+
 /* Logits at every position of a 64-token run stay within tolerance of the CPU's. */
 static void test_logits_vs_cpu(void **state) {
     const config *c = *state;
@@ -255,6 +287,7 @@ static void test_errors(void **state) {
     cmocka_unit_test_prestate(test_ops, (void *)&configs[i]),                                                  \
         cmocka_unit_test_prestate(test_windows, (void *)&configs[i]),                                          \
         cmocka_unit_test_prestate(test_reference_text, (void *)&configs[i]),                                   \
+        cmocka_unit_test_prestate(test_stream_load, (void *)&configs[i]),                                      \
         cmocka_unit_test_prestate(test_logits_vs_cpu, (void *)&configs[i]),                                    \
         cmocka_unit_test_prestate(test_plan_counters, (void *)&configs[i]),                                    \
         cmocka_unit_test_prestate(test_errors, (void *)&configs[i])

@@ -153,6 +153,10 @@ struct wgml_backend {
      * buffers can only be used whole, as weights, by ops). */
     wgml_status (*weight_create)(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
                                  const char *name, wgml_buffer **out, wgml_error *err);
+    /* Fills rows [row0, row0 + rows) of a weight created with data == NULL
+     * from GGUF-layout bytes (streamed loading). row0 must be even. */
+    wgml_status (*weight_write)(wgml_backend *be, wgml_buffer *buf, int64_t row0, int64_t rows, const void *data,
+                                wgml_error *err);
     void (*buffer_free)(wgml_backend *be, wgml_buffer *buf);
     /* Synchronous copies outside steps (loading, tests). */
     wgml_status (*buffer_write)(wgml_backend *be, wgml_buffer *buf, size_t offset, const void *data,

@@ -36,7 +36,9 @@ struct gguf_file {
     char *name;
     const uint8_t *base;
     size_t size;
-    int mapped; /* base came from mmap and is unmapped on close */
+    int mapped; /* 1: base came from mmap; 2: base is an owned heap copy */
+    size_t avail; /* bytes present at base (< size for a header-only file) */
+    int hit_end;  /* parsing ran into the end of the available bytes */
     uint32_t version;
     size_t alignment;
     size_t data_offset;
@@ -59,6 +61,7 @@ static uint64_t cur_offset(const cursor *c) { return (uint64_t)(c->p - c->f->bas
 static uint64_t cur_left(const cursor *c) { return (uint64_t)(c->end - c->p); }
 
 static wgml_status truncated(cursor *c, const char *what) {
+    ((gguf_file *)c->f)->hit_end = 1;
     return wgml_fail(c->err, WGML_ERR_FORMAT, "%s: file truncated at offset %llu while reading %s",
                      c->f->name, (unsigned long long)cur_offset(c), what);
 }
@@ -78,6 +81,7 @@ static wgml_status rd_str(cursor *c, gguf_str *s, const char *what) {
     wgml_status st = rd_u64(c, &len, what);
     if (st) return st;
     if (len > cur_left(c)) {
+        ((gguf_file *)c->f)->hit_end = 1;
         return wgml_fail(c->err, WGML_ERR_FORMAT,
                          "%s: %s at offset %llu has length %llu, past the end of the file", c->f->name,
                          what, (unsigned long long)(cur_offset(c) - 8), (unsigned long long)len);
@@ -168,11 +172,13 @@ static wgml_status rd_array(cursor *c, gguf_file *f, gguf_value *out, int depth,
     out->v.arr.items = NULL;
     int es = fixed_size((gguf_type)et);
     if (es) {
-        if (n > cur_left(c) / (uint64_t)es)
+        if (n > cur_left(c) / (uint64_t)es) {
+            ((gguf_file *)c->f)->hit_end = 1;
             return wgml_fail(c->err, WGML_ERR_FORMAT,
                              "%s: key '%s': array of %llu %s elements at offset %llu runs past the end of the file",
                              f->name, key, (unsigned long long)n, gguf_type_name((gguf_type)et),
                              (unsigned long long)(cur_offset(c) - 12));
+        }
         if (et == GGUF_TYPE_BOOL) {
             for (uint64_t i = 0; i < n; i++)
                 if (c->p[i] > 1)
@@ -184,11 +190,13 @@ static wgml_status rd_array(cursor *c, gguf_file *f, gguf_value *out, int depth,
     }
     /* strings need >= 8 bytes each, arrays >= 12: bound n before allocating */
     uint64_t min_size = et == GGUF_TYPE_STRING ? 8 : 12;
-    if (n > cur_left(c) / min_size)
+    if (n > cur_left(c) / min_size) {
+        ((gguf_file *)c->f)->hit_end = 1;
         return wgml_fail(c->err, WGML_ERR_FORMAT,
                          "%s: key '%s': array of %llu %s elements at offset %llu cannot fit in the file",
                          f->name, key, (unsigned long long)n, gguf_type_name((gguf_type)et),
                          (unsigned long long)(cur_offset(c) - 12));
+    }
     gguf_value *items = wgml_calloc(n ? n : 1, sizeof *items);
     if (!items) return wgml_fail(c->err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory reading key '%s'", f->name, key);
     if ((st = own(f, items, c->err))) {
@@ -324,7 +332,8 @@ static wgml_status place_tensors(gguf_file *f, wgml_error *err) {
             return wgml_fail(err, WGML_ERR_FORMAT,
                              "%s: tensor '%s': data [%llu, +%zu) lies outside the file's data section of %zu bytes",
                              f->name, t->name, (unsigned long long)t->offset, t->size, data_size);
-        t->data = f->base + f->data_offset + t->offset;
+        uint64_t end = (uint64_t)f->data_offset + t->offset + t->size;
+        t->data = end <= f->avail ? f->base + f->data_offset + t->offset : NULL;
     }
     if (f->n_tensors < 2) return WGML_OK;
     gguf_tensor **order = wgml_calloc((size_t)f->n_tensors, sizeof *order);
@@ -345,7 +354,7 @@ static wgml_status place_tensors(gguf_file *f, wgml_error *err) {
 }
 
 static wgml_status parse(gguf_file *f, wgml_error *err) {
-    cursor c = {f, f->base, f->base + f->size, err};
+    cursor c = {f, f->base, f->base + f->avail, err};
     wgml_status st;
     uint32_t magic = 0;
     if ((st = rd_u32(&c, &magic, "the magic number"))) return st;
@@ -364,10 +373,11 @@ static wgml_status parse(gguf_file *f, wgml_error *err) {
     if ((st = rd_u64(&c, &n_tensors, "the tensor count")) || (st = rd_u64(&c, &n_kv, "the metadata count")))
         return st;
     /* a key/value takes >= 13 bytes (8 length + 1 char + 4 type) and a tensor >= 29 */
-    if (n_kv > cur_left(&c) / 13)
+    uint64_t file_left = (uint64_t)(f->size - 24);
+    if (n_kv > file_left / 13)
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: metadata count %llu cannot fit in a file of %zu bytes",
                          f->name, (unsigned long long)n_kv, f->size);
-    if (n_tensors > cur_left(&c) / 29)
+    if (n_tensors > file_left / 29)
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: tensor count %llu cannot fit in a file of %zu bytes",
                          f->name, (unsigned long long)n_tensors, f->size);
     f->kv = wgml_calloc(n_kv ? (size_t)n_kv : 1, sizeof *f->kv);
@@ -419,7 +429,7 @@ wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gg
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening %s", name ? name : "GGUF");
     }
     f->base = data;
-    f->size = size;
+    f->size = f->avail = size;
     if (!data && size) {
         gguf_close(f);
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "NULL data for GGUF in memory");
@@ -480,8 +490,40 @@ wgml_status gguf_open(const char *path, gguf_file **out, wgml_error *err) {
         return wgml_fail(err, WGML_ERR_IO, "%s: short read", path);
     }
 #endif
-    f->size = size;
+    f->size = f->avail = size;
     return finish_open(f, out, err);
+}
+
+wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, const char *name, gguf_file **out,
+                             int *need_more, wgml_error *err) {
+    *out = NULL;
+    *need_more = 0;
+    gguf_file *f = wgml_calloc(1, sizeof *f);
+    char *nm = wgml_strdup(name ? name : "<stream>");
+    if (!f || !nm) {
+        wgml_free(f);
+        wgml_free(nm);
+        wgml_free(prefix);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening %s", name ? name : "GGUF");
+    }
+    f->name = nm;
+    f->base = prefix;
+    f->mapped = 2;
+    f->avail = avail < file_size ? avail : (size_t)file_size;
+    f->size = (size_t)file_size;
+    if (file_size < 24 || file_size > SIZE_MAX) {
+        gguf_close(f);
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: %llu bytes is not a GGUF file", name ? name : "stream",
+                         (unsigned long long)file_size);
+    }
+    wgml_status st = parse(f, err);
+    if (st) {
+        *need_more = f->hit_end && f->avail < f->size;
+        gguf_close(f);
+        return st;
+    }
+    *out = f;
+    return WGML_OK;
 }
 
 void gguf_close(gguf_file *f) {
@@ -494,9 +536,8 @@ void gguf_close(gguf_file *f) {
     wgml_free(f->tensors);
 #if !defined(__wasm__)
     if (f->mapped == 1 && f->base) munmap((void *)f->base, f->size);
-#else
-    if (f->mapped == 2) wgml_free((void *)f->base);
 #endif
+    if (f->mapped == 2) wgml_free((void *)f->base);
     wgml_free(f->name);
     wgml_free(f);
 }

@@ -99,6 +99,13 @@ wgml_status gguf_open(const char *path, gguf_file **out, wgml_error *err);
 /* Same over caller-owned bytes that must outlive the gguf_file. `name` labels messages. */
 wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gguf_file **out,
                              wgml_error *err);
+/* Parses only the header from `prefix` (the first avail bytes of a file of
+ * file_size bytes): tensors are validated against file_size and have data =
+ * NULL (their bytes come later, e.g. streamed). When the prefix ends before
+ * the header does, fails with WGML_ERR_FORMAT and sets *need_more (call again
+ * with a longer prefix). The gguf_file takes ownership of prefix (wgml_malloc'ed). */
+wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, const char *name, gguf_file **out,
+                             int *need_more, wgml_error *err);
 void gguf_close(gguf_file *f);
 
 const char *gguf_name(const gguf_file *f);

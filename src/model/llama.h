@@ -30,6 +30,7 @@ typedef struct llama_model {
     wgml_tensor tok_embd, out_norm, output, rope_freqs;
     llama_layer *layers;
     wgml_buffer **bufs;
+    const gguf_tensor **buf_src; /* the GGUF tensor each buffer holds */
     int n_bufs;
     uint64_t n_params, weights_bytes;
 } llama_model;
@@ -44,8 +45,19 @@ wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error
 /* Whether the architecture is one we run ("llama", "qwen2"). */
 int llama_arch_supported(const char *arch);
 
+/* Creates every weight on the backend. When the file's tensor data is present
+ * (mapped or in memory) it is uploaded; for a header-only gguf_file
+ * (gguf_open_header) the weights are created empty, and llama_model_stream
+ * fills them afterwards. */
 wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progress_fn progress, void *user,
                              llama_model **out, wgml_error *err);
+
+/* Reads the bytes of file_size bytes through read(offset, buf, len) and fills the weights
+ * of a model loaded from a header-only file, tensor by tensor in file order,
+ * in chunks of at most a few MiB. */
+typedef int64_t (*llama_read_fn)(void *user, uint64_t offset, void *buf, size_t len);
+wgml_status llama_model_stream(llama_model *m, const gguf_file *f, llama_read_fn read, void *read_user,
+                               llama_progress_fn progress, void *user, wgml_error *err);
 void llama_model_free(llama_model *m);
 
 wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_state **out, wgml_error *err);

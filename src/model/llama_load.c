@@ -153,8 +153,10 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
     if (L->m->n_bufs == L->cap_bufs) {
         int cap = L->cap_bufs ? L->cap_bufs * 2 : 64;
         wgml_buffer **b = wgml_realloc(L->m->bufs, (size_t)cap * sizeof *b);
-        if (!b) return wgml_fail(L->err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading '%s'", name);
-        L->m->bufs = b;
+        if (b) L->m->bufs = b;
+        const gguf_tensor **src = b ? wgml_realloc(L->m->buf_src, (size_t)cap * sizeof *src) : NULL;
+        if (!b || !src) return wgml_fail(L->err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading '%s'", name);
+        L->m->buf_src = src;
         L->cap_bufs = cap;
     }
     wgml_buffer *buf;
@@ -163,6 +165,7 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
         wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, g->size);
         return st;
     }
+    L->m->buf_src[L->m->n_bufs] = g;
     L->m->bufs[L->m->n_bufs++] = buf;
     t->type = g->type;
     t->ne[0] = ne0;
@@ -172,9 +175,11 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
     t->name = g->name;
     L->m->n_params += (uint64_t)g->n_elements;
     L->m->weights_bytes += g->size;
-    L->done += g->size;
-    if (L->progress && L->progress(L->user, L->done, L->total))
-        return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "loading cancelled");
+    if (g->data) { /* streamed tensors count when their bytes arrive */
+        L->done += g->size;
+        if (L->progress && L->progress(L->user, L->done, L->total))
+            return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "loading cancelled");
+    }
     return WGML_OK;
 }
 
@@ -236,7 +241,7 @@ wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progres
     if ((st = load_tensor(&L, &m->rope_freqs, "rope_freqs.weight", hp->rope.n_rot / 2, 1, 0))) goto fail;
     for (int i = 0; i < hp->n_layer; i++)
         if ((st = load_layer(&L, i))) goto fail;
-    if (progress) progress(user, L.total, L.total);
+    if (progress && L.done == L.total) progress(user, L.total, L.total);
     *out = m;
     return WGML_OK;
 fail:
@@ -248,6 +253,77 @@ void llama_model_free(llama_model *m) {
     if (!m) return;
     for (int i = 0; i < m->n_bufs; i++) m->be->buffer_free(m->be, m->bufs[i]);
     wgml_free(m->bufs);
+    wgml_free(m->buf_src);
     wgml_free(m->layers);
     wgml_free(m);
+}
+
+#define STREAM_CHUNK (4u << 20)
+
+
+wgml_status llama_model_stream(llama_model *m, const gguf_file *f, llama_read_fn read, void *read_user,
+                               llama_progress_fn progress, void *user, wgml_error *err) {
+    int *order = wgml_calloc((size_t)(m->n_bufs > 0 ? m->n_bufs : 1), sizeof *order);
+    uint8_t *chunk = wgml_malloc(STREAM_CHUNK);
+    wgml_status st = WGML_OK;
+    if (!order || !chunk) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory streaming the model");
+        goto done;
+    }
+    int n = 0;
+    uint64_t total = 0, done_bytes = 0;
+    for (int i = 0; i < m->n_bufs; i++) {
+        /* a tensor used twice (tied output) is one buffer; skip duplicates */
+        int dup = 0;
+        for (int j = 0; j < n; j++) dup |= m->buf_src[order[j]] == m->buf_src[i];
+        if (!dup && !m->buf_src[i]->data) {
+            order[n++] = i;
+            total += m->buf_src[i]->size;
+        }
+    }
+    for (int i = 1; i < n; i++) /* file order (insertion sort: a few hundred tensors) */
+        for (int j = i; j > 0 && m->buf_src[order[j]]->offset < m->buf_src[order[j - 1]]->offset; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int k = 0; k < n && !st; k++) {
+        const gguf_tensor *t = m->buf_src[order[k]];
+        size_t row = t->size / (size_t)(t->n_elements / t->ne[0]);
+        int64_t rows = (int64_t)(t->size / row);
+        /* an even number of rows per chunk (backends need even row starts), at least 2 */
+        int64_t per = (int64_t)(STREAM_CHUNK / row) & ~(int64_t)1;
+        if (per < 2) per = 2;
+        uint8_t *buf = chunk;
+        uint8_t *big = NULL;
+        if ((size_t)per * row > STREAM_CHUNK) { /* rows larger than a chunk */
+            big = wgml_malloc((size_t)per * row);
+            if (!big) {
+                st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory streaming '%s'", t->name);
+                break;
+            }
+            buf = big;
+        }
+        for (int64_t r = 0; r < rows && !st; r += per) {
+            int64_t nr = rows - r < per ? rows - r : per;
+            size_t len = (size_t)nr * row;
+            uint64_t off = gguf_data_offset(f) + t->offset + (uint64_t)r * row;
+            int64_t got = read(read_user, off, buf, len);
+            if (got != (int64_t)len) {
+                st = wgml_fail(err, WGML_ERR_IO, "%s: reading tensor '%s' at offset %llu failed (%lld of %zu bytes)",
+                               gguf_name(f), t->name, (unsigned long long)off, (long long)got, len);
+                break;
+            }
+            st = m->be->weight_write(m->be, m->bufs[order[k]], r, nr, buf, err);
+            if (st) wgml_error_prefix(err, "streaming '%s'", t->name);
+            done_bytes += len;
+            if (!st && progress && progress(user, done_bytes, total))
+                st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "loading cancelled");
+        }
+        wgml_free(big);
+    }
+done:
+    wgml_free(order);
+    wgml_free(chunk);
+    return st;
 }

@@ -96,14 +96,33 @@ static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usag
 
 static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
                                  const char *name, wgml_buffer **out, wgml_error *err) {
-    (void)be, (void)name;
     *out = NULL;
     size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
+    if (!data) { /* streamed: the backend owns the bytes, filled by weight_write */
+        wgml_status st = buffer_create(be, size, WGML_BUFFER_WEIGHTS, out, err);
+        if (st) wgml_error_prefix(err, "weight '%s'", name ? name : "?");
+        else (*out)->row_bytes = wgml_row_size(type, ne0);
+        return st;
+    }
     wgml_buffer *b = wgml_calloc(1, sizeof *b);
     if (!b) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
     b->data = (uint8_t *)data; /* read-only by contract: ops never write weights */
     b->size = size;
     *out = b;
+    return WGML_OK;
+}
+
+static wgml_status weight_write(wgml_backend *be, wgml_buffer *b, int64_t row0, int64_t rows, const void *data,
+                                wgml_error *err) {
+    (void)be;
+    if (!b->owned || rows < 0 || row0 < 0)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cpu backend: weight_write to a weight with data");
+    /* row size is not stored: the caller writes whole rows in order, so bytes = size * rows / total rows */
+    size_t row = b->row_bytes;
+    if (!row || (size_t)(row0 + rows) * row > b->size)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cpu backend: rows %lld..%lld past the weight",
+                         (long long)row0, (long long)(row0 + rows));
+    memcpy(b->data + (size_t)row0 * row, data, (size_t)rows * row);
     return WGML_OK;
 }
 
@@ -236,6 +255,7 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->free = cpu_free;
     b->buffer_create = buffer_create;
     b->weight_create = weight_create;
+    b->weight_write = weight_write;
     b->buffer_free = buffer_free;
     b->buffer_write = buffer_write;
     b->buffer_read = buffer_read;

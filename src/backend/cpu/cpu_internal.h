@@ -15,6 +15,7 @@ struct wgml_buffer {
     uint8_t *data;
     size_t size;
     int owned; /* 0: wraps caller memory (weights in the mmap) */
+    size_t row_bytes; /* streamed weights: bytes per row */
 };
 
 #define CPU_MAX_PROFILE 16

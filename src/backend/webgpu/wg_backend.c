@@ -86,6 +86,47 @@ static void buffer_free(wgml_backend *be, wgml_buffer *b) {
     wgml_free(b);
 }
 
+/* Repacks rows [row0, row0 + rows) (GGUF layout at src) into the windows
+ * they belong to, through the staging area, in chunks of an even number of
+ * rows (so that 2-byte scale regions stay word-aligned). */
+static wgml_status upload_rows(wg_backend *wb, wgml_buffer *b, int64_t row0, int64_t rows, const void *src,
+                               wgml_error *err) {
+    int mw, sbytes;
+    wg_repack_layout(b->wtype, &mw, &sbytes);
+    const wgml_dtype_traits *tr = wgml_dtype_get(b->wtype);
+    size_t row_src = wgml_row_size(b->wtype, b->ne0);
+    uint64_t bpr = (uint64_t)(b->ne0 / tr->block_size);
+    uint32_t sb;
+    uint64_t row_bytes = wg_repack_size(b->wtype, b->ne0, 1, &sb) + 8;
+    int64_t chunk_rows = (int64_t)(UPLOAD_CHUNK / row_bytes);
+    if (chunk_rows < 2) chunk_rows = 2;
+    chunk_rows &= ~(int64_t)1;
+    uint8_t *staging = wgml_malloc((size_t)wg_repack_size(b->wtype, b->ne0, chunk_rows, &sb) + 16);
+    if (!staging) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory uploading weights");
+    for (int w = 0; w < b->n_windows; w++) {
+        wg_window *win = &b->win[w];
+        int64_t lo = row0 > win->row0 ? row0 : win->row0;
+        int64_t hi = row0 + rows < win->row0 + win->rows ? row0 + rows : win->row0 + win->rows;
+        for (int64_t r = lo; r < hi; r += chunk_rows) {
+            int64_t nr = hi - r < chunk_rows ? hi - r : chunk_rows;
+            int64_t wr = r - win->row0; /* row within the window */
+            uint32_t csb;
+            uint64_t csize = wg_repack_size(b->wtype, b->ne0, nr, &csb);
+            wg_repack(b->wtype, b->ne0, nr, (const uint8_t *)src + (size_t)(r - row0) * row_src, staging, csb);
+            if (mw == 0) {
+                wgml_gpu_write(wb->gpu, win->gpu, (uint64_t)wr * row_src, staging, (size_t)csize);
+            } else {
+                uint64_t main_off = (uint64_t)wr * bpr * (uint64_t)mw * 4;
+                uint64_t sc_off = (uint64_t)win->sb_word * 4 + (uint64_t)wr * bpr * (uint64_t)sbytes;
+                wgml_gpu_write(wb->gpu, win->gpu, main_off, staging, (size_t)csb * 4);
+                wgml_gpu_write(wb->gpu, win->gpu, sc_off, staging + (size_t)csb * 4, (size_t)(csize - (uint64_t)csb * 4));
+            }
+        }
+    }
+    wgml_free(staging);
+    return wgml_gpu_status(wb->gpu, err);
+}
+
 static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
                                  const char *name, wgml_buffer **out, wgml_error *err) {
     wg_backend *wb = (wg_backend *)be;
@@ -108,22 +149,16 @@ static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, i
     wgml_buffer *b = wgml_calloc(1, sizeof *b);
     int n_win = (int)((ne1 + rows_per_win - 1) / rows_per_win);
     if (b) b->win = wgml_calloc((size_t)n_win, sizeof *b->win);
-    size_t row_src = wgml_row_size(type, ne0);
-    int64_t chunk_rows = (int64_t)(UPLOAD_CHUNK / row_bytes);
-    if (chunk_rows < 2) chunk_rows = 2;
-    chunk_rows &= ~(int64_t)1;
-    uint8_t *staging = b ? wgml_malloc((size_t)wg_repack_size(type, ne0, chunk_rows, &sb) + 16) : NULL;
-    if (!b || !b->win || !staging) {
+    if (!b || !b->win) {
         if (b) wgml_free(b->win);
         wgml_free(b);
-        wgml_free(staging);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory uploading '%s'", name ? name : "?");
     }
     b->is_weight = 1;
     b->wtype = type;
     b->ne0 = ne0;
     b->ne1 = ne1;
-    b->size = row_src * (size_t)ne1;
+    b->size = wgml_row_size(type, ne0) * (size_t)ne1;
     b->host = data;
     wgml_status st = WGML_OK;
     for (int w = 0; w < n_win && !st; w++) {
@@ -138,33 +173,23 @@ static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, i
         }
         b->n_windows++;
         b->gpu_bytes += size;
-        uint64_t blocks_per_row = (uint64_t)(ne0 / tr->block_size);
-        for (int64_t r = 0; r < win->rows; r += chunk_rows) {
-            int64_t nr = win->rows - r < chunk_rows ? win->rows - r : chunk_rows;
-            uint32_t csb;
-            uint64_t csize = wg_repack_size(type, ne0, nr, &csb);
-            const uint8_t *src = (const uint8_t *)data + (size_t)(win->row0 + r) * row_src;
-            wg_repack(type, ne0, nr, src, staging, csb);
-            if (mw == 0) {
-                wgml_gpu_write(wb->gpu, win->gpu, (uint64_t)r * row_src, staging, (size_t)csize);
-            } else {
-                uint64_t main_off = (uint64_t)r * blocks_per_row * (uint64_t)mw * 4;
-                uint64_t sc_off = (uint64_t)win->sb_word * 4 + (uint64_t)r * blocks_per_row * (uint64_t)sbytes;
-                wgml_gpu_write(wb->gpu, win->gpu, main_off, staging, (size_t)csb * 4);
-                wgml_gpu_write(wb->gpu, win->gpu, sc_off, staging + (size_t)csb * 4, (size_t)(csize - (uint64_t)csb * 4));
-            }
-        }
     }
-    wgml_free(staging);
-    if (!st) st = wgml_gpu_status(wb->gpu, err);
-    b->is_weight = 1;
     wb->weight_bytes += b->gpu_bytes;
+    if (!st && data) st = upload_rows(wb, b, 0, ne1, data, err);
     if (st) {
         buffer_free(be, b);
         return st;
     }
     *out = b;
     return WGML_OK;
+}
+
+static wgml_status weight_write(wgml_backend *be, wgml_buffer *b, int64_t row0, int64_t rows, const void *data,
+                                wgml_error *err) {
+    if (!b->is_weight || row0 < 0 || rows < 0 || row0 + rows > b->ne1 || (row0 & 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "webgpu: weight_write of rows %lld..%lld (of %lld; start even)",
+                         (long long)row0, (long long)(row0 + rows), (long long)b->ne1);
+    return upload_rows((wg_backend *)be, b, row0, rows, data, err);
 }
 
 static wgml_status buffer_write(wgml_backend *be, wgml_buffer *b, size_t offset, const void *data, size_t size,
@@ -328,6 +353,7 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     b->free = wg_free;
     b->buffer_create = buffer_create;
     b->weight_create = weight_create;
+    b->weight_write = weight_write;
     b->buffer_free = buffer_free;
     b->buffer_write = buffer_write;
     b->buffer_read = buffer_read;
