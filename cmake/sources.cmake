@@ -31,3 +31,7 @@ endif()
 if(EXISTS ${CMAKE_SOURCE_DIR}/cmake/webgpu.cmake)
   include(cmake/webgpu.cmake)
 endif()
+
+if(EXISTS ${CMAKE_SOURCE_DIR}/cmake/fuzz.cmake)
+  include(cmake/fuzz.cmake)
+endif()

@@ -193,7 +193,7 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
     *out = NULL;
     if (!read) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_stream: no read function");
     /* the header (metadata and tensor table): read a prefix, doubling it until it parses */
-    size_t want = size < (1u << 20) ? (size_t)size : (1u << 20);
+    size_t want = size < (256u << 10) ? (size_t)size : (256u << 10);
     for (;;) {
         uint8_t *prefix = wgml_malloc(want ? want : 1);
         if (!prefix) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory reading the model header");

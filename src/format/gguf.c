@@ -46,6 +46,11 @@ struct gguf_file {
     gguf_kv *kv;
     int64_t n_tensors;
     gguf_tensor *tensors;
+    /* keys and tensor names in sorted order: duplicates are found by sorting
+     * and lookups are binary searches, so a hostile file with millions of
+     * entries costs n log n, not n^2 (both set once the header is parsed) */
+    const gguf_kv **kv_by_key;
+    const gguf_tensor **tensor_by_name;
     /* allocations owned for arrays of strings/arrays, chained for freeing */
     void **owned;
     size_t n_owned, cap_owned;
@@ -236,10 +241,6 @@ static wgml_status parse_kv(cursor *c, gguf_file *f) {
         char *key = wgml_strndup(k.ptr, (size_t)k.len);
         if (!key) return wgml_fail(c->err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", f->name);
         kv->key = key;
-        for (int64_t j = 0; j < i; j++)
-            if (strcmp(f->kv[j].key, key) == 0)
-                return wgml_fail(c->err, WGML_ERR_FORMAT, "%s: duplicate metadata key '%s' at offset %llu",
-                                 f->name, key, (unsigned long long)kv->offset);
         uint32_t type = 0;
         if ((st = rd_u32(c, &type, key))) return st;
         kv->raw = c->p;
@@ -309,10 +310,47 @@ static wgml_status parse_tensor_info(cursor *c, gguf_file *f, int64_t i) {
     if (row == 0 || rows > SIZE_MAX / row)
         return wgml_fail(c->err, WGML_ERR_FORMAT, "%s: tensor '%s': size overflows", f->name, nm);
     t->size = row * (size_t)rows;
-    if ((st = rd_u64(c, &t->offset, nm))) return st;
-    for (int64_t j = 0; j < i; j++)
-        if (strcmp(f->tensors[j].name, nm) == 0)
-            return wgml_fail(c->err, WGML_ERR_FORMAT, "%s: duplicate tensor name '%s'", f->name, nm);
+    return rd_u64(c, &t->offset, nm);
+}
+
+static int cmp_kv_key(const void *a, const void *b) {
+    return strcmp((*(const gguf_kv *const *)a)->key, (*(const gguf_kv *const *)b)->key);
+}
+
+static int cmp_tensor_name(const void *a, const void *b) {
+    return strcmp((*(const gguf_tensor *const *)a)->name, (*(const gguf_tensor *const *)b)->name);
+}
+
+/* Sorts the keys, rejects duplicates (naming the later one) and keeps the order for lookups. */
+static wgml_status index_kv(gguf_file *f, wgml_error *err) {
+    const gguf_kv **idx = wgml_calloc(f->n_kv ? (size_t)f->n_kv : 1, sizeof *idx);
+    if (!idx) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", f->name);
+    for (int64_t i = 0; i < f->n_kv; i++) idx[i] = &f->kv[i];
+    qsort(idx, (size_t)f->n_kv, sizeof *idx, cmp_kv_key);
+    for (int64_t i = 1; i < f->n_kv; i++)
+        if (strcmp(idx[i - 1]->key, idx[i]->key) == 0) {
+            const gguf_kv *later = idx[i - 1]->offset > idx[i]->offset ? idx[i - 1] : idx[i];
+            wgml_status st = wgml_fail(err, WGML_ERR_FORMAT, "%s: duplicate metadata key '%s' at offset %llu",
+                                       f->name, later->key, (unsigned long long)later->offset);
+            wgml_free(idx);
+            return st;
+        }
+    f->kv_by_key = idx;
+    return WGML_OK;
+}
+
+static wgml_status index_tensors(gguf_file *f, wgml_error *err) {
+    const gguf_tensor **idx = wgml_calloc(f->n_tensors ? (size_t)f->n_tensors : 1, sizeof *idx);
+    if (!idx) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", f->name);
+    for (int64_t i = 0; i < f->n_tensors; i++) idx[i] = &f->tensors[i];
+    qsort(idx, (size_t)f->n_tensors, sizeof *idx, cmp_tensor_name);
+    for (int64_t i = 1; i < f->n_tensors; i++)
+        if (strcmp(idx[i - 1]->name, idx[i]->name) == 0) {
+            wgml_status st = wgml_fail(err, WGML_ERR_FORMAT, "%s: duplicate tensor name '%s'", f->name, idx[i]->name);
+            wgml_free(idx);
+            return st;
+        }
+    f->tensor_by_name = idx;
     return WGML_OK;
 }
 
@@ -384,7 +422,7 @@ static wgml_status parse(gguf_file *f, wgml_error *err) {
     f->tensors = wgml_calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *f->tensors);
     if (!f->kv || !f->tensors) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", f->name);
     f->n_kv = (int64_t)n_kv;
-    if ((st = parse_kv(&c, f))) return st;
+    if ((st = parse_kv(&c, f)) || (st = index_kv(f, err))) return st;
 
     f->alignment = GGUF_DEFAULT_ALIGNMENT;
     const gguf_kv *al = gguf_find_kv(f, "general.alignment");
@@ -399,6 +437,7 @@ static wgml_status parse(gguf_file *f, wgml_error *err) {
     f->n_tensors = (int64_t)n_tensors;
     for (int64_t i = 0; i < f->n_tensors; i++)
         if ((st = parse_tensor_info(&c, f, i))) return st;
+    if ((st = index_tensors(f, err))) return st;
 
     uint64_t off = cur_offset(&c);
     uint64_t aligned = (off + f->alignment - 1) / f->alignment * f->alignment;
@@ -428,7 +467,8 @@ wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gg
         wgml_free(f);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening %s", name ? name : "GGUF");
     }
-    f->base = data;
+    static const uint8_t no_bytes[1];
+    f->base = data ? data : no_bytes; /* NULL + 0 would be undefined in the cursor arithmetic */
     f->size = f->avail = size;
     if (!data && size) {
         gguf_close(f);
@@ -532,6 +572,8 @@ void gguf_close(gguf_file *f) {
     for (int64_t i = 0; i < f->n_tensors; i++) wgml_free((void *)f->tensors[i].name);
     for (size_t i = 0; i < f->n_owned; i++) wgml_free(f->owned[i]);
     wgml_free(f->owned);
+    wgml_free((void *)f->kv_by_key);
+    wgml_free((void *)f->tensor_by_name);
     wgml_free(f->kv);
     wgml_free(f->tensors);
 #if !defined(__wasm__)
@@ -554,10 +596,18 @@ const gguf_kv *gguf_kv_at(const gguf_file *f, int64_t i) {
     return i >= 0 && i < f->n_kv ? &f->kv[i] : NULL;
 }
 
+static int cmp_key_to_kv(const void *key, const void *elem) {
+    return strcmp((const char *)key, (*(const gguf_kv *const *)elem)->key);
+}
+
+static int cmp_name_to_tensor(const void *name, const void *elem) {
+    return strcmp((const char *)name, (*(const gguf_tensor *const *)elem)->name);
+}
+
 const gguf_kv *gguf_find_kv(const gguf_file *f, const char *key) {
-    for (int64_t i = 0; i < f->n_kv; i++)
-        if (f->kv[i].key && strcmp(f->kv[i].key, key) == 0) return &f->kv[i];
-    return NULL;
+    if (!f->kv_by_key) return NULL; /* not opened */
+    const gguf_kv *const *hit = bsearch(key, f->kv_by_key, (size_t)f->n_kv, sizeof *f->kv_by_key, cmp_key_to_kv);
+    return hit ? *hit : NULL;
 }
 
 const gguf_tensor *gguf_tensor_at(const gguf_file *f, int64_t i) {
@@ -565,9 +615,10 @@ const gguf_tensor *gguf_tensor_at(const gguf_file *f, int64_t i) {
 }
 
 const gguf_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
-    for (int64_t i = 0; i < f->n_tensors; i++)
-        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
-    return NULL;
+    if (!f->tensor_by_name) return NULL;
+    const gguf_tensor *const *hit =
+        bsearch(name, f->tensor_by_name, (size_t)f->n_tensors, sizeof *f->tensor_by_name, cmp_name_to_tensor);
+    return hit ? *hit : NULL;
 }
 
 static int wrong_type(const gguf_file *f, const char *key, const char *want, const gguf_value *v, wgml_error *err) {

@@ -2,7 +2,8 @@
  * gguf_write.c - the GGUF writer (see gguf.h).
  *
  * Metadata is serialized into a byte buffer as it is set; tensor infos are
- * kept in a list with their offsets computed at declaration. begin() writes
+ * kept in a list and their offsets laid out in begin(), once the alignment
+ * (`general.alignment`, default 32) is final. begin() writes
  * header, metadata and tensor table; write_tensor() appends each tensor's
  * bytes plus alignment padding; finish() renames "<path>.tmp" to <path>.
  */
@@ -66,6 +67,7 @@ void gguf_writer_free(gguf_writer *w) {
 static wgml_status oom(wgml_error *err) { return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory writing GGUF"); }
 
 static wgml_status put(gguf_writer *w, const void *p, size_t n, wgml_error *err) {
+    if (n > SIZE_MAX / 2 - w->kv_len) return oom(err); /* the doubling below would overflow */
     if (w->kv_len + n > w->kv_cap) {
         size_t cap = w->kv_cap ? w->kv_cap : 4096;
         while (cap < w->kv_len + n) cap *= 2;
@@ -74,7 +76,7 @@ static wgml_status put(gguf_writer *w, const void *p, size_t n, wgml_error *err)
         w->kv = b;
         w->kv_cap = cap;
     }
-    memcpy(w->kv + w->kv_len, p, n);
+    if (n) memcpy(w->kv + w->kv_len, p, n); /* p may be NULL for an empty array */
     w->kv_len += n;
     return WGML_OK;
 }
@@ -97,6 +99,10 @@ static wgml_status begin_kv(gguf_writer *w, const char *key, gguf_type type, wgm
     if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: metadata '%s' set after begin", key);
     if (gguf_writer_has_key(w, key))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: duplicate metadata key '%s'", key);
+    /* the writer pads with this value, so it must be one the reader accepts */
+    if (strcmp(key, "general.alignment") == 0 && type != GGUF_TYPE_UINT32)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: general.alignment must be a u32, not %s",
+                         gguf_type_name(type));
     if (w->n_kv == w->n_keys_cap) {
         size_t cap = w->n_keys_cap ? w->n_keys_cap * 2 : 32;
         char **k = wgml_realloc(w->keys, cap * sizeof *k);
@@ -111,12 +117,31 @@ static wgml_status begin_kv(gguf_writer *w, const char *key, gguf_type type, wgm
     return st ? st : put_u32(w, (uint32_t)type, err);
 }
 
+/* general.alignment decides the padding of the data section and of every
+ * tensor, so the writer pads with the value it is given, checked as the
+ * reader will check it. */
+static int is_alignment_key(const char *key) { return strcmp(key, "general.alignment") == 0; }
+
+static wgml_status check_alignment(uint64_t v, wgml_error *err) {
+    if (v == 0 || (v & (v - 1)) || v > (1u << 20))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "GGUF writer: general.alignment %llu is not a power of two up to 1 MiB",
+                         (unsigned long long)v);
+    return WGML_OK;
+}
+
+wgml_status gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v, wgml_error *err) {
+    wgml_status st = is_alignment_key(key) ? check_alignment(v, err) : WGML_OK;
+    if (!st) st = begin_kv(w, key, GGUF_TYPE_UINT32, err);
+    if (!st && is_alignment_key(key)) w->alignment = v;
+    return st ? st : put(w, &v, sizeof v, err);
+}
+
 #define SETTER(fn, ctype, gtype)                                                             \
     wgml_status fn(gguf_writer *w, const char *key, ctype v, wgml_error *err) {              \
         wgml_status st = begin_kv(w, key, gtype, err);                                       \
         return st ? st : put(w, &v, sizeof v, err);                                          \
     }
-SETTER(gguf_writer_set_u32, uint32_t, GGUF_TYPE_UINT32)
 SETTER(gguf_writer_set_i32, int32_t, GGUF_TYPE_INT32)
 SETTER(gguf_writer_set_u64, uint64_t, GGUF_TYPE_UINT64)
 SETTER(gguf_writer_set_f32, float, GGUF_TYPE_FLOAT32)
@@ -168,7 +193,10 @@ wgml_status gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char 
 }
 
 wgml_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv, wgml_error *err) {
-    wgml_status st = begin_kv(w, kv->key, kv->value.type, err);
+    int alignment = is_alignment_key(kv->key) && kv->value.type == GGUF_TYPE_UINT32;
+    wgml_status st = alignment ? check_alignment(kv->value.v.u64, err) : WGML_OK;
+    if (!st) st = begin_kv(w, kv->key, kv->value.type, err);
+    if (!st && alignment) w->alignment = (size_t)kv->value.v.u64;
     return st ? st : put(w, kv->raw, kv->raw_size, err);
 }
 
@@ -206,8 +234,6 @@ wgml_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t ty
     t->n_dims = n_dims;
     for (int d = 0; d < GGUF_MAX_DIMS; d++) t->ne[d] = d < n_dims ? ne[d] : 1;
     t->size = row * (size_t)rows;
-    t->offset = w->data_size;
-    w->data_size += (t->size + w->alignment - 1) / w->alignment * w->alignment;
     w->n_tensors++;
     return WGML_OK;
 }
@@ -230,6 +256,9 @@ static wgml_status pad(gguf_writer *w, uint64_t pos, wgml_error *err) {
 wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err) {
     if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
     size_t n = strlen(path);
+    wgml_free(w->path); /* from an earlier begin that failed */
+    wgml_free(w->tmp_path);
+    w->tmp_path = NULL;
     w->path = wgml_strdup(path);
     w->tmp_path = wgml_malloc(n + 5);
     if (!w->path || !w->tmp_path) return oom(err);
@@ -237,6 +266,12 @@ wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err)
     memcpy(w->tmp_path + n, ".tmp", 5);
     w->fp = fopen(w->tmp_path, "wb");
     if (!w->fp) return wgml_fail(err, WGML_ERR_IO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
+    /* offsets are laid out now that general.alignment is final */
+    w->data_size = 0;
+    for (size_t i = 0; i < w->n_tensors; i++) {
+        w->tensors[i].offset = w->data_size;
+        w->data_size += (w->tensors[i].size + w->alignment - 1) / w->alignment * w->alignment;
+    }
     uint32_t magic = 0x46554747u, version = 3;
     uint64_t nt = w->n_tensors;
     uint64_t pos = 0;

@@ -61,7 +61,7 @@ static void unmap(mapped *m) {
 typedef struct {
     char name[48];
     int64_t ne0, ne1; /* GGUF order: ne0 = columns */
-    size_t offset;    /* in the checkpoint */
+    uint64_t offset;  /* in the checkpoint */
 } l2c_tensor;
 
 static int in_range(int32_t v, int32_t lo, int32_t hi) { return v >= lo && v <= hi; }
@@ -88,10 +88,11 @@ static wgml_status read_config(const char *path, const mapped *f, l2c_config *c,
         memcpy(h, f->data, sizeof h);
         c->version = 0;
         c->shared = h[5] > 0;
-        if (h[5] < 0) h[5] = h[5] == INT32_MIN ? 0 : -h[5];
         *data_off = 28;
     }
-    c->dim = h[0], c->hidden = h[1], c->n_layers = h[2], c->n_heads = h[3], c->n_kv = h[4], c->vocab = h[5],
+    /* a legacy negative vocab size flags an unshared classifier; the message shows the header as stored */
+    int32_t vocab = h[5] < 0 && c->version == 0 ? (h[5] == INT32_MIN ? 0 : -h[5]) : h[5];
+    c->dim = h[0], c->hidden = h[1], c->n_layers = h[2], c->n_heads = h[3], c->n_kv = h[4], c->vocab = vocab,
     c->seq_len = h[6];
     if (!in_range(c->dim, 1, 1 << 16) || !in_range(c->hidden, 1, 1 << 18) || !in_range(c->n_layers, 1, 1024) ||
         !in_range(c->n_heads, 1, 1024) || !in_range(c->n_kv, 1, 1024) || !in_range(c->vocab, 1, 1 << 20) ||
@@ -105,15 +106,17 @@ static wgml_status read_config(const char *path, const mapped *f, l2c_config *c,
     return WGML_OK;
 }
 
-/* Lays out the tensors in file order; returns the count and the end offset. */
-static int layout(const l2c_config *c, size_t off, l2c_tensor *t, size_t *end) {
+/* Lays out the tensors in file order; returns the count and the end offset.
+ * 64-bit arithmetic: the largest header in range implies ~2^47 bytes, which
+ * must not wrap around on a 32-bit size_t into something matching the file. */
+static int layout(const l2c_config *c, uint64_t off, l2c_tensor *t, uint64_t *end) {
     int64_t hd = c->dim / c->n_heads, kv = hd * c->n_kv, L = c->n_layers;
     int n = 0;
 #define ADD(nm, a, b)                                                                  \
     do {                                                                               \
         snprintf(t[n].name, sizeof t[n].name, "%s", nm);                               \
         t[n].ne0 = (a), t[n].ne1 = (b), t[n].offset = off;                             \
-        off += (size_t)(a) * (size_t)(b) * 4;                                          \
+        off += (uint64_t)(a) * (uint64_t)(b) * 4;                                      \
         n++;                                                                           \
     } while (0)
 #define PER_LAYER(fmt, a, b)                                                           \
@@ -141,7 +144,7 @@ static int layout(const l2c_config *c, size_t off, l2c_tensor *t, size_t *end) {
     PER_LAYER("blk.%d.ffn_up.weight", c->dim, c->hidden)
     if (c->version == 0) {
         ADD("output_norm.weight", c->dim, 1);
-        off += (size_t)c->seq_len * (size_t)(hd / 2) * 4 * 2; /* legacy RoPE tables, unused */
+        off += (uint64_t)c->seq_len * (uint64_t)(hd / 2) * 4 * 2; /* legacy RoPE tables, unused */
     }
     if (!c->shared) ADD("output.weight", c->dim, c->vocab);
 #undef PER_LAYER
@@ -274,7 +277,8 @@ wgml_status llama2c_convert(const char *ckpt_path, const char *tok_path, const c
     l2c_tensor *t = NULL;
     gguf_writer *w = NULL;
     l2c_config c = {0};
-    size_t data_off = 0, end = 0;
+    size_t data_off = 0;
+    uint64_t end = 0;
     wgml_status st = map_file(ckpt_path, &ck, err);
     if (st) return st;
     if ((st = read_config(ckpt_path, &ck, &c, &data_off, err))) goto done;
@@ -287,8 +291,8 @@ wgml_status llama2c_convert(const char *ckpt_path, const char *tok_path, const c
     int n = layout(&c, data_off, t, &end);
     if (end != ck.size) {
         st = wgml_fail(err, WGML_ERR_FORMAT, "%s: the header (dim %d, %d layers, vocab %d, %s classifier) implies "
-                       "%zu bytes but the file has %zu", ckpt_path, c.dim, c.n_layers, c.vocab,
-                       c.shared ? "shared" : "separate", end, ck.size);
+                       "%llu bytes but the file has %zu", ckpt_path, c.dim, c.n_layers, c.vocab,
+                       c.shared ? "shared" : "separate", (unsigned long long)end, ck.size);
         goto done;
     }
     if ((st = read_vocab(tok_path, c.vocab, &vocab, err))) goto done;

@@ -46,6 +46,8 @@ wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error
     int r = gguf_get_str(f, "general.architecture", &a, err);
     if (r < 0) return WGML_ERR_FORMAT;
     if (r == 0) return wgml_fail(err, WGML_ERR_FORMAT, "%s: missing required metadata 'general.architecture'", gguf_name(f));
+    if (memchr(a.ptr, 0, (size_t)a.len)) /* "llama\0..." must not pass for "llama" */
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: 'general.architecture' contains a NUL byte", gguf_name(f));
     if (a.len >= sizeof hp->arch) a.len = sizeof hp->arch - 1;
     memcpy(hp->arch, a.ptr, a.len);
     hp->arch[a.len] = '\0';

@@ -1,0 +1,40 @@
+# Fuzz targets (libFuzzer), see docs/fuzzing.md:
+#   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load} against the
+# library sources compiled again with coverage instrumentation and ASan+UBSan,
+# and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
+option(WGML_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang)" OFF)
+option(WGML_FUZZ_TOKENIZER "Build fuzz_tokenizer (needs the src/text/tokenizer.h implementation)" ON)
+
+if(WGML_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "WGML_FUZZ needs clang for libFuzzer: configure with -DCMAKE_C_COMPILER=clang")
+  endif()
+  set(WGML_FUZZ_SANITIZERS address,undefined)
+  set(WGML_FUZZ_COMPILE_FLAGS -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+      -fsanitize=fuzzer-no-link,${WGML_FUZZ_SANITIZERS})
+
+  # The library once more, instrumented.
+  add_library(wgml_fuzzlib STATIC ${WGML_LIB_SOURCES})
+  target_include_directories(wgml_fuzzlib PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(wgml_fuzzlib PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+  target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads m)
+
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load)
+  if(WGML_FUZZ_TOKENIZER)
+    list(APPEND WGML_FUZZ_TARGETS tokenizer)
+  endif()
+  foreach(t ${WGML_FUZZ_TARGETS})
+    add_executable(fuzz_${t} ${CMAKE_SOURCE_DIR}/fuzz/fuzz_${t}.c)
+    target_include_directories(fuzz_${t} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+    target_compile_options(fuzz_${t} PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+    target_link_options(fuzz_${t} PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
+    target_link_libraries(fuzz_${t} PRIVATE wgml_fuzzlib)
+    set_target_properties(fuzz_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  endforeach()
+
+  add_executable(wgml_fuzz_seeds ${CMAKE_SOURCE_DIR}/fuzz/make_seeds.c)
+  target_include_directories(wgml_fuzz_seeds PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/support)
+  target_link_libraries(wgml_fuzz_seeds PRIVATE wgml)
+  set_target_properties(wgml_fuzz_seeds PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+endif()

@@ -1,0 +1,456 @@
+/*
+ * make_seeds.c - writes the seed corpora of the fuzz targets.
+ *
+ *   wgml_fuzz_seeds SHARED_DIR OUT_DIR
+ *
+ * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer}/ with small inputs that
+ * reach deep into each parser: GGUFs with every value type, nested arrays,
+ * tensors of many types, other alignments and v2; tiny Llama and Qwen2
+ * models (F32, F16, Q8_0, Q4_0, tied and untied, biases, rope_freqs); the
+ * shared vocabularies cut down to a few hundred tokens; tiny llama2.c
+ * checkpoint + tokenizer pairs in every layout; and the shared tokenizer test
+ * strings prefixed with a vocabulary selector. The fuzzers mutate from there.
+ * Built with the regular library (no fuzzing flags) by cmake/fuzz.cmake.
+ */
+#include "core/dtype.h"
+#include "core/fp16.h"
+#include "format/gguf.h"
+#include "gguf_bytes.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char *g_out;
+static int g_count;
+
+static void die(const char *what, const char *msg) {
+    fprintf(stderr, "wgml_fuzz_seeds: %s: %s\n", what, msg);
+    exit(1);
+}
+
+static const char *out_path(const char *dir, const char *name) {
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s/%s", g_out, dir, name);
+    return buf;
+}
+
+static void write_bytes(const char *dir, const char *name, const void *p, size_t n) {
+    const char *path = out_path(dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0) die(path, strerror(errno));
+    g_count++;
+}
+
+static uint8_t *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
+    if (!p || (len > 0 && fread(p, 1, (size_t)len, f) != (size_t)len)) die(path, "read failed");
+    fclose(f);
+    *n = (size_t)len;
+    return p;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+static float rnd_normal(void) {
+    float u = ((float)(rnd() >> 40) + 0.5f) / 16777216.0f, v = (float)(rnd() >> 40) / 16777216.0f;
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+}
+
+static void ok(wgml_status st, const wgml_error *err) {
+    if (st) die("writer", err->message);
+}
+
+/* ---- GGUF built byte by byte ---- */
+
+static void seed_all_types(void) {
+    gb b = {0};
+    gb_header(&b, 3, 0, 15);
+    gb_key(&b, "general.architecture", GGUF_TYPE_STRING), gb_str(&b, "llama");
+    gb_key(&b, "t.u8", GGUF_TYPE_UINT8), gb_u8(&b, 200);
+    gb_key(&b, "t.i8", GGUF_TYPE_INT8), gb_u8(&b, 0xfb);
+    gb_key(&b, "t.u16", GGUF_TYPE_UINT16), gb_u8(&b, 1), gb_u8(&b, 2);
+    gb_key(&b, "t.i16", GGUF_TYPE_INT16), gb_u8(&b, 0), gb_u8(&b, 0x80);
+    gb_key(&b, "t.i32", GGUF_TYPE_INT32), gb_u32(&b, (uint32_t)-7);
+    gb_key(&b, "t.f32", GGUF_TYPE_FLOAT32), gb_f32(&b, 0.5f);
+    gb_key(&b, "t.bool", GGUF_TYPE_BOOL), gb_u8(&b, 1);
+    gb_key(&b, "t.u64", GGUF_TYPE_UINT64), gb_u64(&b, 1ull << 40);
+    gb_key(&b, "t.i64", GGUF_TYPE_INT64), gb_u64(&b, (uint64_t)-2);
+    double d = 2.5;
+    gb_key(&b, "t.f64", GGUF_TYPE_FLOAT64), gb_put(&b, &d, 8);
+    gb_key(&b, "a.bool", GGUF_TYPE_ARRAY), gb_u32(&b, GGUF_TYPE_BOOL), gb_u64(&b, 2), gb_u8(&b, 0), gb_u8(&b, 1);
+    gb_key(&b, "a.str", GGUF_TYPE_ARRAY), gb_u32(&b, GGUF_TYPE_STRING), gb_u64(&b, 2), gb_str(&b, "x"), gb_str(&b, "");
+    gb_key(&b, "a.arr", GGUF_TYPE_ARRAY), gb_u32(&b, GGUF_TYPE_ARRAY), gb_u64(&b, 2);
+    gb_u32(&b, GGUF_TYPE_STRING), gb_u64(&b, 1), gb_str(&b, "yy");
+    gb_u32(&b, GGUF_TYPE_ARRAY), gb_u64(&b, 1), gb_u32(&b, GGUF_TYPE_UINT16), gb_u64(&b, 1), gb_u8(&b, 3), gb_u8(&b, 0);
+    gb_key(&b, "a.empty", GGUF_TYPE_ARRAY), gb_u32(&b, GGUF_TYPE_FLOAT64), gb_u64(&b, 0);
+    write_bytes("gguf", "all-types.gguf", b.p, b.n);
+    gb_free(&b);
+}
+
+/* Tensors of every layout family, with general.alignment (0 = unset). */
+static void seed_tensors(const char *name, uint32_t alignment, uint32_t version) {
+    static const struct {
+        const char *name;
+        uint32_t type;
+        int n_dims;
+        int64_t ne[4];
+    } ts[] = {
+        {"f32", WGML_F32, 1, {3, 1, 1, 1}},     {"f16", WGML_F16, 2, {2, 3, 1, 1}},
+        {"q8_0", WGML_Q8_0, 2, {32, 2, 1, 1}},  {"q4_0", WGML_Q4_0, 3, {32, 1, 2, 1}},
+        {"q4_k", WGML_Q4_K, 1, {256, 1, 1, 1}}, {"q6_k", WGML_Q6_K, 1, {256, 1, 1, 1}},
+        {"i32", WGML_I32, 4, {1, 2, 1, 2}},     {"bf16", WGML_BF16, 1, {5, 1, 1, 1}},
+    };
+    wgml_error err;
+    gguf_writer *w = gguf_writer_create();
+    ok(gguf_writer_set_str(w, "general.architecture", "test", &err), &err);
+    if (alignment) ok(gguf_writer_set_u32(w, "general.alignment", alignment, &err), &err);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        ok(gguf_writer_add_tensor(w, ts[i].name, ts[i].type, ts[i].n_dims, ts[i].ne, &err), &err);
+    const char *path = out_path("gguf", name);
+    ok(gguf_writer_begin(w, path, &err), &err);
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) {
+        size_t size = wgml_row_size(ts[i].type, ts[i].ne[0]) * (size_t)(ts[i].ne[1] * ts[i].ne[2] * ts[i].ne[3]);
+        uint8_t *p = calloc(1, size);
+        for (size_t k = 0; k < size; k++)
+            p[k] = (uint8_t)rnd();
+        ok(gguf_writer_write_tensor(w, p, size, &err), &err);
+        free(p);
+    }
+    ok(gguf_writer_finish(w, &err), &err);
+    gguf_writer_free(w);
+    g_count++;
+    if (version != 3) {
+        size_t n;
+        uint8_t *p = read_all(path, &n);
+        put_u32_at(p, 4, version);
+        write_bytes("gguf", name, p, n);
+        g_count--;
+        free(p);
+    }
+}
+
+/* A shared vocabulary with its arrays cut to `keep` entries. */
+static void seed_small_vocab(const char *shared, const char *file, uint64_t keep) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/vocab/%s", shared, file);
+    gguf_file *f = NULL;
+    wgml_error err;
+    if (gguf_open(path, &f, &err)) die(path, err.message);
+    gguf_writer *w = gguf_writer_create();
+    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
+        const gguf_kv *kv = gguf_kv_at(f, i);
+        const gguf_value *v = &kv->value;
+        if (v->type == GGUF_TYPE_ARRAY && v->v.arr.n > keep && v->v.arr.elem_type == GGUF_TYPE_STRING) {
+            const char **s = calloc(keep, sizeof *s);
+            uint64_t *l = calloc(keep, sizeof *l);
+            for (uint64_t k = 0; k < keep; k++)
+                s[k] = v->v.arr.items[k].v.str.ptr, l[k] = v->v.arr.items[k].v.str.len;
+            ok(gguf_writer_set_arr_str(w, kv->key, s, l, keep, &err), &err);
+            free(s);
+            free(l);
+        } else if (v->type == GGUF_TYPE_ARRAY && v->v.arr.n > keep && !v->v.arr.items) {
+            ok(gguf_writer_set_arr(w, kv->key, v->v.arr.elem_type, v->v.arr.raw, keep, &err), &err);
+        } else {
+            ok(gguf_writer_copy_kv(w, kv, &err), &err);
+        }
+    }
+    char name[256];
+    snprintf(name, sizeof name, "small-%s", file);
+    ok(gguf_writer_begin(w, out_path("gguf", name), &err), &err);
+    ok(gguf_writer_finish(w, &err), &err);
+    gguf_writer_free(w);
+    gguf_close(f);
+    g_count++;
+}
+
+/* ---- tiny models ---- */
+
+typedef struct {
+    const char *arch;
+    uint32_t type; /* of the 2-D weights */
+    int tied, bias, rope_freqs, n_layer;
+} tiny;
+
+enum { DIM = 32, HEADS = 4, KV = 2, HD = 8, FF = 64, VOCAB = 32 };
+
+static size_t fill(uint32_t type, int64_t ne0, int64_t rows, uint8_t **out) {
+    size_t row = wgml_row_size(type, ne0), size = row * (size_t)rows;
+    uint8_t *p = calloc(1, size);
+    for (int64_t r = 0; r < rows; r++) {
+        uint8_t *d = p + (size_t)r * row;
+        for (int64_t i = 0; i < ne0; i++) {
+            float x = rnd_normal() * 0.1f;
+            if (type == WGML_F32)
+                memcpy(d + 4 * i, &x, 4);
+            else if (type == WGML_F16) {
+                uint16_t h = wgml_f32_to_f16(x);
+                memcpy(d + 2 * i, &h, 2);
+            }
+        }
+        if (type == WGML_Q8_0 || type == WGML_Q4_0) { /* blocks: fp16 scale, then random quants */
+            size_t bs = type == WGML_Q8_0 ? 34 : 18;
+            for (int64_t k = 0; k < ne0 / 32; k++) {
+                uint16_t h = wgml_f32_to_f16(0.01f);
+                memcpy(d + (size_t)k * bs, &h, 2);
+                for (size_t j = 2; j < bs; j++)
+                    d[(size_t)k * bs + j] = (uint8_t)rnd();
+            }
+        }
+    }
+    *out = p;
+    return size;
+}
+
+static void seed_tiny_model(const char *name, const tiny *t) {
+    wgml_error err;
+    gguf_writer *w = gguf_writer_create();
+    char k[128];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", t->arch, suffix), k)
+    ok(gguf_writer_set_str(w, "general.architecture", t->arch, &err), &err);
+    ok(gguf_writer_set_str(w, "general.name", name, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("context_length"), 64, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("embedding_length"), DIM, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("feed_forward_length"), FF, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)t->n_layer, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("attention.head_count"), HEADS, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("attention.head_count_kv"), KV, &err), &err);
+    ok(gguf_writer_set_u32(w, KEY("rope.dimension_count"), HD, &err), &err);
+    ok(gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f, &err), &err);
+    ok(gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000.0f, &err), &err);
+    if (t->rope_freqs) {
+        ok(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear", &err), &err);
+        ok(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 2.0f, &err), &err);
+    }
+#undef KEY
+    ok(gguf_writer_set_str(w, "tokenizer.ggml.model", strcmp(t->arch, "qwen2") == 0 ? "gpt2" : "llama", &err), &err);
+    const char *toks[VOCAB];
+    char store[VOCAB][16];
+    float scores[VOCAB];
+    int32_t types[VOCAB];
+    for (int i = 0; i < VOCAB; i++) {
+        if (i < 3)
+            snprintf(store[i], sizeof store[i], "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+        else if (i < 6)
+            snprintf(store[i], sizeof store[i], "<0x%02X>", i + 7);
+        else
+            snprintf(store[i], sizeof store[i], "\xe2\x96\x81%c%c", 'a' + i % 26, 'a' + (i * 7) % 26);
+        toks[i] = store[i];
+        scores[i] = -(float)i;
+        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 6 ? 6 : 1;
+    }
+    ok(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, VOCAB, &err), &err);
+    ok(gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, VOCAB, &err), &err);
+    ok(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, VOCAB, &err), &err);
+    ok(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1, &err), &err);
+    ok(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2, &err), &err);
+
+    /* the tensor list: name, type, ne0, ne1 (0 = vector) */
+    struct {
+        char name[64];
+        uint32_t type;
+        int64_t ne0, ne1;
+    } tl[64];
+    int n = 0;
+#define ADD(nm, ty, a, b_)                                                                                             \
+    (snprintf(tl[n].name, sizeof tl[n].name, "%s", nm), tl[n].type = (ty), tl[n].ne0 = (a), tl[n].ne1 = (b_), n++)
+    ADD("token_embd.weight", t->type, DIM, VOCAB);
+    ADD("output_norm.weight", WGML_F32, DIM, 0);
+    if (!t->tied) ADD("output.weight", t->type, DIM, VOCAB);
+    if (t->rope_freqs) ADD("rope_freqs.weight", WGML_F32, HD / 2, 0);
+    for (int l = 0; l < t->n_layer; l++) {
+        char nm[64];
+#define LADD(suffix, ty, a, b_) (snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix), ADD(nm, ty, a, b_))
+        LADD("attn_norm.weight", WGML_F32, DIM, 0);
+        LADD("attn_q.weight", t->type, DIM, HEADS * HD);
+        LADD("attn_k.weight", t->type, DIM, KV * HD);
+        LADD("attn_v.weight", t->type, DIM, KV * HD);
+        if (t->bias) {
+            LADD("attn_q.bias", WGML_F32, HEADS * HD, 0);
+            LADD("attn_k.bias", WGML_F32, KV * HD, 0);
+            LADD("attn_v.bias", WGML_F32, KV * HD, 0);
+        }
+        LADD("attn_output.weight", t->type, HEADS * HD, DIM);
+        LADD("ffn_norm.weight", WGML_F32, DIM, 0);
+        LADD("ffn_gate.weight", t->type, DIM, FF);
+        LADD("ffn_up.weight", t->type, DIM, FF);
+        LADD("ffn_down.weight", t->type, FF, DIM);
+#undef LADD
+    }
+#undef ADD
+    for (int i = 0; i < n; i++) {
+        int64_t ne[2] = {tl[i].ne0, tl[i].ne1};
+        ok(gguf_writer_add_tensor(w, tl[i].name, tl[i].type, tl[i].ne1 ? 2 : 1, ne, &err), &err);
+    }
+    ok(gguf_writer_begin(w, out_path("model_load", name), &err), &err);
+    for (int i = 0; i < n; i++) {
+        uint8_t *p;
+        size_t size = fill(tl[i].type, tl[i].ne0, tl[i].ne1 ? tl[i].ne1 : 1, &p);
+        if (!tl[i].ne1 && strstr(tl[i].name, "norm")) /* norms near 1 */
+            for (int64_t e = 0; e < tl[i].ne0; e++) {
+                float one = 1.0f;
+                memcpy(p + 4 * e, &one, 4);
+            }
+        ok(gguf_writer_write_tensor(w, p, size, &err), &err);
+        free(p);
+    }
+    ok(gguf_writer_finish(w, &err), &err);
+    gguf_writer_free(w);
+    g_count++;
+    /* the models are GGUF seeds too */
+    size_t len;
+    uint8_t *bytes = read_all(out_path("model_load", name), &len);
+    write_bytes("gguf", name, bytes, len);
+    free(bytes);
+}
+
+/* ---- llama2.c pairs ---- */
+
+/* u32 checkpoint size, checkpoint, tokenizer - the fuzz_llama2c input layout. */
+static void seed_llama2c(const char *name, int v1, int shared, int vocab, const uint8_t *tok, size_t tok_n) {
+    const int32_t dim = 8, hidden = 16, layers = 1, heads = 2, kv = 1, seq = 4, hd = dim / heads;
+    gb ck = {0};
+    int32_t hdr[7] = {dim, hidden, layers, heads, kv, v1 || shared ? vocab : -vocab, seq};
+    if (v1) {
+        gb_u32(&ck, 0x616b3432u);
+        gb_u32(&ck, 1);
+        gb_put(&ck, hdr, sizeof hdr);
+        gb_u8(&ck, (uint8_t)shared);
+        gb_zeros(&ck, 256 - ck.n);
+    } else {
+        gb_put(&ck, hdr, sizeof hdr);
+    }
+    size_t floats = (size_t)vocab * dim +
+                    (size_t)layers * (2 * dim + 2 * dim * dim + 2 * dim * kv * hd + 3 * dim * hidden) + dim +
+                    (v1 ? 0 : (size_t)seq * hd) + (shared ? 0 : (size_t)vocab * dim);
+    for (size_t i = 0; i < floats; i++)
+        gb_f32(&ck, rnd_normal() * 0.1f);
+    gb in = {0};
+    gb_u32(&in, (uint32_t)ck.n);
+    gb_put(&in, ck.p, ck.n);
+    gb_put(&in, tok, tok_n);
+    write_bytes("llama2c", name, in.p, in.n);
+    gb_free(&in);
+    gb_free(&ck);
+}
+
+static void tiny_tokenizer(gb *t, int vocab) {
+    gb_u32(t, 7);
+    for (int i = 0; i < vocab; i++) {
+        char s[16];
+        if (i == 0)
+            snprintf(s, sizeof s, "<unk>");
+        else if (i == 1)
+            snprintf(s, sizeof s, "\n<s>\n");
+        else if (i == 2)
+            snprintf(s, sizeof s, "\n</s>\n");
+        else if (i < 5)
+            snprintf(s, sizeof s, "<0x%02X>", i + 7);
+        else
+            snprintf(s, sizeof s, "%s%c", i % 2 ? " " : "", 'a' + i % 26);
+        gb_f32(t, -(float)i);
+        gb_u32(t, (uint32_t)strlen(s));
+        gb_put(t, s, strlen(s));
+    }
+}
+
+/* ---- tokenizer texts ---- */
+
+static void seed_texts(const char *shared) {
+    static const char *vocabs[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-phi-3.gguf",
+                                   "ggml-vocab-bert-bge.gguf"};
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    for (int v = 0; v < 4; v++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/vocab/%s.inp", shared, vocabs[v]);
+        size_t n;
+        uint8_t *p = read_all(path, &n);
+        if (!p) die(path, "cannot read");
+        size_t start = 0;
+        int k = 0;
+        while (start < n) {
+            const uint8_t *e = NULL;
+            for (size_t i = start; i + sizeof sep - 1 <= n; i++)
+                if (memcmp(p + i, sep, sizeof sep - 1) == 0) {
+                    e = p + i;
+                    break;
+                }
+            size_t end = e ? (size_t)(e - p) : n;
+            size_t len = end - start > 200 ? 200 : end - start;
+            gb in = {0};
+            gb_u8(&in, (uint8_t)v);
+            gb_u8(&in, (uint8_t)(k & 1));
+            gb_put(&in, p + start, len);
+            char name[64];
+            snprintf(name, sizeof name, "v%d-%03d.txt", v, k++);
+            write_bytes("tokenizer", name, in.p, in.n);
+            gb_free(&in);
+            start = e ? end + sizeof sep - 1 : n;
+        }
+        free(p);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: wgml_fuzz_seeds SHARED_DIR OUT_DIR\n");
+        return 2;
+    }
+    const char *shared = argv[1];
+    g_out = argv[2];
+    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer"};
+    for (int i = 0; i < 5; i++) {
+        char d[4096];
+        snprintf(d, sizeof d, "%s%s", g_out, dirs[i]);
+        if (mkdir(d, 0755) != 0 && errno != EEXIST) die(d, strerror(errno));
+    }
+    seed_all_types();
+    seed_tensors("tensors.gguf", 0, 3);
+    seed_tensors("tensors-align64.gguf", 64, 3);
+    seed_tensors("tensors-align1.gguf", 1, 3);
+    seed_tensors("tensors-v2.gguf", 0, 2);
+    static const char *vocabs[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-phi-3.gguf",
+                                   "ggml-vocab-bert-bge.gguf"};
+    for (int i = 0; i < 4; i++)
+        seed_small_vocab(shared, vocabs[i], 300);
+
+    seed_tiny_model("tiny-f32.gguf", &(tiny){"llama", WGML_F32, 1, 0, 0, 1});
+    seed_tiny_model("tiny-f32-untied-2l.gguf", &(tiny){"llama", WGML_F32, 0, 0, 0, 2});
+    seed_tiny_model("tiny-f16.gguf", &(tiny){"llama", WGML_F16, 0, 0, 0, 1});
+    seed_tiny_model("tiny-q8_0.gguf", &(tiny){"llama", WGML_Q8_0, 1, 0, 0, 1});
+    seed_tiny_model("tiny-q4_0.gguf", &(tiny){"llama", WGML_Q4_0, 0, 0, 0, 1});
+    seed_tiny_model("tiny-qwen2.gguf", &(tiny){"qwen2", WGML_F32, 0, 1, 0, 1});
+    seed_tiny_model("tiny-rope-freqs.gguf", &(tiny){"llama", WGML_F16, 1, 0, 1, 1});
+
+    gb tok = {0};
+    tiny_tokenizer(&tok, 16);
+    seed_llama2c("legacy-shared.bin", 0, 1, 16, tok.p, tok.n);
+    seed_llama2c("legacy-unshared.bin", 0, 0, 16, tok.p, tok.n);
+    seed_llama2c("v1-shared.bin", 1, 1, 16, tok.p, tok.n);
+    seed_llama2c("v1-unshared.bin", 1, 0, 16, tok.p, tok.n);
+    gb_free(&tok);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/llama2c/tok512.bin", shared);
+    size_t n512;
+    uint8_t *tok512 = read_all(path, &n512);
+    if (!tok512) die(path, "cannot read");
+    seed_llama2c("legacy-tok512.bin", 0, 1, 512, tok512, n512);
+    free(tok512);
+
+    seed_texts(shared);
+    printf("wgml_fuzz_seeds: wrote %d seeds under %s\n", g_count, g_out);
+    return 0;
+}
