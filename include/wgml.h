@@ -131,6 +131,8 @@ typedef struct wgml_model_info {
     uint64_t n_params;
     uint64_t weights_bytes; /* bytes of all weight tensors as stored */
     int32_t bos, eos;       /* -1 when the vocabulary has none */
+    int tied_embeddings;    /* the output projection reuses the token embedding */
+    uint64_t matmul_params; /* weights used in matrix products per prompt token (all but embedding and output) */
 } wgml_model_info;
 
 void wgml_model_get_info(const wgml_model *model, wgml_model_info *info);
@@ -254,6 +256,15 @@ typedef struct wgml_kernel_stat {
 
 /* Fills up to cap entries; returns how many kernels have times. */
 int wgml_model_get_kernel_times(const wgml_model *model, wgml_kernel_stat *out, int cap);
+
+/* Bytes one decode step reads with kv_len tokens in the context: every
+ * weight once (one row of the embedding table) plus the K and V caches. */
+uint64_t wgml_model_decode_bytes(const wgml_model *model, int kv_len);
+
+/* Measures the model's device: memory read bandwidth (GB/s) and, when
+ * matmul_gflops is not NULL, the f32 matmul rate of the backend's own matmul
+ * on a 1024 x 1024 x 1024 problem (GFLOP/s). Takes a few seconds. */
+wgml_status wgml_model_measure_device(wgml_model *model, double *read_gbs, double *matmul_gflops, wgml_error *err);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 jobs=$(nproc)
+# both software adapters were installed by setup: a missing one is a failure, not a skip
+export WGML_REQUIRE_ADAPTERS=${WGML_REQUIRE_ADAPTERS:-swiftshader,llvmpipe}
 echo "== tests (release build)"
 ctest --test-dir build --output-on-failure -j "$jobs"
 

@@ -16,6 +16,7 @@
 #include "api_internal.h"
 #include "backend/backend.h"
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "format/gguf.h"
 #include "model/llama.h"
@@ -242,6 +243,9 @@ void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
     info->head_dim = hp->head_dim;
     info->n_params = m->llm->n_params;
     info->weights_bytes = m->llm->weights_bytes;
+    info->tied_embeddings = m->llm->output.buf == m->llm->tok_embd.buf;
+    uint64_t table = (uint64_t)hp->n_vocab * (uint64_t)hp->n_embd;
+    info->matmul_params = m->llm->n_params - table * (info->tied_embeddings ? 1 : 2);
     info->bos = wgml_tokenizer_bos(m->tok);
     info->eos = wgml_tokenizer_eos(m->tok);
 }
@@ -513,3 +517,53 @@ int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int 
 }
 
 wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
+
+uint64_t wgml_model_decode_bytes(const wgml_model *m, int kv_len) {
+    const llama_model *l = m->llm;
+    const llama_hparams *hp = &l->hp;
+    uint64_t embd = wgml_row_size(l->tok_embd.type, hp->n_embd);
+    uint64_t weights = l->weights_bytes - embd * (uint64_t)hp->n_vocab + embd;
+    if (l->output.buf == l->tok_embd.buf) weights += embd * (uint64_t)(hp->n_vocab - 1); /* tied: the output reads it all */
+    uint64_t kv = 2ull * (uint64_t)hp->n_layer * (uint64_t)(kv_len > 0 ? kv_len : 0) *
+                  wgml_row_size(m->be->kv_type, (int64_t)hp->n_head_kv * hp->head_dim);
+    return weights + kv;
+}
+
+/* The f32 matmul rate of the backend's matmul op: W [1024 x 1024] times 1024 token rows. */
+static wgml_status measure_matmul(wgml_backend *be, double *gflops, wgml_error *err) {
+    const int K = 1024, M = 1024, N = 1024;
+    float *w = wgml_malloc((size_t)K * M * sizeof *w), *x = wgml_malloc((size_t)K * N * sizeof *x);
+    wgml_buffer *bw = NULL, *bx = NULL, *bo = NULL;
+    wgml_status st = w && x ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; !st && i < (size_t)K * M; i++) w[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+    for (size_t i = 0; !st && i < (size_t)K * N; i++) x[i] = (float)((i * 40503u) % 1000) / 1000.0f - 0.5f;
+    if (!st) st = be->weight_create(be, WGML_F32, K, M, w, "bench.w", &bw, err);
+    if (!st) st = be->buffer_create(be, (size_t)K * N * 4, WGML_BUFFER_ACTIVATIONS, &bx, err);
+    if (!st) st = be->buffer_create(be, (size_t)M * N * 4, WGML_BUFFER_ACTIVATIONS, &bo, err);
+    if (!st) st = be->buffer_write(be, bx, 0, x, (size_t)K * N * 4, err);
+    wgml_tensor tw = {.type = WGML_F32, .ne = {K, M, 1, 1}, .buf = bw, .name = "bench.w"};
+    wgml_tensor tx = {.type = WGML_F32, .ne = {K, N, 1, 1}, .buf = bx, .name = "bench.x"};
+    wgml_tensor to = {.type = WGML_F32, .ne = {M, N, 1, 1}, .buf = bo, .name = "bench.out"};
+    double best = 1e30;
+    for (int pass = 0; !st && pass < 4; pass++) {
+        double t0 = now_ms();
+        be->begin(be, &(wgml_step){0, N});
+        be->matmul(be, &(wgml_matmul){.x = &tx, .n_w = 1, .w = {&tw}, .out = {&to}});
+        st = be->end(be, err);
+        double ms = now_ms() - t0;
+        if (pass > 0 && ms < best) best = ms; /* the first pass compiles and warms up */
+    }
+    if (!st) *gflops = 2.0 * K * M * N / (best / 1e3) / 1e9;
+    if (bw) be->buffer_free(be, bw);
+    if (bx) be->buffer_free(be, bx);
+    if (bo) be->buffer_free(be, bo);
+    wgml_free(w);
+    wgml_free(x);
+    return st;
+}
+
+wgml_status wgml_model_measure_device(wgml_model *m, double *read_gbs, double *matmul_gflops, wgml_error *err) {
+    wgml_status st = m->be->measure_bandwidth(m->be, read_gbs, err);
+    if (!st && matmul_gflops) st = measure_matmul(m->be, matmul_gflops, err);
+    return st;
+}

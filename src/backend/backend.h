@@ -196,6 +196,10 @@ struct wgml_backend {
     int (*get_kernel_times)(wgml_backend *be, wgml_kernel_time *times, int cap);
     /* Whether this backend can compute with weights of this type. */
     int (*supports_type)(wgml_backend *be, uint32_t type);
+    /* The device's memory read bandwidth in GB/s, measured now: a streaming
+     * read of a buffer far larger than any cache (CPU: all threads over
+     * 512 MiB; GPU: a read/reduce kernel over 256 MiB). Takes about a second. */
+    wgml_status (*measure_bandwidth)(wgml_backend *be, double *gbs, wgml_error *err);
 };
 
 /* ---- argument checks shared by the backends (validate.c) ---- */

@@ -23,6 +23,7 @@ static const char *help =
     "  --ctx N       tokens already in the context before tg (default 0)\n"
     "  --repeat R    runs; figures are medians (default 1)\n"
     "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
+    "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
     "  --json        print one JSON object on stdout\n";
 
 typedef struct {
@@ -130,7 +131,7 @@ static double median_of(run_result *r, int n, size_t field) {
 int cmd_bench(int argc, char **argv) {
     cli_model_opts mo = {0};
     long long pp = 128, tg = 128, ctx = 0, repeat = 1;
-    int json = 0, profile = 0;
+    int json = 0, profile = 0, limits = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_option(argc, argv, &i, &mo);
@@ -151,6 +152,8 @@ int cmd_bench(int argc, char **argv) {
             json = 1;
         } else if (!strcmp(a, "--profile")) {
             profile = 1;
+        } else if (!strcmp(a, "--no-limits")) {
+            limits = 0;
         } else {
             return cli_usage_error("unknown option '%s'", a);
         }
@@ -184,6 +187,7 @@ int cmd_bench(int argc, char **argv) {
         rc = cli_fail_err(&err);
         goto done;
     }
+    double read_gbs = 0, matmul_gflops = 0;
     cli_progress bar;
     cli_progress_begin(&bar, "bench");
     for (int r = 0; r < repeat && rc == CLI_OK; r++) {
@@ -199,10 +203,19 @@ int cmd_bench(int argc, char **argv) {
                       median_of(runs, R, offsetof(run_result, ttft))};
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    double rss_mb = ru.ru_maxrss / 1024.0;
+    double rss_mb = ru.ru_maxrss / 1024.0; /* before the device measurement's own buffers */
+    if (limits && wgml_model_measure_device(m, &read_gbs, &matmul_gflops, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
     wgml_counters now;
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;
+    /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
+    uint64_t bytes_per_token = wgml_model_decode_bytes(m, (int)(ctx + tg / 2));
+    double roofline = read_gbs > 0 ? bytes_per_token * med.tg_tps / (read_gbs * 1e9) * 100 : 0;
+    double pp_gflops = med.pp_tps * 2.0 * (double)info.matmul_params / 1e9;
+    double pp_pct = matmul_gflops > 0 ? pp_gflops / matmul_gflops * 100 : 0;
     wgml_kernel_stat kt[64];
     int n_kt = profile ? wgml_model_get_kernel_times(m, kt, 64) : 0;
     const char *model_path = mo.model ? mo.model : cli_default_model();
@@ -230,6 +243,12 @@ int cmd_bench(int argc, char **argv) {
         json_object_object_add(o, "gpu_memory_mb",
                                json_object_new_double(strcmp(info.backend, "cpu") ? now.device_memory_bytes / 1048576.0 : 0));
         json_object_object_add(o, "pipeline_compile_ms", json_object_new_double(now.pipeline_compile_ms));
+        json_object_object_add(o, "bytes_per_token", json_object_new_int64((int64_t)bytes_per_token));
+        json_object_object_add(o, "bandwidth_gbs", json_object_new_double(read_gbs));
+        json_object_object_add(o, "decode_roofline_pct", json_object_new_double(roofline));
+        json_object_object_add(o, "matmul_gflops", json_object_new_double(matmul_gflops));
+        json_object_object_add(o, "pp_gflops", json_object_new_double(pp_gflops));
+        json_object_object_add(o, "pp_matmul_pct", json_object_new_double(pp_pct));
         json_object_object_add(o, "submits_per_token", json_object_new_double(per.submits / decode_steps));
         json_object_object_add(o, "dispatches_per_token", json_object_new_double(per.dispatches / decode_steps));
         json_object_object_add(o, "readback_bytes_per_token", json_object_new_double(per.readback_bytes / decode_steps));
@@ -261,6 +280,12 @@ int cmd_bench(int argc, char **argv) {
         printf("tg%-9lld %.1f tokens/s (%.3f ms/token p50, %.3f p90) at context %lld\n", tg, med.tg_tps, med.p50,
                med.p90, ctx);
         printf("ttft         %.2f ms\n", med.ttft);
+        if (limits) {
+            printf("device       %.1f GB/s read bandwidth, %.1f GFLOP/s f32 matmul (measured now)\n", read_gbs,
+                   matmul_gflops);
+            printf("decode       %.2f MB per token, %.1f%% of the measured bandwidth\n", bytes_per_token / 1e6, roofline);
+            printf("prompt       %.1f GFLOP/s, %.1f%% of the measured matmul rate\n", pp_gflops, pp_pct);
+        }
         printf("peak RSS     %.1f MiB\n", rss_mb);
         printf("per token    %.2f submits, %.1f dispatches, %.0f bytes read back\n", per.submits / decode_steps,
                per.dispatches / decode_steps, per.readback_bytes / decode_steps);

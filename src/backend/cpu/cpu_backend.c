@@ -276,6 +276,7 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->set_profiling = set_profiling;
     b->get_kernel_times = get_kernel_times;
     b->supports_type = supports_type;
+    b->measure_bandwidth = cpu_measure_bandwidth;
     *out = b;
     return WGML_OK;
 }

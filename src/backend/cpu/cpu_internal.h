@@ -61,6 +61,8 @@ void cpu_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gat
 void cpu_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b);
 void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x);
 
+wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
+
 /* Math shared by the ops and by other CPU code (reference implementations). */
 void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *rope, const float *freq_factors);
 float cpu_rms_scale(const float *x, int64_t n, float eps);

@@ -374,6 +374,7 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     b->set_profiling = set_profiling;
     b->get_kernel_times = get_kernel_times;
     b->supports_type = supports_type;
+    b->measure_bandwidth = wg_measure_bandwidth;
     *out = b;
     return WGML_OK;
 }

@@ -140,7 +140,7 @@ static const char *kind_file(wg_kind k) {
         [WGK_ATTENTION] = "attention", [WGK_ATTN_COMBINE] = "attention_combine",
         [WGK_RMS_NORM] = "rows",       [WGK_SOFTMAX] = "rows",    [WGK_ARGMAX] = "rows",
         [WGK_ADD] = "elementwise",     [WGK_SWIGLU] = "elementwise",
-        [WGK_BENCH_READ] = "bench_read", [WGK_BENCH_MATMUL] = "bench_matmul",
+        [WGK_BENCH_READ] = "bench_read",
     };
     return (unsigned)k < WGK_COUNT ? files[k] : NULL;
 }
@@ -152,7 +152,7 @@ static const char *kind_label(wg_kind k) {
         [WGK_ATTENTION] = "attention", [WGK_ATTN_COMBINE] = "attention_combine",
         [WGK_RMS_NORM] = "rms_norm",   [WGK_SOFTMAX] = "softmax",   [WGK_ARGMAX] = "argmax",
         [WGK_ADD] = "add",             [WGK_SWIGLU] = "swiglu",
-        [WGK_BENCH_READ] = "bench_read", [WGK_BENCH_MATMUL] = "bench_matmul",
+        [WGK_BENCH_READ] = "bench_read",
     };
     return (unsigned)k < WGK_COUNT ? names[k] : "?";
 }

@@ -131,7 +131,6 @@ typedef enum wg_kind {
     WGK_ADD,
     WGK_SWIGLU,
     WGK_BENCH_READ,
-    WGK_BENCH_MATMUL,
     WGK_COUNT
 } wg_kind;
 
@@ -178,6 +177,9 @@ void wg_op_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *
 void wg_op_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up);
 void wg_op_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b);
 void wg_op_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x);
+
+/* ---- wg_measure.c ---- */
+wgml_status wg_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
 
 /* The whole GPU buffer behind a (non-weight) tensor, with the tensor's byte offset. */
 static inline wgml_gpu_buffer *wg_gpu_of(const wgml_tensor *t) { return t->buf->gpu; }
