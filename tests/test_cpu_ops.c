@@ -88,7 +88,7 @@ static double matmul_tol(uint32_t type) {
 
 static void test_matmul_types(void **state) {
     (void)state;
-    const int shapes[][3] = {{32, 1, 1}, {64, 7, 3}, {256, 33, 1}, {512, 17, 5}, {768, 96, 2}};
+    const int shapes[][3] = {{32, 1, 1}, {64, 7, 3}, {256, 33, 1}, {512, 17, 5}, {768, 96, 2}, {77, 9, 6}, {40, 8, 8}};
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         uint32_t type = all_types[ti];
         if (!be->supports_type(be, type)) continue;

@@ -146,6 +146,7 @@ typedef struct {
     int64_t K, n, total_rows;
     wgml_epilogue epi;
     float *exact_tmp; /* exact mode: n_threads x K floats, else NULL */
+    float *swiglu_up; /* tiled SwiGLU: the up products [n][M], else NULL */
 } mm_task;
 
 static float part_dot(const mm_task *t, const mm_part *p, const uint8_t *w, int64_t i, int ith) {
@@ -158,12 +159,55 @@ static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 
 
+/* Output rows [lo, hi) of part pt for all tokens into res [n][M] (adding to
+ * what is there with `add`, plus bias[r] if given): 4 x 4 tiles with the
+ * type's dot4x4 kernel where it has one (prompts), single dots elsewhere. */
+static void part_rows(const mm_task *t, const mm_part *pt, int64_t lo, int64_t hi, int ith, float *res, int add,
+                      const float *bias) {
+    int tiled = pt->k->dot4x4 && !t->exact_tmp && t->n >= 4;
+    int64_t r = lo;
+#define PUT(i, row, v)                                                              \
+    do {                                                                            \
+        float *o_ = &res[(i) * pt->M + (row)];                                      \
+        float v_ = (v) + (bias ? bias[row] : 0.0f);                                 \
+        *o_ = add ? *o_ + v_ : v_;                                                  \
+    } while (0)
+    if (tiled) {
+        for (; r + 4 <= hi; r += 4) {
+            const uint8_t *w = pt->w + (size_t)r * pt->w_row;
+            int64_t i = 0;
+            for (; i + 4 <= t->n; i += 4) {
+                float o[16];
+                pt->k->dot4x4(t->K, w, pt->w_row, pt->act + (size_t)i * pt->act_row, pt->act_row, o);
+                for (int a = 0; a < 4; a++)
+                    for (int b = 0; b < 4; b++) PUT(i + b, r + a, o[4 * a + b]);
+            }
+            for (; i < t->n; i++)
+                for (int a = 0; a < 4; a++) PUT(i, r + a, part_dot(t, pt, w + (size_t)a * pt->w_row, i, ith));
+        }
+    }
+    for (; r < hi; r++)
+        for (int64_t i = 0; i < t->n; i++) PUT(i, r, part_dot(t, pt, pt->w + (size_t)r * pt->w_row, i, ith));
+#undef PUT
+}
+
 static void mm_run(void *p, int ith, int nth) {
     mm_task *t = p;
     if (t->epi == WGML_EPI_SWIGLU) {
         const mm_part *g = &t->part[0], *u = &t->part[1];
         int64_t lo, hi;
         split(g->M, ith, nth, &lo, &hi);
+        if (t->swiglu_up) { /* tiled: both products into scratch, then combine */
+            part_rows(t, g, lo, hi, ith, g->out, 0, NULL);
+            part_rows(t, u, lo, hi, ith, t->swiglu_up, 0, NULL);
+            for (int64_t i = 0; i < t->n; i++)
+                for (int64_t r = lo; r < hi; r++) {
+                    float a = g->out[i * g->M + r] + (g->bias ? g->bias[r] : 0);
+                    float b = t->swiglu_up[i * g->M + r] + (u->bias ? u->bias[r] : 0);
+                    g->out[i * g->M + r] = silu(a) * b;
+                }
+            return;
+        }
         for (int64_t r = lo; r < hi; r++) {
             const uint8_t *wg = g->w + (size_t)r * g->w_row, *wu = u->w + (size_t)r * u->w_row;
             for (int64_t i = 0; i < t->n; i++) {
@@ -183,15 +227,7 @@ static void mm_run(void *p, int ith, int nth) {
     for (int p_i = 0; p_i < t->n_parts; p_i++) {
         const mm_part *pt = &t->part[p_i];
         int64_t a = lo > base ? lo - base : 0, b = hi - base < pt->M ? hi - base : pt->M;
-        for (int64_t r = a; r < b; r++) {
-            const uint8_t *wr = pt->w + (size_t)r * pt->w_row;
-            float bias = pt->bias ? pt->bias[r] : 0.0f;
-            for (int64_t i = 0; i < t->n; i++) {
-                float s = part_dot(t, pt, wr, i, ith) + bias;
-                float *o = &pt->out[i * pt->M + r];
-                *o = t->epi == WGML_EPI_ADD ? *o + s : s;
-            }
-        }
+        if (a < b) part_rows(t, pt, a, b, ith, pt->out, t->epi == WGML_EPI_ADD, pt->bias);
         base += pt->M;
     }
 }
@@ -248,6 +284,9 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     }
     size_t exact_off = total;
     if (cb->exact) total += (size_t)cb->n_threads * (size_t)K * sizeof(float);
+    int swiglu_tiled = mm->epilogue == WGML_EPI_SWIGLU && !cb->exact && n >= 4 && k[0]->dot4x4 && k[1]->dot4x4;
+    size_t up_off = total;
+    if (swiglu_tiled) total += (size_t)(n * wgml_tensor_nrows(mm->w[1])) * sizeof(float);
     uint8_t *scratch = cpu_scratch(cb, total);
     if (!scratch) return;
 
@@ -263,7 +302,8 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     }
 
     mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue,
-                 .exact_tmp = cb->exact ? (float *)(scratch + exact_off) : NULL};
+                 .exact_tmp = cb->exact ? (float *)(scratch + exact_off) : NULL,
+                 .swiglu_up = swiglu_tiled ? (float *)(scratch + up_off) : NULL};
     uint8_t *act = scratch + ((norm_bytes + 63) & ~(size_t)63);
     for (int i = 0; i < mm->n_w; i++) {
         mm_part *p = &t.part[i];

@@ -302,19 +302,19 @@ static float dot_q6_k(int64_t n, const void *wv, const void *xv) {
 
 static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     memset(t, 0, sizeof(cpu_type_kernels) * WGML_DTYPE_COUNT);
-    t[WGML_F32] = (cpu_type_kernels){WGML_F32, prep_f32, dot_f32, tof_f32};
-    t[WGML_F16] = (cpu_type_kernels){WGML_F32, prep_f32, dot_f16, tof_f16};
-    t[WGML_BF16] = (cpu_type_kernels){WGML_F32, prep_f32, dot_bf16, tof_bf16};
-    t[WGML_Q4_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q4_0, tof_q4_0};
-    t[WGML_Q4_1] = (cpu_type_kernels){WGML_Q8_1, prep_q8_1, dot_q4_1, tof_q4_1};
-    t[WGML_Q5_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q5_0, tof_q5_0};
-    t[WGML_Q5_1] = (cpu_type_kernels){WGML_Q8_1, prep_q8_1, dot_q5_1, tof_q5_1};
-    t[WGML_Q8_0] = (cpu_type_kernels){WGML_Q8_0, prep_q8_0, dot_q8_0, tof_q8_0};
-    t[WGML_Q2_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q2_k, tof_q2_k};
-    t[WGML_Q3_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q3_k, tof_q3_k};
-    t[WGML_Q4_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q4_k, tof_q4_k};
-    t[WGML_Q5_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q5_k, tof_q5_k};
-    t[WGML_Q6_K] = (cpu_type_kernels){WGML_Q8_K, prep_q8_k, dot_q6_k, tof_q6_k};
+    t[WGML_F32] = (cpu_type_kernels){.act_type = WGML_F32, .prepare = prep_f32, .dot = dot_f32, .to_float = tof_f32};
+    t[WGML_F16] = (cpu_type_kernels){.act_type = WGML_F32, .prepare = prep_f32, .dot = dot_f16, .to_float = tof_f16};
+    t[WGML_BF16] = (cpu_type_kernels){.act_type = WGML_F32, .prepare = prep_f32, .dot = dot_bf16, .to_float = tof_bf16};
+    t[WGML_Q4_0] = (cpu_type_kernels){.act_type = WGML_Q8_0, .prepare = prep_q8_0, .dot = dot_q4_0, .to_float = tof_q4_0};
+    t[WGML_Q4_1] = (cpu_type_kernels){.act_type = WGML_Q8_1, .prepare = prep_q8_1, .dot = dot_q4_1, .to_float = tof_q4_1};
+    t[WGML_Q5_0] = (cpu_type_kernels){.act_type = WGML_Q8_0, .prepare = prep_q8_0, .dot = dot_q5_0, .to_float = tof_q5_0};
+    t[WGML_Q5_1] = (cpu_type_kernels){.act_type = WGML_Q8_1, .prepare = prep_q8_1, .dot = dot_q5_1, .to_float = tof_q5_1};
+    t[WGML_Q8_0] = (cpu_type_kernels){.act_type = WGML_Q8_0, .prepare = prep_q8_0, .dot = dot_q8_0, .to_float = tof_q8_0};
+    t[WGML_Q2_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q2_k, .to_float = tof_q2_k};
+    t[WGML_Q3_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q3_k, .to_float = tof_q3_k};
+    t[WGML_Q4_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q4_k, .to_float = tof_q4_k};
+    t[WGML_Q5_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q5_k, .to_float = tof_q5_k};
+    t[WGML_Q6_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q6_k, .to_float = tof_q6_k};
 }
 
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];

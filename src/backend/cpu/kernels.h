@@ -24,6 +24,11 @@ typedef struct cpu_type_kernels {
     float (*dot)(int64_t n, const void *w_row, const void *x_prepared);
     /* n elements of a weight row to f32 (embedding lookup) */
     void (*to_float)(const void *src, float *dst, int64_t n);
+    /* Optional (NULL if none): the 16 dot products of 4 weight rows (w_stride
+     * bytes apart) with 4 prepared activation rows (x_stride bytes apart),
+     * out[4 * r + t] = row r . row t. Loads each vector once for four
+     * products, for prompt processing. */
+    void (*dot4x4)(int64_t n, const void *w, size_t w_stride, const void *x, size_t x_stride, float *out);
 } cpu_type_kernels;
 
 /* NULL when the CPU backend cannot compute with weights of this type. */

@@ -534,8 +534,42 @@ static KX_TARGET float kx_dot_q6_k(int64_t n, const void *wv, const void *xv) {
 #undef KX_Y
 #undef KX_BSUMS
 
+/* 4 weight rows x 4 activation rows, 8 floats per step: 16 accumulators fed
+ * by 4 row loads and 4 column loads (each loaded vector serves 4 FMAs). */
+#define KX_DOT4X4(NAME, LOADW, SCALARW)                                                                    \
+    static KX_TARGET void NAME(int64_t n, const void *wv, size_t ws, const void *xv, size_t xs, float *out) { \
+        const uint8_t *w = wv, *x = xv;                                                                    \
+        __m256 acc[16];                                                                                    \
+        for (int i = 0; i < 16; i++) acc[i] = _mm256_setzero_ps();                                         \
+        int64_t k = 0;                                                                                     \
+        for (; k + 8 <= n; k += 8) {                                                                       \
+            __m256 xc[4];                                                                                  \
+            for (int t = 0; t < 4; t++) xc[t] = _mm256_loadu_ps((const float *)(x + t * xs) + k);          \
+            for (int r = 0; r < 4; r++) {                                                                  \
+                const __m256 wr = LOADW(w + r * ws, k);                                                    \
+                for (int t = 0; t < 4; t++) acc[4 * r + t] = _mm256_fmadd_ps(wr, xc[t], acc[4 * r + t]);    \
+            }                                                                                              \
+        }                                                                                                  \
+        for (int i = 0; i < 16; i++) out[i] = kx_hsum(acc[i]);                                             \
+        for (; k < n; k++)                                                                                 \
+            for (int r = 0; r < 4; r++)                                                                    \
+                for (int t = 0; t < 4; t++)                                                                \
+                    out[4 * r + t] += SCALARW(w + r * ws, k) * ((const float *)(x + t * xs))[k];           \
+    }
+
+static KX_TARGET inline __m256 kx_ld_f32(const uint8_t *row, int64_t k) { return _mm256_loadu_ps((const float *)row + k); }
+static KX_TARGET inline __m256 kx_ld_f16(const uint8_t *row, int64_t k) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * k)));
+}
+static inline float kx_sc_f32(const uint8_t *row, int64_t k) { return quant_rd_f32(row + 4 * k); }
+static inline float kx_sc_f16(const uint8_t *row, int64_t k) { return wgml_f16_to_f32(quant_rd16(row + 2 * k)); }
+KX_DOT4X4(kx_dot4x4_f32, kx_ld_f32, kx_sc_f32)
+KX_DOT4X4(kx_dot4x4_f16, kx_ld_f16, kx_sc_f16)
+
 static void kx_fill(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_F32].dot = kx_dot_f32;
+    t[WGML_F32].dot4x4 = kx_dot4x4_f32;
+    t[WGML_F16].dot4x4 = kx_dot4x4_f16;
     t[WGML_F16].dot = kx_dot_f16;
     t[WGML_F16].to_float = kx_to_float_f16;
     t[WGML_BF16].dot = kx_dot_bf16;
