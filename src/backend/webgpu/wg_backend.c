@@ -346,6 +346,11 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
      * barriers, which cost microseconds per workgroup on CPU adapters. */
     wb->mv_wg_subgroup = wb->tier_subgroups && sgmin == sgmax && sgmin >= 4;
     wb->mv_rows = 4;
+    /* CPU adapters run a workgroup's invocations as SIMD lanes: one row per
+     * lane needs no reduction at all. WGML_MATVEC_LAYOUT=reduce|lanes overrides. */
+    wb->mv_lane_rows = wb->info->type == WGML_GPU_CPU;
+    const char *layout_env = getenv("WGML_MATVEC_LAYOUT");
+    if (layout_env) wb->mv_lane_rows = strcmp(layout_env, "lanes") == 0;
     const char *rows_env = getenv("WGML_MATVEC_ROWS"); /* tuning experiments */
     if (rows_env && atoi(rows_env) >= 1 && atoi(rows_env) <= 64) wb->mv_rows = atoi(rows_env);
     if ((st = wg_record_init(wb, err))) {

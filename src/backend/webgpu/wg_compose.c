@@ -256,7 +256,9 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (flags & WGF_SWIGLU) def(&d, "SWIGLU");
     if (kind == WGK_GET_ROWS) def(&d, "GET_ROWS");
     int wg = 64;
-    if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {
+    if (kind == WGK_MATVEC && wb->mv_lane_rows) {
+        def(&d, "LANE_ROWS");
+    } else if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {
         def(&d, "WG_IS_SUBGROUP");
         wg = (int)wb->info->subgroup_max_size;
     }

@@ -66,7 +66,8 @@ typedef struct wg_backend {
     int tier_f16;        /* shader-f16 enabled: KV cache in f16 */
     int tier_subgroups;  /* subgroup reductions */
     int mv_wg_subgroup;  /* matvec workgroups are exactly one subgroup (fixed subgroup size >= 4) */
-    int mv_rows;         /* rows per matvec workgroup */
+    int mv_rows;         /* rows per matvec workgroup (reduction layout) */
+    int mv_lane_rows;    /* matvec invocations compute whole rows (CPU adapters) */
     uint64_t max_window; /* tests: windows smaller than the binding limit */
     char device_label[300];
 

@@ -1,7 +1,8 @@
 // matmul.wgsl - Y = X W^T for prompt processing (many tokens).
 // Register-blocked: each of the 64 invocations computes 4 rows x 4 tokens,
-// so a workgroup covers a 32 x 32 tile; weights are decoded in registers and
-// no tile goes through workgroup memory (slow on CPU adapters). With
+// so a workgroup covers a 32 x 32 tile; each weight group is decoded once
+// (w_group) and used for 4 tokens, and no tile goes through workgroup memory
+// (slow on CPU adapters). With
 // HAS_NORM the 32 tokens' RMS scales are computed once per workgroup.
 // Grid: (ceil(m / 32), ceil(n / 32), NW), or NW = 1 for SWIGLU. Tier: all.
 // WG must be 64 here.
@@ -37,30 +38,29 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var acc2: array<vec4<f32>, 4>;
 #endif
     for (var g = 0u; g < P.ngroups; g++) {
-        for (var i = 0u; i < GROUP / 4u; i++) {
-            let c = g * GROUP + i * 4u;
-            var xs: array<vec4<f32>, 4>;
-            for (var tn = 0u; tn < 4u; tn++) {
-                let tok = tbase + tn;
-                if (tok < P.n) {
+        for (var tm = 0u; tm < 4u; tm++) {
+            let row = rbase + tm;
+            if (row >= M) { continue; }
+            let w = w_group(k, row, g);
+#ifdef SWIGLU
+            let u = w_group(1u, row, g);
+#endif
+            for (var i = 0u; i < GV; i++) {
+                let c = g * GROUP + i * 4u;
 #ifdef HAS_NORM
-                    xs[tn] = x4(P.x_off + tok * P.x_stride, c) * tok_scale[tok - wid.y * 32u] * nw4(c);
+                let nwv = nw4(c);
+#endif
+                for (var tn = 0u; tn < 4u; tn++) {
+                    let tok = tbase + tn;
+                    if (tok < P.n) {
+#ifdef HAS_NORM
+                        let xv = x4(P.x_off + tok * P.x_stride, c) * tok_scale[tok - wid.y * 32u] * nwv;
 #else
-                    xs[tn] = x4(P.x_off + tok * P.x_stride, c);
+                        let xv = x4(P.x_off + tok * P.x_stride, c);
 #endif
-                }
-            }
-            for (var tm = 0u; tm < 4u; tm++) {
-                let row = rbase + tm;
-                if (row < M) {
-                    let wv = w_vec4(k, row, g, i);
+                        acc[tn][tm] += dot(w[i], xv);
 #ifdef SWIGLU
-                    let wu = w_vec4(1u, row, g, i);
-#endif
-                    for (var tn = 0u; tn < 4u; tn++) {
-                        acc[tn][tm] += dot(wv, xs[tn]);
-#ifdef SWIGLU
-                        acc2[tn][tm] += dot(wu, xs[tn]);
+                        acc2[tn][tm] += dot(u[i], xv);
 #endif
                     }
                 }

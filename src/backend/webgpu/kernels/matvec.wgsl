@@ -1,10 +1,59 @@
-// matvec.wgsl - y = W x for decode-sized steps (few tokens).
-// Each workgroup computes R rows of weight k for one token: its WG
-// invocations stride over the row's groups, then one shared reduction. Memory-bound: every
-// weight byte is read once per token. Grid: (ceil(max m / R), n, NW), or
-// (ceil(m / R), n, 1) for SWIGLU, which computes rows of both weights.
-// Tier: all (subgroup reductions when SUBGROUPS).
-// R (rows per workgroup) comes from the composer.
+// matvec.wgsl - y = W x for decode-sized steps (one or two tokens).
+// Memory-bound: every weight byte is read once per token. Two layouts:
+//
+// LANE_ROWS (CPU adapters: lavapipe, SwiftShader, which run the invocations
+//   of a workgroup as SIMD lanes): each invocation computes whole rows by
+//   itself - WG rows per workgroup, no reduction, no barrier, and the input
+//   loads are the same for every lane.
+// otherwise (GPUs): each workgroup computes R rows of weight k for one token;
+//   its invocations stride over the row's groups (consecutive invocations
+//   read consecutive blocks: coalesced), then one reduction: subgroupAdd
+//   alone when the workgroup is one subgroup (WG_IS_SUBGROUP), else partial
+//   sums through workgroup memory and a single barrier.
+// Grid: (ceil(max m / rows per workgroup), n, NW), or NW = 1 for SWIGLU,
+// which computes rows of both weights. R comes from the composer.
+
+#ifdef LANE_ROWS
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32> SUBGROUP_ARGS) {
+    KERNEL_INIT
+    let t = wid.y;
+    let k = wid.z;
+    let row = wid.x * WG + li;
+    let xb = P.x_off + t * P.x_stride;
+#ifdef HAS_NORM
+    var ss = 0.0;
+    for (var c = 0u; c < P.K; c++) {
+        let v = x[xb + c];
+        ss += v * v;
+    }
+    let scale = inverseSqrt(ss / f32(P.K) + P.eps);
+#endif
+    if (row >= P.m[k]) { return; }
+    var a = 0.0;
+    var b = 0.0;
+    for (var g = 0u; g < P.ngroups; g++) {
+        let w = w_group(k, row, g);
+#ifdef SWIGLU
+        let u = w_group(1u, row, g);
+#endif
+        for (var i = 0u; i < GV; i++) {
+            let c = g * GROUP + i * 4u;
+#ifdef HAS_NORM
+            let xv = x4(xb, c) * scale * nw4(c);
+#else
+            let xv = x4(xb, c);
+#endif
+            a += dot(w[i], xv);
+#ifdef SWIGLU
+            b += dot(u[i], xv);
+#endif
+        }
+    }
+    epilogue(k, t, row, a, b);
+}
+#else
+
 #ifndef WG_IS_SUBGROUP
 var<workgroup> part: array<f32, R * WG>;
 #ifdef SWIGLU
@@ -37,27 +86,32 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var acc2: array<f32, R>;
 #endif
     for (var g = li; g < P.ngroups; g += WG) {
-        for (var i = 0u; i < GROUP / 4u; i++) {
+        var xg: array<vec4<f32>, GV>;
+        for (var i = 0u; i < GV; i++) {
             let c = g * GROUP + i * 4u;
 #ifdef HAS_NORM
-            let xv = x4(xb, c) * scale * nw4(c);
+            xg[i] = x4(xb, c) * scale * nw4(c);
 #else
-            let xv = x4(xb, c);
+            xg[i] = x4(xb, c);
 #endif
-            for (var r = 0u; r < R; r++) {
-                let row = r0 + r;
-                if (row < M) {
-                    acc[r] += dot(w_vec4(k, row, g, i), xv);
+        }
+        for (var r = 0u; r < R; r++) {
+            let row = r0 + r;
+            if (row < M) {
+                let w = w_group(k, row, g);
 #ifdef SWIGLU
-                    acc2[r] += dot(w_vec4(1u, row, g, i), xv);
+                let u = w_group(1u, row, g);
+#endif
+                for (var i = 0u; i < GV; i++) {
+                    acc[r] += dot(w[i], xg[i]);
+#ifdef SWIGLU
+                    acc2[r] += dot(u[i], xg[i]);
 #endif
                 }
             }
         }
     }
 #ifdef WG_IS_SUBGROUP
-    // The workgroup is one subgroup: every row's sum is one subgroupAdd,
-    // with no barrier and no workgroup memory.
     for (var r = 0u; r < R; r++) {
         let a = subgroupAdd(acc[r]);
 #ifdef SWIGLU
@@ -67,12 +121,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
         if (li == 0u && r0 + r < M) { epilogue(k, t, r0 + r, a, b); }
     }
-}
 #else
-    // One reduction for all R rows (and both SwiGLU products): each
-    // invocation (or, with subgroups, each subgroup) leaves its partial sums
-    // in workgroup memory, one barrier, then invocation r adds up row r.
-    // Barriers are costly on CPU adapters, so there is exactly one here.
+    // One reduction for all rows: partial sums (one per subgroup with
+    // subgroups, else one per invocation) through workgroup memory, a single
+    // barrier, then invocation r adds up row r.
 #ifdef SUBGROUPS
     let nparts = max(WG / sg_size, 1u);
     let slot = li / sg_size;
@@ -109,5 +161,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         }
         epilogue(k, t, r0 + li, a, b);
     }
+#endif
 }
 #endif

@@ -5,17 +5,28 @@
 // (word 20). Element e: half n = e/128, j = (e%128)/32, l = e%32: qs byte
 // 32n + l bits 2j..2j+1, scale byte 8n + 2j + l/16.
 const GROUP: u32 = 32u;
+const GV: u32 = 8u;
 
-fn w_vec4(k: u32, row: u32, g: u32, i: u32) -> vec4<f32> {
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let b = row * P.bpr + g / 8u;
     let s8 = g % 8u;
     let n = s8 / 4u;
     let j = s8 % 4u;
     let base = P.wo[k] + b * 21u;
     let dd = unpack2x16float(ww(k, base + 20u));
-    let qw = ww(k, base + 4u + 8u * n + i);
-    let q = (vec4<u32>(qw, qw >> 8u, qw >> 16u, qw >> 24u) >> vec4<u32>(2u * j)) & vec4<u32>(3u);
-    let si = 8u * n + 2u * j + i / 4u;
-    let sc = (ww(k, base + si / 4u) >> (8u * (si % 4u))) & 0xffu;
-    return vec4<f32>(q) * (dd.x * f32(sc & 15u)) - dd.y * f32(sc >> 4u);
+    let si = 8u * n + 2u * j;
+    let sw = ww(k, base + si / 4u);
+    let sa = (sw >> (8u * (si % 4u))) & 0xffu;
+    let sb = (sw >> (8u * (si % 4u) + 8u)) & 0xffu;
+    let d0 = dd.x * f32(sa & 15u);
+    let m0 = dd.y * f32(sa >> 4u);
+    let d1 = dd.x * f32(sb & 15u);
+    let m1 = dd.y * f32(sb >> 4u);
+    var r: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        let qw = ww(k, base + 4u + 8u * n + i);
+        let q = vec4<f32>((vec4<u32>(qw, qw >> 8u, qw >> 16u, qw >> 24u) >> vec4<u32>(2u * j)) & vec4<u32>(3u));
+        r[i] = select(q * d0 - m0, q * d1 - m1, i >= 4u);
+    }
+    return r;
 }

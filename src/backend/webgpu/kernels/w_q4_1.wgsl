@@ -2,15 +2,19 @@
 // GPU layout: per block 4 words of nibbles (as Q4_0), and one word (d, m as
 // two f16) per block in the region at P.sb[k].
 const GROUP: u32 = 32u;
+const GV: u32 = 8u;
 
-fn nibbles(word: u32, high: bool) -> vec4<f32> {
-    let s = select(0u, 4u, high);
-    return vec4<f32>((vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u) >> vec4<u32>(s)) & vec4<u32>(15u));
-}
+fn bytes4(word: u32) -> vec4<u32> { return vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u); }
 
-fn w_vec4(k: u32, row: u32, g: u32, i: u32) -> vec4<f32> {
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let b = row * P.bpr + g;
     let dm = unpack2x16float(ww(k, P.sb[k] + b));
-    let word = ww(k, P.wo[k] + b * 4u + (i & 3u));
-    return nibbles(word, i >= 4u) * dm.x + dm.y;
+    let base = P.wo[k] + b * 4u;
+    var r: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 4u; i++) {
+        let q = bytes4(ww(k, base + i));
+        r[i] = vec4<f32>(q & vec4<u32>(15u)) * dm.x + dm.y;
+        r[i + 4u] = vec4<f32>((q >> vec4<u32>(4u)) & vec4<u32>(15u)) * dm.x + dm.y;
+    }
+    return r;
 }

@@ -5,6 +5,7 @@
 // 32 bytes at 32p hold sub-block 2p in low and 2p+1 in high nibbles.
 // Groups g are sub-blocks: block g / 8, sub-block g % 8.
 const GROUP: u32 = 32u;
+const GV: u32 = 8u;
 
 fn kbyte(k: u32, base: u32, idx: u32) -> u32 {
     return (ww(k, base + (idx >> 2u)) >> (8u * (idx & 3u))) & 0xffu;
@@ -21,14 +22,21 @@ fn q4k_scale_min(k: u32, base: u32, j: u32) -> vec2<f32> {
     return vec2<f32>(f32(sc), f32(m));
 }
 
-fn w_vec4(k: u32, row: u32, g: u32, i: u32) -> vec4<f32> {
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let b = row * P.bpr + g / 8u;
     let j = g % 8u;
     let base = P.wo[k] + b * 36u;
     let dd = unpack2x16float(ww(k, base));
     let sm = q4k_scale_min(k, base, j);
-    let word = ww(k, base + 4u + 8u * (j / 2u) + i);
+    let sc = dd.x * sm.x;
+    let mn = dd.y * sm.y;
     let s = (j & 1u) * 4u;
-    let q = vec4<f32>((vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u) >> vec4<u32>(s)) & vec4<u32>(15u));
-    return q * (dd.x * sm.x) - dd.y * sm.y;
+    let qb = base + 4u + 8u * (j / 2u);
+    var r: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        let word = ww(k, qb + i);
+        let q = vec4<f32>((vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u) >> vec4<u32>(s)) & vec4<u32>(15u));
+        r[i] = q * sc - mn;
+    }
+    return r;
 }

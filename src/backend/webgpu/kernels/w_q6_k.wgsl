@@ -7,25 +7,34 @@
 // ql byte 64n + 32(qd&1) + l (low nibble for qd < 2, else high), qh byte
 // 32n + l bits 2qd..2qd+1, scale 8n + l/16 + 2qd.
 const GROUP: u32 = 32u;
+const GV: u32 = 8u;
 
 fn w_f16_at(k: u32, idx: u32) -> f32 {
     return unpack2x16float(ww(k, P.sb[k] + (idx >> 1u)))[idx & 1u];
 }
 
-fn w_vec4(k: u32, row: u32, g: u32, i: u32) -> vec4<f32> {
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let b = row * P.bpr + g / 8u;
     let s8 = g % 8u;
     let n = s8 / 4u;
     let qd = s8 % 4u;
     let base = P.wo[k] + b * 52u;
-    let lw = ww(k, base + 16u * n + 8u * (qd & 1u) + i);
+    let d = w_f16_at(k, b);
     let ls = select(0u, 4u, qd >= 2u);
-    let lo = (vec4<u32>(lw, lw >> 8u, lw >> 16u, lw >> 24u) >> vec4<u32>(ls)) & vec4<u32>(15u);
-    let hw = ww(k, base + 32u + 8u * n + i);
-    let hi = (vec4<u32>(hw, hw >> 8u, hw >> 16u, hw >> 24u) >> vec4<u32>(2u * qd)) & vec4<u32>(3u);
-    let si = 8u * n + i / 4u + 2u * qd;
+    let lb = base + 16u * n + 8u * (qd & 1u);
+    let hb = base + 32u + 8u * n;
+    // the two int8 scales of this group (elements 0..15 and 16..31)
+    let si = 8u * n + 2u * qd;
     let sw = ww(k, base + 48u + si / 4u);
-    let sc = f32(bitcast<i32>(sw << (24u - 8u * (si % 4u))) >> 24u);
-    let q = vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0;
-    return q * (w_f16_at(k, b) * sc);
+    let s0 = d * f32(bitcast<i32>(sw << (24u - 8u * (si % 4u))) >> 24u);
+    let s1 = d * f32(bitcast<i32>(sw << (16u - 8u * (si % 4u))) >> 24u);
+    var r: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        let lw = ww(k, lb + i);
+        let lo = (vec4<u32>(lw, lw >> 8u, lw >> 16u, lw >> 24u) >> vec4<u32>(ls)) & vec4<u32>(15u);
+        let hw = ww(k, hb + i);
+        let hi = (vec4<u32>(hw, hw >> 8u, hw >> 16u, hw >> 24u) >> vec4<u32>(2u * qd)) & vec4<u32>(3u);
+        r[i] = (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0) * select(s0, s1, i >= 4u);
+    }
+    return r;
 }
