@@ -4,11 +4,12 @@
 // (no WebGPU, a corrupt file, a model that does not fit).
 //
 // For tests and the curious, window.wgmlDemo holds the state: the model, its
-// info(), the status ('idle', 'loading', 'ready', 'generating', 'error').
+// info(), the status ('idle', 'loading', 'ready', 'generating', 'error'), and
+// how many loads and generations have finished (successfully or not).
 import wgml, { STATUS } from './wgml.js';
 
 const $ = (id) => document.getElementById(id);
-const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '' };
+const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0 };
 window.wgmlDemo = demo;
 
 function setStatus(s) {
@@ -119,6 +120,8 @@ async function loadModel() {
     $('progress-text').textContent = `could not load ${name}`;
     showError(explain(e));
     setStatus('error');
+  } finally {
+    demo.loads++;
   }
 }
 
@@ -164,6 +167,7 @@ async function generate() {
     setStatus(demo.model ? 'ready' : 'error');
   } finally {
     demo.current = null;
+    demo.generations++;
   }
 }
 
