@@ -11,50 +11,35 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/kernels.h"
 #include "core/fp16.h"
 
 typedef struct {
     const float *q;
     float *out;
     const uint8_t *kc, *vc;
-    int f16; /* caches hold f16 */
+    const cpu_type_kernels *kk; /* dot and to_float for the cache type */
+    size_t row_bytes;           /* bytes of one head's slice of a cache row */
     int n, pos, n_head, n_kv, hd, n_ctx;
     float scale;
-    float *scores; /* n_threads x n_ctx */
+    float *scores; /* n_threads x (n_ctx + hd) */
 } att_task;
-
-static float cache_at(const uint8_t *c, int f16, size_t i) {
-    if (f16) {
-        uint16_t h;
-        memcpy(&h, c + i * 2, 2);
-        return wgml_f16_to_f32(h);
-    }
-    float f;
-    memcpy(&f, c + i * 4, 4);
-    return f;
-}
 
 static void att_run(void *p, int ith, int nth) {
     att_task *t = p;
-    float *sc = t->scores + (size_t)ith * t->n_ctx;
+    float *sc = t->scores + (size_t)ith * (size_t)(t->n_ctx + t->hd), *vrow = sc + t->n_ctx;
     int group = t->n_head / t->n_kv;
-    size_t kv_row = (size_t)t->n_kv * t->hd;
+    size_t cache_row = t->row_bytes * (size_t)t->n_kv; /* bytes per cache row (all KV heads) */
+    int f32 = t->kk->act_type == WGML_F32 && t->row_bytes == (size_t)t->hd * sizeof(float);
     int total = t->n * t->n_head;
     for (int job = ith; job < total; job += nth) {
         int tok = job / t->n_head, h = job % t->n_head, g = h / group;
         int len = t->pos + tok + 1;
         const float *q = t->q + (size_t)tok * t->n_head * t->hd + (size_t)h * t->hd;
+        const uint8_t *kb = t->kc + (size_t)g * t->row_bytes, *vb = t->vc + (size_t)g * t->row_bytes;
         float mx = -INFINITY;
         for (int j = 0; j < len; j++) {
-            size_t base = (size_t)j * kv_row + (size_t)g * t->hd;
-            float s = 0;
-            if (t->f16) {
-                for (int d = 0; d < t->hd; d++) s += q[d] * cache_at(t->kc, 1, base + d);
-            } else {
-                const float *k = (const float *)t->kc + base;
-                for (int d = 0; d < t->hd; d++) s += q[d] * k[d];
-            }
-            s *= t->scale;
+            float s = t->kk->dot(t->hd, kb + (size_t)j * cache_row, q) * t->scale;
             sc[j] = s;
             if (s > mx) mx = s;
         }
@@ -68,13 +53,12 @@ static void att_run(void *p, int ith, int nth) {
         memset(o, 0, (size_t)t->hd * sizeof(float));
         for (int j = 0; j < len; j++) {
             float a = sc[j] * inv;
-            size_t base = (size_t)j * kv_row + (size_t)g * t->hd;
-            if (t->f16) {
-                for (int d = 0; d < t->hd; d++) o[d] += a * cache_at(t->vc, 1, base + d);
-            } else {
-                const float *v = (const float *)t->vc + base;
-                for (int d = 0; d < t->hd; d++) o[d] += a * v[d];
+            const float *v = (const float *)(vb + (size_t)j * cache_row);
+            if (!f32) {
+                t->kk->to_float(vb + (size_t)j * cache_row, vrow, t->hd);
+                v = vrow;
             }
+            for (int d = 0; d < t->hd; d++) o[d] += a * v[d]; /* elementwise: vectorizes */
         }
     }
 }
@@ -116,10 +100,12 @@ void cpu_attention(wgml_backend *be, const wgml_attention *a) {
     store_rows(cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
     store_rows(cpu_ptr(a->v_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->v), n);
 
-    float *scores = cpu_scratch(cb, (size_t)cb->n_threads * (size_t)n_ctx * sizeof(float));
+    float *scores = cpu_scratch(cb, (size_t)cb->n_threads * (size_t)(n_ctx + a->head_dim) * sizeof(float));
     if (!scores) return;
-    att_task t = {cpu_ptr(a->q), cpu_ptr(a->out), cpu_ptr(a->k_cache), cpu_ptr(a->v_cache), f16, n, pos,
-                  a->n_head, a->n_head_kv, a->head_dim, n_ctx, a->scale, scores};
+    const cpu_type_kernels *kk = cpu_kernels_get(a->k_cache->type);
+    att_task t = {cpu_ptr(a->q), cpu_ptr(a->out), cpu_ptr(a->k_cache), cpu_ptr(a->v_cache), kk,
+                  wgml_row_size(a->k_cache->type, a->head_dim), n, pos, a->n_head, a->n_head_kv, a->head_dim,
+                  n_ctx, a->scale, scores};
     wgml_threadpool_run(cb->pool, att_run, &t);
     if (cb->profiling) cpu_profile_add(cb, "attention", cpu_now_ms() - t0);
 }

@@ -12,6 +12,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/webgpu/wg_internal.h"
@@ -341,6 +342,12 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     /* subgroup reductions assume a power-of-two size that divides the workgroup of 64 */
     uint32_t sgmin = wb->info->subgroup_min_size, sgmax = wb->info->subgroup_max_size;
     wb->tier_subgroups = f.subgroups && sgmin >= 1 && sgmax <= 64 && (sgmin & (sgmin - 1)) == 0;
+    /* A fixed subgroup size lets a matvec workgroup be one subgroup: no
+     * barriers, which cost microseconds per workgroup on CPU adapters. */
+    wb->mv_wg_subgroup = wb->tier_subgroups && sgmin == sgmax && sgmin >= 4;
+    wb->mv_rows = 4;
+    const char *rows_env = getenv("WGML_MATVEC_ROWS"); /* tuning experiments */
+    if (rows_env && atoi(rows_env) >= 1 && atoi(rows_env) <= 64) wb->mv_rows = atoi(rows_env);
     if ((st = wg_record_init(wb, err))) {
         wg_free(&wb->base);
         return st;

@@ -255,6 +255,11 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (flags & WGF_ADD) def(&d, "EPI_ADD");
     if (flags & WGF_SWIGLU) def(&d, "SWIGLU");
     if (kind == WGK_GET_ROWS) def(&d, "GET_ROWS");
+    int wg = 64;
+    if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {
+        def(&d, "WG_IS_SUBGROUP");
+        wg = (int)wb->info->subgroup_max_size;
+    }
     if (kind == WGK_ROPE_STORE) def(&d, "STORE");
     if (kind == WGK_RMS_NORM) def(&d, "RMS_NORM");
     if (kind == WGK_SOFTMAX) def(&d, "SOFTMAX");
@@ -273,7 +278,8 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     putf(&b, "// wgml kernel %s (composed by wg_compose.c)\n", label);
     if (wb->tier_f16) putf(&b, "enable f16;\n");
     if (wb->tier_subgroups) putf(&b, "enable subgroups;\n");
-    putf(&b, "const WG: u32 = 64u;\nalias KVT = %s;\n", wb->tier_f16 ? "f16" : "f32");
+    putf(&b, "const WG: u32 = %du;\nalias KVT = %s;\n", wg, wb->tier_f16 ? "f16" : "f32");
+    if (kind == WGK_MATVEC) putf(&b, "const R: u32 = %du;\n", wb->mv_rows);
     putf(&b, "struct Step { pos: u32, n_tokens: u32, kv_len: u32, pad: u32 }\n");
     putf(&b, "@group(0) @binding(0) var<uniform> S: Step;\n");
     if (uses_reduce(kind)) preprocess(&b, wgml_wgsl_source("reduce"), &d, sg_args, init);

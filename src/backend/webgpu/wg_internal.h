@@ -65,6 +65,8 @@ typedef struct wg_backend {
     const wgml_gpu_adapter_info *info;
     int tier_f16;        /* shader-f16 enabled: KV cache in f16 */
     int tier_subgroups;  /* subgroup reductions */
+    int mv_wg_subgroup;  /* matvec workgroups are exactly one subgroup (fixed subgroup size >= 4) */
+    int mv_rows;         /* rows per matvec workgroup */
     uint64_t max_window; /* tests: windows smaller than the binding limit */
     char device_label[300];
 
