@@ -133,7 +133,9 @@ export class Engine {
     if (typeof source === 'string' || source instanceof URL) source = await fetch(source);
     if (typeof Response !== 'undefined' && source instanceof Response) {
       if (!source.ok) throw new Error(`cannot load ${source.url}: HTTP ${source.status} (build it: see docs/web.md)`);
-      module = await WebAssembly.compileStreaming(source);
+      // Streaming compilation needs the application/wasm type; some servers send another.
+      const copy = source.clone();
+      module = await WebAssembly.compileStreaming(source).catch(async () => WebAssembly.compile(await copy.arrayBuffer()));
     } else if (!(source instanceof WebAssembly.Module)) {
       module = await WebAssembly.compile(source);
     }

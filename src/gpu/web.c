@@ -58,7 +58,7 @@ JS(gpu_status) int js_gpu_status(int gpu, char *msg, int cap);
 JS(gpu_lose) void js_gpu_lose(int gpu);
 JS(gpu_buffer_create) int js_gpu_buffer_create(int gpu, double size, int usage, const char *label, char *msg, int cap);
 JS(gpu_buffer_destroy) void js_gpu_buffer_destroy(int buf);
-JS(gpu_write) void js_gpu_write(int gpu, int buf, double offset, const void *data, int size);
+JS(gpu_write) void js_gpu_write(int gpu, int buf, double offset, const void *data, double size);
 JS(gpu_kernel_create)
 int js_gpu_kernel_create(int gpu, const char *wgsl, const char *entry, const char *label, char *msg, int cap);
 JS(gpu_kernel_destroy) void js_gpu_kernel_destroy(int kernel);
@@ -253,7 +253,7 @@ void wgml_gpu_write(wgml_gpu *gpu, wgml_gpu_buffer *buf, uint64_t offset, const 
     if (!gpu || size == 0) return;
     /* Bad arguments become the sticky status through JS (a zero handle). */
     int ok = buf && data && !((offset | size) & 3) && range_ok(offset, size, buf->size);
-    js_gpu_write(gpu->h, ok ? buf->h : 0, (double)offset, data, (int)size);
+    js_gpu_write(gpu->h, ok ? buf->h : 0, (double)offset, data, (double)size);
     if (ok) gpu->counters.write_bytes += size;
 }
 

@@ -4,9 +4,9 @@
  * ones. Every kernel computes the scalar reference's math (kernels.c), only
  * the float summation order differs.
  *
- * Integer kernels. WASM SIMD128 has no byte multiply-add, so 16 int8 weights
- * and 16 int8 activations are widened to int16 and multiplied pairwise into
- * int32 by i32x4.dot_i16x8_s (dot_i8x16 below). Weight quants are made signed
+ * Integer kernels. WASM SIMD128 has no byte dot product, so 16 int8 weights
+ * times 16 int8 activations become int16 products (i16x8.extmul), summed in
+ * pairs and widened to int32 (dot_i8x16 below). Weight quants are made signed
  * first (Q4_0: nibble - 8, Q5_0: q - 16, Q6_K: q - 32, Q3_K: q - 4 where the
  * high bit is clear), which fits int8 and keeps every product exact. Sub-block
  * scales multiply the int32 lanes (i32x4.mul), the minimum terms of Q4_1/Q5_1
@@ -39,11 +39,14 @@ static inline int hsum_i32(v128_t v) {
            wasm_i32x4_extract_lane(v, 3);
 }
 
-/* Four int32 partial sums of the 16 products a[i] * b[i] (int8 lanes). */
+/* Four int32 partial sums of the 16 products a[i] * b[i] (int8 lanes): the
+ * products as int16 (extmul), two added per lane, then pairs widened to int32.
+ * The int16 sum cannot overflow: one operand is always within -127..127 (Q8_0
+ * activations) or the weights are small (K-quants: |q| <= 32 against Q8_K's
+ * -128..127), so a lane holds at most 2 * 128 * 127. */
 static inline v128_t dot_i8x16(v128_t a, v128_t b) {
-    v128_t lo = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b));
-    v128_t hi = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b));
-    return wasm_i32x4_add(lo, hi);
+    v128_t p = wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(a, b), wasm_i16x8_extmul_high_i8x16(a, b));
+    return wasm_i32x4_extadd_pairwise_i16x8(p);
 }
 
 static inline float f16(const uint8_t *p) { return wgml_f16_to_f32(quant_rd16(p)); }
