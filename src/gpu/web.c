@@ -26,12 +26,12 @@
  * Not here: timestamp queries (profiling records no kernel times in the
  * browser) and more than one adapter (the browser chooses it).
  */
-#include <stdio.h>
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "gpu/gpu.h"
+
+#include <stdio.h>
+#include <string.h>
 
 #define JS(name) __attribute__((import_module("wgml"), import_name(#name)))
 
@@ -62,7 +62,8 @@ JS(gpu_write) void js_gpu_write(int gpu, int buf, double offset, const void *dat
 JS(gpu_kernel_create)
 int js_gpu_kernel_create(int gpu, const char *wgsl, const char *entry, const char *label, char *msg, int cap);
 JS(gpu_kernel_destroy) void js_gpu_kernel_destroy(int kernel);
-JS(gpu_bindgroup_create) int js_gpu_bindgroup_create(int gpu, int kernel, const web_binding *b, int n, char *msg, int cap);
+JS(gpu_bindgroup_create)
+int js_gpu_bindgroup_create(int gpu, int kernel, const web_binding *b, int n, char *msg, int cap);
 JS(gpu_bindgroup_destroy) void js_gpu_bindgroup_destroy(int bindgroup);
 JS(gpu_dispatch) void js_gpu_dispatch(int gpu, int kernel, int bindgroup, uint32_t x, uint32_t y, uint32_t z);
 JS(gpu_copy) void js_gpu_copy(int gpu, int src, double src_offset, int dst, double dst_offset, double size);
@@ -70,10 +71,28 @@ JS(gpu_submit) int js_gpu_submit(int gpu, const web_readback *reads, int n, char
 
 /* The numbers and strings gpu_info_num / gpu_info_str answer (web/gpu.js: INFO_NUM, INFO_STR). */
 enum {
-    NUM_MAX_BUFFER, NUM_MAX_STORAGE_BINDING, NUM_MAX_UNIFORM_BINDING, NUM_MAX_STORAGE_PER_STAGE,
-    NUM_MAX_INVOCATIONS, NUM_MAX_WG_X, NUM_MAX_WG_Y, NUM_MAX_WG_Z, NUM_MAX_WG_STORAGE, NUM_MAX_WG_PER_DIM,
-    NUM_STORAGE_ALIGN, NUM_UNIFORM_ALIGN, NUM_SUBGROUP_MIN, NUM_SUBGROUP_MAX, NUM_HAS_F16, NUM_HAS_SUBGROUPS,
-    NUM_HAS_TIMESTAMPS, NUM_ON_F16, NUM_ON_SUBGROUPS, NUM_TYPE, NUM_VENDOR_ID, NUM_DEVICE_ID
+    NUM_MAX_BUFFER,
+    NUM_MAX_STORAGE_BINDING,
+    NUM_MAX_UNIFORM_BINDING,
+    NUM_MAX_STORAGE_PER_STAGE,
+    NUM_MAX_INVOCATIONS,
+    NUM_MAX_WG_X,
+    NUM_MAX_WG_Y,
+    NUM_MAX_WG_Z,
+    NUM_MAX_WG_STORAGE,
+    NUM_MAX_WG_PER_DIM,
+    NUM_STORAGE_ALIGN,
+    NUM_UNIFORM_ALIGN,
+    NUM_SUBGROUP_MIN,
+    NUM_SUBGROUP_MAX,
+    NUM_HAS_F16,
+    NUM_HAS_SUBGROUPS,
+    NUM_HAS_TIMESTAMPS,
+    NUM_ON_F16,
+    NUM_ON_SUBGROUPS,
+    NUM_TYPE,
+    NUM_VENDOR_ID,
+    NUM_DEVICE_ID
 };
 enum { STR_NAME, STR_VENDOR, STR_ARCHITECTURE, STR_DRIVER };
 
@@ -247,7 +266,9 @@ void wgml_gpu_buffer_destroy(wgml_gpu_buffer *buf) {
 
 uint64_t wgml_gpu_buffer_size(const wgml_gpu_buffer *buf) { return buf ? buf->size : 0; }
 
-static int range_ok(uint64_t offset, uint64_t size, uint64_t total) { return offset <= total && size <= total - offset; }
+static int range_ok(uint64_t offset, uint64_t size, uint64_t total) {
+    return offset <= total && size <= total - offset;
+}
 
 void wgml_gpu_write(wgml_gpu *gpu, wgml_gpu_buffer *buf, uint64_t offset, const void *data, size_t size) {
     if (!gpu || size == 0) return;
@@ -367,8 +388,8 @@ wgml_status wgml_gpu_submit(wgml_gpu *gpu, const wgml_gpu_readback *reads, int n
                              "wgml_gpu_submit: readback %d (%zu bytes at %llu) is outside its buffer", i, q->size,
                              (unsigned long long)q->offset);
         }
-        r[i] = (web_readback){(uint32_t)q->src->h, (uint32_t)(uintptr_t)q->dst, (uint32_t)q->size, 0,
-                              (double)q->offset};
+        r[i] =
+            (web_readback){(uint32_t)q->src->h, (uint32_t)(uintptr_t)q->dst, (uint32_t)q->size, 0, (double)q->offset};
     }
     char msg[WGML_ERROR_MESSAGE_MAX] = "";
     int code = js_gpu_submit(gpu->h, r, n_reads, msg, (int)sizeof msg);

@@ -18,15 +18,15 @@
  * (JSPI) or unwind (Asyncify) in its imports; engine.js runs one call at a time.
  * Notes from the library (e.g. the WebGPU-to-CPU fallback) go to wgml.log.
  */
-#include <stdio.h>
-#include <string.h>
-
 #include "core/alloc.h"
 #include "core/error.h"
 #include "wgml.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #define EXPORT(name) __attribute__((export_name(#name)))
-#define JS(name) __attribute__((import_module("wgml"), import_name(#name)))
+#define JS(name)     __attribute__((import_module("wgml"), import_name(#name)))
 
 JS(read) double js_read(int src, double offset, void *buf, int len);
 JS(token) int js_token(int user, int token, const char *text, int len);
@@ -106,17 +106,28 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         const char *key;
         double v;
     } nums[] = {
-        {"n_threads", i.n_threads},   {"n_vocab", i.n_vocab},
-        {"n_ctx_train", i.n_ctx_train}, {"n_embd", i.n_embd},
-        {"n_layer", i.n_layer},       {"n_head", i.n_head},
-        {"n_head_kv", i.n_head_kv},   {"n_ff", i.n_ff},
-        {"head_dim", i.head_dim},     {"n_params", (double)i.n_params},
-        {"weights_bytes", (double)i.weights_bytes}, {"bos", i.bos},
-        {"eos", i.eos},               {"steps", (double)c.steps},
-        {"submits", (double)c.submits}, {"dispatches", (double)c.dispatches},
-        {"buffers_created", (double)c.buffers_created}, {"bind_groups_created", (double)c.bind_groups_created},
-        {"pipelines_created", (double)c.pipelines_created}, {"upload_bytes", (double)c.upload_bytes},
-        {"readback_bytes", (double)c.readback_bytes}, {"device_memory_bytes", (double)c.device_memory_bytes},
+        {"n_threads", i.n_threads},
+        {"n_vocab", i.n_vocab},
+        {"n_ctx_train", i.n_ctx_train},
+        {"n_embd", i.n_embd},
+        {"n_layer", i.n_layer},
+        {"n_head", i.n_head},
+        {"n_head_kv", i.n_head_kv},
+        {"n_ff", i.n_ff},
+        {"head_dim", i.head_dim},
+        {"n_params", (double)i.n_params},
+        {"weights_bytes", (double)i.weights_bytes},
+        {"bos", i.bos},
+        {"eos", i.eos},
+        {"steps", (double)c.steps},
+        {"submits", (double)c.submits},
+        {"dispatches", (double)c.dispatches},
+        {"buffers_created", (double)c.buffers_created},
+        {"bind_groups_created", (double)c.bind_groups_created},
+        {"pipelines_created", (double)c.pipelines_created},
+        {"upload_bytes", (double)c.upload_bytes},
+        {"readback_bytes", (double)c.readback_bytes},
+        {"device_memory_bytes", (double)c.device_memory_bytes},
         {"pipeline_compile_ms", c.pipeline_compile_ms},
     };
     for (size_t k = 0; k < sizeof nums / sizeof nums[0] && at + 64 < sizeof json; k++)

@@ -13,14 +13,14 @@
  * does not vanish when the dot product happens to); tests/web/cpu.mjs
  * requires it below 1e-5.
  */
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
-
 #include "backend/cpu/kernels_impl.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/quant.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
 
 #define EXPORT(name) __attribute__((export_name(#name)))
 
@@ -49,15 +49,18 @@ static double check_type(uint32_t type) {
             worst = 1;
         } else {
             for (int r = 0; r < 4; r++) {
-                for (int64_t i = 0; i < n; i++) f[i] = frand() * (1.0f + (float)(i % 7));
+                for (int64_t i = 0; i < n; i++)
+                    f[i] = frand() * (1.0f + (float)(i % 7));
                 wgml_quantize_row(type, f, w + (size_t)r * wrow, n);
-                for (int64_t i = 0; i < n; i++) f[i] = frand();
+                for (int64_t i = 0; i < n; i++)
+                    f[i] = frand();
                 ref->prepare(f, x + (size_t)r * xrow, n);
             }
             /* the scale: sum |w x| of row 0 with the dequantized weights */
             wgml_dequantize_row(type, w, back, n);
             double scale = 1e-6;
-            for (int64_t i = 0; i < n; i++) scale += fabs((double)back[i] * f[i]);
+            for (int64_t i = 0; i < n; i++)
+                scale += fabs((double)back[i] * f[i]);
             float out[16];
             for (int r = 0; r < 4; r++)
                 for (int t = 0; t < 4; t++) {

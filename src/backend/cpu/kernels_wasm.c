@@ -20,10 +20,10 @@
 #include "backend/cpu/kernels_impl.h"
 
 #if defined(__wasm_simd128__)
-#include <wasm_simd128.h>
-
 #include "core/quant.h"
 #include "core/quant_impl.h"
+
+#include <wasm_simd128.h>
 
 /* ---- helpers ---- */
 
@@ -58,7 +58,8 @@ static inline v128_t f16x4(const uint8_t *p) {
     const v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
     const v128_t v = wasm_f32x4_mul(wasm_i32x4_shl(em, 13), wasm_f32x4_splat(0x1p112f));
     const v128_t special = wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00));
-    const v128_t infnan = wasm_v128_or(wasm_i32x4_splat(0x7f800000), wasm_i32x4_shl(wasm_v128_and(em, wasm_i32x4_splat(0x3ff)), 13));
+    const v128_t infnan =
+        wasm_v128_or(wasm_i32x4_splat(0x7f800000), wasm_i32x4_shl(wasm_v128_and(em, wasm_i32x4_splat(0x3ff)), 13));
     const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
     return wasm_v128_or(wasm_v128_bitselect(infnan, v, special), sign);
 }
@@ -90,9 +91,11 @@ static float dot_f32(int64_t n, const void *wv, const void *xv) {
         a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(ld(w + i + 8), ld(x + i + 8)));
         a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(ld(w + i + 12), ld(x + i + 12)));
     }
-    for (; i + 4 <= n; i += 4) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(ld(w + i), ld(x + i)));
+    for (; i + 4 <= n; i += 4)
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(ld(w + i), ld(x + i)));
     float sum = hsum_f32(wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3)));
-    for (; i < n; i++) sum += w[i] * x[i];
+    for (; i < n; i++)
+        sum += w[i] * x[i];
     return sum;
 }
 
@@ -106,7 +109,8 @@ static float dot_f16(int64_t n, const void *wv, const void *xv) {
         a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(f16x4(w + 2 * i + 8), ld(x + i + 4)));
     }
     float sum = hsum_f32(wasm_f32x4_add(a0, a1));
-    for (; i < n; i++) sum += f16(w + 2 * i) * x[i];
+    for (; i < n; i++)
+        sum += f16(w + 2 * i) * x[i];
     return sum;
 }
 
@@ -115,39 +119,47 @@ static float dot_bf16(int64_t n, const void *wv, const void *xv) {
     const float *x = xv;
     v128_t a0 = wasm_f32x4_splat(0);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_i32x4_shl(wasm_u32x4_load16x4(w + 2 * i), 16), ld(x + i)));
+    for (; i + 4 <= n; i += 4)
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_i32x4_shl(wasm_u32x4_load16x4(w + 2 * i), 16), ld(x + i)));
     float sum = hsum_f32(a0);
-    for (; i < n; i++) sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
+    for (; i < n; i++)
+        sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
     return sum;
 }
 
 static void to_float_f16(const void *src, float *dst, int64_t n) {
     const uint8_t *s = src;
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) wasm_v128_store(dst + i, f16x4(s + 2 * i));
-    for (; i < n; i++) dst[i] = f16(s + 2 * i);
+    for (; i + 4 <= n; i += 4)
+        wasm_v128_store(dst + i, f16x4(s + 2 * i));
+    for (; i < n; i++)
+        dst[i] = f16(s + 2 * i);
 }
 
 /* 4 weight rows x 4 f32 activation rows (prompts): each loaded vector serves 4 products. */
 #define DOT4X4(name, LOADW, WBYTES)                                                                                    \
-    static void name(int64_t n, const void *wv, size_t ws, const void *xv, size_t xs, float *out) {                   \
+    static void name(int64_t n, const void *wv, size_t ws, const void *xv, size_t xs, float *out) {                    \
         const uint8_t *w = wv, *x = xv;                                                                                \
         v128_t acc[16];                                                                                                \
-        for (int k = 0; k < 16; k++) acc[k] = wasm_f32x4_splat(0);                                                     \
+        for (int k = 0; k < 16; k++)                                                                                   \
+            acc[k] = wasm_f32x4_splat(0);                                                                              \
         int64_t i = 0;                                                                                                 \
         for (; i + 4 <= n; i += 4) {                                                                                   \
             v128_t wr[4], xr[4];                                                                                       \
-            for (int r = 0; r < 4; r++) wr[r] = LOADW(w + r * ws + (size_t)i * WBYTES);                                \
-            for (int t = 0; t < 4; t++) xr[t] = ld(x + t * xs + (size_t)i * 4);                                        \
             for (int r = 0; r < 4; r++)                                                                                \
-                for (int t = 0; t < 4; t++) acc[4 * r + t] = wasm_f32x4_add(acc[4 * r + t], wasm_f32x4_mul(wr[r], xr[t])); \
+                wr[r] = LOADW(w + r * ws + (size_t)i * WBYTES);                                                        \
+            for (int t = 0; t < 4; t++)                                                                                \
+                xr[t] = ld(x + t * xs + (size_t)i * 4);                                                                \
+            for (int r = 0; r < 4; r++)                                                                                \
+                for (int t = 0; t < 4; t++)                                                                            \
+                    acc[4 * r + t] = wasm_f32x4_add(acc[4 * r + t], wasm_f32x4_mul(wr[r], xr[t]));                     \
         }                                                                                                              \
         for (int r = 0; r < 4; r++)                                                                                    \
             for (int t = 0; t < 4; t++) {                                                                              \
                 float s = hsum_f32(acc[4 * r + t]);                                                                    \
                 for (int64_t j = i; j < n; j++)                                                                        \
                     s += (WBYTES == 4 ? quant_rd_f32(w + r * ws + (size_t)j * 4) : f16(w + r * ws + (size_t)j * 2)) *  \
-                             quant_rd_f32(x + t * xs + (size_t)j * 4);                                                 \
+                         quant_rd_f32(x + t * xs + (size_t)j * 4);                                                     \
                 out[4 * r + t] = s;                                                                                    \
             }                                                                                                          \
     }
@@ -177,7 +189,8 @@ static float dot_q4_0(int64_t n, const void *wv, const void *xv) {
         const uint8_t *y = x + offsetof(block_q8_0, qs);
         v128_t lo, hi;
         nibbles(w + offsetof(block_q4_0, qs), &lo, &hi);
-        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_i8x16_sub(lo, eight), ld(y)), dot_i8x16(wasm_i8x16_sub(hi, eight), ld(y + 16)));
+        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_i8x16_sub(lo, eight), ld(y)),
+                                  dot_i8x16(wasm_i8x16_sub(hi, eight), ld(y + 16)));
         acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_splat(f16(w) * f16(x))));
     }
     return hsum_f32(acc);
@@ -215,7 +228,8 @@ static float dot_q5_0(int64_t n, const void *wv, const void *xv) {
         const uint8_t *y = x + offsetof(block_q8_0, qs);
         v128_t lo, hi;
         q5_bytes(w + offsetof(block_q5_0, qh), w + offsetof(block_q5_0, qs), &lo, &hi);
-        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_i8x16_sub(lo, sixteen), ld(y)), dot_i8x16(wasm_i8x16_sub(hi, sixteen), ld(y + 16)));
+        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_i8x16_sub(lo, sixteen), ld(y)),
+                                  dot_i8x16(wasm_i8x16_sub(hi, sixteen), ld(y + 16)));
         acc = wasm_f32x4_add(acc, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(s), wasm_f32x4_splat(f16(w) * f16(x))));
     }
     return hsum_f32(acc);
@@ -239,7 +253,9 @@ static float dot_q5_1(int64_t n, const void *wv, const void *xv) {
 /* ---- K-quants against Q8_K ---- */
 
 static inline const uint8_t *q8k_qs(const uint8_t *x) { return x + offsetof(block_q8_K, qs); }
-static inline int q8k_bsum(const uint8_t *x, int j) { return (int16_t)quant_rd16(x + offsetof(block_q8_K, bsums) + 2 * j); }
+static inline int q8k_bsum(const uint8_t *x, int j) {
+    return (int16_t)quant_rd16(x + offsetof(block_q8_K, bsums) + 2 * j);
+}
 
 /* Q2_K, Q3_K and Q6_K share one walk (see kernels.c): element
  * e = 128 h + 32 p + 16 half + l belongs to sub-block 8 h + 2 p + half. */
@@ -250,7 +266,8 @@ static float dot_q2_k(int64_t n, const void *wv, const void *xv) {
     for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q2_K), x += sizeof(block_q8_K)) {
         const uint8_t *sc = w + offsetof(block_q2_K, scales), *qs = w + offsetof(block_q2_K, qs), *y = q8k_qs(x);
         int msum = 0;
-        for (int j = 0; j < 16; j++) msum += (sc[j] >> 4) * q8k_bsum(x, j);
+        for (int j = 0; j < 16; j++)
+            msum += (sc[j] >> 4) * q8k_bsum(x, j);
         v128_t isum = wasm_i32x4_splat(0);
         for (int h = 0; h < 2; h++)
             for (int half = 0; half < 2; half++) {
@@ -282,7 +299,8 @@ static float dot_q3_k(int64_t n, const void *wv, const void *xv) {
                 for (int p = 0; p < 4; p++) {
                     /* the third bit is bit 4 h + p of hmask; clear means -4 */
                     v128_t clear = wasm_i8x16_eq(wasm_v128_and(m, wasm_i8x16_splat((int8_t)(1 << (4 * h + p)))), zero);
-                    v128_t v = wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(q, 2 * p), three), wasm_v128_and(clear, four));
+                    v128_t v =
+                        wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(q, 2 * p), three), wasm_v128_and(clear, four));
                     v128_t d = dot_i8x16(v, ld(y + 128 * h + 32 * p + 16 * half));
                     isum = wasm_i32x4_add(isum, wasm_i32x4_mul(d, wasm_i32x4_splat(sc[8 * h + 2 * p + half])));
                 }
