@@ -118,7 +118,8 @@ class Model {
         wake = null;
       }
     };
-    const options = { maxTokens, temperature, topK, topP, seed };
+    // seed 0: a new random one each time (the C sampler takes 0 as a seed like any other)
+    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52) };
     const start = () => {
       const turn = this.#busy.then(() => {
         req = this.#request({ op: 'generate', prompt: String(prompt), options }, (text) => {

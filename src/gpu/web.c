@@ -195,11 +195,11 @@ int wgml_gpu_list_adapters(wgml_gpu_adapter_info *out, int cap, wgml_error *err)
         wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_list_adapters: bad output array");
         return -1;
     }
-    wgml_gpu *g;
+    wgml_gpu *g = NULL;
     wgml_gpu_options opt = {.allow_software = 1};
     wgml_status st = wgml_gpu_create(&opt, &g, err);
     if (st == WGML_ERR_NO_ADAPTER) return 0;
-    if (st) return -1;
+    if (st || !g) return -1;
     if (cap > 0) out[0] = g->info;
     wgml_gpu_destroy(g);
     return 1;

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "wgml.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,21 +72,37 @@ EXPORT(wgmlw_load) wgml_model *wgmlw_load(double size, int backend, int flags, i
 
 EXPORT(wgmlw_model_free) void wgmlw_model_free(wgml_model *m) { wgml_model_free(m); }
 
-/* Appends s to json as a JSON string. */
-static size_t put_str(size_t at, const char *s) {
-    if (at < sizeof json) json[at++] = '"';
-    for (; s && *s && at + 8 < sizeof json; s++) {
+/* The JSON answers are built in one static buffer by appending; past its end
+ * the text is cut (and then reported as "{}"), never overrun. */
+static size_t json_at;
+
+static void append(const char *fmt, ...) WGML_PRINTF(1, 2);
+static void append(const char *fmt, ...) {
+    if (json_at >= sizeof json - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(json + json_at, sizeof json - json_at, fmt, ap);
+    va_end(ap);
+    json_at = w < 0 ? sizeof json - 1 : json_at + (size_t)w;
+    if (json_at > sizeof json - 1) json_at = sizeof json - 1;
+}
+
+/* s as a JSON string. */
+static void append_str(const char *s) {
+    append("\"");
+    for (; s && *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            at += (size_t)snprintf(json + at, sizeof json - at, "\\%c", c);
+            append("\\%c", c);
         else if (c < 0x20)
-            at += (size_t)snprintf(json + at, sizeof json - at, "\\u%04x", c);
+            append("\\u%04x", c);
         else
-            json[at++] = (char)c;
+            append("%c", c);
     }
-    if (at < sizeof json) json[at++] = '"';
-    return at;
+    append("\"");
 }
+
+static const char *json_done(void) { return json_at < sizeof json - 1 ? json : "{}"; }
 
 EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
     if (!m) return "{}";
@@ -93,14 +110,14 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
     wgml_counters c;
     wgml_model_get_info(m, &i);
     wgml_model_get_counters(m, &c);
-    size_t at = 0;
-    json[at++] = '{';
+    json_at = 0;
+    append("{");
     const char *keys[4] = {"architecture", "name", "backend", "adapter"};
     const char *vals[4] = {i.architecture, i.name, i.backend, i.adapter};
     for (int k = 0; k < 4; k++) {
-        at += (size_t)snprintf(json + at, sizeof json - at, "\"%s\":", keys[k]);
-        at = put_str(at, vals[k]);
-        if (at < sizeof json) json[at++] = ',';
+        append("\"%s\":", keys[k]);
+        append_str(vals[k]);
+        append(",");
     }
     const struct {
         const char *key;
@@ -130,15 +147,10 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         {"device_memory_bytes", (double)c.device_memory_bytes},
         {"pipeline_compile_ms", c.pipeline_compile_ms},
     };
-    for (size_t k = 0; k < sizeof nums / sizeof nums[0] && at + 64 < sizeof json; k++)
-        at += (size_t)snprintf(json + at, sizeof json - at, "%s\"%s\":%.17g", k ? "," : "", nums[k].key, nums[k].v);
-    if (at + 2 < sizeof json) {
-        json[at++] = '}';
-        json[at] = '\0';
-    } else {
-        snprintf(json, sizeof json, "{}");
-    }
-    return json;
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+        append("%s\"%s\":%.17g", k ? "," : "", nums[k].key, nums[k].v);
+    append("}");
+    return json_done();
 }
 
 /* ---- sessions and generation ------------------------------------------------------ */
