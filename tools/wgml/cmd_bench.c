@@ -1,7 +1,8 @@
 /*
  * cmd_bench.c - `wgml bench`: prompt-processing and generation speed.
  *
- * pp: one eval of P tokens into an empty context (after a warm-up eval).
+ * pp: one eval of P tokens into an empty context (after a warm-up eval);
+ *     its time is also the time to first token.
  * tg: N greedy tokens (EOS ignored) after one BOS token, or after --ctx
  *     tokens of context; per-token latencies give p50/p90.
  * With --repeat R every figure is the median of R runs. --json prints one
@@ -79,21 +80,22 @@ static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, i
     wgml_session_reset(s);
     double t0 = cli_now_ms();
     if (pp > 0 && wgml_session_eval(s, ids, pp, &err)) return cli_fail_err(&err);
-    r->pp_tps = pp > 0 ? pp / ((cli_now_ms() - t0) / 1e3) : 0;
-    /* tg */
+    double pp_ms = cli_now_ms() - t0;
+    r->pp_tps = pp > 0 ? pp / (pp_ms / 1e3) : 0;
+    /* tg: after ctx tokens of context (at least one, so that there are logits to continue from) */
     wgml_session_reset(s);
-    if (ctx > 0 && wgml_session_eval(s, ids, ctx, &err)) return cli_fail_err(&err);
+    if (wgml_session_eval(s, ids, ctx > 0 ? ctx : 1, &err)) return cli_fail_err(&err);
     times ts = {calloc((size_t)tg + 1, sizeof(double)), 0, tg, m, {0}, {0}};
     if (!ts.t) return cli_fail("out of memory");
     wgml_generate_params gp = wgml_generate_default_params();
     gp.n_predict = tg;
     gp.ignore_eos = 1;
-    gp.add_bos = ctx == 0;
+    gp.add_bos = 0;
     gp.sampler.temperature = 0;
     gp.on_token = on_token;
     gp.user = &ts;
     wgml_generate_result res;
-    wgml_status st = wgml_generate(s, ctx == 0 ? "" : NULL, &gp, &res, &err);
+    wgml_status st = wgml_generate(s, "", &gp, &res, &err);
     if (st) {
         free(ts.t);
         return cli_fail_err(&err);
@@ -106,7 +108,8 @@ static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, i
     r->tg_tps = steps > 0 ? steps / (total / 1e3) : 0;
     r->p50 = percentile(d, steps, 0.5);
     r->p90 = percentile(d, steps, 0.9);
-    r->ttft = res.ttft_ms;
+    /* time to first token: the prompt's evaluation (its logits give the first token) */
+    r->ttft = pp > 0 ? pp_ms : res.ttft_ms;
     /* counters over the decode steps between the first and the last token */
     wgml_counters c0 = ts.first, c1 = ts.n > 1 ? ts.last : ts.first;
     tg_delta->steps = c1.steps - c0.steps;

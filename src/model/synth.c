@@ -1,0 +1,462 @@
+/*
+ * synth.c - the architecture table and the synthetic model writer (see synth.h).
+ *
+ * Random numbers: splitmix64 streams, one per (seed, tensor name, row), so a
+ * row's values do not depend on which thread makes it or on how many layers
+ * the file has. Normal deviates come from a 4096-bin piecewise-linear inverse
+ * CDF (bin edges at the normal quantiles i/4096, the two tail bins sized to
+ * the tails' conditional means, the whole rescaled to variance exactly 1):
+ * one multiply-add per value. Values lie within about +-4 sigma.
+ *
+ * Quantized matrices are assembled from a pool of quantized blocks: per
+ * block-quantized type, 2M values are generated and quantized once (the
+ * reference K-quant quantizer costs ~150 ns per value, minutes for a 1B
+ * model), and each block of each row is a randomly chosen block of the pool.
+ * Every weight is still a quantized N(0, 0.02) sample with its own block's
+ * scales; the file is written at memory speed.
+ */
+#include "model/synth.h"
+
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/threadpool.h"
+#include "format/gguf.h"
+#include "model/quantize.h"
+#include "model/synth_vocab.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define WEIGHT_STD 0.02f
+
+/* From each model's config.json (llama2.c's README and model.py for the TinyStories models:
+ * hidden = 2/3 * 4 * dim rounded up to 32). The TinyStories files get an output.weight, as
+ * llama.cpp's llama2.c converter writes one (stories260K.gguf has it too). */
+/* clang-format off */
+static const synth_arch archs[] = {
+    {.name = "stories15m", .arch = "llama", .source = "karpathy/tinyllamas stories15M.bin",
+     .n_vocab = 32000, .n_ctx = 256, .n_embd = 288, .n_layer = 6, .n_head = 6, .n_head_kv = 6, .n_ff = 768,
+     .rope_base = 10000.0f, .eps = 1e-5f},
+    {.name = "stories110m", .arch = "llama", .source = "karpathy/tinyllamas stories110M.bin",
+     .n_vocab = 32000, .n_ctx = 1024, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 2048,
+     .rope_base = 10000.0f, .eps = 1e-5f},
+    {.name = "tinyllama-1.1b", .arch = "llama", .source = "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
+     .n_vocab = 32000, .n_ctx = 2048, .n_embd = 2048, .n_layer = 22, .n_head = 32, .n_head_kv = 4, .n_ff = 5632,
+     .rope_base = 10000.0f, .eps = 1e-5f},
+    {.name = "llama-3.2-1b", .arch = "llama", .source = "meta-llama/Llama-3.2-1B",
+     .n_vocab = 128256, .n_ctx = 131072, .n_embd = 2048, .n_layer = 16, .n_head = 32, .n_head_kv = 8, .n_ff = 8192,
+     .rope_base = 500000.0f, .eps = 1e-5f, .tied = 1, .bpe = 1,
+     .rope3_factor = 32.0f, .rope3_low = 1.0f, .rope3_high = 4.0f, .rope3_orig_ctx = 8192},
+    {.name = "qwen2.5-0.5b", .arch = "qwen2", .source = "Qwen/Qwen2.5-0.5B",
+     .n_vocab = 151936, .n_ctx = 32768, .n_embd = 896, .n_layer = 24, .n_head = 14, .n_head_kv = 2, .n_ff = 4864,
+     .rope_base = 1000000.0f, .eps = 1e-6f, .tied = 1, .qkv_bias = 1, .bpe = 1},
+    {.name = "smollm2-135m", .arch = "llama", .source = "HuggingFaceTB/SmolLM2-135M",
+     .n_vocab = 49152, .n_ctx = 8192, .n_embd = 576, .n_layer = 30, .n_head = 9, .n_head_kv = 3, .n_ff = 1536,
+     .rope_base = 100000.0f, .eps = 1e-5f, .tied = 1, .bpe = 1},
+    {.name = "smollm2-360m", .arch = "llama", .source = "HuggingFaceTB/SmolLM2-360M",
+     .n_vocab = 49152, .n_ctx = 8192, .n_embd = 960, .n_layer = 32, .n_head = 15, .n_head_kv = 5, .n_ff = 2560,
+     .rope_base = 100000.0f, .eps = 1e-5f, .tied = 1, .bpe = 1},
+};
+/* clang-format on */
+#define N_ARCHS ((int)(sizeof archs / sizeof archs[0]))
+
+int synth_arch_count(void) { return N_ARCHS; }
+const synth_arch *synth_arch_at(int i) { return i >= 0 && i < N_ARCHS ? &archs[i] : NULL; }
+
+const synth_arch *synth_arch_find(const char *name) {
+    for (int i = 0; name && i < N_ARCHS; i++)
+        if (strcasecmp(archs[i].name, name) == 0) return &archs[i];
+    return NULL;
+}
+
+static int head_dim(const synth_arch *a) { return a->n_embd / a->n_head; }
+
+int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    if (n_layer <= 0) n_layer = a->n_layer;
+    const int64_t E = a->n_embd, q = (int64_t)a->n_head * head_dim(a), kv = (int64_t)a->n_head_kv * head_dim(a);
+    int n = 0;
+#define ADD(a0, a1, ...)                                                                                               \
+    do {                                                                                                               \
+        if (n < cap) {                                                                                                 \
+            snprintf(out[n].name, sizeof out[n].name, __VA_ARGS__);                                                    \
+            out[n].ne[0] = (a0);                                                                                       \
+            out[n].ne[1] = (a1);                                                                                       \
+            out[n].n_dims = (a1) > 1 ? 2 : 1;                                                                          \
+        }                                                                                                              \
+        n++;                                                                                                           \
+    } while (0)
+    if (a->rope3_factor > 0) ADD(head_dim(a) / 2, 1, "rope_freqs.weight");
+    ADD(E, a->n_vocab, "token_embd.weight");
+    for (int i = 0; i < n_layer; i++) {
+        ADD(E, 1, "blk.%d.attn_norm.weight", i);
+        ADD(E, q, "blk.%d.attn_q.weight", i);
+        if (a->qkv_bias) ADD(q, 1, "blk.%d.attn_q.bias", i);
+        ADD(E, kv, "blk.%d.attn_k.weight", i);
+        if (a->qkv_bias) ADD(kv, 1, "blk.%d.attn_k.bias", i);
+        ADD(E, kv, "blk.%d.attn_v.weight", i);
+        if (a->qkv_bias) ADD(kv, 1, "blk.%d.attn_v.bias", i);
+        ADD(q, E, "blk.%d.attn_output.weight", i);
+        ADD(E, 1, "blk.%d.ffn_norm.weight", i);
+        ADD(E, a->n_ff, "blk.%d.ffn_gate.weight", i);
+        ADD(E, a->n_ff, "blk.%d.ffn_up.weight", i);
+        ADD(a->n_ff, E, "blk.%d.ffn_down.weight", i);
+    }
+    ADD(E, 1, "output_norm.weight");
+    if (!a->tied) ADD(E, a->n_vocab, "output.weight");
+#undef ADD
+    return n;
+}
+
+/* llama.cpp's converter: for each rotary frequency f = base^(-2i/d) (in f32),
+ * wavelength 2 pi / f; factor 1 below original_ctx / high_freq_factor, `factor`
+ * above original_ctx / low_freq_factor, and between them 1 / ((1 - s) / factor + s)
+ * with s = (original_ctx / wavelength - low) / (high - low). */
+void synth_rope3_factors(const synth_arch *a, float *out) {
+    const int d = head_dim(a);
+    const double lo_wavelen = a->rope3_orig_ctx / a->rope3_low, hi_wavelen = a->rope3_orig_ctx / a->rope3_high;
+    for (int i = 0; i < d / 2; i++) {
+        float expo = (float)(2 * i) / (float)d;
+        float freq = 1.0f / powf(a->rope_base, expo);
+        double wavelen = 2 * M_PI / freq;
+        double f;
+        if (wavelen < hi_wavelen)
+            f = 1;
+        else if (wavelen > lo_wavelen)
+            f = a->rope3_factor;
+        else {
+            double s = (a->rope3_orig_ctx / wavelen - a->rope3_low) / (a->rope3_high - a->rope3_low);
+            f = 1 / ((1 - s) / a->rope3_factor + s);
+        }
+        out[i] = (float)f;
+    }
+}
+
+/* ---- random numbers ---- */
+
+static inline uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+#define NORMAL_BITS 12
+#define NORMAL_BINS (1 << NORMAL_BITS)
+
+typedef struct normal_table {
+    float edge[NORMAL_BINS], width[NORMAL_BINS]; /* bin i is [edge, edge + width) */
+} normal_table;
+
+static double norm_cdf(double x) { return 0.5 * erfc(-x / M_SQRT2); }
+
+static double norm_quantile(double p) {
+    double lo = -12, hi = 12;
+    for (int it = 0; it < 200 && hi - lo > 1e-13; it++) {
+        double mid = 0.5 * (lo + hi);
+        if (norm_cdf(mid) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+static void normal_table_init(normal_table *t) {
+    double e[NORMAL_BINS + 1];
+    for (int i = 1; i <= NORMAL_BINS / 2; i++)
+        e[i] = norm_quantile((double)i / NORMAL_BINS);
+    for (int i = 1; i < NORMAL_BINS / 2; i++)
+        e[NORMAL_BINS - i] = -e[i];
+    /* tail bin [e0, e1] uniform with the tail's conditional mean -pdf(e1)/cdf(e1) */
+    double pdf = exp(-0.5 * e[1] * e[1]) / sqrt(2 * M_PI), mean = -pdf / norm_cdf(e[1]);
+    e[0] = 2 * mean - e[1];
+    e[NORMAL_BINS] = -e[0];
+    double var = 0;
+    for (int i = 0; i < NORMAL_BINS; i++)
+        var += (e[i] * e[i] + e[i] * e[i + 1] + e[i + 1] * e[i + 1]) / 3;
+    double scale = 1 / sqrt(var / NORMAL_BINS);
+    for (int i = 0; i < NORMAL_BINS; i++) {
+        t->edge[i] = (float)(e[i] * scale);
+        t->width[i] = (float)((e[i + 1] - e[i]) * scale);
+    }
+}
+
+/* ---- generation ---- */
+
+typedef enum { KIND_MATRIX, KIND_NORM, KIND_BIAS } value_kind;
+
+typedef struct gen_ctx {
+    const normal_table *nt;
+    uint64_t seed; /* of this tensor */
+    value_kind kind;
+} gen_ctx;
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+    return h;
+}
+
+static void gen_row(void *arg, int64_t row, float *dst, int64_t n) {
+    const gen_ctx *g = arg;
+    uint64_t s = g->seed ^ ((uint64_t)row * 0xd1b54a32d192ed03ull);
+    splitmix64(&s);
+    const float *edge = g->nt->edge, *width = g->nt->width;
+    const float offset = g->kind == KIND_NORM ? 1.0f : 0.0f;
+    for (int64_t i = 0; i < n; i += 2) {
+        uint64_t r = splitmix64(&s);
+        for (int k = 0; k < 2 && i + k < n; k++) {
+            uint32_t h = (uint32_t)(r >> (32 * k));
+            uint32_t bin = h >> (32 - NORMAL_BITS);
+            float frac = (float)(h & ((1u << (32 - NORMAL_BITS)) - 1)) * (1.0f / (float)(1u << (32 - NORMAL_BITS)));
+            dst[i + k] = offset + WEIGHT_STD * (edge[bin] + frac * width[bin]);
+        }
+    }
+}
+
+/* ---- pools of quantized blocks ---- */
+
+#define POOL_VALUES (2 << 20)
+
+typedef struct block_pool {
+    uint8_t *data;
+    size_t block_bytes;
+    int64_t block_elems, n_blocks;
+} block_pool;
+
+typedef struct assemble_job {
+    const block_pool *pool;
+    uint64_t seed;
+    uint8_t *dst;
+    int64_t blocks_per_row, r1;
+    atomic_llong next;
+} assemble_job;
+
+static void assemble_task(void *arg, int ith, int nth) {
+    (void)ith, (void)nth;
+    assemble_job *j = arg;
+    const block_pool *pl = j->pool;
+    const size_t row_bytes = (size_t)j->blocks_per_row * pl->block_bytes;
+    for (;;) {
+        int64_t r = atomic_fetch_add(&j->next, 1);
+        if (r >= j->r1) break;
+        uint64_t s = j->seed ^ ((uint64_t)r * 0xd1b54a32d192ed03ull);
+        uint8_t *d = j->dst + (size_t)r * row_bytes;
+        for (int64_t b = 0; b < j->blocks_per_row; b++) {
+            uint64_t idx = ((splitmix64(&s) >> 32) * (uint64_t)pl->n_blocks) >> 32; /* uniform in [0, n_blocks) */
+            memcpy(d + (size_t)b * pl->block_bytes, pl->data + idx * pl->block_bytes, pl->block_bytes);
+        }
+    }
+}
+
+/* The pool of `type`, made on first use: POOL_VALUES normal values quantized block by block. */
+static wgml_status get_pool(block_pool *pools, uint32_t type, wgml_threadpool *tp, const normal_table *nt,
+                            uint64_t seed, wgml_error *err) {
+    block_pool *pl = &pools[type];
+    if (pl->data) return WGML_OK;
+    const wgml_dtype_traits *tr = wgml_dtype_get(type);
+    pl->block_elems = tr->block_size;
+    pl->block_bytes = (size_t)tr->type_size;
+    pl->n_blocks = POOL_VALUES / tr->block_size;
+    pl->data = wgml_malloc((size_t)pl->n_blocks * pl->block_bytes);
+    if (!pl->data) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a pool of %s blocks", tr->name);
+    gen_ctx g = {nt, seed ^ name_hash(tr->name) ^ 0x706f6f6cull, KIND_MATRIX};
+    return quantize_rows(tp, type, pl->block_elems, 0, pl->n_blocks, gen_row, &g, pl->data, err);
+}
+
+static wgml_status write_metadata(gguf_writer *w, const synth_arch *a, int n_layer, uint32_t file_type,
+                                  const synth_params *p, const gguf_file *vocab, wgml_error *err) {
+    char name[96], key[128];
+    wgml_status st;
+    snprintf(name, sizeof name, "synth %s", a->name);
+    if ((st = gguf_writer_set_str(w, "general.architecture", a->arch, err)) ||
+        (st = gguf_writer_set_str(w, "general.name", name, err)) ||
+        (st = gguf_writer_set_u32(w, "general.file_type", file_type, err)) ||
+        (st = gguf_writer_set_u32(w, "general.quantization_version", 2, err)) ||
+        (st = gguf_writer_set_u64(w, "wgml.synth.seed", p->seed, err)))
+        return st;
+#define KV_U32(suffix, v)                                                                                              \
+    snprintf(key, sizeof key, "%s." suffix, a->arch);                                                                  \
+    if ((st = gguf_writer_set_u32(w, key, (uint32_t)(v), err))) return st;
+#define KV_F32(suffix, v)                                                                                              \
+    snprintf(key, sizeof key, "%s." suffix, a->arch);                                                                  \
+    if ((st = gguf_writer_set_f32(w, key, (v), err))) return st;
+    KV_U32("vocab_size", a->n_vocab)
+    KV_U32("context_length", a->n_ctx)
+    KV_U32("embedding_length", a->n_embd)
+    KV_U32("block_count", n_layer)
+    KV_U32("feed_forward_length", a->n_ff)
+    KV_U32("attention.head_count", a->n_head)
+    KV_U32("attention.head_count_kv", a->n_head_kv)
+    KV_F32("rope.freq_base", a->rope_base)
+    KV_F32("attention.layer_norm_rms_epsilon", a->eps)
+    KV_U32("rope.dimension_count", head_dim(a))
+#undef KV_U32
+#undef KV_F32
+    return synth_vocab_copy(w, vocab, a->n_vocab, p->log, p->log_user, err);
+}
+
+static value_kind kind_of(const char *name) {
+    size_t n = strlen(name);
+    if (n > 5 && strcmp(name + n - 5, ".bias") == 0) return KIND_BIAS;
+    if (strstr(name, "_norm.weight")) return KIND_NORM;
+    return KIND_MATRIX;
+}
+
+static size_t tensor_bytes(uint32_t type, const synth_tensor *t) {
+    return wgml_row_size(type, t->ne[0]) * (size_t)t->ne[1];
+}
+
+/* Rows per progress report: about 16M values. */
+#define PROGRESS_ELEMENTS (16LL << 20)
+
+typedef struct synth_state {
+    wgml_threadpool *tp;
+    const normal_table *nt;
+    block_pool pools[WGML_DTYPE_COUNT];
+    uint8_t *buf;
+} synth_state;
+
+static wgml_status write_tensor(gguf_writer *w, synth_state *S, const synth_arch *a, const synth_tensor *t,
+                                uint32_t type, const synth_params *p, uint64_t *done, uint64_t total, wgml_error *err) {
+    wgml_status st;
+    uint8_t *buf = S->buf;
+    const uint64_t seed = name_hash(t->name) ^ (p->seed * 0x9e3779b97f4a7c15ull);
+    if (strcmp(t->name, "rope_freqs.weight") == 0) {
+        synth_rope3_factors(a, (float *)(void *)buf); /* F32, a 1-D tensor */
+        *done += (uint64_t)t->ne[0];
+    } else if (wgml_dtype_get(type)->quantized) {
+        if ((st = get_pool(S->pools, type, S->tp, S->nt, p->seed, err))) return st;
+        assemble_job j = {.pool = &S->pools[type],
+                          .seed = seed,
+                          .dst = buf,
+                          .blocks_per_row = t->ne[0] / S->pools[type].block_elems,
+                          .r1 = t->ne[1]};
+        atomic_init(&j.next, 0);
+        wgml_threadpool_run(S->tp, assemble_task, &j);
+        *done += (uint64_t)(t->ne[0] * t->ne[1]);
+    } else {
+        gen_ctx g = {S->nt, seed, kind_of(t->name)};
+        int64_t step = PROGRESS_ELEMENTS / t->ne[0] > 0 ? PROGRESS_ELEMENTS / t->ne[0] : 1;
+        for (int64_t r = 0; r < t->ne[1]; r += step) {
+            int64_t r1 = r + step < t->ne[1] ? r + step : t->ne[1];
+            if ((st = quantize_rows(S->tp, type, t->ne[0], r, r1, gen_row, &g, buf, err))) {
+                wgml_error_prefix(err, "tensor '%s'", t->name);
+                return st;
+            }
+            *done += (uint64_t)((r1 - r) * t->ne[0]);
+            if (p->progress && r1 < t->ne[1] && p->progress(p->progress_user, "generating", *done, total))
+                return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cancelled");
+        }
+    }
+    if ((st = gguf_writer_write_tensor(w, buf, tensor_bytes(type, t), err))) return st;
+    if (p->progress && p->progress(p->progress_user, "generating", *done, total))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cancelled");
+    return WGML_OK;
+}
+
+wgml_status synth_write(const char *out, const synth_params *p, synth_result *result, wgml_error *err) {
+    if (result) memset(result, 0, sizeof *result);
+    const synth_arch *a = synth_arch_find(p->arch);
+    if (!a) {
+        char names[512] = "";
+        for (int i = 0; i < N_ARCHS; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", archs[i].name);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown architecture '%s' (known: %s)",
+                         p->arch ? p->arch : "(null)", names);
+    }
+    const quantize_recipe *rc = quantize_recipe_find(p->type);
+    if (!rc)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown type '%s' (known: %s)", p->type ? p->type : "(null)",
+                         quantize_recipe_list());
+    int n_layer = p->n_layer ? p->n_layer : a->n_layer;
+    if (n_layer < 1 || n_layer > a->n_layer)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s has %d layers; cannot write %d", a->name, a->n_layer,
+                         p->n_layer);
+    if (!out || !p->vocab)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "synth: output and vocabulary paths are required");
+
+    gguf_file *vocab = NULL;
+    gguf_writer *w = NULL;
+    wgml_threadpool *pool = NULL;
+    synth_tensor *ts = NULL;
+    uint32_t *types = NULL;
+    quantize_fallback *fb = NULL;
+    uint8_t *buf = NULL;
+    normal_table *nt = NULL;
+    synth_state S;
+    memset(&S, 0, sizeof S);
+    wgml_status st = gguf_open(p->vocab, &vocab, err);
+    if (st) return st;
+    int n = synth_tensor_list(a, n_layer, NULL, 0);
+    ts = wgml_calloc((size_t)n, sizeof *ts);
+    types = wgml_calloc((size_t)n, sizeof *types);
+    fb = wgml_calloc((size_t)n, sizeof *fb);
+    nt = wgml_malloc(sizeof *nt);
+    w = gguf_writer_create();
+    if (!ts || !types || !fb || !nt || !w) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    synth_tensor_list(a, n_layer, ts, n);
+    normal_table_init(nt);
+
+    /* types from the quantize recipe, exactly as quantize_file decides them */
+    quantize_model_info mi = {n_layer, a->n_head / a->n_head_kv, !a->tied};
+    uint64_t elements[WGML_DTYPE_COUNT] = {0}, total = 0, n_params = 0;
+    size_t max_bytes = 0, data_bytes = 0;
+    int n_fb = 0;
+    for (int i = 0; i < n; i++) {
+        uint32_t wanted;
+        types[i] = quantize_tensor_type(rc, &mi, ts[i].name, ts[i].n_dims, ts[i].ne, &wanted);
+        if (types[i] != wanted) fb[n_fb++] = (quantize_fallback){ts[i].name, wanted, types[i], ts[i].ne[0]};
+        uint64_t ne = (uint64_t)(ts[i].ne[0] * ts[i].ne[1]);
+        if (quantize_is_matrix(ts[i].name, ts[i].n_dims)) elements[types[i]] += ne;
+        n_params += ne;
+        total += ne;
+        size_t b = tensor_bytes(types[i], &ts[i]);
+        data_bytes += b;
+        if (b > max_bytes) max_bytes = b;
+    }
+    quantize_note_fallbacks(fb, n_fb, p->log, p->log_user);
+    uint32_t file_type = quantize_file_type(rc, elements);
+    if ((st = write_metadata(w, a, n_layer, file_type, p, vocab, err))) goto done;
+    for (int i = 0; i < n; i++)
+        if ((st = gguf_writer_add_tensor(w, ts[i].name, types[i], ts[i].n_dims, ts[i].ne, err))) goto done;
+    if (!(buf = wgml_malloc(max_bytes))) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for one tensor", max_bytes);
+        goto done;
+    }
+    if ((st = wgml_threadpool_create(p->n_threads, &pool, err))) goto done;
+    if ((st = gguf_writer_begin(w, out, err))) goto done;
+    uint64_t done_elements = 0;
+    S.tp = pool;
+    S.nt = nt;
+    S.buf = buf;
+    for (int i = 0; i < n; i++)
+        if ((st = write_tensor(w, &S, a, &ts[i], types[i], p, &done_elements, total, err))) goto done;
+    if ((st = gguf_writer_finish(w, err))) goto done;
+    if (result) {
+        result->n_tensors = n;
+        result->n_params = n_params;
+        result->data_bytes = data_bytes;
+        result->file_type = file_type;
+    }
+done:
+    for (int t = 0; t < WGML_DTYPE_COUNT; t++)
+        wgml_free(S.pools[t].data);
+    gguf_writer_free(w);
+    wgml_threadpool_free(pool);
+    gguf_close(vocab);
+    wgml_free(buf);
+    wgml_free(nt);
+    wgml_free(types);
+    wgml_free(fb);
+    wgml_free(ts);
+    return st;
+}

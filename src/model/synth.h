@@ -1,0 +1,83 @@
+/*
+ * synth.h - random-weight models with the exact tensor names, shapes and
+ * metadata of real architectures, for benchmarks and tests.
+ *
+ * The table holds each architecture's published hyper-parameters (its
+ * config.json; docs/model-tools.md lists the sources). A synthetic file has
+ * the tensors llama.cpp's converter writes for that model (token_embd,
+ * per-layer attn_norm, attn_q/k/v (+ biases for Qwen2), attn_output,
+ * ffn_norm, ffn_gate/up/down, output_norm, output unless tied, rope_freqs for
+ * Llama 3), the same metadata keys, and the tokenizer metadata of a
+ * vocabulary GGUF resized to the architecture's vocabulary (synth_vocab.c).
+ *
+ * Weights are a deterministic function of the seed and the tensor's name and
+ * row (not of the thread count or of --layers): matrices ~ N(0, 0.02) like
+ * the usual initialisation, norms 1 + N(0, 0.02), biases N(0, 0.02). Each
+ * tensor gets the type the quantization recipe gives it (the same rules as
+ * quantize.c) and is produced in parallel and streamed to the file: float
+ * tensors value by value, quantized ones from a pool of quantized blocks
+ * (synth.c says why).
+ */
+#ifndef WGML_MODEL_SYNTH_H
+#define WGML_MODEL_SYNTH_H
+
+#include "wgml.h"
+
+#include <stdint.h>
+
+typedef struct synth_arch {
+    const char *name;   /* "llama-3.2-1b" */
+    const char *arch;   /* general.architecture: "llama" or "qwen2" */
+    const char *source; /* the model whose config.json the numbers come from */
+    int n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    float rope_base, eps;
+    int tied;     /* no output.weight: token_embd is also the output */
+    int qkv_bias; /* attn_q/k/v biases (Qwen2) */
+    int bpe;      /* byte-level BPE vocabulary (default: gpt-2), else SentencePiece (llama-spm) */
+    /* Llama 3 RoPE scaling ("rope_type": "llama3"); factor 0 = none */
+    float rope3_factor, rope3_low, rope3_high;
+    int rope3_orig_ctx;
+} synth_arch;
+
+int synth_arch_count(void);
+const synth_arch *synth_arch_at(int i);
+const synth_arch *synth_arch_find(const char *name); /* case-insensitive; NULL if unknown */
+
+typedef struct synth_tensor {
+    char name[48];
+    int n_dims;
+    int64_t ne[2];
+} synth_tensor;
+
+/* The tensors of `a` with n_layer layers (0 = all), in file order. Returns how
+ * many there are; writes the first `cap` of them. */
+int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap);
+
+/* Llama 3 RoPE frequency factors (n_rot / 2 of them), as llama.cpp's
+ * converter computes them for rope_freqs.weight. */
+void synth_rope3_factors(const synth_arch *a, float *out);
+
+typedef struct synth_params {
+    const char *arch;  /* a name from the table */
+    const char *type;  /* a quantize recipe: "F16", "Q8_0", "Q4_K_M", ... */
+    const char *vocab; /* a GGUF whose tokenizer.* metadata is copied */
+    uint64_t seed;
+    int n_layer;               /* 0 = the architecture's own */
+    int n_threads;             /* 0 = one per core */
+    wgml_progress_fn progress; /* (user, "generating", elements done, total); non-zero cancels */
+    void *progress_user;
+    void (*log)(void *user, const char *line); /* notes: vocabulary resizing, type fallbacks */
+    void *log_user;
+} synth_params;
+
+typedef struct synth_result {
+    int n_tensors;
+    uint64_t n_params;
+    uint64_t data_bytes; /* tensor data written */
+    uint32_t file_type;
+} synth_result;
+
+/* Writes the model to `out` (via a temporary file). result may be NULL. */
+wgml_status synth_write(const char *out, const synth_params *params, synth_result *result, wgml_error *err);
+
+#endif

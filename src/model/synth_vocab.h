@@ -1,0 +1,27 @@
+/*
+ * synth_vocab.h - the tokenizer metadata of a synthetic model: copied from a
+ * vocabulary GGUF and made exactly n_vocab tokens long, so that wgml and
+ * llama.cpp (which both want the token list to match token_embd) load it.
+ *
+ *   same size  all tokenizer.* keys copied as they are.
+ *   larger     tokens appended as "[PAD<i>]" of type UNUSED (5) with score
+ *              -1000, as llama.cpp's converter pads vocabularies that are
+ *              shorter than the embedding (Qwen2.5 itself does).
+ *   smaller    the first n_vocab tokens are kept; special tokens named by a
+ *              tokenizer.ggml.*_token_id key that would be cut off move into
+ *              the last slots (replacing what was there) and their ids are
+ *              rewritten; BPE merges whose left part, right part or result
+ *              is no longer a token are dropped, so that every merge still
+ *              produces a token.
+ */
+#ifndef WGML_MODEL_SYNTH_VOCAB_H
+#define WGML_MODEL_SYNTH_VOCAB_H
+
+#include "format/gguf.h"
+
+#include <stdint.h>
+
+wgml_status synth_vocab_copy(gguf_writer *w, const gguf_file *vocab, int64_t n_vocab,
+                             void (*log)(void *user, const char *line), void *log_user, wgml_error *err);
+
+#endif

@@ -1,0 +1,138 @@
+/*
+ * cmd_synth.c - `wgml synth --arch NAME --type TYPE -o OUT.gguf [--vocab V] [--seed S] [--layers N]`.
+ */
+#include "cli.h"
+#include "model/quantize.h"
+#include "model/synth.h"
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *help =
+    "usage: wgml synth --arch NAME --type TYPE -o OUT.gguf [options]\n"
+    "       wgml synth --list\n"
+    "Writes a model with random weights and the exact tensor names, shapes and metadata of a real\n"
+    "architecture, for benchmarks and tests. Weights ~ N(0, 0.02), norms ~ 1, deterministic per seed.\n"
+    "  --arch NAME        stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b,\n"
+    "                     smollm2-135m, smollm2-360m (--list shows their hyper-parameters)\n"
+    "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
+    "  -o, --output FILE  the GGUF to write\n"
+    "  --vocab FILE       GGUF whose tokenizer is copied (default: ../shared/vocab/ggml-vocab-llama-spm.gguf\n"
+    "                     for SentencePiece models, ggml-vocab-gpt-2.gguf for BPE ones), resized to the\n"
+    "                     architecture's vocabulary (padded with [PAD<i>] tokens or truncated)\n"
+    "  --seed S           random seed (default 42)\n"
+    "  --layers N         keep only the first N layers (same shapes; for fast tests)\n"
+    "  -t, --threads N    threads (default: one per core)\n";
+
+static void list_archs(void) {
+    printf("%-15s %-6s %7s %7s %6s %6s %6s %6s %9s %6s %-5s %s\n", "name", "arch", "vocab", "ctx", "embd", "layers",
+           "heads", "kv", "ffn", "theta", "eps", "source");
+    for (int i = 0; i < synth_arch_count(); i++) {
+        const synth_arch *a = synth_arch_at(i);
+        printf("%-15s %-6s %7d %7d %6d %6d %6d %6d %9d %6g %-5g %s%s%s%s\n", a->name, a->arch, a->n_vocab, a->n_ctx,
+               a->n_embd, a->n_layer, a->n_head, a->n_head_kv, a->n_ff, a->rope_base, a->eps, a->source,
+               a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
+               a->rope3_factor > 0 ? ", llama3 rope scaling" : "");
+    }
+}
+
+/* ../shared/vocab/NAME from the working directory, else relative to the executable. */
+static const char *default_vocab(const char *name, char *buf, size_t cap) {
+    snprintf(buf, cap, "../shared/vocab/%s", name);
+    if (access(buf, R_OK) == 0) return buf;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char alt[4400];
+            snprintf(alt, sizeof alt, "%s/../../shared/vocab/%s", exe, name);
+            if (access(alt, R_OK) == 0) {
+                snprintf(buf, cap, "%s", alt);
+                return buf;
+            }
+        }
+    }
+    snprintf(buf, cap, "../shared/vocab/%s", name);
+    return buf;
+}
+
+static void log_line(void *user, const char *line) {
+    cli_progress_end(user);
+    cli_log_cb(NULL, line);
+}
+
+int cmd_synth(int argc, char **argv) {
+    const char *arch = NULL, *type = NULL, *out = NULL, *vocab = NULL;
+    long long seed = 42, layers = 0, threads = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "--list")) {
+            list_archs();
+            return CLI_OK;
+        } else if (!strcmp(a, "--arch")) {
+            if (!(arch = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--type")) {
+            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--vocab")) {
+            if (!(vocab = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--seed")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, INT64_MAX, &seed)) return CLI_USAGE;
+        } else if (!strcmp(a, "--layers")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &layers)) return CLI_USAGE;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 512, &threads)) return CLI_USAGE;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("unknown option '%s'", a);
+        } else {
+            return cli_usage_error("unexpected argument '%s'", a);
+        }
+    }
+    if (!arch) return cli_usage_error("give the architecture with --arch NAME (--list shows them)");
+    const synth_arch *sa = synth_arch_find(arch);
+    if (!sa) return cli_usage_error("unknown architecture '%s' (--list shows them)", arch);
+    if (!type) return cli_usage_error("give the weight type with --type TYPE (e.g. F16, Q8_0, Q4_K_M)");
+    if (!quantize_recipe_find(type))
+        return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
+    if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
+    if (layers > sa->n_layer) return cli_usage_error("--layers %lld: %s has %d layers", layers, sa->name, sa->n_layer);
+    char vbuf[4400];
+    if (!vocab)
+        vocab = default_vocab(sa->bpe ? "ggml-vocab-gpt-2.gguf" : "ggml-vocab-llama-spm.gguf", vbuf, sizeof vbuf);
+
+    cli_progress bar;
+    cli_progress_begin(&bar, "generating");
+    synth_params sp = {.arch = sa->name,
+                       .type = type,
+                       .vocab = vocab,
+                       .seed = (uint64_t)seed,
+                       .n_layer = (int)layers,
+                       .n_threads = (int)threads,
+                       .progress = cli_progress_cb,
+                       .progress_user = &bar,
+                       .log = log_line,
+                       .log_user = &bar};
+    synth_result r;
+    wgml_error err;
+    double t0 = cli_now_ms();
+    wgml_status st = synth_write(out, &sp, &r, &err);
+    cli_progress_end(&bar);
+    if (st) return cli_fail_err(&err);
+    double s = (cli_now_ms() - t0) / 1e3;
+    struct stat sb;
+    double mib = stat(out, &sb) == 0 ? (double)sb.st_size / 1048576.0 : (double)r.data_bytes / 1048576.0;
+    fprintf(stderr,
+            "wgml synth: wrote %s: %s, %d layers, %d tensors, %.1f M parameters, file type %u (%s), %.1f MiB in %.1f s "
+            "(%.0f MB/s)\n",
+            out, sa->name, layers ? (int)layers : sa->n_layer, r.n_tensors, r.n_params / 1e6, r.file_type,
+            quantize_ftype_name(r.file_type), mib, s, s > 0 ? mib * 1.048576 / s : 0.0);
+    return CLI_OK;
+}
