@@ -7,11 +7,12 @@
 // driven by playwright-core, which never downloads a browser; fresh profile):
 // the demo page with WebGPU on SwiftShader and with WebGPU disabled (the CPU
 // wasm path), the JS API (progress, streaming, info, dispose), a corrupt
-// file, the model cache, the stop button and the Asyncify build. Greedy text
-// must equal the llama2.c reference. Screenshots go to build/web-artifacts/
+// file, the model cache, the stop button, the Asyncify build, and a 24M-parameter
+// synthetic model against the native CLI. Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
 // and are checked (the DOM text at that moment, and the PNG is not blank).
 // Prints one line per test and then "N passed, N failed"; exits 1 on failure.
 import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -271,6 +272,41 @@ await test('API (Asyncify build): CPU from a URL stream and WebGPU without JSPI'
   checkText(PROMPT + r.cpu.text, REFERENCE, 'Asyncify CPU text');
   checkText(PROMPT + r.webgpu.text, REFERENCE.slice(0, PROMPT.length + r.webgpu.text.length), 'Asyncify WebGPU text');
   check(r.webgpu.text.length > 10, `Asyncify WebGPU text: "${r.webgpu.text}"`);
+  await page.close();
+});
+
+await test('API: a 24M-parameter model (wgml synth stories15m Q8_0) streams from a URL; WebGPU and CPU match the native CLI', async () => {
+  const cli = path.join(repo, 'build/wgml');
+  check(existsSync(cli), 'build/wgml is missing (the native build makes it)');
+  const rel = 'build/web-models/stories15m-Q8_0.gguf';
+  const file = path.join(repo, rel);
+  if (!existsSync(file)) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    execFileSync(cli, ['synth', '--arch', 'stories15m', '--type', 'Q8_0', '-o', file], { cwd: repo, stdio: 'pipe' });
+  }
+  // random weights have near ties: compare with the same backend natively (SwiftShader, one CPU thread)
+  const native = (extra, n) => execFileSync(cli, ['run', '-m', file, '--temp', '0', '-n', String(n), '-p', PROMPT, ...extra],
+    { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] }).toString().replace(/\n$/, '');
+  const wantGpu = native(['--adapter', 'swiftshader'], 3);
+  const wantCpu = native(['--backend', 'cpu', '-t', '1'], 16);
+  const page = await openDemo(gpuCtx, demoUrl);
+  const r = await page.evaluate(async ({ url, prompt }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const out = {};
+    for (const [backend, n] of [['webgpu', 3], ['cpu', 16]]) {
+      const progress = [];
+      const model = await wgml.load(url, { backend, cache: false, onProgress: (p) => progress.push(p) });
+      let text = '';
+      for await (const piece of model.generate(prompt, { maxTokens: n, temperature: 0 })) text += piece;
+      out[backend] = { text, info: model.info(), progress: progress.length };
+      await model.dispose();
+    }
+    return out;
+  }, { url: `${base}${rel}`, prompt: PROMPT });
+  check(r.webgpu.info.backend === 'webgpu' && r.webgpu.info.n_params > 24e6, `info ${JSON.stringify(r.webgpu.info)}`);
+  check(r.webgpu.progress > 10, `only ${r.webgpu.progress} progress events for 25 MiB`);
+  checkText(PROMPT + r.webgpu.text, wantGpu, 'WebGPU text vs native SwiftShader');
+  checkText(PROMPT + r.cpu.text, wantCpu, 'CPU wasm text vs native CPU');
   await page.close();
 });
 
