@@ -2,6 +2,7 @@
 # setup.sh - installs what wgml needs on Debian bookworm and builds it into build/.
 #
 #   scripts/setup.sh            packages + WebGPU dependencies + release build
+#                               (which also builds the browser build, web/dist/wgml.wasm)
 #   WGML_BUILD_TYPE=Debug ...   another CMake build type
 #
 # Safe to re-run: installed packages and downloaded files are kept.
@@ -11,9 +12,12 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-# Debian packages for building and testing the C code.
+# Debian packages for building and testing the C code, and for the browser
+# build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
+# wasm-opt for the Asyncify variant (docs/web.md).
 need=()
-for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev; do
+for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev \
+         wasi-libc libclang-rt-14-dev-wasm32 binaryen; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -4,19 +4,49 @@
  * A job is published by bumping `generation`; each worker remembers the last
  * generation it ran. Workers count themselves done through `pending`. Both are
  * atomics; the mutex/condvar pair is only for sleeping when idle.
+ *
+ * WebAssembly (wasi-libc has no threads): a pool is always one thread, the
+ * caller, and run() is a plain call.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include "core/threadpool.h"
 
+#include "core/alloc.h"
+#include "core/error.h"
+
+#if defined(__wasm__)
+
+struct wgml_threadpool {
+    int n;
+};
+
+int wgml_cpu_count(void) { return 1; }
+
+wgml_status wgml_threadpool_create(int n_threads, wgml_threadpool **out, wgml_error *err) {
+    (void)n_threads;
+    *out = wgml_calloc(1, sizeof **out);
+    if (!*out) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating thread pool");
+    (*out)->n = 1;
+    return WGML_OK;
+}
+
+void wgml_threadpool_free(wgml_threadpool *p) { wgml_free(p); }
+
+int wgml_threadpool_size(const wgml_threadpool *p) { return p ? p->n : 1; }
+
+void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
+    (void)p;
+    fn(ctx, 0, 1);
+}
+
+#else /* native: worker threads */
+
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
-
-#include "core/alloc.h"
-#include "core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -161,3 +191,5 @@ void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
         else sched_yield();
     }
 }
+
+#endif /* __wasm__ */

@@ -9,9 +9,8 @@
  * scales. Weight mins (Q4_1/Q5_1, Q2_K/Q4_K/Q5_K) are folded in through the
  * activation block sums: Q8_1's s = d * sum(q) and Q8_K's bsums.
  *
- * WASM SIMD128: add kernels_wasm.c with a cpu_kernels_fill_wasm() under
- * `#if defined(__wasm_simd128__)` (i8x16 / i16x8 dot products mirror the
- * AVX2 kernels closely) and call it where select_table() says so.
+ * WASM SIMD128 (the browser build): kernels_wasm.c, installed by
+ * select_table() over the scalar entries.
  */
 #include "backend/cpu/kernels.h"
 
@@ -368,8 +367,8 @@ static void select_table(void) {
         }
     }
 #elif defined(__wasm_simd128__)
-    /* The spot for WASM SIMD128 kernels (kernels_wasm.c, not written yet):
-     * cpu_kernels_fill_wasm(best_table); best_isa = "wasm-simd128"; */
+    cpu_kernels_fill_wasm(best_table);
+    best_isa = "wasm-simd128";
 #endif
 }
 

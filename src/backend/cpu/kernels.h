@@ -34,7 +34,7 @@ typedef struct cpu_type_kernels {
 /* NULL when the CPU backend cannot compute with weights of this type. */
 const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 
-/* The instruction set the kernels were chosen for: "avx512", "avx2", "scalar". */
+/* The instruction set the kernels were chosen for: "avx512", "avx2", "wasm-simd128", "scalar". */
 const char *cpu_kernels_isa(void);
 
 /* Forces the portable scalar kernels (tests compare them with the SIMD ones). */

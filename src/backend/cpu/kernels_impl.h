@@ -26,4 +26,9 @@ void cpu_kernels_fill_avx2(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 #endif
 
+#if defined(__wasm_simd128__)
+/* WebAssembly SIMD128 (kernels_wasm.c), over the scalar entries. */
+void cpu_kernels_fill_wasm(cpu_type_kernels table[WGML_DTYPE_COUNT]);
+#endif
+
 #endif

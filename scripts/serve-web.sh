@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# serve-web.sh - try wgml in the browser: builds web/dist/wgml.wasm if it is
+# missing, then serves the repository root and ../shared/models on 127.0.0.1.
+#
+#   scripts/serve-web.sh                       http://127.0.0.1:8080/web/
+#   scripts/serve-web.sh --port 9000 --models ~/models
+#
+# The page's default model URL is ../models/stories260K.gguf (the --models
+# folder, by default ../shared/models). Any static file server over the
+# repository root works as well; this one also serves the models folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -f web/dist/wgml.wasm ]; then
+  echo "serve-web: building web/dist/wgml.wasm"
+  cmake -S . -B build-wasm -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/wasm32-wasi.cmake >/dev/null
+  cmake --build build-wasm
+fi
+exec node scripts/serve-web.mjs "$@"

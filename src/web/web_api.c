@@ -1,0 +1,199 @@
+/*
+ * web_api.c - the C ABI that web/engine.js calls: the public API (wgml.h)
+ * reduced to integers, pointers and doubles, as exports of web/dist/wgml.wasm.
+ *
+ *   wgmlw_malloc(n) / wgmlw_free(p)           wasm memory for strings and buffers
+ *   wgmlw_load(size, backend, flags, src)     wgml_model_load_stream; the bytes come
+ *                                             from the import wgml.read(src, offset, buf, len)
+ *   wgmlw_model_free(m)
+ *   wgmlw_info(m)                             JSON: wgml_model_info + wgml_counters
+ *   wgmlw_session_create(m, n_ctx) / wgmlw_session_free(s) / wgmlw_session_reset(s)
+ *   wgmlw_generate(s, prompt, n_predict, temperature, top_k, top_p, seed, user)
+ *                                             wgml_generate; each piece goes to the import
+ *                                             wgml.token(user, token, text, len) (non-zero stops)
+ *   wgmlw_result()                            JSON: the last wgml_generate_result
+ *   wgmlw_error_code() / wgmlw_error_message()   the last failure of any call
+ *
+ * Handles are the C pointers. Every call that can reach the GPU may suspend
+ * (JSPI) or unwind (Asyncify) in its imports; engine.js runs one call at a time.
+ * Notes from the library (e.g. the WebGPU-to-CPU fallback) go to wgml.log.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "wgml.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define EXPORT(name) __attribute__((export_name(#name)))
+#define JS(name)     __attribute__((import_module("wgml"), import_name(#name)))
+
+JS(read) double js_read(int src, double offset, void *buf, int len);
+JS(token) int js_token(int user, int token, const char *text, int len);
+JS(log) void js_log(const char *text, int len);
+
+static wgml_error last_error;
+static wgml_generate_result last_result;
+static char json[4096];
+
+EXPORT(wgmlw_malloc) void *wgmlw_malloc(int size) { return wgml_malloc(size > 0 ? (size_t)size : 1); }
+EXPORT(wgmlw_free) void wgmlw_free(void *p) { wgml_free(p); }
+EXPORT(wgmlw_error_code) int wgmlw_error_code(void) { return (int)last_error.code; }
+EXPORT(wgmlw_error_message) const char *wgmlw_error_message(void) { return last_error.message; }
+
+/* ---- models -------------------------------------------------------------------- */
+
+static int64_t stream_read(void *user, uint64_t offset, void *buf, size_t len) {
+    double got = js_read((int)(intptr_t)user, (double)offset, buf, (int)len);
+    return got < 0 ? -1 : (int64_t)got;
+}
+
+static void log_line(void *user, const char *line) {
+    (void)user;
+    js_log(line, (int)strlen(line));
+}
+
+/* backend: 0 auto, 1 cpu, 2 webgpu (wgml_backend_kind); flags: WGML_WEBGPU_*. */
+EXPORT(wgmlw_load) wgml_model *wgmlw_load(double size, int backend, int flags, int src) {
+    wgml_error_clear(&last_error);
+    if (backend < WGML_BACKEND_AUTO || backend > WGML_BACKEND_WEBGPU || !(size > 0)) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_load: bad backend %d or size %g", backend, size);
+        return NULL;
+    }
+    wgml_model_params mp = wgml_model_default_params();
+    mp.backend = (wgml_backend_kind)backend;
+    mp.webgpu_flags = (unsigned)flags;
+    mp.log = log_line;
+    wgml_model *m = NULL;
+    wgml_model_load_stream(stream_read, (void *)(intptr_t)src, (uint64_t)size, &mp, &m, &last_error);
+    return m;
+}
+
+EXPORT(wgmlw_model_free) void wgmlw_model_free(wgml_model *m) { wgml_model_free(m); }
+
+/* The JSON answers are built in one static buffer by appending; past its end
+ * the text is cut (and then reported as "{}"), never overrun. */
+static size_t json_at;
+
+static void append(const char *fmt, ...) WGML_PRINTF(1, 2);
+static void append(const char *fmt, ...) {
+    if (json_at >= sizeof json - 1) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(json + json_at, sizeof json - json_at, fmt, ap);
+    va_end(ap);
+    json_at = w < 0 ? sizeof json - 1 : json_at + (size_t)w;
+    if (json_at > sizeof json - 1) json_at = sizeof json - 1;
+}
+
+/* s as a JSON string. */
+static void append_str(const char *s) {
+    append("\"");
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            append("\\%c", c);
+        else if (c < 0x20)
+            append("\\u%04x", c);
+        else
+            append("%c", c);
+    }
+    append("\"");
+}
+
+static const char *json_done(void) { return json_at < sizeof json - 1 ? json : "{}"; }
+
+EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
+    if (!m) return "{}";
+    wgml_model_info i;
+    wgml_counters c;
+    wgml_model_get_info(m, &i);
+    wgml_model_get_counters(m, &c);
+    json_at = 0;
+    append("{");
+    const char *keys[4] = {"architecture", "name", "backend", "adapter"};
+    const char *vals[4] = {i.architecture, i.name, i.backend, i.adapter};
+    for (int k = 0; k < 4; k++) {
+        append("\"%s\":", keys[k]);
+        append_str(vals[k]);
+        append(",");
+    }
+    const struct {
+        const char *key;
+        double v;
+    } nums[] = {
+        {"n_threads", i.n_threads},
+        {"n_vocab", i.n_vocab},
+        {"n_ctx_train", i.n_ctx_train},
+        {"n_embd", i.n_embd},
+        {"n_layer", i.n_layer},
+        {"n_head", i.n_head},
+        {"n_head_kv", i.n_head_kv},
+        {"n_ff", i.n_ff},
+        {"head_dim", i.head_dim},
+        {"n_params", (double)i.n_params},
+        {"weights_bytes", (double)i.weights_bytes},
+        {"bos", i.bos},
+        {"eos", i.eos},
+        {"steps", (double)c.steps},
+        {"submits", (double)c.submits},
+        {"dispatches", (double)c.dispatches},
+        {"buffers_created", (double)c.buffers_created},
+        {"bind_groups_created", (double)c.bind_groups_created},
+        {"pipelines_created", (double)c.pipelines_created},
+        {"upload_bytes", (double)c.upload_bytes},
+        {"readback_bytes", (double)c.readback_bytes},
+        {"device_memory_bytes", (double)c.device_memory_bytes},
+        {"pipeline_compile_ms", c.pipeline_compile_ms},
+    };
+    for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++)
+        append("%s\"%s\":%.17g", k ? "," : "", nums[k].key, nums[k].v);
+    append("}");
+    return json_done();
+}
+
+/* ---- sessions and generation ------------------------------------------------------ */
+
+EXPORT(wgmlw_session_create) wgml_session *wgmlw_session_create(wgml_model *m, int n_ctx) {
+    wgml_error_clear(&last_error);
+    wgml_session_params sp = wgml_session_default_params();
+    sp.n_ctx = n_ctx > 0 ? n_ctx : 0;
+    wgml_session *s = NULL;
+    wgml_session_create(m, &sp, &s, &last_error);
+    return s;
+}
+
+EXPORT(wgmlw_session_free) void wgmlw_session_free(wgml_session *s) { wgml_session_free(s); }
+EXPORT(wgmlw_session_reset) void wgmlw_session_reset(wgml_session *s) {
+    if (s) wgml_session_reset(s);
+}
+
+static int on_token(void *user, int32_t token, const char *text, size_t len) {
+    return js_token((int)(intptr_t)user, token, text, (int)len);
+}
+
+EXPORT(wgmlw_generate)
+int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double temperature, int top_k, double top_p,
+                   double seed, int user) {
+    wgml_error_clear(&last_error);
+    memset(&last_result, 0, sizeof last_result);
+    wgml_generate_params gp = wgml_generate_default_params();
+    gp.n_predict = n_predict;
+    gp.sampler.temperature = (float)temperature;
+    gp.sampler.top_k = top_k;
+    gp.sampler.top_p = (float)top_p;
+    gp.sampler.seed = seed > 0 ? (uint64_t)seed : 0;
+    gp.on_token = on_token;
+    gp.user = (void *)(intptr_t)user;
+    return (int)wgml_generate(s, prompt, &gp, &last_result, &last_error);
+}
+
+EXPORT(wgmlw_result) const char *wgmlw_result(void) {
+    const wgml_generate_result *r = &last_result;
+    snprintf(json, sizeof json,
+             "{\"n_prompt\":%d,\"n_generated\":%d,\"stop\":\"%s\",\"prompt_ms\":%.6g,\"generate_ms\":%.6g,"
+             "\"ttft_ms\":%.6g}",
+             r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop), r->prompt_ms, r->generate_ms, r->ttft_ms);
+    return json;
+}

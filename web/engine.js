@@ -1,0 +1,335 @@
+// engine.js - runs web/dist/wgml.wasm: instantiates it with its imports (the
+// GPU layer of gpu.js, model reads, token callbacks, a few WASI functions) and
+// makes the asynchronous imports look synchronous to C.
+//
+// Three ways to wait, picked once (Engine.create({ mode })):
+//  - 'jspi': JavaScript Promise Integration (Chromium 137+). Async imports are
+//    wrapped in WebAssembly.Suspending and the exports in
+//    WebAssembly.promising: when an import returns a promise the wasm stack is
+//    suspended until it settles. Imports that return a plain value do not suspend.
+//  - 'asyncify': web/dist/wgml-asyncify.wasm, rewritten by binaryen's Asyncify
+//    pass. When an async import returns a promise, we ask the module to unwind
+//    its stack into a buffer, await the promise, and call the export again to
+//    rewind to the same import, which then returns the promise's value.
+//  - 'sync': no waiting at all; an async import that returns a promise is an
+//    error. Enough for the CPU backend with an in-memory source (Node tests).
+// Only one export runs at a time (calls queue up): wasm has one stack.
+//
+// Engine itself knows nothing of workers, pages or caches; web/worker.js
+// drives it, and Node can too (tests/web/cpu.mjs).
+import { createGpuImports, ASYNC_IMPORTS as GPU_ASYNC } from './gpu.js';
+
+const ASYNC_IMPORTS = [...GPU_ASYNC, 'read', 'token'];
+const ASYNCIFY_DATA_SIZE = 256 * 1024;
+
+export const jspiSupported = () =>
+  typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
+
+export class WgmlError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'WgmlError';
+    this.code = code; // wgml_status
+  }
+}
+export const STATUS_NAMES = ['ok', 'invalid argument', 'io', 'format', 'unsupported', 'out of memory',
+  'context full', 'gpu', 'device lost', 'no adapter', 'tokenizer'];
+
+// The WASI functions wasi-libc may import; stdout/stderr go to console.
+function wasiImports(mem, log) {
+  const ENOSYS = 52;
+  const EBADF = 8;
+  const lines = { 1: '', 2: '' };
+  const t0 = performance.now();
+  const impl = {
+    fd_write(fd, iovs, n, nwritten) {
+      const v = new DataView(mem());
+      let text = '';
+      let total = 0;
+      for (let i = 0; i < n; i++) {
+        const p = v.getUint32(iovs + 8 * i, true);
+        const len = v.getUint32(iovs + 8 * i + 4, true);
+        text += new TextDecoder().decode(new Uint8Array(mem(), p, len));
+        total += len;
+      }
+      v.setUint32(nwritten, total, true);
+      if (fd !== 1 && fd !== 2) return EBADF;
+      const parts = (lines[fd] + text).split('\n');
+      lines[fd] = parts.pop();
+      for (const line of parts) log(line, fd);
+      return 0;
+    },
+    clock_time_get(id, precision, out) {
+      const ns = id === 0 ? BigInt(Date.now()) * 1000000n : BigInt(Math.round((performance.now() - t0) * 1e6));
+      new DataView(mem()).setBigUint64(out, ns, true);
+      return 0;
+    },
+    random_get(buf, len) {
+      crypto.getRandomValues(new Uint8Array(mem(), buf, len));
+      return 0;
+    },
+    environ_sizes_get(count, size) {
+      const v = new DataView(mem());
+      v.setUint32(count, 0, true);
+      v.setUint32(size, 0, true);
+      return 0;
+    },
+    environ_get() {
+      return 0;
+    },
+    proc_exit(code) {
+      throw new Error(`wgml.wasm called exit(${code})`);
+    },
+    fd_close: () => EBADF,
+    fd_seek: () => EBADF,
+    fd_fdstat_get: () => EBADF,
+  };
+  return new Proxy(impl, { get: (o, k) => o[k] || (() => ENOSYS) });
+}
+
+export class Engine {
+  // wasm: a URL, Response, ArrayBuffer or WebAssembly.Module for the plain
+  // build; asyncifyWasm: the same for the Asyncify build. gpu: navigator.gpu.
+  static async create({ wasm, asyncifyWasm, mode = 'auto', gpu = null, log = console.log } = {}) {
+    if (mode === 'auto') mode = jspiSupported() ? 'jspi' : asyncifyWasm ? 'asyncify' : 'sync';
+    const e = new Engine();
+    await e.#init(mode === 'asyncify' ? asyncifyWasm : wasm, mode, gpu, log);
+    return e;
+  }
+
+  #x = null; // raw exports
+  #queue = Promise.resolve();
+  #readers = new Map();
+  #tokenSinks = new Map();
+  #nextId = 1;
+  #async = null; // Asyncify state
+
+  async #init(source, mode, gpu, log) {
+    this.mode = mode;
+    this.log = log;
+    const mem = () => this.#x.memory.buffer;
+    const g = createGpuImports({ mem, gpu });
+    this.gpuLive = g.live;
+    const wgml = {
+      ...g.imports,
+      read: (src, offset, buf, len) => this.#read(src, offset, buf, len),
+      token: (user, token, text, len) => this.#token(user, token, text, len),
+      log: (ptr, len) => log(new TextDecoder().decode(new Uint8Array(mem(), ptr, len))),
+    };
+    const wrapped = {};
+    for (const [name, fn] of Object.entries(wgml)) {
+      if (!ASYNC_IMPORTS.includes(name)) wrapped[name] = fn;
+      else if (mode === 'jspi') wrapped[name] = new WebAssembly.Suspending(fn);
+      else if (mode === 'asyncify') wrapped[name] = (...a) => this.#asyncifyImport(fn, a);
+      else
+        wrapped[name] = (...a) => {
+          const r = fn(...a);
+          if (r instanceof Promise) throw new Error(`wgml: '${name}' needs to wait, which needs JSPI or the Asyncify build`);
+          return r;
+        };
+    }
+    const imports = { wgml: wrapped, wasi_snapshot_preview1: wasiImports(mem, (line) => log(line)) };
+    let module = source;
+    if (typeof source === 'string' || source instanceof URL) source = await fetch(source);
+    if (typeof Response !== 'undefined' && source instanceof Response) {
+      if (!source.ok) throw new Error(`cannot load ${source.url}: HTTP ${source.status} (build it: see docs/web.md)`);
+      // Streaming compilation needs the application/wasm type; some servers send another.
+      const copy = source.clone();
+      module = await WebAssembly.compileStreaming(source).catch(async () => WebAssembly.compile(await copy.arrayBuffer()));
+    } else if (!(source instanceof WebAssembly.Module)) {
+      module = await WebAssembly.compile(source);
+    }
+    const instance = await WebAssembly.instantiate(module, imports);
+    this.#x = instance.exports;
+    this.#x._initialize();
+    if (mode === 'asyncify') {
+      const p = this.#x.wgmlw_malloc(ASYNCIFY_DATA_SIZE);
+      this.#async = { data: p, pending: null, value: 0 };
+    }
+    this.#promising = new Map();
+  }
+
+  #promising = null;
+
+  // ---- calling exports ----
+
+  #call(name, args) {
+    const x = this.#x;
+    if (this.mode === 'jspi') {
+      let f = this.#promising.get(name);
+      if (!f) this.#promising.set(name, (f = WebAssembly.promising(x[name])));
+      return f(...args);
+    }
+    if (this.mode === 'asyncify') return this.#asyncifyCall(name, args);
+    return x[name](...args);
+  }
+
+  // Runs fn after the work already queued; resolves to its result. Every use
+  // of the module goes through here: a second call while one is suspended
+  // would share (and overwrite) the C stack.
+  #exclusive(fn) {
+    const run = this.#queue.then(fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  // Runs an export after the ones already queued; resolves to its result.
+  call(name, ...args) {
+    return this.#exclusive(() => this.#call(name, args));
+  }
+
+  #asyncifyImport(fn, args) {
+    const a = this.#async;
+    const x = this.#x;
+    if (x.asyncify_get_state() === 2) { // rewinding: the awaited value is the result
+      x.asyncify_stop_rewind();
+      return a.value;
+    }
+    const r = fn(...args);
+    if (!(r instanceof Promise)) return r;
+    a.pending = r;
+    const v = new DataView(x.memory.buffer);
+    v.setUint32(a.data, a.data + 8, true);
+    v.setUint32(a.data + 4, a.data + ASYNCIFY_DATA_SIZE, true);
+    x.asyncify_start_unwind(a.data);
+    return 0;
+  }
+
+  async #asyncifyCall(name, args) {
+    const a = this.#async;
+    const x = this.#x;
+    for (;;) {
+      const ret = x[name](...args);
+      if (x.asyncify_get_state() !== 1) return ret;
+      x.asyncify_stop_unwind();
+      a.value = await a.pending;
+      a.pending = null;
+      x.asyncify_start_rewind(a.data);
+    }
+  }
+
+  // ---- memory helpers ----
+
+  get memory() {
+    return this.#x.memory.buffer;
+  }
+  cstring(p) {
+    const m = new Uint8Array(this.memory);
+    let e = p;
+    while (m[e]) e++;
+    return new TextDecoder().decode(m.subarray(p, e));
+  }
+  #alloc(text) {
+    const bytes = new TextEncoder().encode(text);
+    const p = this.#x.wgmlw_malloc(bytes.length + 1);
+    const m = new Uint8Array(this.memory);
+    m.set(bytes, p);
+    m[p + bytes.length] = 0;
+    return p;
+  }
+  lastError() {
+    return new WgmlError(this.#x.wgmlw_error_code(), this.cstring(this.#x.wgmlw_error_message()));
+  }
+
+  // ---- imports that call back into JS objects ----
+
+  #read(src, offset, buf, len) {
+    const reader = this.#readers.get(src);
+    const copy = (bytes) => {
+      if (!bytes || bytes.length !== len) return -1;
+      new Uint8Array(this.memory).set(bytes, buf);
+      return len;
+    };
+    let r;
+    try {
+      r = reader.read(offset, len);
+    } catch (e) {
+      reader.error = e;
+      return -1;
+    }
+    if (r instanceof Promise)
+      return r.then(copy, (e) => {
+        reader.error = e;
+        return -1;
+      });
+    return copy(r);
+  }
+
+  #token(user, token, text, len) {
+    const sink = this.#tokenSinks.get(user);
+    const piece = new TextDecoder().decode(new Uint8Array(this.memory, text, len));
+    return sink(piece, token);
+  }
+
+  // ---- the API ----
+
+  // reader: { size, read(offset, len) -> Uint8Array | Promise<Uint8Array> }.
+  // backend: 'auto' | 'cpu' | 'webgpu'. Resolves to a model handle.
+  async load(reader, { backend = 'auto', webgpuFlags = 0 } = {}) {
+    const kind = { auto: 0, cpu: 1, webgpu: 2 }[backend];
+    if (kind === undefined) throw new WgmlError(1, `unknown backend '${backend}' (auto, cpu or webgpu)`);
+    const id = this.#nextId++;
+    this.#readers.set(id, reader);
+    try {
+      return await this.#exclusive(async () => {
+        const m = await this.#call('wgmlw_load', [reader.size, kind, webgpuFlags, id]);
+        if (!m) {
+          const err = this.lastError();
+          if (reader.error) err.message += ` (${reader.error.message || reader.error})`;
+          throw err;
+        }
+        return m;
+      });
+    } finally {
+      this.#readers.delete(id);
+    }
+  }
+
+  info(model) {
+    return this.#exclusive(async () => JSON.parse(this.cstring(await this.#call('wgmlw_info', [model]))));
+  }
+
+  async freeModel(model) {
+    await this.call('wgmlw_model_free', model);
+  }
+
+  createSession(model, nCtx = 0) {
+    return this.#exclusive(async () => {
+      const s = await this.#call('wgmlw_session_create', [model, nCtx]);
+      if (!s) throw this.lastError();
+      return s;
+    });
+  }
+
+  async freeSession(session) {
+    await this.call('wgmlw_session_free', session);
+  }
+
+  async resetSession(session) {
+    await this.call('wgmlw_session_reset', session);
+  }
+
+  // onPiece(text, token) returns true to stop, or a promise of that.
+  // Resolves to the generation's statistics.
+  async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0 } = {}, onPiece) {
+    const id = this.#nextId++;
+    this.#tokenSinks.set(id, (text, token) => {
+      const r = onPiece(text, token);
+      return r instanceof Promise ? r.then((stop) => (stop ? 1 : 0)) : r ? 1 : 0;
+    });
+    try {
+      return await this.#exclusive(async () => {
+        const p = this.#alloc(prompt);
+        try {
+          const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id]);
+          if (st) throw this.lastError();
+          return JSON.parse(this.cstring(this.#x.wgmlw_result()));
+        } finally {
+          this.#x.wgmlw_free(p);
+        }
+      });
+    } finally {
+      this.#tokenSinks.delete(id);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+// wgml.js - the JavaScript API of wgml in the browser (an ES module, no build step).
+//
+//   import wgml from './wgml.js';
+//   const model = await wgml.load('models/stories260K.gguf', {
+//     onProgress: (p) => bar.value = p,          // 0..1 while downloading + uploading
+//     backend: 'auto',                            // 'auto' | 'webgpu' | 'cpu'
+//   });
+//   for await (const piece of model.generate('Once upon a time', { maxTokens: 60, temperature: 0 }))
+//     out.textContent += piece;                  // only the new text, piece by piece
+//   model.info();                                 // backend, adapter, sizes, tokens/s
+//   await model.dispose();                        // frees the GPU buffers, ends the worker
+//
+// The source is a URL (string or URL; downloaded models are kept in the Cache
+// API), a File/Blob or an ArrayBuffer. Each model runs in its own module
+// Worker (web/worker.js), which runs the C engine (web/dist/wgml.wasm); the page
+// never waits on it. 'auto' uses WebGPU when the browser has a usable adapter
+// and the CPU (WebAssembly SIMD) otherwise, saying why in info().notes.
+// Errors are WgmlError objects with a code (wgml_status) and a message.
+
+export class WgmlError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.name = 'WgmlError';
+    this.code = code;
+  }
+}
+
+export const STATUS = { OK: 0, INVALID_ARGUMENT: 1, IO: 2, FORMAT: 3, UNSUPPORTED: 4, OUT_OF_MEMORY: 5,
+  CONTEXT_FULL: 6, GPU: 7, DEVICE_LOST: 8, NO_ADAPTER: 9, TOKENIZER: 10 };
+
+// Whether this browser can run the WebGPU path: navigator.gpu and an adapter.
+export async function webgpuAvailable() {
+  if (!globalThis.navigator || !navigator.gpu) return { ok: false, reason: 'this browser has no WebGPU (navigator.gpu is missing)' };
+  try {
+    const a = await navigator.gpu.requestAdapter();
+    return a ? { ok: true } : { ok: false, reason: 'WebGPU is present but offers no adapter (disabled or blocklisted)' };
+  } catch (e) {
+    return { ok: false, reason: `WebGPU adapter request failed: ${e.message || e}` };
+  }
+}
+
+class Model {
+  #worker;
+  #info;
+  #pending = new Map(); // id -> handlers
+  #nextId = 1;
+  #busy = Promise.resolve();
+  #notes;
+  #lastResult = null;
+  #disposed = false;
+
+  constructor(worker, info, notes) {
+    this.#worker = worker;
+    this.#info = info;
+    this.#notes = notes;
+    worker.onmessage = (ev) => this.#onMessage(ev.data);
+    worker.onerror = (ev) => this.#failAll(new WgmlError(0, `the wgml worker failed: ${ev.message || 'unknown error'}`));
+  }
+
+  #onMessage(m) {
+    if (m.type === 'note') {
+      this.#notes.push(m.text);
+      return;
+    }
+    const h = this.#pending.get(m.id);
+    if (!h) return;
+    if (m.type === 'piece') h.piece(m.text, m.token);
+    else if (m.type === 'error') {
+      this.#pending.delete(m.id);
+      h.reject(new WgmlError(m.code, m.message));
+    } else {
+      this.#pending.delete(m.id);
+      h.resolve(m);
+    }
+  }
+
+  #failAll(err) {
+    for (const h of this.#pending.values()) h.reject(err);
+    this.#pending.clear();
+  }
+
+  #request(msg, piece = () => {}) {
+    if (this.#disposed) throw new WgmlError(STATUS.INVALID_ARGUMENT, 'the model was disposed');
+    const id = this.#nextId++;
+    return {
+      id,
+      done: new Promise((resolve, reject) => {
+        this.#pending.set(id, { resolve, reject, piece });
+        this.#worker.postMessage({ ...msg, id });
+      }),
+    };
+  }
+
+  // Backend, adapter, sizes, counters, and the last generation's speed.
+  info() {
+    const i = { ...this.#info, notes: [...this.#notes] };
+    if (this.#lastResult) {
+      i.last = this.#lastResult;
+      i.tokensPerSecond = this.#lastResult.tokens_per_s;
+      i.promptTokensPerSecond = this.#lastResult.prompt_tokens_per_s;
+    }
+    return i;
+  }
+
+  // Async iterable of the new text. Options: maxTokens (128), temperature (0.8;
+  // 0 = greedy), topK (40), topP (0.95), seed (0 = random). Breaking out of the
+  // loop, or calling .stop() on the iterable, stops generation. Calls run one
+  // after another; each starts from an empty context.
+  generate(prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0 } = {}) {
+    const queue = [];
+    let wake = null;
+    let finished = false;
+    let failure = null;
+    let req = null;
+    const notify = () => {
+      if (wake) {
+        wake();
+        wake = null;
+      }
+    };
+    // seed 0: a new random one each time (the C sampler takes 0 as a seed like any other)
+    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52) };
+    const start = () => {
+      const turn = this.#busy.then(() => {
+        req = this.#request({ op: 'generate', prompt: String(prompt), options }, (text) => {
+          queue.push(text);
+          notify();
+        });
+        return req.done;
+      });
+      this.#busy = turn.catch(() => {});
+      turn.then(
+        (m) => {
+          this.#lastResult = m.result;
+          this.#info = m.info;
+        },
+        (e) => {
+          failure = e;
+        },
+      ).finally(() => {
+        finished = true;
+        notify();
+      });
+    };
+    const stop = () => {
+      if (req && !finished) this.#worker.postMessage({ op: 'stop', id: req.id });
+    };
+    let started = false;
+    const iterator = {
+      next: async () => {
+        if (!started) {
+          started = true;
+          start();
+        }
+        for (;;) {
+          if (queue.length) return { value: queue.shift(), done: false };
+          if (finished) {
+            if (failure) {
+              const e = failure;
+              failure = null;
+              throw e;
+            }
+            return { value: undefined, done: true };
+          }
+          await new Promise((r) => (wake = r));
+        }
+      },
+      return: async () => {
+        stop();
+        return { value: undefined, done: true };
+      },
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      stop,
+    };
+    return iterator;
+  }
+
+  // Frees the model's memory and GPU buffers and ends its worker. Resolves to
+  // what the GPU layer still holds afterwards ({ buffers, bytes, devices }: zeros).
+  async dispose() {
+    if (this.#disposed) return { buffers: 0, bytes: 0, devices: 0 };
+    await this.#busy;
+    const r = this.#request({ op: 'dispose' });
+    const m = await r.done;
+    this.#disposed = true;
+    this.#worker.terminate();
+    return m.live;
+  }
+}
+
+// Loads a model. Options: onProgress(0..1), backend ('auto'), nCtx (context
+// length, 0 = the model's, at most 4096), cache (true: keep downloaded models in
+// the Cache API), mode ('auto' | 'jspi' | 'asyncify'), onNote(text).
+export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cache = true, mode = 'auto', onNote } = {}) {
+  if (!['auto', 'webgpu', 'cpu'].includes(backend))
+    throw new WgmlError(STATUS.INVALID_ARGUMENT, `unknown backend '${backend}' (auto, webgpu or cpu)`);
+  if (source instanceof URL) source = source.href;
+  if (typeof source === 'string') source = new URL(source, globalThis.location ? location.href : undefined).href;
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'wgml' });
+  const notes = [];
+  try {
+    const info = await new Promise((resolve, reject) => {
+      worker.onmessage = (ev) => {
+        const m = ev.data;
+        if (m.type === 'progress') {
+          if (onProgress) onProgress(m.value);
+        } else if (m.type === 'note') {
+          notes.push(m.text);
+          if (onNote) onNote(m.text);
+        } else if (m.type === 'loaded') resolve(m.info);
+        else if (m.type === 'error') reject(new WgmlError(m.code, m.message));
+      };
+      worker.onerror = (ev) => reject(new WgmlError(0, `the wgml worker failed to start: ${ev.message || 'see the console'}`));
+      worker.postMessage({ op: 'load', source, options: { backend, nCtx, cache, mode } });
+    });
+    return new Model(worker, info, notes);
+  } catch (e) {
+    worker.terminate();
+    throw e;
+  }
+}
+
+export default { load, webgpuAvailable, WgmlError, STATUS };

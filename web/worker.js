@@ -1,0 +1,293 @@
+// worker.js - the Web Worker that owns one wgml model: web/wgml.js starts one
+// per loaded model, so that loading and generating never block the page, and
+// terminates it on dispose.
+//
+// Messages in (from wgml.js):            messages out:
+//   {op:'load', source, options}           {type:'progress', value}  0..1
+//                                          {type:'note', text}       e.g. the CPU fallback
+//                                          {type:'loaded', info} | {type:'error', ...}
+//   {op:'generate', id, prompt, options}   {type:'piece', id, text, token} ...
+//                                          {type:'done', id, result, info} | {type:'error', id, ...}
+//   {op:'stop', id}
+//   {op:'info', id}                        {type:'info', id, info}
+//   {op:'dispose', id}                     {type:'disposed', id, live}
+//
+// Sources: a URL (fetched and streamed straight into the loader, chunk by
+// chunk, while a copy goes into the Cache API so that the next load starts at
+// once), a File/Blob (read in slices) or an ArrayBuffer. The loader pulls the
+// file in order: the header first, then each tensor straight into GPU buffers
+// (wgml_model_load_stream), so the model is never whole in wasm memory.
+import { Engine, WgmlError, jspiSupported } from './engine.js';
+
+const CACHE_NAME = 'wgml-models-v1';
+const YIELD_MS = 20; // CPU generation lets stop messages in this often
+
+let engine = null;
+let model = 0;
+let session = 0;
+let mode = '';
+const stops = new Set();
+let lastYield = 0;
+
+const post = (m) => self.postMessage(m);
+const note = (text) => post({ type: 'note', text });
+
+function errorMessage(e) {
+  return { code: e && e.code ? e.code : 0, message: (e && e.message) || String(e), name: (e && e.name) || 'Error' };
+}
+
+// ---- readers: { size, read(offset, len) -> Uint8Array | Promise<Uint8Array> } ----
+
+function bufferReader(buf) {
+  const u8 = buf instanceof Uint8Array ? buf : new Uint8Array(buf);
+  return { size: u8.length, read: (off, len) => u8.subarray(off, off + len) };
+}
+
+function blobReader(blob) {
+  return {
+    size: blob.size,
+    read: async (off, len) => new Uint8Array(await blob.slice(off, off + len).arrayBuffer()),
+  };
+}
+
+// A fetch body read in order. Reads at offset 0 may repeat (the header is
+// parsed from a growing prefix); once a read starts past 0, older bytes go.
+function streamReader(body, size) {
+  const rd = body.getReader();
+  const chunks = [];
+  let start = 0;
+  let end = 0;
+  return {
+    size,
+    cancel: () => rd.cancel().catch(() => {}),
+    async read(off, len) {
+      if (off < start) throw new Error(`read at ${off} after the stream moved past it`);
+      while (end < off + len) {
+        const { done, value } = await rd.read();
+        if (done) throw new Error(`the download ended after ${end} of ${size} bytes`);
+        chunks.push({ off: end, bytes: value });
+        end += value.length;
+      }
+      if (off > 0)
+        while (chunks.length && chunks[0].off + chunks[0].bytes.length <= off) {
+          chunks.shift();
+          start = chunks.length ? chunks[0].off : end;
+        }
+      const out = new Uint8Array(len);
+      for (const c of chunks) {
+        const a = Math.max(off, c.off);
+        const b = Math.min(off + len, c.off + c.bytes.length);
+        if (a < b) out.set(c.bytes.subarray(a - c.off, b - c.off), a - off);
+        if (c.off >= off + len) break;
+      }
+      return out;
+    },
+  };
+}
+
+// Reports progress as the loader reads (it reads in file order).
+function withProgress(reader) {
+  let sent = -1;
+  const report = (done) => {
+    const v = Math.min(1, done / reader.size);
+    if (v - sent >= 0.01 || v === 1) {
+      sent = v;
+      post({ type: 'progress', value: v });
+    }
+  };
+  return {
+    size: reader.size,
+    read(off, len) {
+      const r = reader.read(off, len);
+      if (r instanceof Promise) return r.then((b) => (report(off + len), b));
+      report(off + len);
+      return r;
+    },
+  };
+}
+
+async function openCache() {
+  try {
+    return self.caches ? await caches.open(CACHE_NAME) : null;
+  } catch {
+    return null; // opaque origins, private modes
+  }
+}
+
+// A URL: from the cache when there, else streamed from the network into both
+// the loader and the cache. Returns { reader, after(ok) }.
+async function openUrl(url, useCache) {
+  const cache = useCache ? await openCache() : null;
+  if (cache) {
+    const hit = await cache.match(url);
+    if (hit) {
+      note('model from the browser cache');
+      return { reader: blobReader(await hit.blob()), after: async () => {} };
+    }
+  }
+  let res;
+  try {
+    res = await fetch(url);
+  } catch (e) {
+    throw new WgmlError(2, `cannot download ${url}: ${e.message || e}`);
+  }
+  if (!res.ok) throw new WgmlError(2, `cannot download ${url}: HTTP ${res.status} ${res.statusText}`);
+  const size = Number(res.headers.get('content-length'));
+  const encoded = res.headers.get('content-encoding');
+  let body = res.body;
+  if (!size || (encoded && encoded !== 'identity') || !body) {
+    // No usable length (a compressed transfer): the size is known only at the end.
+    const blob = await res.blob();
+    if (cache) await cache.put(url, new Response(blob)).catch(() => {});
+    return { reader: blobReader(blob), after: async () => {} };
+  }
+  let stored = null;
+  if (cache) {
+    const [a, b] = body.tee();
+    body = a;
+    const headers = { 'content-length': String(size), 'content-type': 'application/octet-stream' };
+    stored = cache.put(url, new Response(b, { headers })).then(() => true, (e) => {
+      note(`the model could not be cached: ${e.message || e}`);
+      return false;
+    });
+  }
+  const reader = streamReader(body, size);
+  return {
+    reader,
+    after: async (ok) => {
+      if (!stored) return;
+      if (ok) {
+        await stored;
+        return;
+      }
+      reader.cancel();
+      stored.then((put) => put && cache.delete(url));
+    },
+  };
+}
+
+// ---- operations ----
+
+async function ensureEngine(options) {
+  if (engine) return engine;
+  const base = new URL('./dist/', import.meta.url);
+  const gpu = options.backend === 'cpu' ? null : self.navigator.gpu || null;
+  const want = options.mode || 'auto';
+  mode = want === 'auto' ? (jspiSupported() ? 'jspi' : 'asyncify') : want;
+  const wasm = new URL(mode === 'asyncify' ? 'wgml-asyncify.wasm' : 'wgml.wasm', base);
+  try {
+    engine = await Engine.create({ wasm, asyncifyWasm: wasm, mode, gpu, log: (line) => note(line) });
+  } catch (e) {
+    if (mode !== 'asyncify') throw e;
+    // No JSPI and no Asyncify build: the CPU only, from memory, without waiting.
+    note(`no JSPI and no Asyncify build (${e.message}): CPU only, model read into memory first`);
+    mode = 'sync';
+    engine = await Engine.create({ wasm: new URL('wgml.wasm', base), mode, gpu: null, log: (line) => note(line) });
+  }
+  return engine;
+}
+
+async function load(source, options) {
+  await ensureEngine(options);
+  let opened;
+  if (typeof source === 'string') opened = await openUrl(source, options.cache !== false);
+  else if (source instanceof Blob) opened = { reader: blobReader(source), after: async () => {} };
+  else if (source instanceof ArrayBuffer || ArrayBuffer.isView(source))
+    opened = { reader: bufferReader(ArrayBuffer.isView(source) ? new Uint8Array(source.buffer, source.byteOffset, source.byteLength) : source), after: async () => {} };
+  else throw new WgmlError(1, 'the model source must be a URL, a File/Blob or an ArrayBuffer');
+  let reader = opened.reader;
+  let backend = options.backend || 'auto';
+  if (mode === 'sync') {
+    // Nothing may wait: read the whole file first (progress is the download).
+    const all = new Uint8Array(reader.size);
+    for (let off = 0; off < reader.size; off += 4 << 20) {
+      const n = Math.min(4 << 20, reader.size - off);
+      all.set(await reader.read(off, n), off);
+      post({ type: 'progress', value: (off + n) / reader.size });
+    }
+    reader = bufferReader(all);
+    if (backend === 'webgpu') throw new WgmlError(4, 'WebGPU here needs JSPI or the Asyncify build (web/dist/wgml-asyncify.wasm)');
+    backend = 'cpu';
+  }
+  let ok = false;
+  try {
+    model = await engine.load(withProgress(reader), { backend, webgpuFlags: options.webgpuFlags || 0 });
+    session = await engine.createSession(model, options.nCtx || 0);
+    ok = true;
+  } finally {
+    await opened.after(ok);
+  }
+  post({ type: 'progress', value: 1 });
+  return info();
+}
+
+async function info() {
+  const i = await engine.info(model);
+  i.mode = mode;
+  return i;
+}
+
+// Lets queued messages (a stop) in during CPU generation, which never waits otherwise.
+function maybeYield(id) {
+  const now = performance.now();
+  if (mode === 'sync' || now - lastYield < YIELD_MS) return stops.has(id);
+  lastYield = now;
+  return new Promise((resolve) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      ch.port1.close();
+      lastYield = performance.now();
+      resolve(stops.has(id));
+    };
+    ch.port2.postMessage(0);
+  });
+}
+
+async function generate(id, prompt, options) {
+  await engine.resetSession(session);
+  lastYield = performance.now();
+  const result = await engine.generate(session, prompt, options, (text, token) => {
+    if (text) post({ type: 'piece', id, text, token });
+    return maybeYield(id);
+  });
+  stops.delete(id);
+  result.tokens_per_s = result.n_generated > 1 ? (result.n_generated - 1) / (result.generate_ms / 1e3) : 0;
+  result.prompt_tokens_per_s = result.prompt_ms > 0 ? result.n_prompt / (result.prompt_ms / 1e3) : 0;
+  return result;
+}
+
+async function dispose() {
+  if (engine && session) await engine.freeSession(session);
+  if (engine && model) await engine.freeModel(model);
+  session = model = 0;
+  return engine ? { ...engine.gpuLive } : { buffers: 0, bytes: 0, devices: 0 };
+}
+
+self.onmessage = async (ev) => {
+  const m = ev.data;
+  try {
+    switch (m.op) {
+      case 'load':
+        post({ type: 'loaded', info: await load(m.source, m.options || {}) });
+        break;
+      case 'generate': {
+        const result = await generate(m.id, m.prompt, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() });
+        break;
+      }
+      case 'stop':
+        stops.add(m.id);
+        break;
+      case 'info':
+        post({ type: 'info', id: m.id, info: await info() });
+        break;
+      case 'dispose':
+        post({ type: 'disposed', id: m.id, live: await dispose() });
+        break;
+      default:
+        throw new Error(`unknown operation '${m.op}'`);
+    }
+  } catch (e) {
+    post({ type: 'error', id: m.id, op: m.op, ...errorMessage(e) });
+  }
+};
