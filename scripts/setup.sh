@@ -13,7 +13,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Debian packages for building and testing the C code.
 need=()
-for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev; do
+for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev valgrind; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

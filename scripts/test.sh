@@ -1,21 +1,43 @@
 #!/usr/bin/env bash
 # test.sh - sets up, builds and runs every test: the release build's suite,
-# then the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# valgrind memcheck on a CPU generation run, and a short run of every fuzz
+# target (docs/hardening.md).
 #
 #   scripts/test.sh             everything (what CI runs)
-#   WGML_SKIP_SANITIZE=1 ...    only the release build's suite
+#   WGML_SKIP_SANITIZE=1 ...    no ASan + UBSan suite
+#   WGML_SKIP_VALGRIND=1 ...    no valgrind
+#   WGML_SKIP_FUZZ=1 ...        no fuzzing
+#   WGML_FUZZ_SECONDS=N ...     seconds per fuzz target (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+SECONDS=0
 
 jobs=$(nproc)
-echo "== tests (release build)"
+echo "== tests (release build) [$SECONDS s]"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ -z "${WGML_SKIP_SANITIZE:-}" ]; then
-  echo "== tests under ASan + UBSan"
+  echo "== tests under ASan + UBSan [$SECONDS s]"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWGML_SANITIZE=ON >/dev/null
   cmake --build build-asan
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
 fi
+
+if [ -z "${WGML_SKIP_VALGRIND:-}" ]; then
+  echo "== valgrind memcheck (CPU backend) [$SECONDS s]"
+  bash scripts/valgrind.sh
+fi
+
+if [ -z "${WGML_SKIP_FUZZ:-}" ]; then
+  secs=${WGML_FUZZ_SECONDS:-60}
+  echo "== fuzz smoke: every target for $secs s, $jobs at a time [$SECONDS s]"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DWGML_BUILD_TESTS=OFF >/dev/null
+  cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_tokenizer wgml_fuzz_seeds
+  fuzz/make-corpus.sh
+  WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
+fi
+echo "== all passed [$SECONDS s]"
