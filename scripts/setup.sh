@@ -16,7 +16,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
 # wasm-opt for the Asyncify variant (docs/web.md).
 need=()
-for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev \
+for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev valgrind \
          wasi-libc libclang-rt-14-dev-wasm32 binaryen; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

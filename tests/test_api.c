@@ -196,15 +196,18 @@ static void test_bad_sampling(void **state) {
     struct {
         const char *field;
         wgml_sampler_params p;
-    } cases[6];
-    for (int i = 0; i < 6; i++) cases[i].p = wgml_sampler_default_params();
+    } cases[9];
+    for (int i = 0; i < 9; i++) cases[i].p = wgml_sampler_default_params();
     cases[0].field = "temperature", cases[0].p.temperature = -1;
     cases[1].field = "top-p", cases[1].p.top_p = 0;
     cases[2].field = "top-p", cases[2].p.top_p = 1.5f;
     cases[3].field = "min-p", cases[3].p.min_p = -0.1f;
     cases[4].field = "top-k", cases[4].p.top_k = -3;
     cases[5].field = "temperature", cases[5].p.temperature = NAN;
-    for (int i = 0; i < 6; i++) {
+    cases[6].field = "repeat penalty", cases[6].p.repeat_penalty = 0;
+    cases[7].field = "repeat-last-n", cases[7].p.repeat_last_n = -1;
+    cases[8].field = "min-p", cases[8].p.min_p = 2;
+    for (int i = 0; i < 9; i++) {
         wgml_generate_params gp = wgml_generate_default_params();
         gp.sampler = cases[i].p;
         assert_int_equal(wgml_generate(s, "Once", &gp, &res, &err), WGML_ERR_INVALID_ARGUMENT);

@@ -1,6 +1,8 @@
 /*
  * test_cli.c - the wgml command line as a user meets it: exit codes, messages
- * that name the problem, stdout carrying only the generated text.
+ * that name the problem, stdout carrying only the generated text; the limits
+ * (-n 0, empty and invalid prompts, out-of-range flags, the context's end) and
+ * the backend choice when no GPU can be had.
  * Runs the built binary ($WGML_CLI).
  */
 #include <stdio.h>
@@ -8,6 +10,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "gpu/gpu.h"
 #include "testutil.h"
 
 typedef struct {
@@ -16,13 +19,13 @@ typedef struct {
     char err[65536];
 } result;
 
-/* Runs `wgml ARGS` through the shell, capturing stdout and stderr. */
-static void run(result *r, const char *args) {
+/* Runs `ENV wgml ARGS` through the shell, capturing stdout and stderr. */
+static void run_env(result *r, const char *env, const char *args) {
     const char *cli = getenv("WGML_CLI");
     assert_non_null(cli);
     const char *out = tu_tmp_path("cli.out"), *err = tu_tmp_path("cli.err");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", cli, args, out, err);
+    snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s' </dev/null", env, cli, args, out, err);
     int st = system(cmd);
     r->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     size_t n;
@@ -33,6 +36,8 @@ static void run(result *r, const char *args) {
     snprintf(r->err, sizeof r->err, "%s", b ? (char *)b : "");
     free(b);
 }
+
+static void run(result *r, const char *args) { run_env(r, "", args); }
 
 static const char *model(void) {
     static char buf[4200];
@@ -178,13 +183,187 @@ static void test_convert(void **state) {
     remove(out);
 }
 
+/* ---- limits ---- */
+
+static void test_zero_tokens(void **state) {
+    (void)state;
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "run %s --backend cpu -n 0 -p 'Once upon a time'", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.out, "Once upon a time\n");
+    assert_non_null(strstr(r.err, "generated 0 tokens"));
+    assert_non_null(strstr(r.err, "stop: token limit"));
+}
+
+static void test_empty_prompt(void **state) {
+    (void)state;
+    result r;
+    char args[4400];
+    /* from BOS: the model's usual opening */
+    snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 8 -p ''", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.out, "Once upon a time, there was a\n");
+    assert_non_null(strstr(r.err, "prompt 1 tokens"));
+    /* an empty file is the same */
+    const char *p = tu_tmp_path("empty.txt");
+    assert_int_equal(tu_write_file(p, "", 0), 0);
+    snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 8 -f '%s'", model(), p);
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_string_equal(r.out, "Once upon a time, there was a\n");
+    /* without BOS there is nothing to continue from */
+    snprintf(args, sizeof args, "run %s --backend cpu --no-bos -n 8 -p ''", model());
+    run(&r, args);
+    assert_int_equal(r.code, 1);
+    assert_non_null(strstr(r.err, "empty prompt"));
+}
+
+/* Invalid UTF-8 is accepted: echoed byte for byte, tokenized through byte
+ * fallback. A NUL byte would cut the prompt short, so it is refused. */
+static void test_invalid_utf8(void **state) {
+    (void)state;
+    static const char bad[] = "Once \xff\xfe upon \xc3 a \xe2\x82 time \x80";
+    const char *p = tu_tmp_path("bad-utf8.txt");
+    assert_int_equal(tu_write_file(p, bad, sizeof bad - 1), 0);
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 4 -f '%s'", model(), p);
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_memory_equal(r.out, bad, sizeof bad - 1);
+    assert_true(strlen(r.out) > sizeof bad);
+    assert_non_null(strstr(r.err, "stop: token limit"));
+    static const char nul[] = "Once upon\0 a time";
+    assert_int_equal(tu_write_file(p, nul, sizeof nul - 1), 0);
+    run(&r, args);
+    assert_int_equal(r.code, 1);
+    assert_non_null(strstr(r.err, "NUL byte at offset 9"));
+    assert_string_equal(r.out, "");
+}
+
+static void test_flag_ranges(void **state) {
+    (void)state;
+    static const char *bad[][2] = {
+        {"--temp -1", "--temp"},
+        {"--temp nan", "--temp"},
+        {"--top-p 0", "--top-p"},
+        {"--top-p 1.5", "--top-p"},
+        {"--top-k -1", "--top-k"},
+        {"--min-p 2", "--min-p"},
+        {"--min-p -0.5", "--min-p"},
+        {"--repeat-penalty 0", "--repeat-penalty"},
+        {"--ctx 0", "--ctx"},
+        {"-c -5", "-c"},
+        {"-n -2", "-n"},
+        {"--repeat-last-n -1", "--repeat-last-n"},
+        {"--seed -3", "--seed"},
+        {"-t 0", "-t"},
+    };
+    result r;
+    char args[4400];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "run %s --backend cpu -n 2 %s", model(), bad[i][0]);
+        run(&r, args);
+        if (r.code != 2 || !strstr(r.err, bad[i][1])) fail_msg("'%s': exit %d, stderr: %s", bad[i][0], r.code, r.err);
+        assert_string_equal(r.out, "");
+    }
+    /* the edges of every range are fine */
+    snprintf(args, sizeof args,
+             "run %s --backend cpu -n 2 -c 8 --temp 0 --top-p 1 --top-k 0 --min-p 0 --repeat-penalty 1 "
+             "--repeat-last-n 0 --seed 0 -p Once",
+             model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    snprintf(args, sizeof args,
+             "run %s --backend cpu -n 2 --temp 100 --top-p 1e-9 --min-p 1 --repeat-penalty 100 -p Once", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+}
+
+static void test_context_end(void **state) {
+    (void)state;
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -c 16 -n -1 -p 'Once upon a time'", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "stop: context full"));
+    assert_non_null(strstr(r.err, "prompt 5 tokens"));
+    assert_non_null(strstr(r.err, "generated 12 tokens"));
+    assert_int_equal(strncmp(r.out, "Once upon a time, there was a little girl", 41), 0);
+    /* -n larger than the room left ends the same way */
+    snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -c 16 -n 100 -p 'Once upon a time'", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "stop: context full"));
+}
+
+/* ---- no GPU ---- */
+
+/* Whether an adapter whose name contains `name` is there; NULL: any hardware adapter. */
+static int have_adapter(const char *name) {
+    wgml_gpu_adapter_info a[16];
+    int n = wgml_gpu_list_adapters(a, 16, NULL);
+    for (int i = 0; i < n && i < 16; i++)
+        if (name ? strstr(a[i].name, name) != NULL : a[i].type != WGML_GPU_CPU) return 1;
+    return 0;
+}
+
+static void test_no_driver(void **state) {
+    (void)state;
+    const char *none = "VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json";
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "run %s --temp 0 -n 8 -p 'Once upon a time'", model());
+    run_env(&r, none, args);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "webgpu unavailable"));
+    assert_non_null(strstr(r.err, "using the CPU"));
+    assert_non_null(strstr(r.err, "on cpu"));
+    assert_int_equal(strncmp(r.out, "Once upon a time, there was a little girl", 41), 0);
+    snprintf(args, sizeof args, "run %s --backend webgpu -n 8 -p Once", model());
+    run_env(&r, none, args);
+    assert_int_equal(r.code, 1);
+    assert_non_null(strstr(r.err, "no WebGPU adapter"));
+    /* with the drivers back, auto still takes no software adapter */
+    if (have_adapter(NULL)) return;
+    snprintf(args, sizeof args, "run %s -n 2 -p Once", model());
+    run(&r, args);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.err, "on cpu"));
+}
+
+/* A model too large for the device: exit 1 naming the tensor. */
+static void test_gpu_out_of_memory(void **state) {
+    (void)state;
+    if (!have_adapter("llvmpipe")) {
+        if (getenv("WGML_REQUIRE_ADAPTERS") && strstr(getenv("WGML_REQUIRE_ADAPTERS"), "llvmpipe"))
+            fail_msg("llvmpipe is required but not found");
+        skip();
+    }
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "run %s --adapter llvmpipe -n 4 -p Once", model());
+    run_env(&r, "WGML_GPU_MEMORY_LIMIT=2800000", args);
+    assert_int_equal(r.code, 1);
+    assert_non_null(strstr(r.err, "loading tensor 'blk."));
+    assert_non_null(strstr(r.err, "out of memory"));
+    assert_string_equal(r.out, "");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_reference), cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_bad_model),     cmocka_unit_test(test_prompt_too_long),
         cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_info),
         cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_bench_json),
-        cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_convert),       cmocka_unit_test(test_zero_tokens),
+        cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
+        cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
+        cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

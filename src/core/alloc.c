@@ -1,5 +1,8 @@
 /*
  * alloc.c - allocation wrappers with failure injection (see alloc.h).
+ *
+ * The live count is kept with relaxed atomics: CPU worker threads and Dawn's
+ * callbacks may allocate, and an atomic add costs next to nothing beside malloc.
  */
 #include "core/alloc.h"
 
@@ -9,6 +12,18 @@
 
 static long fail_after = -1; /* <0: never fail */
 static unsigned long n_allocs;
+static long n_live; /* successful allocations minus frees (atomic) */
+
+static void *counted(void *p) {
+    if (p) __atomic_add_fetch(&n_live, 1, __ATOMIC_RELAXED);
+    return p;
+}
+
+static void release(void *p) {
+    if (!p) return;
+    __atomic_sub_fetch(&n_live, 1, __ATOMIC_RELAXED);
+    free(p);
+}
 
 static int should_fail(void) {
     n_allocs++;
@@ -20,24 +35,26 @@ static int should_fail(void) {
 
 void wgml_alloc_fail_after(long n) { fail_after = n; }
 unsigned long wgml_alloc_count(void) { return n_allocs; }
+long wgml_alloc_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); }
 
 void *wgml_malloc(size_t size) {
     if (should_fail()) return NULL;
-    return malloc(size ? size : 1);
+    return counted(malloc(size ? size : 1));
 }
 
 void *wgml_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     if (should_fail()) return NULL;
-    return calloc(n ? n : 1, size ? size : 1);
+    return counted(calloc(n ? n : 1, size ? size : 1));
 }
 
 void *wgml_realloc(void *p, size_t size) {
     if (should_fail()) return NULL;
-    return realloc(p, size ? size : 1);
+    void *q = realloc(p, size ? size : 1);
+    return p ? q : counted(q); /* a realloc of p keeps its count */
 }
 
-void wgml_free(void *p) { free(p); }
+void wgml_free(void *p) { release(p); }
 
 char *wgml_strndup(const char *s, size_t n) {
     char *d = wgml_malloc(n + 1);
@@ -53,7 +70,7 @@ void *wgml_aligned_alloc(size_t size) {
     if (should_fail()) return NULL;
     void *p = NULL;
     if (posix_memalign(&p, 64, size ? size : 64) != 0) return NULL;
-    return p;
+    return counted(p);
 }
 
-void wgml_aligned_free(void *p) { free(p); }
+void wgml_aligned_free(void *p) { release(p); }

@@ -26,5 +26,7 @@ void wgml_aligned_free(void *p);
 void wgml_alloc_fail_after(long n);
 /* Number of allocations made since the process started (for leak loops). */
 unsigned long wgml_alloc_count(void);
+/* Allocations live now: successful allocations minus frees (tests: leaks, soak). */
+long wgml_alloc_live(void);
 
 #endif

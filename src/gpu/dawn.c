@@ -20,6 +20,11 @@
  * Callback results live in the wgml_gpu, not on the stack, because a callback
  * whose wait was abandoned can still run later (at the latest when the
  * instance is released).
+ *
+ * WGML_GPU_MEMORY_LIMIT=bytes makes buffer creation fail with the error an
+ * out-of-memory device gives once that many bytes are in use: a cap on a
+ * shared GPU, and how tests make a model too large for the device without
+ * allocating gigabytes.
  */
 #include "core/alloc.h"
 #include "gpu/dawn_internal.h"
@@ -186,6 +191,14 @@ static uint64_t timeout_from_env(void) {
     return (uint64_t)(sec * 1e9);
 }
 
+static uint64_t memory_limit_from_env(void) {
+    const char *s = getenv("WGML_GPU_MEMORY_LIMIT");
+    if (!s || !*s) return 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    return *end || *s == '-' ? 0 : (uint64_t)v;
+}
+
 wgml_status wgml_gpu_create(const wgml_gpu_options *options, wgml_gpu **out, wgml_error *err) {
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_create: out is NULL");
     *out = NULL;
@@ -198,6 +211,7 @@ wgml_status wgml_gpu_create(const wgml_gpu_options *options, wgml_gpu **out, wgm
     wgml_gpu *g = wgml_calloc(1, sizeof *g);
     if (!g) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "wgml_gpu_create: out of memory");
     g->timeout_ns = timeout_from_env();
+    g->memory_limit = memory_limit_from_env();
     st = wgml_dawn_open(chosen.source, &g->instance, &g->adapter, err);
     if (st != WGML_OK) {
         wgml_free(g);
@@ -330,10 +344,14 @@ wgml_status wgml_dawn_create_buffer(wgml_gpu *g, uint64_t size, WGPUBufferUsage 
     d.label = wgml_dawn_sv(label);
     d.usage = usage;
     d.size = size;
-    scope_push(g, SCOPE_OOM | SCOPE_VALIDATION);
-    WGPUBuffer b = wgpuDeviceCreateBuffer(g->device, &d);
     char what[320];
     snprintf(what, sizeof what, "buffer '%s' (%llu bytes)", label, (unsigned long long)size);
+    if (g->memory_limit && (size > g->memory_limit || g->counters.memory_bytes > g->memory_limit - size))
+        return wgml_fail(err, WGML_ERR_GPU,
+                         "%s: out of memory: %llu of the device's %llu bytes (WGML_GPU_MEMORY_LIMIT) are in use", what,
+                         (unsigned long long)g->counters.memory_bytes, (unsigned long long)g->memory_limit);
+    scope_push(g, SCOPE_OOM | SCOPE_VALIDATION);
+    WGPUBuffer b = wgpuDeviceCreateBuffer(g->device, &d);
     wgml_status st = scope_pop(g, SCOPE_OOM | SCOPE_VALIDATION, what, err);
     if (st == WGML_OK && !b) st = wgml_fail(err, WGML_ERR_GPU, "%s: creation failed", what);
     if (st != WGML_OK) {

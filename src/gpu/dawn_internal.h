@@ -39,6 +39,7 @@ struct wgml_gpu {
     wgml_gpu_adapter_info info;
     wgml_gpu_features enabled;
     uint64_t timeout_ns;
+    uint64_t memory_limit; /* WGML_GPU_MEMORY_LIMIT, 0 = none */
 
     wgml_status status; /* sticky */
     char message[WGML_ERROR_MESSAGE_MAX];

@@ -35,7 +35,8 @@ static int on_token(void *user, int32_t token, const char *text, size_t len) {
     return 0;
 }
 
-static char *read_prompt_file(const char *path) {
+/* The whole file, NUL-terminated; *len is its size. */
+static char *read_prompt_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     size_t cap = 4096, n = 0;
@@ -55,6 +56,7 @@ static char *read_prompt_file(const char *path) {
     }
     fclose(f);
     if (b) b[n] = '\0';
+    *len = n;
     return b;
 }
 
@@ -119,8 +121,17 @@ int cmd_run(int argc, char **argv) {
     }
     char *file_prompt = NULL;
     if (prompt_file) {
-        file_prompt = read_prompt_file(prompt_file);
+        size_t len = 0;
+        file_prompt = read_prompt_file(prompt_file, &len);
         if (!file_prompt) return cli_fail("cannot read prompt file '%s'", prompt_file);
+        /* the prompt is a C string: a NUL would silently cut it short */
+        const char *nul = memchr(file_prompt, 0, len);
+        if (nul) {
+            int rc = cli_fail("prompt file '%s' contains a NUL byte at offset %zu; a prompt is text", prompt_file,
+                              (size_t)(nul - file_prompt));
+            free(file_prompt);
+            return rc;
+        }
         prompt = file_prompt;
     }
     if (!seed_set) {
