@@ -1,6 +1,6 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,cli} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 option(WGML_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang)" OFF)
@@ -32,6 +32,16 @@ if(WGML_FUZZ)
     target_link_libraries(fuzz_${t} PRIVATE wgml_fuzzlib)
     set_target_properties(fuzz_${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
   endforeach()
+
+  # The command line's file-handling subcommands (tools/wgml, without main.c).
+  set(WGML_FUZZ_CLI_SOURCES cli_util.c cmd_run.c cmd_info.c cmd_tokenize.c cmd_convert.c cmd_quantize.c)
+  list(TRANSFORM WGML_FUZZ_CLI_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
+  add_executable(fuzz_cli ${CMAKE_SOURCE_DIR}/fuzz/fuzz_cli.c ${WGML_FUZZ_CLI_SOURCES})
+  target_include_directories(fuzz_cli PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/wgml)
+  target_compile_options(fuzz_cli PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+  target_link_options(fuzz_cli PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
+  target_link_libraries(fuzz_cli PRIVATE wgml_fuzzlib)
+  set_target_properties(fuzz_cli PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   add_executable(wgml_fuzz_seeds ${CMAKE_SOURCE_DIR}/fuzz/make_seeds.c)
   target_include_directories(wgml_fuzz_seeds PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/support)

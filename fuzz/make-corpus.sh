@@ -20,12 +20,29 @@ if [ ! -x "$seeds" ]; then
 fi
 mkdir -p "$root/fuzz/corpus-run"
 "$seeds" "$shared" "$root/fuzz/corpus-run"
+# fuzz_cli: command lines (arguments one per line, then NUL and a file's bytes;
+# see fuzz/fuzz_cli.c), some with a small model or prompt as the file.
+cli=$root/fuzz/corpus-run/cli
+mkdir -p "$cli"
+seed() { printf '%b' "$1" > "$cli/seed-$2"; }
+seed 'run\n-m\n@model\n-p\nOnce upon a time\n-n\n8' run-prompt
+seed 'run\n-m\n@model\n-f\n@file\n-n\n4\n--temp\n0.8\n--top-k\n40\n--seed\n7\0Once upon a time, there was' run-file
+seed 'run\n-m\n@file\n-n\n2\0GGUF\x03\0\0\0' run-bad-model
+seed 'run\n-m\n@model\n-p\n\xff\xfe bad utf8\n-n\n2\n--no-bos' run-utf8
+seed 'info\n@model' info
+seed 'info\n@file\n--tensors\0GGUF\x03\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' info-file
+seed 'tokenize\n-m\n@vocab\n--bos\nHello world' tokenize
+seed 'tokenize\n-m\n@model\n-f\n@file\0text from a file' tokenize-file
+seed 'convert\nllama2c\n@ckpt\n@tok\n-o\n@out' convert
+seed 'convert\nllama2c\n@file\n@tok\n-o\n@out\0\x08\0\0\0' convert-bad
+seed 'quantize\n@model\n@out\nq8_0' quantize
+seed 'quantize\n@file\n@out\nQ4_K_M\0GGUF' quantize-bad
 # Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load tokenizer; do
+for t in gguf llama2c model_load tokenizer cli; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load tokenizer; do
+for t in gguf llama2c model_load tokenizer cli; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

@@ -11,16 +11,16 @@
  * measured 10-15% below what the AVX-512 matvec kernels then reached, and a
  * decode "above 100% of the bandwidth" helps nobody.
  */
-#include <stdint.h>
-#include <string.h>
-
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_impl.h"
 #include "core/alloc.h"
 #include "core/error.h"
 
-#define MEASURE_BYTES (512ull << 20)
+#include <stdint.h>
+#include <string.h>
+
+#define MEASURE_BYTES  (512ull << 20)
 #define MEASURE_PASSES 4
 
 typedef struct {
@@ -98,7 +98,8 @@ static void fill_run(void *p, int ith, int nth) {
     read_task *t = p;
     uint64_t *w = (uint64_t *)t->data;
     size_t per = t->n / (size_t)nth, lo = per * (size_t)ith, hi = ith == nth - 1 ? t->n : lo + per;
-    for (size_t i = lo; i < hi; i++) w[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+    for (size_t i = lo; i < hi; i++)
+        w[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
 }
 
 wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err) {
@@ -116,7 +117,8 @@ wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err
         if (ms < best) best = ms;
     }
     volatile uint64_t sink = 0;
-    for (int i = 0; i < 512; i++) sink += t.sums[i];
+    for (int i = 0; i < 512; i++)
+        sink += t.sums[i];
     (void)sink;
     wgml_aligned_free(buf);
     *gbs = (double)MEASURE_BYTES / (best / 1e3) / 1e9;

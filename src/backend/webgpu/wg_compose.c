@@ -16,16 +16,16 @@
  * builtins and their setup (or nothing). Pipelines are compiled on first use
  * and cached for the life of the backend, keyed by (kernel, type, flags).
  */
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
-
 #include "backend/webgpu/wg_internal.h"
 #include "backend/webgpu/wgsl_sources.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 typedef struct {
     char *s;
@@ -37,7 +37,8 @@ static void put(sbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1) cap *= 2;
+        while (cap < b->len + n + 1)
+            cap *= 2;
         char *p = wgml_realloc(b->s, cap);
         if (!p) {
             b->oom = 1;
@@ -85,14 +86,17 @@ static void preprocess(sbuf *out, const char *src, const defs *d, const char *sg
         const char *eol = strchr(p, '\n');
         size_t n = eol ? (size_t)(eol - p) : strlen(p);
         const char *q = p;
-        while (q < p + n && (*q == ' ' || *q == '\t')) q++;
+        while (q < p + n && (*q == ' ' || *q == '\t'))
+            q++;
         size_t rest = (size_t)(p + n - q);
         if (rest >= 6 && (strncmp(q, "#ifdef", 6) == 0 || strncmp(q, "#ifndef", 7) == 0)) {
             int neg = q[3] == 'n';
             const char *name = q + (neg ? 7 : 6);
-            while (*name == ' ') name++;
+            while (*name == ' ')
+                name++;
             size_t nl = (size_t)(p + n - name);
-            while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\r')) nl--;
+            while (nl && (name[nl - 1] == ' ' || name[nl - 1] == '\r'))
+                nl--;
             int v = defined(d, name, nl) != neg;
             if (depth < 15) depth++;
             keep[depth] = keep[depth - 1] && v;
@@ -135,11 +139,18 @@ static void preprocess(sbuf *out, const char *src, const defs *d, const char *sg
 
 static const char *kind_file(wg_kind k) {
     static const char *files[WGK_COUNT] = {
-        [WGK_MATVEC] = "matvec",       [WGK_MATMUL] = "matmul",   [WGK_GET_ROWS] = "get_rows",
-        [WGK_ROPE] = "rope_store",     [WGK_ROPE_STORE] = "rope_store",
-        [WGK_ATTENTION] = "attention", [WGK_ATTN_COMBINE] = "attention_combine",
-        [WGK_RMS_NORM] = "rows",       [WGK_SOFTMAX] = "rows",    [WGK_ARGMAX] = "rows",
-        [WGK_ADD] = "elementwise",     [WGK_SWIGLU] = "elementwise",
+        [WGK_MATVEC] = "matvec",
+        [WGK_MATMUL] = "matmul",
+        [WGK_GET_ROWS] = "get_rows",
+        [WGK_ROPE] = "rope_store",
+        [WGK_ROPE_STORE] = "rope_store",
+        [WGK_ATTENTION] = "attention",
+        [WGK_ATTN_COMBINE] = "attention_combine",
+        [WGK_RMS_NORM] = "rows",
+        [WGK_SOFTMAX] = "rows",
+        [WGK_ARGMAX] = "rows",
+        [WGK_ADD] = "elementwise",
+        [WGK_SWIGLU] = "elementwise",
         [WGK_BENCH_READ] = "bench_read",
     };
     return (unsigned)k < WGK_COUNT ? files[k] : NULL;
@@ -147,11 +158,18 @@ static const char *kind_file(wg_kind k) {
 
 static const char *kind_label(wg_kind k) {
     static const char *names[WGK_COUNT] = {
-        [WGK_MATVEC] = "matvec",       [WGK_MATMUL] = "matmul",     [WGK_GET_ROWS] = "get_rows",
-        [WGK_ROPE] = "rope",           [WGK_ROPE_STORE] = "rope_kv_store",
-        [WGK_ATTENTION] = "attention", [WGK_ATTN_COMBINE] = "attention_combine",
-        [WGK_RMS_NORM] = "rms_norm",   [WGK_SOFTMAX] = "softmax",   [WGK_ARGMAX] = "argmax",
-        [WGK_ADD] = "add",             [WGK_SWIGLU] = "swiglu",
+        [WGK_MATVEC] = "matvec",
+        [WGK_MATMUL] = "matmul",
+        [WGK_GET_ROWS] = "get_rows",
+        [WGK_ROPE] = "rope",
+        [WGK_ROPE_STORE] = "rope_kv_store",
+        [WGK_ATTENTION] = "attention",
+        [WGK_ATTN_COMBINE] = "attention_combine",
+        [WGK_RMS_NORM] = "rms_norm",
+        [WGK_SOFTMAX] = "softmax",
+        [WGK_ARGMAX] = "argmax",
+        [WGK_ADD] = "add",
+        [WGK_SWIGLU] = "swiglu",
         [WGK_BENCH_READ] = "bench_read",
     };
     return (unsigned)k < WGK_COUNT ? names[k] : "?";
@@ -176,24 +194,28 @@ static void matrix_bindings(sbuf *b, wg_kind kind, uint32_t flags) {
         putf(b, "@group(0) @binding(2) var<storage, read> x: array<f32>;\n");
     }
     if (flags & WGF_NORM) putf(b, "@group(0) @binding(3) var<storage, read> nw: array<f32>;\n");
-    for (int k = 0; k < nw; k++) putf(b, "@group(0) @binding(%d) var<storage, read> w%d: array<u32>;\n", 4 + k, k);
+    for (int k = 0; k < nw; k++)
+        putf(b, "@group(0) @binding(%d) var<storage, read> w%d: array<u32>;\n", 4 + k, k);
     for (int k = 0; k < 3; k++)
         if (flags & (WGF_BIAS0 << k)) putf(b, "@group(0) @binding(%d) var<storage, read> b%d: array<f32>;\n", 7 + k, k);
     for (int k = 0; k < n_out; k++)
         putf(b, "@group(0) @binding(%d) var<storage, read_write> o%d: array<f32>;\n", 10 + k, k);
 
     putf(b, "fn ww(k: u32, i: u32) -> u32 {\n    switch k {\n");
-    for (int k = 1; k < nw; k++) putf(b, "        case %du: { return w%d[i]; }\n", k, k);
+    for (int k = 1; k < nw; k++)
+        putf(b, "        case %du: { return w%d[i]; }\n", k, k);
     putf(b, "        default: { return w0[i]; }\n    }\n}\n");
     putf(b, "fn bias_at(k: u32, r: u32) -> f32 {\n    switch k {\n");
     for (int k = 0; k < 3; k++)
         if (flags & (WGF_BIAS0 << k)) putf(b, "        case %du: { return b%d[P.bo[%d] + r]; }\n", k, k, k);
     putf(b, "        default: { return 0.0; }\n    }\n}\n");
     putf(b, "fn out_get(k: u32, i: u32) -> f32 {\n    switch k {\n");
-    for (int k = 1; k < n_out; k++) putf(b, "        case %du: { return o%d[i]; }\n", k, k);
+    for (int k = 1; k < n_out; k++)
+        putf(b, "        case %du: { return o%d[i]; }\n", k, k);
     putf(b, "        default: { return o0[i]; }\n    }\n}\n");
     putf(b, "fn out_set(k: u32, i: u32, v: f32) {\n    switch k {\n");
-    for (int k = 1; k < n_out; k++) putf(b, "        case %du: { o%d[i] = v; }\n", k, k);
+    for (int k = 1; k < n_out; k++)
+        putf(b, "        case %du: { o%d[i] = v; }\n", k, k);
     putf(b, "        default: { o0[i] = v; }\n    }\n}\n");
 }
 
@@ -245,7 +267,8 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         const char *tf = type_file(wtype);
         wsrc = tf ? wgml_wgsl_source(tf) : NULL;
         if (!wsrc) {
-            wgml_fail(err, WGML_ERR_UNSUPPORTED, "webgpu: no kernel decodes weights of type %s", wgml_dtype_name(wtype));
+            wgml_fail(err, WGML_ERR_UNSUPPORTED, "webgpu: no kernel decodes weights of type %s",
+                      wgml_dtype_name(wtype));
             return NULL;
         }
     }
@@ -262,15 +285,15 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         def(&d, "WG_IS_SUBGROUP");
         wg = (int)wb->info->subgroup_max_size;
     }
+    if (kind == WGK_BENCH_READ && (flags & WGF_CHUNKED)) def(&d, "CHUNKED");
     if (kind == WGK_ROPE_STORE) def(&d, "STORE");
     if (kind == WGK_RMS_NORM) def(&d, "RMS_NORM");
     if (kind == WGK_SOFTMAX) def(&d, "SOFTMAX");
     if (kind == WGK_ARGMAX) def(&d, "ARGMAX");
     if (kind == WGK_ADD) def(&d, "ADD");
     if (kind == WGK_SWIGLU) def(&d, "SWIGLU");
-    const char *sg_args = wb->tier_subgroups
-                              ? ", @builtin(subgroup_invocation_id) sgl: u32, @builtin(subgroup_size) sgs: u32"
-                              : "";
+    const char *sg_args =
+        wb->tier_subgroups ? ", @builtin(subgroup_invocation_id) sgl: u32, @builtin(subgroup_size) sgs: u32" : "";
     int has_sg = wb->tier_subgroups && strstr(body, "SUBGROUP_ARGS") != NULL;
     const char *init = has_sg ? "_ = S.pos;\n    sg_lane = sgl;\n    sg_size = sgs;" : "_ = S.pos;";
 
@@ -335,7 +358,8 @@ wgml_gpu_kernel *wg_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_
 }
 
 void wg_pipelines_free(wg_backend *wb) {
-    for (int i = 0; i < wb->n_pipes; i++) wgml_gpu_kernel_destroy(wb->pipes[i].kernel);
+    for (int i = 0; i < wb->n_pipes; i++)
+        wgml_gpu_kernel_destroy(wb->pipes[i].kernel);
     wgml_free(wb->pipes);
     wb->pipes = NULL;
     wb->n_pipes = wb->cap_pipes = 0;

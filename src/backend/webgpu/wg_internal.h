@@ -145,6 +145,8 @@ typedef enum wg_kind {
 #define WGF_BIAS1 16u
 #define WGF_BIAS2 32u
 #define WGF_NW_SHIFT 8 /* number of weights << 8 */
+/* bench_read variant flag: per-invocation contiguous chunks */
+#define WGF_CHUNKED 1u
 
 /* The pipeline for (kind, weight type, flags), composed and compiled on first use. */
 wgml_gpu_kernel *wg_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags, wgml_error *err);
