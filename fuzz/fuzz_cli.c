@@ -15,12 +15,19 @@
  * inputs that ask for another backend, thread count or context size are
  * skipped, so every execution is quick and stays on the CPU.
  *
+ * The process works inside its own temporary folder, and an argument with a
+ * '/' that is not a placeholder is skipped, so whatever paths the fuzzer
+ * invents, files are only ever written there; the folder is emptied after
+ * every input.
+ *
  * Checked: no crash, leak or undefined behaviour (the sanitizers), the exit
  * status is 0, 1 or 2, and a failed convert or quantize leaves no output
  * (neither @out nor @out.tmp).
  */
 #include "../tools/wgml/cli.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +48,32 @@
 static char dir[256], file_path[300], out_path[300], out_tmp[310];
 static char model_path[4200], vocab_path[4200], ckpt_path[4200], tok_path[4200];
 
+/* Removes every file the command wrote into the temporary folder. */
+static void empty_dir(void) {
+    DIR *d = opendir(dir);
+    if (!d) abort();
+    struct dirent *e;
+    char p[600];
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+}
+
+static void remove_dir(void) {
+    empty_dir();
+    rmdir(dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    const char *shared = getenv("WGML_SHARED");
-    if (!shared) shared = "../shared";
+    static char shared[PATH_MAX];
+    if (!realpath(getenv("WGML_SHARED") ? getenv("WGML_SHARED") : "../shared", shared)) {
+        perror("fuzz_cli: the shared folder (WGML_SHARED)");
+        abort();
+    }
     snprintf(model_path, sizeof model_path, "%s/models/stories260K.gguf", shared);
     snprintf(vocab_path, sizeof vocab_path, "%s/vocab/ggml-vocab-llama-spm.gguf", shared);
     snprintf(ckpt_path, sizeof ckpt_path, "%s/models/llama2c/stories260K.bin", shared);
@@ -57,6 +86,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     snprintf(file_path, sizeof file_path, "%s/in.bin", dir);
     snprintf(out_path, sizeof out_path, "%s/out.gguf", dir);
     snprintf(out_tmp, sizeof out_tmp, "%s.tmp", out_path);
+    if (chdir(dir) != 0) abort();
+    atexit(remove_dir);
     /* generated text is not the point; diagnostics stay on stderr */
     if (!freopen("/dev/null", "w", stdout)) abort();
     return 0;
@@ -110,7 +141,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     for (int a = 1; a < argc; a++) {
         if (refused(store[a])) return 0;
-        argv[n++] = (char *)placeholder(store[a]);
+        const char *v = placeholder(store[a]);
+        if (v == store[a] && strchr(v, '/')) return 0; /* paths stay inside the folder */
+        argv[n++] = (char *)v;
     }
     argv[n] = NULL;
 
@@ -132,8 +165,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(rc == CLI_OK || rc == CLI_FAIL || rc == CLI_USAGE);
     if (rc != CLI_OK && (!strcmp(store[0], "convert") || !strcmp(store[0], "quantize")))
         CHECK(access(out_path, F_OK) != 0 && access(out_tmp, F_OK) != 0);
-    unlink(out_path);
-    unlink(out_tmp);
-    unlink(file_path);
+    empty_dir();
     return 0;
 }
