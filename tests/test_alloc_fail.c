@@ -46,22 +46,6 @@ typedef struct {
     int retry_every; /* retry after every k-th failure (0: every one) */
 } path_case;
 
-typedef struct {
-    char text[1024];
-    size_t len;
-} sink;
-
-static int collect(void *user, int32_t token, const char *text, size_t len) {
-    (void)token;
-    sink *s = user;
-    if (s->len + len < sizeof s->text) {
-        memcpy(s->text + s->len, text, len);
-        s->len += len;
-        s->text[s->len] = 0;
-    }
-    return 0;
-}
-
 /* What one successful pass produces, compared across N. */
 typedef struct {
     char greedy[1024], sampled[1024];
@@ -79,12 +63,12 @@ static const char *stage_name[] = {"load",     "session", "generate (greedy)", "
                                    "tokenize", "done"};
 enum { ST_LOAD, ST_SESSION, ST_GREEDY, ST_SAMPLED, ST_EVAL, ST_TOKENIZE, ST_DONE };
 
-static wgml_status generate(wgml_session *s, int n, float temp, sink *out, wgml_error *err) {
+static wgml_status generate(wgml_session *s, int n, float temp, tu_sink *out, wgml_error *err) {
     wgml_generate_params gp = wgml_generate_default_params();
     gp.n_predict = n;
     gp.sampler.temperature = temp;
     gp.sampler.seed = 7;
-    gp.on_token = collect;
+    gp.on_token = tu_collect;
     gp.user = out;
     memset(out, 0, sizeof *out);
     return wgml_generate(s, PROMPT, &gp, NULL, err);
@@ -101,7 +85,7 @@ static int run_path(const path_case *c, const void *bytes, size_t n_bytes, outco
     mp.n_threads = 1;
     wgml_model *m = (wgml_model *)&mp; /* must come back NULL on failure */
     wgml_session *s = NULL;
-    sink out;
+    tu_sink out;
     int stage = ST_LOAD;
     memset(o, 0, sizeof *o);
     if (c->how == LOAD_FILE) {

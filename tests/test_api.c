@@ -2,13 +2,13 @@
  * test_api.c - the public API's contract: limits, stop reasons, streaming,
  * sessions that continue, seeds, parameter validation. CPU backend.
  */
+#include "testutil.h"
+#include "wgml.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "testutil.h"
-#include "wgml.h"
 
 static wgml_model *model;
 
@@ -26,24 +26,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-typedef struct {
-    char text[16384];
-    size_t len;
-    int calls, stop_after;
-} sink;
-
-static int collect(void *user, int32_t token, const char *text, size_t len) {
-    (void)token;
-    sink *s = user;
-    if (s->len + len < sizeof s->text) {
-        memcpy(s->text + s->len, text, len);
-        s->len += len;
-        s->text[s->len] = 0;
-    }
-    s->calls++;
-    return s->stop_after && s->calls >= s->stop_after;
-}
-
 static wgml_session *session(int n_ctx) {
     wgml_session_params sp = wgml_session_default_params();
     sp.n_ctx = n_ctx;
@@ -53,13 +35,13 @@ static wgml_session *session(int n_ctx) {
     return s;
 }
 
-static wgml_status gen(wgml_session *s, const char *prompt, int n, float temp, uint64_t seed, sink *out,
+static wgml_status gen(wgml_session *s, const char *prompt, int n, float temp, uint64_t seed, tu_sink *out,
                        wgml_generate_result *res, wgml_error *err) {
     wgml_generate_params gp = wgml_generate_default_params();
     gp.n_predict = n;
     gp.sampler.temperature = temp;
     gp.sampler.seed = seed;
-    gp.on_token = collect;
+    gp.on_token = tu_collect;
     gp.user = out;
     return wgml_generate(s, prompt, &gp, res, err);
 }
@@ -81,10 +63,11 @@ static void test_info(void **state) {
 static void test_prompt_too_long(void **state) {
     (void)state;
     wgml_session *s = session(8);
-    sink out = {0};
+    tu_sink out = {0};
     wgml_error err;
     wgml_generate_result res;
-    wgml_status st = gen(s, "Once upon a time there was a little girl named Lily who loved to play", 4, 0, 0, &out, &res, &err);
+    wgml_status st =
+        gen(s, "Once upon a time there was a little girl named Lily who loved to play", 4, 0, 0, &out, &res, &err);
     assert_int_equal(st, WGML_ERR_CONTEXT_FULL);
     assert_non_null(strstr(err.message, "context"));
     assert_int_equal(out.calls, 0);
@@ -98,7 +81,7 @@ static void test_prompt_too_long(void **state) {
 static void test_context_end(void **state) {
     (void)state;
     wgml_session *s = session(16);
-    sink out = {0};
+    tu_sink out = {0};
     wgml_error err;
     wgml_generate_result res;
     assert_int_equal(gen(s, "Once upon a time", -1, 0, 0, &out, &res, &err), WGML_OK);
@@ -115,7 +98,7 @@ static void test_context_end(void **state) {
 static void test_zero_tokens(void **state) {
     (void)state;
     wgml_session *s = session(64);
-    sink out = {0};
+    tu_sink out = {0};
     wgml_error err;
     wgml_generate_result res;
     assert_int_equal(gen(s, "Once upon a time", 0, 0, 0, &out, &res, &err), WGML_OK);
@@ -129,7 +112,7 @@ static void test_zero_tokens(void **state) {
 static void test_empty_prompt(void **state) {
     (void)state;
     wgml_session *s = session(64);
-    sink out = {0};
+    tu_sink out = {0};
     wgml_error err;
     wgml_generate_result res;
     assert_int_equal(gen(s, "", 8, 0, 0, &out, &res, &err), WGML_OK);
@@ -149,7 +132,7 @@ static void test_continuation(void **state) {
     (void)state;
     /* 10 + 10 tokens in two calls equal 20 in one */
     wgml_session *a = session(128), *b = session(128);
-    sink one = {0}, two = {0};
+    tu_sink one = {0}, two = {0};
     wgml_error err;
     wgml_generate_result res;
     assert_int_equal(gen(a, "Once upon a time", 20, 0, 0, &one, &res, &err), WGML_OK);
@@ -163,7 +146,7 @@ static void test_continuation(void **state) {
 static void test_callback_stop(void **state) {
     (void)state;
     wgml_session *s = session(128);
-    sink out = {.stop_after = 3};
+    tu_sink out = {.stop_after = 3};
     wgml_error err;
     wgml_generate_result res;
     assert_int_equal(gen(s, "Once upon a time", 50, 0, 0, &out, &res, &err), WGML_OK);
@@ -174,7 +157,7 @@ static void test_callback_stop(void **state) {
 
 static void test_seed(void **state) {
     (void)state;
-    sink a = {0}, b = {0}, c = {0};
+    tu_sink a = {0}, b = {0}, c = {0};
     wgml_error err;
     wgml_generate_result res;
     wgml_session *s = session(256);
@@ -197,7 +180,8 @@ static void test_bad_sampling(void **state) {
         const char *field;
         wgml_sampler_params p;
     } cases[9];
-    for (int i = 0; i < 9; i++) cases[i].p = wgml_sampler_default_params();
+    for (int i = 0; i < 9; i++)
+        cases[i].p = wgml_sampler_default_params();
     cases[0].field = "temperature", cases[0].p.temperature = -1;
     cases[1].field = "top-p", cases[1].p.top_p = 0;
     cases[2].field = "top-p", cases[2].p.top_p = 1.5f;
@@ -219,7 +203,7 @@ static void test_bad_sampling(void **state) {
 static void test_invalid_utf8(void **state) {
     (void)state;
     wgml_session *s = session(128);
-    sink out = {0};
+    tu_sink out = {0};
     wgml_error err;
     wgml_generate_result res;
     const char bad[] = "Once \xff\xfe upon \xc3 a \xe2\x82 time \x80";

@@ -85,30 +85,14 @@ static uint64_t device_bytes(const wgml_model *m) {
     return c.device_memory_bytes;
 }
 
-typedef struct {
-    char text[1024];
-    size_t len;
-} sink;
-
-static int collect(void *user, int32_t token, const char *text, size_t len) {
-    (void)token;
-    sink *s = user;
-    if (s->len + len < sizeof s->text) {
-        memcpy(s->text + s->len, text, len);
-        s->len += len;
-        s->text[s->len] = 0;
-    }
-    return 0;
-}
-
-static void greedy(wgml_model *m, int n, sink *out) {
+static void greedy(wgml_model *m, int n, tu_sink *out) {
     wgml_session *s;
     wgml_error err;
     assert_int_equal(wgml_session_create(m, NULL, &s, &err), WGML_OK);
     wgml_generate_params gp = wgml_generate_default_params();
     gp.n_predict = n;
     gp.sampler.temperature = 0;
-    gp.on_token = collect;
+    gp.on_token = tu_collect;
     gp.user = out;
     memset(out, 0, sizeof *out);
     assert_int_equal(wgml_generate(s, "Once upon a time", &gp, NULL, &err), WGML_OK);
@@ -124,7 +108,7 @@ static void test_model_too_large(void **state) {
     wgml_model *m = NULL;
     wgml_session *s = NULL;
     wgml_error err;
-    sink ref, got;
+    tu_sink ref, got;
     set_limit(0);
     assert_int_equal(load(WGML_BACKEND_WEBGPU, adapter, &m, &err), WGML_OK);
     uint64_t need_model = device_bytes(m);
@@ -223,7 +207,7 @@ static void test_stream_too_large(void **state) {
     assert_non_null(strstr(err.message, "out of memory"));
     assert_int_equal(wgml_alloc_live(), live0);
     assert_int_equal(wgml_model_load_stream(file_read, f, size, &mp, &m, &err), WGML_OK);
-    sink out;
+    tu_sink out;
     greedy(m, 5, &out);
     assert_true(out.len > 0);
     wgml_model_free(m);
@@ -345,7 +329,7 @@ static void test_no_driver(void **state) {
     assert_string_equal(info.backend, "cpu");
     assert_non_null(strstr(log.lines, "webgpu unavailable"));
     assert_non_null(strstr(log.lines, "using the CPU"));
-    sink out;
+    tu_sink out;
     greedy(m, 5, &out);
     assert_true(out.len > 0);
     wgml_model_free(m);

@@ -75,3 +75,15 @@ float tu_normal(tu_rng *r) {
     if (u1 < 1e-7f) u1 = 1e-7f;
     return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
 }
+
+int tu_collect(void *user, int32_t token, const char *text, size_t len) {
+    (void)token;
+    tu_sink *s = user;
+    if (s->len + len < sizeof s->text) {
+        memcpy(s->text + s->len, text, len);
+        s->len += len;
+        s->text[s->len] = 0;
+    }
+    s->calls++;
+    return s->stop_after && s->calls >= s->stop_after;
+}

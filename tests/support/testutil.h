@@ -5,11 +5,11 @@
 #ifndef WGML_TESTUTIL_H
 #define WGML_TESTUTIL_H
 
+#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cmocka.h>
 
 /* Path of a file under the shared folder ($WGML_SHARED or ../shared): a static buffer per call slot. */
 const char *tu_shared(const char *rel);
@@ -20,10 +20,22 @@ int tu_write_file(const char *path, const void *data, size_t size);
 /* A fresh path in a per-process temporary directory. */
 const char *tu_tmp_path(const char *name);
 
+/* Streamed text from wgml_generate: pass tu_collect as on_token and a
+ * tu_sink as its user pointer. Keeps the text (truncated at the buffer),
+ * counts the calls, and stops generation after stop_after calls (0: never). */
+typedef struct {
+    char text[16384];
+    size_t len;
+    int calls, stop_after;
+} tu_sink;
+int tu_collect(void *user, int32_t token, const char *text, size_t len);
+
 /* xorshift64* generator; deterministic per seed. */
-typedef struct { uint64_t s; } tu_rng;
+typedef struct {
+    uint64_t s;
+} tu_rng;
 uint64_t tu_next(tu_rng *r);
-float tu_uniform(tu_rng *r);           /* [0, 1) */
-float tu_normal(tu_rng *r);            /* mean 0, std 1 */
+float tu_uniform(tu_rng *r); /* [0, 1) */
+float tu_normal(tu_rng *r);  /* mean 0, std 1 */
 
 #endif
