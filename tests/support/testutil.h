@@ -5,11 +5,12 @@
 #ifndef WGML_TESTUTIL_H
 #define WGML_TESTUTIL_H
 
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+/* cmocka.h needs the headers above first */
+#include <cmocka.h>
 
 /* Path of a file under the shared folder ($WGML_SHARED or ../shared): a static buffer per call slot. */
 const char *tu_shared(const char *rel);
