@@ -39,6 +39,13 @@ static void run_env(result *r, const char *env, const char *args) {
 
 static void run(result *r, const char *args) { run_env(r, "", args); }
 
+/* The exit status must be `code`; on a mismatch the command's stderr is shown, so a
+ * CI log says why (a sanitizer report, a message) rather than only "1 != 0". */
+static void expect_exit(const result *r, int code) {
+    if (r->code != code) print_error("wgml exited %d, expected %d; its stderr:\n%s\n", r->code, code, r->err);
+    assert_int_equal(r->code, code);
+}
+
 static const char *model(void) {
     static char buf[4200];
     snprintf(buf, sizeof buf, "-m '%s'", tu_shared("models/stories260K.gguf"));
@@ -51,7 +58,7 @@ static void test_run_reference(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 60 -p 'Once upon a time'", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     size_t n;
     char *ref = (char *)tu_read_file(tu_shared("models/reference/stories260K.llama2c-run.t0.n64.once.txt"), &n);
     assert_non_null(ref);
@@ -64,7 +71,7 @@ static void test_missing_file(void **state) {
     (void)state;
     result r;
     run(&r, "run -m /no/such/model.gguf -n 4");
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "/no/such/model.gguf"));
     assert_non_null(strstr(r.err, "cannot open"));
     assert_string_equal(r.out, "");
@@ -78,11 +85,11 @@ static void test_bad_model(void **state) {
     char args[1024];
     snprintf(args, sizeof args, "run -m '%s' -n 4", p);
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "not a GGUF file"));
     snprintf(args, sizeof args, "info '%s'", p);
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "not a GGUF file"));
 }
 
@@ -94,7 +101,7 @@ static void test_prompt_too_long(void **state) {
              "run %s --backend cpu -c 8 -n 4 -p 'Once upon a time there was a little girl named Lily who liked to play'",
              model());
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "context"));
 }
 
@@ -102,28 +109,28 @@ static void test_usage_errors(void **state) {
     (void)state;
     result r;
     run(&r, "run --no-such-option");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     assert_non_null(strstr(r.err, "--no-such-option"));
     run(&r, "run -n abc");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     assert_non_null(strstr(r.err, "integer"));
     run(&r, "run --temp -1");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     assert_non_null(strstr(r.err, "--temp"));
     run(&r, "run --top-p 2");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     run(&r, "run --backend metal");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     assert_non_null(strstr(r.err, "--backend"));
     run(&r, "frobnicate");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     run(&r, "");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     run(&r, "run -m");
-    assert_int_equal(r.code, 2);
+    expect_exit(&r, 2);
     assert_non_null(strstr(r.err, "needs a value"));
     run(&r, "--help");
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.out, "run"));
 }
 
@@ -133,7 +140,7 @@ static void test_info(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "info %s --tensors", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.out, "architecture:  llama"));
     assert_non_null(strstr(r.out, "blk.4.ffn_down.weight"));
     assert_non_null(strstr(r.out, "F32"));
@@ -145,7 +152,7 @@ static void test_tokenize(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "tokenize %s --bos 'Once upon a time'", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_string_equal(r.out, "1 403 407 261 378\n");
 }
 
@@ -155,7 +162,7 @@ static void test_bench_json(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "bench %s --backend cpu -p 16 -n 16 --json", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     const char *keys[] = {"\"pp_tokens_per_s\"", "\"tg_tokens_per_s\"", "\"load_ms\"", "\"peak_rss_mb\"",
                           "\"backend\":\"cpu\"", "\"model\""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) assert_non_null(strstr(r.out, keys[i]));
@@ -170,15 +177,15 @@ static void test_convert(void **state) {
     snprintf(args, sizeof args, "convert llama2c '%s' '%s' -o '%s'", tu_shared("models/llama2c/stories260K.bin"),
              tu_shared("models/llama2c/tok512.bin"), out);
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     snprintf(args, sizeof args, "run -m '%s' --backend cpu --temp 0 -n 8 -p 'Once upon a time'", out);
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.out, "Once upon a time, there was a little girl"));
     snprintf(args, sizeof args, "convert llama2c '%s' '%s' -o '%s'", tu_shared("models/llama2c/tok512.bin"),
              tu_shared("models/llama2c/tok512.bin"), tu_tmp_path("bad.gguf"));
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "tok512.bin"));
     remove(out);
 }
@@ -191,7 +198,7 @@ static void test_zero_tokens(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --backend cpu -n 0 -p 'Once upon a time'", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_string_equal(r.out, "Once upon a time\n");
     assert_non_null(strstr(r.err, "generated 0 tokens"));
     assert_non_null(strstr(r.err, "stop: token limit"));
@@ -204,7 +211,7 @@ static void test_empty_prompt(void **state) {
     /* from BOS: the model's usual opening */
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 8 -p ''", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_string_equal(r.out, "Once upon a time, there was a\n");
     assert_non_null(strstr(r.err, "prompt 1 tokens"));
     /* an empty file is the same */
@@ -212,12 +219,12 @@ static void test_empty_prompt(void **state) {
     assert_int_equal(tu_write_file(p, "", 0), 0);
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 8 -f '%s'", model(), p);
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_string_equal(r.out, "Once upon a time, there was a\n");
     /* without BOS there is nothing to continue from */
     snprintf(args, sizeof args, "run %s --backend cpu --no-bos -n 8 -p ''", model());
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "empty prompt"));
 }
 
@@ -232,14 +239,14 @@ static void test_invalid_utf8(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -n 4 -f '%s'", model(), p);
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_memory_equal(r.out, bad, sizeof bad - 1);
     assert_true(strlen(r.out) > sizeof bad);
     assert_non_null(strstr(r.err, "stop: token limit"));
     static const char nul[] = "Once upon\0 a time";
     assert_int_equal(tu_write_file(p, nul, sizeof nul - 1), 0);
     run(&r, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "NUL byte at offset 9"));
     assert_string_equal(r.out, "");
 }
@@ -276,11 +283,11 @@ static void test_flag_ranges(void **state) {
              "--repeat-last-n 0 --seed 0 -p Once",
              model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     snprintf(args, sizeof args,
              "run %s --backend cpu -n 2 --temp 100 --top-p 1e-9 --min-p 1 --repeat-penalty 100 -p Once", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
 }
 
 static void test_context_end(void **state) {
@@ -289,7 +296,7 @@ static void test_context_end(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -c 16 -n -1 -p 'Once upon a time'", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.err, "stop: context full"));
     assert_non_null(strstr(r.err, "prompt 5 tokens"));
     assert_non_null(strstr(r.err, "generated 12 tokens"));
@@ -297,7 +304,7 @@ static void test_context_end(void **state) {
     /* -n larger than the room left ends the same way */
     snprintf(args, sizeof args, "run %s --backend cpu --temp 0 -c 16 -n 100 -p 'Once upon a time'", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.err, "stop: context full"));
 }
 
@@ -319,20 +326,20 @@ static void test_no_driver(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --temp 0 -n 8 -p 'Once upon a time'", model());
     run_env(&r, none, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.err, "webgpu unavailable"));
     assert_non_null(strstr(r.err, "using the CPU"));
     assert_non_null(strstr(r.err, "on cpu"));
     assert_int_equal(strncmp(r.out, "Once upon a time, there was a little girl", 41), 0);
     snprintf(args, sizeof args, "run %s --backend webgpu -n 8 -p Once", model());
     run_env(&r, none, args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "no WebGPU adapter"));
     /* with the drivers back, auto still takes no software adapter */
     if (have_adapter(NULL)) return;
     snprintf(args, sizeof args, "run %s -n 2 -p Once", model());
     run(&r, args);
-    assert_int_equal(r.code, 0);
+    expect_exit(&r, 0);
     assert_non_null(strstr(r.err, "on cpu"));
 }
 
@@ -348,7 +355,7 @@ static void test_gpu_out_of_memory(void **state) {
     char args[4400];
     snprintf(args, sizeof args, "run %s --adapter llvmpipe -n 4 -p Once", model());
     run_env(&r, "WGML_GPU_MEMORY_LIMIT=2800000", args);
-    assert_int_equal(r.code, 1);
+    expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "loading tensor 'blk."));
     assert_non_null(strstr(r.err, "out of memory"));
     assert_string_equal(r.out, "");

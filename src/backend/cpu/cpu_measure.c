@@ -58,7 +58,12 @@ __attribute__((target("avx512f"))) static uint64_t sum_avx512(const uint64_t *d,
         s2 = _mm512_add_epi64(s2, _mm512_load_si512((const void *)(d + i + 16)));
         s3 = _mm512_add_epi64(s3, _mm512_load_si512((const void *)(d + i + 24)));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+    /* Reduce by hand in unsigned arithmetic: the sum is a sink that wraps on purpose, and
+     * _mm512_reduce_add_epi64 adds as signed long long (undefined on overflow). */
+    uint64_t w[8], sum = 0;
+    _mm512_storeu_si512((void *)w, _mm512_add_epi64(_mm512_add_epi64(s0, s1), _mm512_add_epi64(s2, s3)));
+    for (int k = 0; k < 8; k++) sum += w[k];
+    return sum;
 }
 
 __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *d, size_t lo, size_t hi) {
