@@ -7,58 +7,106 @@
  * where g = h / (n_head / n_head_kv) is the KV head that query head h shares.
  * Work is split over (token, head) pairs; each thread keeps its own score row.
  */
-#include <math.h>
-#include <string.h>
-
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/kernels.h"
 #include "core/fp16.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Fewest cache rows a split-K chunk gets: below this the merge costs more
+ * than the balance gains. */
+#define ATT_MIN_CHUNK 64
 
 typedef struct {
     const float *q;
     float *out;
     const uint8_t *kc, *vc;
-    const cpu_type_kernels *kk; /* dot and to_float for the cache type */
-    size_t row_bytes;           /* bytes of one head's slice of a cache row */
-    int n, pos, n_head, n_kv, hd, n_ctx;
+    cpu_attn_fn fn;
+    int f16;
+    size_t head_bytes; /* bytes of one KV head's slice of a cache row */
+    size_t row_bytes;  /* bytes of a cache row (all KV heads) */
+    int n, pos, n_head, n_kv, hd, group;
+    int nchunk, clen; /* split-K: each (token, KV head) in nchunk chunks of clen rows */
     float scale;
-    float *scores; /* n_threads x (n_ctx + hd) */
+    float *work;     /* per thread: group * clen + hd scores and row, 2 * group m and l */
+    size_t work_len; /* floats per thread */
+    float *part;     /* nchunk > 1: per (token, KV head, chunk) group m, group l, group x hd o */
 } att_task;
 
+static size_t part_len(const att_task *t) { return (size_t)t->group * (size_t)(t->hd + 2); }
+
+/* one (token, KV head, chunk) job per step: the kernel over that chunk's rows */
 static void att_run(void *p, int ith, int nth) {
-    att_task *t = p;
-    float *sc = t->scores + (size_t)ith * (size_t)(t->n_ctx + t->hd), *vrow = sc + t->n_ctx;
-    int group = t->n_head / t->n_kv;
-    size_t cache_row = t->row_bytes * (size_t)t->n_kv; /* bytes per cache row (all KV heads) */
-    int f32 = t->kk->act_type == WGML_F32 && t->row_bytes == (size_t)t->hd * sizeof(float);
-    int total = t->n * t->n_head;
+    const att_task *t = p;
+    float *w = t->work + (size_t)ith * t->work_len;
+    const int total = t->n * t->n_kv * t->nchunk;
     for (int job = ith; job < total; job += nth) {
-        int tok = job / t->n_head, h = job % t->n_head, g = h / group;
-        int len = t->pos + tok + 1;
-        const float *q = t->q + (size_t)tok * t->n_head * t->hd + (size_t)h * t->hd;
-        const uint8_t *kb = t->kc + (size_t)g * t->row_bytes, *vb = t->vc + (size_t)g * t->row_bytes;
-        float mx = -INFINITY;
-        for (int j = 0; j < len; j++) {
-            float s = t->kk->dot(t->hd, kb + (size_t)j * cache_row, q) * t->scale;
-            sc[j] = s;
-            if (s > mx) mx = s;
+        const int c = job % t->nchunk, g = job / t->nchunk % t->n_kv, tok = job / t->nchunk / t->n_kv;
+        const int len_all = t->pos + tok + 1, j0 = c * t->clen;
+        const int len = len_all - j0 < t->clen ? len_all - j0 : t->clen;
+        const size_t qo = ((size_t)tok * t->n_head + (size_t)g * t->group) * t->hd;
+        float *m, *l, *o;
+        if (t->nchunk == 1) {
+            m = w + (size_t)t->group * t->clen + t->hd, l = m + t->group, o = t->out + qo;
+        } else {
+            m = t->part + ((size_t)(tok * t->n_kv + g) * t->nchunk + c) * part_len(t);
+            l = m + t->group, o = l + t->group;
         }
-        double sum = 0;
-        for (int j = 0; j < len; j++) {
-            sc[j] = expf(sc[j] - mx);
-            sum += sc[j];
+        if (len <= 0) { /* a chunk past this token's causal end */
+            for (int h = 0; h < t->group; h++)
+                m[h] = -INFINITY, l[h] = 0;
+            memset(o, 0, (size_t)t->group * t->hd * sizeof(float));
+            continue;
         }
-        float inv = (float)(1.0 / sum);
-        float *o = t->out + (size_t)tok * t->n_head * t->hd + (size_t)h * t->hd;
-        memset(o, 0, (size_t)t->hd * sizeof(float));
-        for (int j = 0; j < len; j++) {
-            float a = sc[j] * inv;
-            const float *v = (const float *)(vb + (size_t)j * cache_row);
-            if (!f32) {
-                t->kk->to_float(vb + (size_t)j * cache_row, vrow, t->hd);
-                v = vrow;
+        const cpu_attn_job job_args = {
+            .hd = t->hd,
+            .ng = t->group,
+            .len = len,
+            .f16 = t->f16,
+            .k = t->kc + (size_t)j0 * t->row_bytes + (size_t)g * t->head_bytes,
+            .v = t->vc + (size_t)j0 * t->row_bytes + (size_t)g * t->head_bytes,
+            .stride = t->row_bytes,
+            .q = t->q + qo,
+            .scale = t->scale,
+            .s = w,
+            .m = m,
+            .l = l,
+            .o = o,
+        };
+        t->fn(&job_args);
+        if (t->nchunk == 1)
+            for (int h = 0; h < t->group; h++) {
+                const float inv = 1.0f / l[h];
+                for (int d = 0; d < t->hd; d++)
+                    o[(size_t)h * t->hd + d] *= inv;
             }
-            for (int d = 0; d < t->hd; d++) o[d] += a * v[d]; /* elementwise: vectorizes */
+    }
+}
+
+/* split-K: out = sum_c o_c e^(m_c - M) / sum_c l_c e^(m_c - M), M = max_c m_c */
+static void att_merge(void *p, int ith, int nth) {
+    const att_task *t = p;
+    for (int job = ith; job < t->n * t->n_kv; job += nth) {
+        const float *base = t->part + (size_t)job * t->nchunk * part_len(t);
+        for (int h = 0; h < t->group; h++) {
+            float mx = -INFINITY, sum = 0;
+            for (int c = 0; c < t->nchunk; c++)
+                mx = fmaxf(mx, base[c * part_len(t) + h]);
+            float *out = t->out + ((size_t)job * t->group + h) * t->hd; /* job = tok * n_kv + g */
+            memset(out, 0, (size_t)t->hd * sizeof(float));
+            for (int c = 0; c < t->nchunk; c++) {
+                const float *pc = base + c * part_len(t);
+                if (pc[t->group + h] == 0) continue; /* empty chunk */
+                const float f = expf(pc[h] - mx);
+                sum += pc[t->group + h] * f;
+                const float *o = pc + 2 * t->group + (size_t)h * t->hd;
+                for (int d = 0; d < t->hd; d++)
+                    out[d] += f * o[d];
+            }
+            const float inv = 1.0f / sum;
+            for (int d = 0; d < t->hd; d++)
+                out[d] *= inv;
         }
     }
 }
@@ -68,7 +116,8 @@ static void store_rows(uint8_t *cache, int f16, size_t row_elems, int first, con
         const float *s = src + (size_t)t * row_elems;
         if (f16) {
             uint16_t *d = (uint16_t *)cache + (size_t)(first + t) * row_elems;
-            for (size_t i = 0; i < row_elems; i++) d[i] = wgml_f32_to_f16(s[i]);
+            for (size_t i = 0; i < row_elems; i++)
+                d[i] = wgml_f32_to_f16(s[i]);
         } else {
             memcpy((float *)cache + (size_t)(first + t) * row_elems, s, row_elems * sizeof(float));
         }
@@ -100,12 +149,45 @@ void cpu_attention(wgml_backend *be, const wgml_attention *a) {
     store_rows(cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
     store_rows(cpu_ptr(a->v_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->v), n);
 
-    float *scores = cpu_scratch(cb, (size_t)cb->n_threads * (size_t)(n_ctx + a->head_dim) * sizeof(float));
-    if (!scores) return;
-    const cpu_type_kernels *kk = cpu_kernels_get(a->k_cache->type);
-    att_task t = {cpu_ptr(a->q), cpu_ptr(a->out), cpu_ptr(a->k_cache), cpu_ptr(a->v_cache), kk,
-                  wgml_row_size(a->k_cache->type, a->head_dim), n, pos, a->n_head, a->n_head_kv, a->head_dim,
-                  n_ctx, a->scale, scores};
+    /* Jobs are (token, KV head) pairs; when there are too few to keep every
+     * thread busy (decode of a model with few KV heads on many threads) the
+     * cache rows are split into chunks merged afterwards. */
+    const int nth = cb->n_threads, jobs = n * a->n_head_kv, max_len = pos + n;
+    int nchunk = 1;
+    if (jobs < 2 * nth) {
+        nchunk = (2 * nth + jobs - 1) / jobs;
+        const int most = (max_len + ATT_MIN_CHUNK - 1) / ATT_MIN_CHUNK;
+        if (nchunk > most) nchunk = most;
+        if (nchunk < 1) nchunk = 1;
+    }
+    att_task t = {
+        .q = cpu_ptr(a->q),
+        .out = cpu_ptr(a->out),
+        .kc = cpu_ptr(a->k_cache),
+        .vc = cpu_ptr(a->v_cache),
+        .fn = cpu_kernels_attn(),
+        .f16 = f16,
+        .head_bytes = wgml_row_size(a->k_cache->type, a->head_dim),
+        .row_bytes = wgml_row_size(a->k_cache->type, kv_row),
+        .n = n,
+        .pos = pos,
+        .n_head = a->n_head,
+        .n_kv = a->n_head_kv,
+        .hd = a->head_dim,
+        .group = a->n_head / a->n_head_kv,
+        .nchunk = nchunk,
+        .clen = (max_len + nchunk - 1) / nchunk,
+        .scale = a->scale,
+    };
+    /* sized for the whole context, not this step, so decode does not grow it
+     * token by token; the split-K partials take fewer than 4 * nth jobs */
+    t.work_len = (size_t)t.group * (size_t)n_ctx + (size_t)t.hd + 2 * (size_t)t.group + 16;
+    size_t parts = nchunk > 1 ? (size_t)jobs * (size_t)nchunk * part_len(&t) : 0;
+    float *scratch = cpu_scratch(cb, ((size_t)nth * t.work_len + parts) * sizeof(float));
+    if (!scratch) return;
+    t.work = scratch;
+    t.part = scratch + (size_t)nth * t.work_len;
     wgml_threadpool_run(cb->pool, att_run, &t);
+    if (nchunk > 1) wgml_threadpool_run(cb->pool, att_merge, &t);
     if (cb->profiling) cpu_profile_add(cb, "attention", cpu_now_ms() - t0);
 }

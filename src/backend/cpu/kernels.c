@@ -20,6 +20,7 @@
 #include "core/quant.h"
 #include "core/quant_impl.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -297,6 +298,49 @@ static float dot_q6_k(int64_t n, const void *wv, const void *xv) {
     return sum;
 }
 
+/* ---- attention ---- */
+
+/* n elements of a cache row as f32, into tmp unless they already are */
+static const float *attn_row(const uint8_t *row, int f16, int n, float *tmp) {
+    if (!f16) return (const float *)row;
+    for (int i = 0; i < n; i++)
+        tmp[i] = f16_fast(row + 2 * i);
+    return tmp;
+}
+
+void cpu_attn_scalar(const cpu_attn_job *a) {
+    const int hd = a->hd, len = a->len;
+    float *tmp = a->s + (size_t)a->ng * len;
+    for (int h = 0; h < a->ng; h++) {
+        const float *q = a->q + (size_t)h * hd;
+        float *s = a->s + (size_t)h * len, mx = -INFINITY;
+        for (int j = 0; j < len; j++) {
+            const float *k = attn_row(a->k + (size_t)j * a->stride, a->f16, hd, tmp);
+            float acc = 0;
+            for (int d = 0; d < hd; d++)
+                acc += q[d] * k[d];
+            s[j] = acc * a->scale;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        float sum = 0;
+        for (int j = 0; j < len; j++)
+            sum += s[j] = expf(s[j] - mx);
+        a->m[h] = mx;
+        a->l[h] = sum;
+    }
+    /* rows outer, heads inner: each V row is converted once for the group */
+    memset(a->o, 0, (size_t)a->ng * hd * sizeof(float));
+    for (int j = 0; j < len; j++) {
+        const float *v = attn_row(a->v + (size_t)j * a->stride, a->f16, hd, tmp);
+        for (int h = 0; h < a->ng; h++) {
+            const float p = a->s[(size_t)h * len + j];
+            float *o = a->o + (size_t)h * hd;
+            for (int d = 0; d < hd; d++)
+                o[d] += p * v[d];
+        }
+    }
+}
+
 /* ---- the table ---- */
 
 static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
@@ -317,6 +361,7 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
 }
 
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
+static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
 static const char *best_isa = "scalar";
 #if defined(WGML_CPU_X86)
@@ -358,6 +403,7 @@ static void select_table(void) {
     const int level = x86_level();
     if (level >= 1) {
         cpu_kernels_fill_avx2(best_table);
+        best_attn = cpu_attn_avx2;
         best_isa = "avx2";
         if (level >= 2) {
             memcpy(avx2_table, best_table, sizeof avx2_table);
@@ -408,6 +454,11 @@ const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type) {
 const char *cpu_kernels_isa(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? "scalar" : best_isa;
+}
+
+cpu_attn_fn cpu_kernels_attn(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_attn_scalar : best_attn;
 }
 
 void cpu_kernels_force_scalar(int on) { atomic_store(&force_scalar, on ? 1 : 0); }

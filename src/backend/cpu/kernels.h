@@ -31,6 +31,34 @@ typedef struct cpu_type_kernels {
     void (*dot4x4)(int64_t n, const void *w, size_t w_stride, const void *x, size_t x_stride, float *out);
 } cpu_type_kernels;
 
+/*
+ * Attention of `ng` query heads over one KV head's cache rows 0..len-1 (the
+ * heads of a grouped-query group share every K and V row, so each row is
+ * loaded once for all of them). For each query head h:
+ *   s_j  = scale * q_h . K_j
+ *   m[h] = max_j s_j,  l[h] = sum_j exp(s_j - m[h]),
+ *   o_h  = sum_j exp(s_j - m[h]) V_j          (not yet divided by l[h])
+ * so that a caller can split the rows into chunks and merge the chunks'
+ * (m, l, o) afterwards (split-K), or divide by l when there is one chunk.
+ */
+typedef struct cpu_attn_job {
+    int hd;               /* head dimension */
+    int ng;               /* query heads sharing this KV head */
+    int len;              /* cache rows, >= 1 */
+    int f16;              /* the cache holds fp16 (else f32) */
+    const uint8_t *k, *v; /* this KV head's slice of cache row 0 */
+    size_t stride;        /* bytes from one cache row to the next */
+    const float *q;       /* ng query rows of hd floats, one after another */
+    float scale;
+    float *s;     /* scratch: ng * len + hd floats */
+    float *m, *l; /* out: ng floats each */
+    float *o;     /* out: ng rows of hd floats */
+} cpu_attn_job;
+typedef void (*cpu_attn_fn)(const cpu_attn_job *job);
+
+/* The attention kernel for this CPU (the scalar one when forced). */
+cpu_attn_fn cpu_kernels_attn(void);
+
 /* NULL when the CPU backend cannot compute with weights of this type. */
 const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 

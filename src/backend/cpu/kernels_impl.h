@@ -24,7 +24,15 @@ const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type);
 void cpu_kernels_fill_avx2(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 /* AVX-512 F/BW/VL + VNNI (kernels_avx512.c), over the AVX2 entries. */
 void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
+/* Attention with AVX2 + FMA + F16C (kernels_attn_x86.c); also the one used
+ * on AVX-512 machines. */
+void cpu_attn_avx2(const cpu_attn_job *job);
 #endif
+
+/* The portable attention kernel (kernels.c): the reference the SIMD one is
+ * tested against, and the one used without x86 SIMD. */
+void cpu_attn_scalar(const cpu_attn_job *job);
+
 
 #if defined(__wasm_simd128__)
 /* WebAssembly SIMD128 (kernels_wasm.c), over the scalar entries. */

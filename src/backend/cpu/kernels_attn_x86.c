@@ -1,0 +1,276 @@
+/*
+ * kernels_attn_x86.c - the attention kernel (cpu_attn_job, kernels.h) with
+ * AVX2 + FMA + F16C, 8 floats per register. It is the one used on AVX-512
+ * machines too: at decode the loop is bound by loads and FMA latency, not by
+ * the register width.
+ *
+ * Query heads go in blocks of four sharing the KV head (grouped-query
+ * attention): each K or V row is loaded and converted from fp16 once for the
+ * four, and the four scores of a row land together in the scratch, laid out
+ * [row][head]. Heads left over (all of them for multi-head attention) go one
+ * at a time, four rows at once. Steps per block:
+ *   scores   two rows at a time, eight FMA chains; the four heads' sums are
+ *            folded with three vhaddps; running max per head as a vector
+ *   softmax  exp over the scratch in place (exp8: range reduction by ln 2 and
+ *            a degree-6 polynomial, about 1 ulp), sums per head
+ *   values   rows in blocks of ATT_ROWS (in L1 while every column chunk of
+ *            the heads' outputs is accumulated in registers)
+ * Needs hd % 8 == 0; other head sizes take the scalar kernel.
+ */
+#include "backend/cpu/kernels_impl.h"
+
+#if defined(WGML_CPU_X86)
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define KA_TARGET __attribute__((target("avx2,fma,f16c")))
+#define KA_INLINE KA_TARGET inline __attribute__((always_inline))
+#define ATT_ROWS  64
+
+/* 8 consecutive cache elements from p as floats */
+static KA_INLINE __m256 ka_load(const uint8_t *p, const int f16) {
+    return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)) : _mm256_loadu_ps((const float *)p);
+}
+
+/* e^x; inputs below -87.3 give 2^-126 rather than 0 (harmless next to the
+ * row maximum's 1), NaN stays NaN */
+static KA_INLINE __m256 ka_exp8(__m256 x) {
+    x = _mm256_max_ps(_mm256_set1_ps(-87.33f), x);
+    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
+    const __m256 n =
+        _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* [sum(a), sum(b), sum(c), sum(d)] */
+static KA_INLINE __m128 ka_hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+    return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+/* lanes 0..n-1 set (n <= 8) */
+static KA_INLINE __m256i ka_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* exp(s - m) in place over n floats, where m repeats with period 8 in m8;
+ * returns the per-lane sums */
+static KA_INLINE __m256 ka_softmax(float *s, int n, __m256 m8) {
+    __m256 sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 e = ka_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m8));
+        _mm256_storeu_ps(s + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (i < n) {
+        const __m256i mk = ka_mask(n - i);
+        const __m256 e =
+            _mm256_and_ps(ka_exp8(_mm256_sub_ps(_mm256_maskload_ps(s + i, mk), m8)), _mm256_castsi256_ps(mk));
+        _mm256_maskstore_ps(s + i, mk, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    return sum;
+}
+
+/* four query heads q0..q3 (hd apart); scores to s[4 * j + h] */
+static KA_INLINE void ka_block4(const cpu_attn_job *a, const float *q, float *s, float *m, float *l, float *o,
+                                const int f16) {
+    const int hd = a->hd, len = a->len, es = f16 ? 2 : 4;
+    const size_t st = a->stride;
+    const float *q0 = q, *q1 = q + hd, *q2 = q + 2 * hd, *q3 = q + 3 * hd;
+    const __m128 scale = _mm_set1_ps(a->scale);
+    __m128 mx = _mm_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 2 <= len; j += 2) {
+        const uint8_t *k0 = a->k + (size_t)j * st, *k1 = k0 + st;
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, e0 = c0, e1 = c0, e2 = c0, e3 = c0;
+        for (int d = 0; d < hd; d += 8) {
+            const __m256 ka = ka_load(k0 + d * es, f16), kb = ka_load(k1 + d * es, f16);
+            __m256 qv = _mm256_loadu_ps(q0 + d);
+            c0 = _mm256_fmadd_ps(ka, qv, c0), e0 = _mm256_fmadd_ps(kb, qv, e0);
+            qv = _mm256_loadu_ps(q1 + d);
+            c1 = _mm256_fmadd_ps(ka, qv, c1), e1 = _mm256_fmadd_ps(kb, qv, e1);
+            qv = _mm256_loadu_ps(q2 + d);
+            c2 = _mm256_fmadd_ps(ka, qv, c2), e2 = _mm256_fmadd_ps(kb, qv, e2);
+            qv = _mm256_loadu_ps(q3 + d);
+            c3 = _mm256_fmadd_ps(ka, qv, c3), e3 = _mm256_fmadd_ps(kb, qv, e3);
+        }
+        const __m128 ra = _mm_mul_ps(ka_hsum4(c0, c1, c2, c3), scale), rb = _mm_mul_ps(ka_hsum4(e0, e1, e2, e3), scale);
+        mx = _mm_max_ps(mx, _mm_max_ps(ra, rb));
+        _mm_storeu_ps(s + 4 * j, ra);
+        _mm_storeu_ps(s + 4 * j + 4, rb);
+    }
+    if (j < len) {
+        const uint8_t *k0 = a->k + (size_t)j * st;
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        for (int d = 0; d < hd; d += 8) {
+            const __m256 ka = ka_load(k0 + d * es, f16);
+            c0 = _mm256_fmadd_ps(ka, _mm256_loadu_ps(q0 + d), c0);
+            c1 = _mm256_fmadd_ps(ka, _mm256_loadu_ps(q1 + d), c1);
+            c2 = _mm256_fmadd_ps(ka, _mm256_loadu_ps(q2 + d), c2);
+            c3 = _mm256_fmadd_ps(ka, _mm256_loadu_ps(q3 + d), c3);
+        }
+        const __m128 ra = _mm_mul_ps(ka_hsum4(c0, c1, c2, c3), scale);
+        mx = _mm_max_ps(mx, ra);
+        _mm_storeu_ps(s + 4 * j, ra);
+    }
+    const __m256 sum = ka_softmax(s, 4 * len, _mm256_set_m128(mx, mx));
+    _mm_storeu_ps(m, mx);
+    _mm_storeu_ps(l, _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1)));
+
+    float *o0 = o, *o1 = o + hd, *o2 = o + 2 * hd, *o3 = o + 3 * hd;
+    memset(o, 0, (size_t)4 * hd * sizeof(float));
+    for (int j0 = 0; j0 < len; j0 += ATT_ROWS) {
+        const int j1 = j0 + ATT_ROWS < len ? j0 + ATT_ROWS : len;
+        int d = 0;
+        for (; d + 16 <= hd; d += 16) { /* two column chunks: eight chains */
+            __m256 a0 = _mm256_loadu_ps(o0 + d), a1 = _mm256_loadu_ps(o1 + d), a2 = _mm256_loadu_ps(o2 + d),
+                   a3 = _mm256_loadu_ps(o3 + d), b0 = _mm256_loadu_ps(o0 + d + 8), b1 = _mm256_loadu_ps(o1 + d + 8),
+                   b2 = _mm256_loadu_ps(o2 + d + 8), b3 = _mm256_loadu_ps(o3 + d + 8);
+            for (int jj = j0; jj < j1; jj++) {
+                const uint8_t *vr = a->v + (size_t)jj * st + (size_t)d * es;
+                const __m256 va = ka_load(vr, f16), vb = ka_load(vr + 8 * es, f16);
+                const float *p = s + 4 * jj;
+                __m256 pb = _mm256_broadcast_ss(p);
+                a0 = _mm256_fmadd_ps(pb, va, a0), b0 = _mm256_fmadd_ps(pb, vb, b0);
+                pb = _mm256_broadcast_ss(p + 1);
+                a1 = _mm256_fmadd_ps(pb, va, a1), b1 = _mm256_fmadd_ps(pb, vb, b1);
+                pb = _mm256_broadcast_ss(p + 2);
+                a2 = _mm256_fmadd_ps(pb, va, a2), b2 = _mm256_fmadd_ps(pb, vb, b2);
+                pb = _mm256_broadcast_ss(p + 3);
+                a3 = _mm256_fmadd_ps(pb, va, a3), b3 = _mm256_fmadd_ps(pb, vb, b3);
+            }
+            _mm256_storeu_ps(o0 + d, a0), _mm256_storeu_ps(o1 + d, a1), _mm256_storeu_ps(o2 + d, a2);
+            _mm256_storeu_ps(o3 + d, a3), _mm256_storeu_ps(o0 + d + 8, b0), _mm256_storeu_ps(o1 + d + 8, b1);
+            _mm256_storeu_ps(o2 + d + 8, b2), _mm256_storeu_ps(o3 + d + 8, b3);
+        }
+        if (d < hd) {
+            __m256 a0 = _mm256_loadu_ps(o0 + d), a1 = _mm256_loadu_ps(o1 + d), a2 = _mm256_loadu_ps(o2 + d),
+                   a3 = _mm256_loadu_ps(o3 + d);
+            for (int jj = j0; jj < j1; jj++) {
+                const __m256 va = ka_load(a->v + (size_t)jj * st + (size_t)d * es, f16);
+                const float *p = s + 4 * jj;
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p), va, a0);
+                a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 1), va, a1);
+                a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2), va, a2);
+                a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3), va, a3);
+            }
+            _mm256_storeu_ps(o0 + d, a0), _mm256_storeu_ps(o1 + d, a1), _mm256_storeu_ps(o2 + d, a2);
+            _mm256_storeu_ps(o3 + d, a3);
+        }
+    }
+}
+
+/* one query head; scores to s[j] */
+static KA_INLINE void ka_block1(const cpu_attn_job *a, const float *q, float *s, float *m, float *l, float *o,
+                                const int f16) {
+    const int hd = a->hd, len = a->len, es = f16 ? 2 : 4;
+    const size_t st = a->stride;
+    const __m128 scale = _mm_set1_ps(a->scale);
+    __m128 mx = _mm_set1_ps(-INFINITY);
+    int j = 0;
+    for (; j + 4 <= len; j += 4) {
+        const uint8_t *k0 = a->k + (size_t)j * st;
+        __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+        for (int d = 0; d < hd; d += 8) {
+            const __m256 qv = _mm256_loadu_ps(q + d);
+            c0 = _mm256_fmadd_ps(ka_load(k0 + d * es, f16), qv, c0);
+            c1 = _mm256_fmadd_ps(ka_load(k0 + st + d * es, f16), qv, c1);
+            c2 = _mm256_fmadd_ps(ka_load(k0 + 2 * st + d * es, f16), qv, c2);
+            c3 = _mm256_fmadd_ps(ka_load(k0 + 3 * st + d * es, f16), qv, c3);
+        }
+        const __m128 r = _mm_mul_ps(ka_hsum4(c0, c1, c2, c3), scale);
+        mx = _mm_max_ps(mx, r);
+        _mm_storeu_ps(s + j, r);
+    }
+    for (; j < len; j++) {
+        const uint8_t *k0 = a->k + (size_t)j * st;
+        __m256 c0 = _mm256_setzero_ps();
+        for (int d = 0; d < hd; d += 8)
+            c0 = _mm256_fmadd_ps(ka_load(k0 + d * es, f16), _mm256_loadu_ps(q + d), c0);
+        const __m128 r = _mm_mul_ps(ka_hsum4(c0, c0, c0, c0), scale);
+        mx = _mm_max_ps(mx, r);
+        s[j] = _mm_cvtss_f32(r);
+    }
+    /* max of the four lanes, then broadcast */
+    mx = _mm_max_ps(mx, _mm_movehl_ps(mx, mx));
+    mx = _mm_max_ps(mx, _mm_shuffle_ps(mx, mx, 1));
+    const float mf = _mm_cvtss_f32(mx);
+    const __m256 sum = ka_softmax(s, len, _mm256_set1_ps(mf));
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+    t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    t = _mm_add_ss(t, _mm_movehdup_ps(t));
+    *m = mf;
+    *l = _mm_cvtss_f32(t);
+
+    memset(o, 0, (size_t)hd * sizeof(float));
+    for (int j0 = 0; j0 < len; j0 += ATT_ROWS) {
+        const int j1 = j0 + ATT_ROWS < len ? j0 + ATT_ROWS : len;
+        int d = 0;
+        for (; d + 32 <= hd; d += 32) {
+            __m256 a0 = _mm256_loadu_ps(o + d), a1 = _mm256_loadu_ps(o + d + 8), a2 = _mm256_loadu_ps(o + d + 16),
+                   a3 = _mm256_loadu_ps(o + d + 24);
+            for (int jj = j0; jj < j1; jj++) {
+                const uint8_t *vr = a->v + (size_t)jj * st + (size_t)d * es;
+                const __m256 p = _mm256_broadcast_ss(s + jj);
+                a0 = _mm256_fmadd_ps(p, ka_load(vr, f16), a0);
+                a1 = _mm256_fmadd_ps(p, ka_load(vr + 8 * es, f16), a1);
+                a2 = _mm256_fmadd_ps(p, ka_load(vr + 16 * es, f16), a2);
+                a3 = _mm256_fmadd_ps(p, ka_load(vr + 24 * es, f16), a3);
+            }
+            _mm256_storeu_ps(o + d, a0), _mm256_storeu_ps(o + d + 8, a1);
+            _mm256_storeu_ps(o + d + 16, a2), _mm256_storeu_ps(o + d + 24, a3);
+        }
+        for (; d < hd; d += 8) {
+            __m256 a0 = _mm256_loadu_ps(o + d), a1 = _mm256_setzero_ps();
+            int jj = j0;
+            for (; jj + 2 <= j1; jj += 2) { /* two chains */
+                const uint8_t *vr = a->v + (size_t)jj * st + (size_t)d * es;
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(s + jj), ka_load(vr, f16), a0);
+                a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(s + jj + 1), ka_load(vr + st, f16), a1);
+            }
+            if (jj < j1)
+                a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(s + jj), ka_load(a->v + (size_t)jj * st + (size_t)d * es, f16),
+                                     a0);
+            _mm256_storeu_ps(o + d, _mm256_add_ps(a0, a1));
+        }
+    }
+}
+
+static KA_INLINE void ka_attn(const cpu_attn_job *a, const int f16) {
+    const int hd = a->hd, len = a->len;
+    int h = 0;
+    for (; h + 4 <= a->ng; h += 4)
+        ka_block4(a, a->q + (size_t)h * hd, a->s + (size_t)h * len, a->m + h, a->l + h, a->o + (size_t)h * hd, f16);
+    for (; h < a->ng; h++)
+        ka_block1(a, a->q + (size_t)h * hd, a->s + (size_t)h * len, a->m + h, a->l + h, a->o + (size_t)h * hd, f16);
+}
+
+static KA_TARGET void ka_attn_f16(const cpu_attn_job *a) { ka_attn(a, 1); }
+static KA_TARGET void ka_attn_f32(const cpu_attn_job *a) { ka_attn(a, 0); }
+
+void cpu_attn_avx2(const cpu_attn_job *a) {
+    if (a->hd % 8 != 0) {
+        cpu_attn_scalar(a);
+        return;
+    }
+    if (a->f16)
+        ka_attn_f16(a);
+    else
+        ka_attn_f32(a);
+}
+#else
+typedef int cpu_kernels_attn_x86_unused; /* not x86: nothing to build */
+#endif
