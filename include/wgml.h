@@ -150,9 +150,19 @@ int wgml_token_to_piece(const wgml_model *model, int32_t token, char *buf, int c
 
 /* ---- sessions -------------------------------------------------------------- */
 
+/* How the KV cache stores keys and values. */
+typedef enum wgml_kv_type {
+    WGML_KV_DEFAULT = 0, /* the backend's choice: f16 on the CPU and on WebGPU devices with
+                            shader-f16, f32 on the others */
+    WGML_KV_F16 = 1,     /* half the memory and half the bytes read per token at long context */
+    WGML_KV_F32 = 2,     /* exact f32 attention inputs (the CPU backend only, and WebGPU
+                            devices without shader-f16) */
+} wgml_kv_type;
+
 typedef struct wgml_session_params {
-    int n_ctx;   /* context length in tokens; 0 = the model's training context, capped at 4096 */
-    int n_batch; /* most tokens evaluated in one step during prompt processing; 0 = 64 */
+    int n_ctx;            /* context length in tokens; 0 = the model's training context, capped at 4096 */
+    int n_batch;          /* most tokens evaluated in one step during prompt processing; 0 = 64 */
+    wgml_kv_type kv_type; /* WGML_KV_DEFAULT; a type the backend cannot use is an error */
 } wgml_session_params;
 
 typedef struct wgml_session wgml_session;

@@ -62,7 +62,7 @@ wgml_model_params wgml_model_default_params(void) {
     return (wgml_model_params){.backend = WGML_BACKEND_AUTO};
 }
 
-wgml_session_params wgml_session_default_params(void) { return (wgml_session_params){0, 0}; }
+wgml_session_params wgml_session_default_params(void) { return (wgml_session_params){0, 0, WGML_KV_DEFAULT}; }
 
 wgml_sampler_params wgml_sampler_default_params(void) {
     return (wgml_sampler_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
@@ -275,6 +275,15 @@ wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params
     if (sp.n_ctx == 0) sp.n_ctx = m->llm->hp.n_ctx_train < 4096 ? m->llm->hp.n_ctx_train : 4096;
     if (sp.n_batch == 0) sp.n_batch = 64;
     if (sp.n_ctx > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d is too large", sp.n_ctx);
+    uint32_t kv = m->be->kv_type;
+    if (sp.kv_type == WGML_KV_F16 || sp.kv_type == WGML_KV_F32) {
+        kv = sp.kv_type == WGML_KV_F16 ? WGML_F16 : WGML_F32;
+        if (!(m->be->kv_types & (1u << kv)))
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this device keeps its KV cache in %s, not %s",
+                             wgml_dtype_name(m->be->kv_type), wgml_dtype_name(kv));
+    } else if (sp.kv_type != WGML_KV_DEFAULT) {
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown KV cache type %d", (int)sp.kv_type);
+    }
     wgml_session *s = wgml_calloc(1, sizeof *s);
     if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->m = m;
@@ -282,7 +291,7 @@ wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params
     s->logits = wgml_calloc((size_t)m->llm->hp.n_vocab, sizeof *s->logits);
     wgml_status st = WGML_OK;
     if (!s->tokens || !s->logits) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
-    if (!st) st = llama_state_create(m->llm, sp.n_ctx, sp.n_batch, &s->st, err);
+    if (!st) st = llama_state_create(m->llm, sp.n_ctx, sp.n_batch, kv, &s->st, err);
     if (st) {
         wgml_session_free(s);
         return st;

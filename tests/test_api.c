@@ -2,6 +2,9 @@
  * test_api.c - the public API's contract: limits, stop reasons, streaming,
  * sessions that continue, seeds, parameter validation. CPU backend.
  */
+#include "api_internal.h"
+#include "backend/backend.h"
+#include "core/dtype.h"
 #include "testutil.h"
 #include "wgml.h"
 
@@ -213,6 +216,29 @@ static void test_invalid_utf8(void **state) {
     wgml_session_free(s);
 }
 
+/* Both KV cache types on the CPU: the same greedy text from either (the
+ * reference run of stories260K is not sensitive to f16 keys and values), and
+ * the default is f16. */
+static void test_kv_types(void **state) {
+    (void)state;
+    const wgml_kv_type types[] = {WGML_KV_F16, WGML_KV_F32};
+    char text[2][4096];
+    for (int i = 0; i < 2; i++) {
+        wgml_session_params sp = {.n_ctx = 96, .kv_type = types[i]};
+        wgml_session *s;
+        wgml_error err;
+        assert_int_equal(wgml_session_create(model, &sp, &s, &err), WGML_OK);
+        static tu_sink out;
+        memset(&out, 0, sizeof out);
+        assert_int_equal(gen(s, "Once upon a time", 40, 0, 1, &out, NULL, &err), WGML_OK);
+        snprintf(text[i], sizeof text[i], "%s", out.text);
+        wgml_session_free(s);
+    }
+    assert_true(strlen(text[0]) > 40);
+    assert_string_equal(text[0], text[1]);
+    assert_int_equal(wgml_model_backend(model)->kv_type, WGML_F16);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     wgml_error err;
@@ -224,6 +250,10 @@ static void test_bad_arguments(void **state) {
     wgml_session_params sp = {.n_ctx = -5};
     wgml_session *s = NULL;
     assert_int_equal(wgml_session_create(model, &sp, &s, &err), WGML_ERR_INVALID_ARGUMENT);
+    sp = (wgml_session_params){.n_ctx = 32, .kv_type = (wgml_kv_type)7};
+    assert_int_equal(wgml_session_create(model, &sp, &s, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "KV cache type 7"));
+    assert_null(s);
     s = session(32);
     int32_t bad_id = 100000;
     assert_int_equal(wgml_session_eval(s, &bad_id, 1, &err), WGML_ERR_INVALID_ARGUMENT);
@@ -242,7 +272,7 @@ int main(void) {
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_continuation),
         cmocka_unit_test(test_callback_stop), cmocka_unit_test(test_seed),
         cmocka_unit_test(test_bad_sampling),  cmocka_unit_test(test_invalid_utf8),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_kv_types),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -262,6 +262,7 @@ static void test_flag_ranges(void **state) {
         {"--min-p 2", "--min-p"},
         {"--min-p -0.5", "--min-p"},
         {"--repeat-penalty 0", "--repeat-penalty"},
+        {"--kv-type q8_0", "--kv-type"},
         {"--ctx 0", "--ctx"},
         {"-c -5", "-c"},
         {"-n -2", "-n"},

@@ -390,7 +390,7 @@ static void test_out_of_memory(void **state) {
         wgml_status st = gguf_open_memory(bytes, n, "oom.gguf", &f, &err);
         if (!st) st = wgml_backend_cpu_create(1, &be, &err);
         if (!st) st = llama_model_load(f, be, NULL, NULL, &m, &err);
-        if (!st) st = llama_state_create(m, 16, 4, &s, &err);
+        if (!st) st = llama_state_create(m, 16, 4, be->kv_type, &s, &err);
         const int32_t toks[2] = {1, 403};
         if (!st) st = llama_eval(m, s, toks, 2, 0, logits, NULL, &err);
         wgml_alloc_fail_after(-1);

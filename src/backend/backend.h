@@ -140,7 +140,8 @@ struct wgml_backend {
     const char *name; /* "cpu", "webgpu" */
     const char *device_name;
     int n_threads; /* host threads the backend computes with (CPU) */
-    uint32_t kv_type; /* the KV-cache type this backend prefers (WGML_F32 or WGML_F16) */
+    uint32_t kv_type;  /* the KV-cache type this backend prefers (WGML_F32 or WGML_F16) */
+    uint32_t kv_types; /* every KV-cache type it can use, as bits 1u << type */
 
     void (*free)(wgml_backend *be);
 

@@ -9,6 +9,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static long fail_after = -1; /* <0: never fail */
 static unsigned long n_allocs;
@@ -66,10 +69,22 @@ char *wgml_strndup(const char *s, size_t n) {
 
 char *wgml_strdup(const char *s) { return wgml_strndup(s, strlen(s)); }
 
+/* Buffers this large (KV caches, activations of long prompts, weights
+ * converted at load) are aligned to 2 MiB and, on Linux, offered transparent
+ * huge pages: attention walks a KV head's rows at a stride of a whole cache
+ * row, touching a new 4 KiB page every few rows, and TLB misses then cost as
+ * much as the memory reads. */
+#define HUGE_BYTES ((size_t)4 << 20)
+#define HUGE_ALIGN ((size_t)2 << 20)
+
 void *wgml_aligned_alloc(size_t size) {
     if (should_fail()) return NULL;
     void *p = NULL;
-    if (posix_memalign(&p, 64, size ? size : 64) != 0) return NULL;
+    const int huge = size >= HUGE_BYTES;
+    if (posix_memalign(&p, huge ? HUGE_ALIGN : 64, size ? size : 64) != 0) return NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) (void)madvise(p, size & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE); /* advice only: may be refused */
+#endif
     return counted(p);
 }
 

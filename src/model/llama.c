@@ -46,7 +46,8 @@ static wgml_status new_tensor(llama_state *s, wgml_tensor *t, const char *name, 
     return WGML_OK;
 }
 
-wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_state **out, wgml_error *err) {
+wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, uint32_t kv_type, llama_state **out,
+                               wgml_error *err) {
     *out = NULL;
     if (n_ctx < 1 || n_batch < 1)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d and batch %d must be positive", n_ctx, n_batch);
@@ -79,7 +80,7 @@ wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_sta
         return st;
     }
     for (int l = 0; l < hp->n_layer; l++) {
-        uint32_t kv = m->be->kv_type;
+        uint32_t kv = kv_type;
         if ((st = new_tensor(s, &s->k_cache[l], "k_cache", kv, kvd, n_ctx, WGML_BUFFER_KV, err)) ||
             (st = new_tensor(s, &s->v_cache[l], "v_cache", kv, kvd, n_ctx, WGML_BUFFER_KV, err))) {
             llama_state_free(s);

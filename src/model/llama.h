@@ -60,7 +60,9 @@ wgml_status llama_model_stream(llama_model *m, const gguf_file *f, llama_read_fn
                                llama_progress_fn progress, void *user, wgml_error *err);
 void llama_model_free(llama_model *m);
 
-wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, llama_state **out, wgml_error *err);
+/* kv_type: the cache's element type, one the backend lists in kv_types */
+wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, uint32_t kv_type, llama_state **out,
+                               wgml_error *err);
 void llama_state_free(llama_state *s);
 int llama_state_n_ctx(const llama_state *s);
 int llama_state_n_batch(const llama_state *s);

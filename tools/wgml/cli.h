@@ -50,6 +50,8 @@ const char *cli_value(int argc, char **argv, int *i);
 const char *cli_default_model(void);
 
 int cli_parse_backend(const char *s, wgml_backend_kind *out);
+/* --kv-type: "auto", "f16" or "f32"; 0 after printing a usage error */
+int cli_parse_kv_type(const char *s, wgml_kv_type *out);
 
 /* A progress bar on stderr when it is a terminal; silent otherwise. */
 typedef struct cli_progress {

@@ -105,6 +105,14 @@ int cli_parse_backend(const char *s, wgml_backend_kind *out) {
     return 1;
 }
 
+int cli_parse_kv_type(const char *s, wgml_kv_type *out) {
+    if (strcmp(s, "auto") == 0) *out = WGML_KV_DEFAULT;
+    else if (strcmp(s, "f16") == 0) *out = WGML_KV_F16;
+    else if (strcmp(s, "f32") == 0) *out = WGML_KV_F32;
+    else return cli_usage_error("--kv-type must be auto, f16 or f32, got '%s'", s), 0;
+    return 1;
+}
+
 double cli_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

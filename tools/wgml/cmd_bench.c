@@ -22,6 +22,7 @@ static const char *help =
     "  -p N          prompt tokens for pp (default 128)\n"
     "  -n N          generated tokens for tg (default 128)\n"
     "  --ctx N       tokens already in the context before tg (default 0)\n"
+    "  --kv-type T   KV cache: auto, f16 or f32 (default auto)\n"
     "  --repeat R    runs; figures are medians (default 1)\n"
     "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
     "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
@@ -134,6 +135,7 @@ static double median_of(run_result *r, int n, size_t field) {
 int cmd_bench(int argc, char **argv) {
     cli_model_opts mo = {0};
     long long pp = 128, tg = 128, ctx = 0, repeat = 1;
+    wgml_kv_type kv_type = WGML_KV_DEFAULT;
     int json = 0, profile = 0, limits = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -149,6 +151,8 @@ int cmd_bench(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 16, &tg)) return CLI_USAGE;
         } else if (!strcmp(a, "--ctx")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &ctx)) return CLI_USAGE;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv_type)) return CLI_USAGE;
         } else if (!strcmp(a, "--repeat")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
         } else if (!strcmp(a, "--json")) {
@@ -169,6 +173,7 @@ int cmd_bench(int argc, char **argv) {
     int n_ctx = (int)(pp > ctx + tg + 1 ? pp : ctx + tg + 1);
     wgml_session_params sp = wgml_session_default_params();
     sp.n_ctx = n_ctx;
+    sp.kv_type = kv_type;
     sp.n_batch = pp > 0 ? (int)(pp < 512 ? pp : 512) : 64;
     wgml_session *s = NULL;
     wgml_error err;

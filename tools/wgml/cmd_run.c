@@ -18,6 +18,7 @@ static const char *help =
     "  -f, --file FILE       read the prompt from a file\n"
     "  -n, --n-predict N     tokens to generate; -1 = until EOS or the context is full (default 128)\n"
     "  -c, --ctx N           context length (default: the model's, at most 4096)\n"
+    "  --kv-type T           KV cache: auto, f16 or f32 (default auto: f16 where supported)\n"
     "  --temp T              temperature; 0 = greedy (default 0.8)\n"
     "  --top-k K             keep the K most likely tokens; 0 = off (default 40)\n"
     "  --top-p P             nucleus sampling threshold; 1 = off (default 0.95)\n"
@@ -88,6 +89,8 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &n)) return CLI_USAGE;
             sp.n_ctx = (int)n;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &sp.kv_type)) return CLI_USAGE;
         } else if (!strcmp(a, "--temp")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 100, &d)) return CLI_USAGE;
             gp.sampler.temperature = (float)d;

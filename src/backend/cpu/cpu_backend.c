@@ -251,7 +251,8 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->name = "cpu";
     b->device_name = cpu_kernels_isa();
     b->n_threads = cb->n_threads;
-    b->kv_type = WGML_F32;
+    b->kv_type = WGML_F16; /* half the bytes attention reads per token at long context */
+    b->kv_types = (1u << WGML_F16) | (1u << WGML_F32);
     b->free = cpu_free;
     b->buffer_create = buffer_create;
     b->weight_create = weight_create;
