@@ -174,7 +174,9 @@ int cmd_bench(int argc, char **argv) {
     wgml_session_params sp = wgml_session_default_params();
     sp.n_ctx = n_ctx;
     sp.kv_type = kv_type;
-    sp.n_batch = pp > 0 ? (int)(pp < 512 ? pp : 512) : 64;
+    /* one batch for the pp prompt, and batches as large for the --ctx fill */
+    long long batch = pp > ctx ? pp : ctx;
+    sp.n_batch = batch > 0 ? (int)(batch < 512 ? batch : 512) : 64;
     wgml_session *s = NULL;
     wgml_error err;
     int rc = CLI_OK;
