@@ -222,7 +222,7 @@ static void test_invalid_utf8(void **state) {
 static void test_kv_types(void **state) {
     (void)state;
     const wgml_kv_type types[] = {WGML_KV_F16, WGML_KV_F32};
-    char text[2][4096];
+    static char text[2][sizeof(((tu_sink *)0)->text)];
     for (int i = 0; i < 2; i++) {
         wgml_session_params sp = {.n_ctx = 96, .kv_type = types[i]};
         wgml_session *s;
@@ -231,7 +231,7 @@ static void test_kv_types(void **state) {
         static tu_sink out;
         memset(&out, 0, sizeof out);
         assert_int_equal(gen(s, "Once upon a time", 40, 0, 1, &out, NULL, &err), WGML_OK);
-        snprintf(text[i], sizeof text[i], "%s", out.text);
+        memcpy(text[i], out.text, sizeof out.text);
         wgml_session_free(s);
     }
     assert_true(strlen(text[0]) > 40);

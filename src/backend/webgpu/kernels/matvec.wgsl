@@ -29,13 +29,18 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     let scale = inverseSqrt(ss / f32(P.K) + P.eps);
 #endif
-    if (row >= P.m[k]) { return; }
+    // No early return for rows past the end: they compute row m - 1 again and
+    // skip the store. Control flow stays uniform, so a JIT such as llvmpipe's can
+    // load the input x (the same address in every lane) once per SIMD batch
+    // instead of lane by lane.
+    let live = row < P.m[k];
+    let r = select(max(P.m[k], 1u) - 1u, row, live);
     var a = 0.0;
     var b = 0.0;
     for (var g = 0u; g < P.ngroups; g++) {
-        let w = w_group(k, row, g);
+        let w = w_group(k, r, g);
 #ifdef SWIGLU
-        let u = w_group(1u, row, g);
+        let u = w_group(1u, r, g);
 #endif
         for (var i = 0u; i < GV; i++) {
             let c = g * GROUP + i * 4u;
@@ -50,7 +55,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
         }
     }
-    epilogue(k, t, row, a, b);
+    if (live) { epilogue(k, t, row, a, b); }
 }
 #else
 
