@@ -267,9 +267,10 @@ typedef struct wgml_kernel_stat {
 /* Fills up to cap entries; returns how many kernels have times. */
 int wgml_model_get_kernel_times(const wgml_model *model, wgml_kernel_stat *out, int cap);
 
-/* Bytes one decode step reads with kv_len tokens in the context: every
- * weight once (one row of the embedding table) plus the K and V caches. */
-uint64_t wgml_model_decode_bytes(const wgml_model *model, int kv_len);
+/* Bytes one decode step of this session reads with kv_len tokens in the
+ * context: every weight once (one row of the embedding table) plus the K and
+ * V caches in the session's cache type. */
+uint64_t wgml_session_decode_bytes(const wgml_session *session, int kv_len);
 
 /* Measures the model's device: memory read bandwidth (GB/s) and, when
  * matmul_gflops is not NULL, the f32 matmul rate of the backend's own matmul

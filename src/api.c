@@ -527,14 +527,14 @@ int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int 
 
 wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
 
-uint64_t wgml_model_decode_bytes(const wgml_model *m, int kv_len) {
-    const llama_model *l = m->llm;
+uint64_t wgml_session_decode_bytes(const wgml_session *s, int kv_len) {
+    const llama_model *l = s->m->llm;
     const llama_hparams *hp = &l->hp;
     uint64_t embd = wgml_row_size(l->tok_embd.type, hp->n_embd);
     uint64_t weights = l->weights_bytes - embd * (uint64_t)hp->n_vocab + embd;
     if (l->output.buf == l->tok_embd.buf) weights += embd * (uint64_t)(hp->n_vocab - 1); /* tied: the output reads it all */
     uint64_t kv = 2ull * (uint64_t)hp->n_layer * (uint64_t)(kv_len > 0 ? kv_len : 0) *
-                  wgml_row_size(m->be->kv_type, (int64_t)hp->n_head_kv * hp->head_dim);
+                  wgml_row_size(llama_state_kv_type(s->st), (int64_t)hp->n_head_kv * hp->head_dim);
     return weights + kv;
 }
 

@@ -53,12 +53,6 @@ typedef struct {
     int32_t ids[64];
 } outcome;
 
-static int64_t file_read(void *user, uint64_t offset, void *buf, size_t len) {
-    FILE *f = user;
-    if (fseek(f, (long)offset, SEEK_SET)) return -1;
-    return (int64_t)fread(buf, 1, len, f);
-}
-
 static const char *stage_name[] = {"load",     "session", "generate (greedy)", "generate (sampled)", "eval",
                                    "tokenize", "done"};
 enum { ST_LOAD, ST_SESSION, ST_GREEDY, ST_SAMPLED, ST_EVAL, ST_TOKENIZE, ST_DONE };
@@ -95,7 +89,7 @@ static int run_path(const path_case *c, const void *bytes, size_t n_bytes, outco
     } else {
         FILE *f = fopen(c->path, "rb");
         assert_non_null(f);
-        *st = wgml_model_load_stream(file_read, f, n_bytes, &mp, &m, err);
+        *st = wgml_model_load_stream(tu_file_read, f, n_bytes, &mp, &m, err);
         fclose(f);
     }
     if (*st) {

@@ -167,6 +167,20 @@ static void test_bench_json(void **state) {
                           "\"backend\":\"cpu\"", "\"model\""};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) assert_non_null(strstr(r.out, keys[i]));
     assert_int_equal(r.out[0], '{');
+    /* bytes per token count the session's own KV cache type: f32 reads twice the cache bytes of f16 */
+    double bytes[2];
+    const char *types[] = {"f16", "f32"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 4 --ctx 64 --kv-type %s --no-limits --json", model(),
+                 types[i]);
+        run(&r, args);
+        expect_exit(&r, 0);
+        const char *b = strstr(r.out, "\"bytes_per_token\":");
+        assert_non_null(b);
+        bytes[i] = strtod(b + strlen("\"bytes_per_token\":"), NULL);
+    }
+    /* stories260K: 5 layers, 4 KV heads of 8; mean context 64 + 4 / 2 = 66 tokens, K and V */
+    assert_true(bytes[1] - bytes[0] == 2.0 * 5 * 66 * 32 * 2);
 }
 
 static void test_convert(void **state) {

@@ -42,14 +42,7 @@ static int setup(void **state) {
     if (n_adapters > 16) n_adapters = 16;
     static const char *names[] = {"llvmpipe", "swiftshader"};
     for (int k = 0; k < 2 && !adapter; k++)
-        for (int i = 0; i < n_adapters && !adapter; i++) {
-            char lower[256];
-            size_t j = 0;
-            for (; adapters[i].name[j] && j < 255; j++)
-                lower[j] = (char)(adapters[i].name[j] | 0x20);
-            lower[j] = 0;
-            if (strstr(lower, names[k])) adapter = names[k];
-        }
+        if (tu_adapter_present(names[k])) adapter = names[k];
     return 0;
 }
 
@@ -177,12 +170,6 @@ static void test_model_too_large(void **state) {
     wgml_model_free(m);
 }
 
-static int64_t file_read(void *user, uint64_t offset, void *buf, size_t len) {
-    FILE *f = user;
-    if (fseek(f, (long)offset, SEEK_SET)) return -1;
-    return (int64_t)fread(buf, 1, len, f);
-}
-
 /* The streaming loader creates every weight before reading a byte of them:
  * a model that does not fit fails before the download. */
 static void test_stream_too_large(void **state) {
@@ -199,14 +186,14 @@ static void test_stream_too_large(void **state) {
     wgml_error err;
     long live0 = wgml_alloc_live();
     set_limit(2800000); /* the backend's ~2 MiB of its own, and some of the weights */
-    wgml_status st = wgml_model_load_stream(file_read, f, size, &mp, &m, &err);
+    wgml_status st = wgml_model_load_stream(tu_file_read, f, size, &mp, &m, &err);
     set_limit(0);
     assert_int_equal(st, WGML_ERR_GPU);
     assert_null(m);
     assert_non_null(strstr(err.message, "loading tensor 'blk."));
     assert_non_null(strstr(err.message, "out of memory"));
     assert_int_equal(wgml_alloc_live(), live0);
-    assert_int_equal(wgml_model_load_stream(file_read, f, size, &mp, &m, &err), WGML_OK);
+    assert_int_equal(wgml_model_load_stream(tu_file_read, f, size, &mp, &m, &err), WGML_OK);
     tu_sink out;
     greedy(m, 5, &out);
     assert_true(out.len > 0);

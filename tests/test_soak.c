@@ -188,20 +188,6 @@ static void test_cpu(void **state) {
     soak("cpu", WGML_BACKEND_CPU, NULL, env_long("WGML_SOAK_SESSIONS", 20), env_long("WGML_SOAK_TOKENS", 200), 4.0);
 }
 
-static int adapter_present(const char *name) {
-    wgml_gpu_adapter_info a[16];
-    int n = wgml_gpu_list_adapters(a, 16, NULL);
-    for (int i = 0; i < n && i < 16; i++) {
-        char lower[256];
-        size_t k = 0;
-        for (; a[i].name[k] && k < 255; k++)
-            lower[k] = (char)(a[i].name[k] | 0x20);
-        lower[k] = 0;
-        if (strstr(lower, name)) return 1;
-    }
-    return 0;
-}
-
 static void test_webgpu(void **state) {
     (void)state;
     char list[256];
@@ -209,11 +195,11 @@ static void test_webgpu(void **state) {
     if (env && *env)
         snprintf(list, sizeof list, "%s", env);
     else
-        snprintf(list, sizeof list, "%s", adapter_present("llvmpipe") ? "llvmpipe" : "swiftshader");
+        snprintf(list, sizeof list, "%s", tu_adapter_present("llvmpipe") ? "llvmpipe" : "swiftshader");
     long sessions = env_long("WGML_SOAK_GPU_SESSIONS", 10), tokens = env_long("WGML_SOAK_GPU_TOKENS", 50);
     int ran = 0;
     for (char *save = NULL, *a = strtok_r(list, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-        if (!adapter_present(a)) {
+        if (!tu_adapter_present(a)) {
             const char *req = getenv("WGML_REQUIRE_ADAPTERS");
             if (req && strstr(req, a)) fail_msg("adapter '%s' is required but not found", a);
             fprintf(stderr, "skipping %s: adapter not found\n", a);

@@ -33,22 +33,9 @@ static const config configs[] = {
     {"llvmpipe", WGML_WEBGPU_NO_F16 | WGML_WEBGPU_NO_SUBGROUPS, "lavapipe f32 tier"},
 };
 
-static int adapter_present(const char *name) {
-    wgml_gpu_adapter_info a[16];
-    int n = wgml_gpu_list_adapters(a, 16, NULL);
-    for (int i = 0; i < n && i < 16; i++) {
-        char lower[256];
-        size_t k = 0;
-        for (; a[i].name[k] && k < 255; k++) lower[k] = (char)(a[i].name[k] | 0x20);
-        lower[k] = 0;
-        if (strstr(lower, name)) return 1;
-    }
-    return 0;
-}
-
 /* Skips (or, when required, fails) a test whose adapter is missing. */
 static int need(const config *c) {
-    if (adapter_present(c->adapter)) return 1;
+    if (tu_adapter_present(c->adapter)) return 1;
     const char *req = getenv("WGML_REQUIRE_ADAPTERS");
     if (req && strstr(req, c->adapter)) fail_msg("adapter '%s' is required but not found", c->adapter);
     fprintf(stderr, "skipping %s: adapter not found\n", c->label);
@@ -160,12 +147,6 @@ static void test_reference_text(void **state) {
     free(ref);
 }
 
-static int64_t file_read(void *user, uint64_t offset, void *buf, size_t len) {
-    FILE *f = user;
-    if (fseek(f, (long)offset, SEEK_SET)) return -1;
-    return (int64_t)fread(buf, 1, len, f);
-}
-
 /* The streaming loader puts weights straight into GPU buffers, chunk by chunk. */
 static void test_stream_load(void **state) {
     const config *c = *state;
@@ -180,7 +161,7 @@ static void test_stream_load(void **state) {
     mp.webgpu_flags = c->flags;
     wgml_model *m;
     wgml_error err;
-    assert_int_equal(wgml_model_load_stream(file_read, f, size, &mp, &m, &err), WGML_OK);
+    assert_int_equal(wgml_model_load_stream(tu_file_read, f, size, &mp, &m, &err), WGML_OK);
     fclose(f);
     capture cap;
     greedy(m, 60, &cap);

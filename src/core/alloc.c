@@ -80,7 +80,11 @@ char *wgml_strdup(const char *s) { return wgml_strndup(s, strlen(s)); }
 void *wgml_aligned_alloc(size_t size) {
     if (should_fail()) return NULL;
     void *p = NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
     const int huge = size >= HUGE_BYTES;
+#else
+    const int huge = 0; /* elsewhere (WebAssembly) the 2 MiB alignment would only waste memory */
+#endif
     if (posix_memalign(&p, huge ? HUGE_ALIGN : 64, size ? size : 64) != 0) return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (huge) (void)madvise(p, size & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE); /* advice only: may be refused */

@@ -30,6 +30,7 @@ struct llama_state {
 
 int llama_state_n_ctx(const llama_state *s) { return s->n_ctx; }
 int llama_state_n_batch(const llama_state *s) { return s->n_batch; }
+uint32_t llama_state_kv_type(const llama_state *s) { return s->k_cache[0].type; }
 
 static wgml_status new_tensor(llama_state *s, wgml_tensor *t, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
                               wgml_buffer_usage usage, wgml_error *err) {

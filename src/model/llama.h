@@ -66,6 +66,7 @@ wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, uint32_t 
 void llama_state_free(llama_state *s);
 int llama_state_n_ctx(const llama_state *s);
 int llama_state_n_batch(const llama_state *s);
+uint32_t llama_state_kv_type(const llama_state *s); /* the KV cache's element type */
 
 /* Evaluates tokens[0..n) at positions pos..pos+n-1 (n <= n_batch). Afterwards
  * `logits` (n_vocab floats, may be NULL) holds the last token's logits and

@@ -3,6 +3,8 @@
  */
 #include "testutil.h"
 
+#include "gpu/gpu.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,4 +88,23 @@ int tu_collect(void *user, int32_t token, const char *text, size_t len) {
     }
     s->calls++;
     return s->stop_after && s->calls >= s->stop_after;
+}
+
+int64_t tu_file_read(void *user, uint64_t offset, void *buf, size_t len) {
+    FILE *f = user;
+    if (fseek(f, (long)offset, SEEK_SET)) return -1;
+    return (int64_t)fread(buf, 1, len, f);
+}
+
+int tu_adapter_present(const char *name) {
+    wgml_gpu_adapter_info a[16];
+    int n = wgml_gpu_list_adapters(a, 16, NULL);
+    for (int i = 0; i < n && i < 16; i++) {
+        char lower[256];
+        size_t k = 0;
+        for (; a[i].name[k] && k < 255; k++) lower[k] = (char)(a[i].name[k] | 0x20);
+        lower[k] = 0;
+        if (strstr(lower, name)) return 1;
+    }
+    return 0;
 }

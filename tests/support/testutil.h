@@ -18,6 +18,11 @@ const char *tu_shared(const char *rel);
 unsigned char *tu_read_file(const char *path, size_t *size);
 /* Writes bytes to a file; returns 0 on success. */
 int tu_write_file(const char *path, const void *data, size_t size);
+/* A wgml_model_load_stream reader over an open FILE * (the user pointer). */
+int64_t tu_file_read(void *user, uint64_t offset, void *buf, size_t len);
+/* 1 if a WebGPU adapter whose lower-cased name contains `name` ("llvmpipe",
+ * "swiftshader") is on this machine. */
+int tu_adapter_present(const char *name);
 /* A fresh path in a per-process temporary directory. */
 const char *tu_tmp_path(const char *name);
 

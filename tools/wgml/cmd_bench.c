@@ -222,7 +222,7 @@ int cmd_bench(int argc, char **argv) {
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;
     /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
-    uint64_t bytes_per_token = wgml_model_decode_bytes(m, (int)(ctx + tg / 2));
+    uint64_t bytes_per_token = wgml_session_decode_bytes(s, (int)(ctx + tg / 2));
     double roofline = read_gbs > 0 ? bytes_per_token * med.tg_tps / (read_gbs * 1e9) * 100 : 0;
     double pp_gflops = med.pp_tps * 2.0 * (double)info.matmul_params / 1e9;
     double pp_pct = matmul_gflops > 0 ? pp_gflops / matmul_gflops * 100 : 0;
