@@ -351,6 +351,12 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     wb->mv_lane_rows = wb->info->type == WGML_GPU_CPU;
     const char *layout_env = getenv("WGML_MATVEC_LAYOUT");
     if (layout_env) wb->mv_lane_rows = strcmp(layout_env, "lanes") == 0;
+    /* Lane rows: a workgroup is one SIMD batch (the subgroup), whose lanes
+     * share the input loads through subgroupBroadcast when the size is fixed. */
+    wb->mv_lane_wg = wb->tier_subgroups && sgmax >= 4 ? (int)sgmax : 8;
+    const char *wg_env = getenv("WGML_MATVEC_WG"); /* tuning experiments */
+    if (wg_env && atoi(wg_env) >= 1 && atoi(wg_env) <= 256) wb->mv_lane_wg = atoi(wg_env);
+    wb->mv_lane_sg = wb->mv_wg_subgroup && wb->mv_lane_wg % (int)sgmax == 0;
     const char *rows_env = getenv("WGML_MATVEC_ROWS"); /* tuning experiments */
     if (rows_env && atoi(rows_env) >= 1 && atoi(rows_env) <= 64) wb->mv_rows = atoi(rows_env);
     if ((st = wg_record_init(wb, err))) {

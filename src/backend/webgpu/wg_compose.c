@@ -278,9 +278,15 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (flags & WGF_ADD) def(&d, "EPI_ADD");
     if (flags & WGF_SWIGLU) def(&d, "SWIGLU");
     if (kind == WGK_GET_ROWS) def(&d, "GET_ROWS");
+    /* quantized rows are whole blocks of 32 or 256: input reads need no end check */
+    if (is_matrix(kind) && wgml_dtype_get(wtype) && wgml_dtype_get(wtype)->block_size >= 32) def(&d, "K_ALIGNED");
     int wg = 64;
     if (kind == WGK_MATVEC && wb->mv_lane_rows) {
         def(&d, "LANE_ROWS");
+        wg = wb->mv_lane_wg;
+        if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) def(&d, "ONE_WEIGHT");
+        if (wb->mv_lane_sg) def(&d, "SG_X");
+        if (wb->mv_lane_sg && wb->info->subgroup_max_size == 4) def(&d, "SG_X4");
     } else if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {
         def(&d, "WG_IS_SUBGROUP");
         wg = (int)wb->info->subgroup_max_size;

@@ -66,8 +66,10 @@ typedef struct wg_backend {
     int tier_f16;        /* shader-f16 enabled: KV cache in f16 */
     int tier_subgroups;  /* subgroup reductions */
     int mv_wg_subgroup;  /* matvec workgroups are exactly one subgroup (fixed subgroup size >= 4) */
-    int mv_rows;         /* rows per matvec workgroup (reduction layout) */
+    int mv_rows;         /* rows per matvec workgroup (reduction layout), per invocation (lane rows) */
     int mv_lane_rows;    /* matvec invocations compute whole rows (CPU adapters) */
+    int mv_lane_wg;      /* workgroup size of the lane-rows matvec: the adapter's SIMD width */
+    int mv_lane_sg;      /* lane rows share input loads through subgroupBroadcast (fixed size >= 4) */
     uint64_t max_window; /* tests: windows smaller than the binding limit */
     char device_label[300];
 

@@ -156,7 +156,7 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul *mm, const mm_group *g
     if (epi == WGML_EPI_SWIGLU) p.row0[1] = p.row0[0];
     int nz = epi == WGML_EPI_SWIGLU ? 1 : g->nw;
     if (kind == WGK_MATVEC)
-        dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, wb->mv_lane_rows ? 64 : (uint64_t)wb->mv_rows), (uint32_t)n,
+        dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, wb->mv_lane_rows ? (uint64_t)wb->mv_lane_wg * (uint64_t)wb->mv_rows : (uint64_t)wb->mv_rows), (uint32_t)n,
                  (uint32_t)nz);
     else
         dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, 32), div_up((uint64_t)n, 32), (uint32_t)nz);

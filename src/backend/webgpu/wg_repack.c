@@ -18,6 +18,11 @@
  *   Q8_0  34     8 (qs 2..33)                          2 (d at 0)
  *   Q3_K  110    27 (hmask, qs, scales: 0..107)        2 (d at 108)
  *   Q6_K  210    52 (ql, qh, scales: 0..207)           2 (d at 208)
+ *
+ * Q6_K's main words are also regrouped (q6k_regroup): GGUF interleaves a
+ * group of 32 weights over 32 bytes of low nibbles and 32 of high bits, so a
+ * decoder reads 16 words for 32 weights; regrouped, each group's nibbles,
+ * high bits and scales are contiguous (w_q6_k.wgsl) and it reads 6.
  */
 #include <string.h>
 
@@ -39,6 +44,29 @@ static const layout *find(uint32_t type) {
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++)
         if (layouts[i].type == type) return &layouts[i];
     return NULL;
+}
+
+/* One Q6_K block's 208 main bytes (ql[128], qh[64], scales[16]) in the
+ * grouped order of w_q6_k.wgsl. Element e: half n = e / 128, quarter
+ * qd = (e % 128) / 32, l = e % 32; GGUF keeps its low 4 bits in ql byte
+ * 64n + 32(qd & 1) + l (high nibble when qd >= 2), its high 2 bits in qh byte
+ * 32n + l at bit 2qd, and its scale at 8n + l / 16 + 2qd. */
+static void q6k_regroup(const uint8_t *src, uint8_t *dst) {
+    const uint8_t *ql = src, *qh = src + 128, *sc = src + 192;
+    memset(dst, 0, 208);
+    for (int e = 0; e < 256; e++) {
+        int n = e / 128, qd = (e % 128) / 32, l = e % 32, j = e / 32, i = e % 32;
+        int lo = (ql[64 * n + 32 * (qd & 1) + l] >> (qd >= 2 ? 4 : 0)) & 15;
+        int hi = (qh[32 * n + l] >> (2 * qd)) & 3;
+        dst[16 * j + (i % 16)] |= (uint8_t)(lo << (i >= 16 ? 4 : 0));
+        int f = i % 16, hw = 128 + 8 * j + 4 * (i / 16); /* byte of word 32 + 2j + i/16 */
+        dst[hw + f / 4] |= (uint8_t)(hi << (2 * (f % 4)));
+    }
+    for (int j = 0; j < 8; j++) {
+        int n = j / 4, qd = j % 4;
+        dst[192 + 2 * j] = sc[8 * n + 2 * qd];
+        dst[192 + 2 * j + 1] = sc[8 * n + 1 + 2 * qd];
+    }
 }
 
 int wg_repack_layout(uint32_t type, int *main_words, int *scale_bytes) {
@@ -77,7 +105,10 @@ void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *
     uint8_t *main = dst, *scales = (uint8_t *)dst + (size_t)sb_word * 4;
     size_t mb = (size_t)l->main_words * 4;
     for (uint64_t b = 0; b < blocks; b++, s += tr->type_size) {
-        memcpy(main + b * mb, s + l->main_from, mb);
+        if (type == WGML_Q6_K)
+            q6k_regroup(s + l->main_from, main + b * mb);
+        else
+            memcpy(main + b * mb, s + l->main_from, mb);
         memcpy(scales + b * (size_t)l->scale_bytes, s + l->scale_from, (size_t)l->scale_bytes);
     }
     size_t used = (size_t)(blocks * (uint64_t)l->scale_bytes);

@@ -2,9 +2,9 @@
 // Memory-bound: every weight byte is read once per token. Two layouts:
 //
 // LANE_ROWS (CPU adapters: lavapipe, SwiftShader, which run the invocations
-//   of a workgroup as SIMD lanes): each invocation computes whole rows by
-//   itself - WG rows per workgroup, no reduction, no barrier, and the input
-//   loads are the same for every lane.
+//   of a workgroup as SIMD lanes): each invocation computes R whole rows by
+//   itself - WG * R rows per workgroup (WG = the SIMD width), no reduction,
+//   no barrier; the input is loaded once per lane group and shared.
 // otherwise (GPUs): each workgroup computes R rows of weight k for one token;
 //   its invocations stride over the row's groups (consecutive invocations
 //   read consecutive blocks: coalesced), then one reduction: subgroupAdd
@@ -14,48 +14,126 @@
 // which computes rows of both weights. R comes from the composer.
 
 #ifdef LANE_ROWS
+// Cost model of a SIMD JIT such as llvmpipe's: a storage load whose address
+// it cannot prove uniform becomes a loop over the lanes (a branch and a
+// bounds check each), whatever the width of the load. So loads are few and
+// wide: each lane computes R rows, which share every load of the input, and
+// with subgroups (SG_X) the lanes of a subgroup split each tile of 32 input
+// values between them, a vec4 each, and pass them around with
+// subgroupBroadcast (constant lane indices: a register move, no memory). The
+// RMS-norm sum is split the same way and multiplies the sums once at the end.
+// With a single weight, k is the constant 0: the weight accessors' switch on
+// k then folds away instead of running every case under a mask.
+const TG: u32 = 32u / GROUP; // weight groups per tile of 32 input values
+
+// 4 input values from element c, times the RMS-norm weights when fused.
+fn xin(xb: u32, c: u32) -> vec4<f32> {
+#ifdef HAS_NORM
+    return x4(xb, c) * nw4(c);
+#else
+    return x4(xb, c);
+#endif
+}
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32> SUBGROUP_ARGS) {
     KERNEL_INIT
     let t = wid.y;
+#ifdef ONE_WEIGHT
+    let k = 0u;
+#else
     let k = wid.z;
-    let row = wid.x * WG + li;
+#endif
     let xb = P.x_off + t * P.x_stride;
 #ifdef HAS_NORM
-    var ss = 0.0;
-    for (var c = 0u; c < P.K; c++) {
-        let v = x[xb + c];
-        ss += v * v;
+    var ss4 = vec4<f32>(0.0);
+#ifdef SG_X
+    for (var c = 4u * sg_lane; c < P.K; c += 4u * sg_size) {
+        let v = x4(xb, c);
+        ss4 += v * v;
     }
+    let ss = subgroupAdd(ss4.x + ss4.y + ss4.z + ss4.w);
+#else
+    for (var c = 0u; c < P.K; c += 4u) {
+        let v = x4(xb, c);
+        ss4 += v * v;
+    }
+    let ss = ss4.x + ss4.y + ss4.z + ss4.w;
+#endif
     let scale = inverseSqrt(ss / f32(P.K) + P.eps);
 #endif
-    // No early return for rows past the end: they compute row m - 1 again and
-    // skip the store. Control flow stays uniform, so a JIT such as llvmpipe's can
-    // load the input x (the same address in every lane) once per SIMD batch
-    // instead of lane by lane.
-    let live = row < P.m[k];
-    let r = select(max(P.m[k], 1u) - 1u, row, live);
-    var a = 0.0;
-    var b = 0.0;
-    for (var g = 0u; g < P.ngroups; g++) {
-        let w = w_group(k, r, g);
+    // Rows past the end recompute row m - 1 and skip the store, so control
+    // flow stays uniform.
+    let M = max(P.m[k], 1u);
+    let r0 = (wid.x * WG + li) * R;
+    var acc: array<f32, R>;
 #ifdef SWIGLU
-        let u = w_group(1u, r, g);
+    var acc2: array<f32, R>;
 #endif
-        for (var i = 0u; i < GV; i++) {
-            let c = g * GROUP + i * 4u;
-#ifdef HAS_NORM
-            let xv = x4(xb, c) * scale * nw4(c);
+    for (var c0 = 0u; c0 < P.K; c0 += 32u) {
+        var xt: array<vec4<f32>, 8>;
+#ifdef SG_X
+#ifdef SG_X4
+        let xa = xin(xb, c0 + 4u * sg_lane);
+        let xc = xin(xb, c0 + 16u + 4u * sg_lane);
+        xt[0] = subgroupBroadcast(xa, 0u);
+        xt[1] = subgroupBroadcast(xa, 1u);
+        xt[2] = subgroupBroadcast(xa, 2u);
+        xt[3] = subgroupBroadcast(xa, 3u);
+        xt[4] = subgroupBroadcast(xc, 0u);
+        xt[5] = subgroupBroadcast(xc, 1u);
+        xt[6] = subgroupBroadcast(xc, 2u);
+        xt[7] = subgroupBroadcast(xc, 3u);
 #else
-            let xv = x4(xb, c);
+        let xa = xin(xb, c0 + 4u * (sg_lane & 7u));
+        xt[0] = subgroupBroadcast(xa, 0u);
+        xt[1] = subgroupBroadcast(xa, 1u);
+        xt[2] = subgroupBroadcast(xa, 2u);
+        xt[3] = subgroupBroadcast(xa, 3u);
+        xt[4] = subgroupBroadcast(xa, 4u);
+        xt[5] = subgroupBroadcast(xa, 5u);
+        xt[6] = subgroupBroadcast(xa, 6u);
+        xt[7] = subgroupBroadcast(xa, 7u);
 #endif
-            a += dot(w[i], xv);
+#else
+        for (var i = 0u; i < 8u; i++) { xt[i] = xin(xb, c0 + 4u * i); }
+#endif
+        for (var j = 0u; j < TG; j++) {
+            let g = c0 / GROUP + j;
+            if (g < P.ngroups) {
+                for (var r = 0u; r < R; r++) {
+                    let row = min(r0 + r, M - 1u);
+                    let w = w_group(k, row, g);
 #ifdef SWIGLU
-            b += dot(u[i], xv);
+                    let u = w_group(1u, row, g);
 #endif
+                    for (var i = 0u; i < GV; i++) {
+                        acc[r] += dot(w[i], xt[j * GV + i]);
+#ifdef SWIGLU
+                        acc2[r] += dot(u[i], xt[j * GV + i]);
+#endif
+                    }
+                }
+            }
         }
     }
-    if (live) { epilogue(k, t, row, a, b); }
+    for (var r = 0u; r < R; r++) {
+#ifdef HAS_NORM
+        let a = acc[r] * scale;
+#else
+        let a = acc[r];
+#endif
+#ifdef SWIGLU
+#ifdef HAS_NORM
+        let b = acc2[r] * scale;
+#else
+        let b = acc2[r];
+#endif
+#else
+        let b = 0.0;
+#endif
+        if (r0 + r < P.m[k]) { epilogue(k, t, r0 + r, a, b); }
+    }
 }
 #else
 

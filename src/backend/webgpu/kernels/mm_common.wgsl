@@ -28,24 +28,35 @@ struct MMParams {
 
 #ifndef GET_ROWS
 // 4 consecutive input values from element c of the row at xb (zero past K).
+// K_ALIGNED (quantized weights: K is a multiple of 32, and every caller's c
+// a multiple of 4 below K) needs no check: a CPU adapter's JIT would run the
+// fallback loop under a mask even when no lane takes it.
 fn x4(xb: u32, c: u32) -> vec4<f32> {
+#ifdef K_ALIGNED
+    return vec4<f32>(x[xb + c], x[xb + c + 1u], x[xb + c + 2u], x[xb + c + 3u]);
+#else
     if (c + 4u <= P.K) { return vec4<f32>(x[xb + c], x[xb + c + 1u], x[xb + c + 2u], x[xb + c + 3u]); }
     var v = vec4<f32>(0.0);
     for (var j = 0u; j < 4u; j++) {
         if (c + j < P.K) { v[j] = x[xb + c + j]; }
     }
     return v;
+#endif
 }
 
 #ifdef HAS_NORM
 fn nw4(c: u32) -> vec4<f32> {
     let b = P.norm_off + c;
+#ifdef K_ALIGNED
+    return vec4<f32>(nw[b], nw[b + 1u], nw[b + 2u], nw[b + 3u]);
+#else
     if (c + 4u <= P.K) { return vec4<f32>(nw[b], nw[b + 1u], nw[b + 2u], nw[b + 3u]); }
     var v = vec4<f32>(0.0);
     for (var j = 0u; j < 4u; j++) {
         if (c + j < P.K) { v[j] = nw[b + j]; }
     }
     return v;
+#endif
 }
 #endif
 

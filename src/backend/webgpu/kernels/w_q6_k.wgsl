@@ -1,11 +1,15 @@
 // w_q6_k.wgsl - weight decoder for Q6_K: 256 weights, 16 int8 scales,
-// x = d * sc * (q - 32) with q in 0..63 from 4 low bits (ql) and 2 high (qh).
-// GPU layout (wg_repack.c): per block 52 words: ql (128 bytes, words 0..31),
-// qh (64 bytes, words 32..47), scales (16 int8, words 48..51); the f16 d of
-// every block in the scale region at P.sb[k].
-// Element e of a block: half n = e/128, quarter qd = (e%128)/32, l = e%32:
-// ql byte 64n + 32(qd&1) + l (low nibble for qd < 2, else high), qh byte
-// 32n + l bits 2qd..2qd+1, scale 8n + l/16 + 2qd.
+// x = d * sc * (q - 32) with q in 0..63 from 4 low bits and 2 high bits.
+// GPU layout (wg_repack.c regroups each block at upload, same 210 bytes):
+// per block 52 words, group j (elements 32j..32j+31) in
+//   words 4j..4j+3    low nibbles: byte i holds element i (low nibble) and
+//                     element i + 16 (high nibble), as in Q4_0;
+//   words 32+2j+h     high bits of elements 16h..16h+15: element 16h+f at
+//                     bits 2f..2f+1;
+//   word 48 + j/2     the group's two int8 scales (elements 0..15, 16..31)
+//                     at bytes 2(j%2) and 2(j%2)+1;
+// and the f16 d of every block in the scale region at P.sb[k]. A group thus
+// costs 8 word loads (GGUF's interleaved order needs 18).
 const GROUP: u32 = 32u;
 const GV: u32 = 8u;
 
@@ -15,26 +19,24 @@ fn w_f16_at(k: u32, idx: u32) -> f32 {
 
 fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let b = row * P.bpr + g / 8u;
-    let s8 = g % 8u;
-    let n = s8 / 4u;
-    let qd = s8 % 4u;
+    let j = g % 8u;
     let base = P.wo[k] + b * 52u;
     let d = w_f16_at(k, b);
-    let ls = select(0u, 4u, qd >= 2u);
-    let lb = base + 16u * n + 8u * (qd & 1u);
-    let hb = base + 32u + 8u * n;
-    // the two int8 scales of this group (elements 0..15 and 16..31)
-    let si = 8u * n + 2u * qd;
-    let sw = ww(k, base + 48u + si / 4u);
-    let s0 = d * f32(bitcast<i32>(sw << (24u - 8u * (si % 4u))) >> 24u);
-    let s1 = d * f32(bitcast<i32>(sw << (16u - 8u * (si % 4u))) >> 24u);
+    let sw = ww(k, base + 48u + j / 2u);
+    let sh = 16u * (j % 2u);
+    let s0 = d * f32(bitcast<i32>(sw << (24u - sh)) >> 24u);
+    let s1 = d * f32(bitcast<i32>(sw << (16u - sh)) >> 24u);
+    let h0 = ww(k, base + 32u + 2u * j);
+    let h1 = ww(k, base + 33u + 2u * j);
     var r: array<vec4<f32>, 8>;
-    for (var i = 0u; i < 8u; i++) {
-        let lw = ww(k, lb + i);
-        let lo = (vec4<u32>(lw, lw >> 8u, lw >> 16u, lw >> 24u) >> vec4<u32>(ls)) & vec4<u32>(15u);
-        let hw = ww(k, hb + i);
-        let hi = (vec4<u32>(hw, hw >> 8u, hw >> 16u, hw >> 24u) >> vec4<u32>(2u * qd)) & vec4<u32>(3u);
-        r[i] = (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 32.0) * select(s0, s1, i >= 4u);
+    for (var i = 0u; i < 4u; i++) {
+        let lw = ww(k, base + 4u * j + i);
+        let lb = vec4<u32>(lw, lw >> 8u, lw >> 16u, lw >> 24u);
+        let sh4 = vec4<u32>(8u * i) + vec4<u32>(0u, 2u, 4u, 6u);
+        let q0 = (lb & vec4<u32>(15u)) | (((vec4<u32>(h0) >> sh4) & vec4<u32>(3u)) << vec4<u32>(4u));
+        let q1 = ((lb >> vec4<u32>(4u)) & vec4<u32>(15u)) | (((vec4<u32>(h1) >> sh4) & vec4<u32>(3u)) << vec4<u32>(4u));
+        r[i] = (vec4<f32>(q0) - 32.0) * s0;
+        r[i + 4u] = (vec4<f32>(q1) - 32.0) * s1;
     }
     return r;
 }
