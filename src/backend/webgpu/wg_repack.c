@@ -8,7 +8,7 @@
  * and its f16 scale fields to a scale region after it. Byte count and thus
  * bandwidth are unchanged; every load in the shaders is an aligned word.
  * Types whose blocks are already whole words (F32, F16, BF16, Q2_K, Q4_K,
- * Q5_K) are copied unchanged.
+ * Q5_K) keep their bytes (Q4_K's nibbles reordered, see below).
  *
  *   type  block  main words (bytes of the block)       scale bytes (offset)
  *   Q4_0  18     4 (qs 2..17)                          2 (d at 0)
@@ -22,7 +22,9 @@
  * Q6_K's main words are also regrouped (q6k_regroup): GGUF interleaves a
  * group of 32 weights over 32 bytes of low nibbles and 32 of high bits, so a
  * decoder reads 16 words for 32 weights; regrouped, each group's nibbles,
- * high bits and scales are contiguous (w_q6_k.wgsl) and it reads 6.
+ * high bits and scales are contiguous (w_q6_k.wgsl) and it reads 6. Q4_K
+ * keeps its block but its nibbles are regrouped the same way (q4k_regroup):
+ * 4 words per group of 32 instead of 8.
  */
 #include <string.h>
 
@@ -69,6 +71,20 @@ static void q6k_regroup(const uint8_t *src, uint8_t *dst) {
     }
 }
 
+/* One Q4_K block (144 bytes) with its nibbles in the grouped order of
+ * w_q4_k.wgsl: GGUF's 32 bytes at 16 + 32p hold sub-block 2p (low nibbles)
+ * and 2p + 1 (high); regrouped, sub-block j has 16 bytes at 16 + 16j, byte i
+ * holding its element i (low nibble) and i + 16 (high). */
+static void q4k_regroup(const uint8_t *src, uint8_t *dst) {
+    memcpy(dst, src, 16);
+    memset(dst + 16, 0, 128);
+    for (int e = 0; e < 256; e++) {
+        int j = e / 32, l = e % 32;
+        int q = (src[16 + 32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+        dst[16 + 16 * j + l % 16] |= (uint8_t)(q << (l >= 16 ? 4 : 0));
+    }
+}
+
 int wg_repack_layout(uint32_t type, int *main_words, int *scale_bytes) {
     const layout *l = find(type);
     *main_words = l ? l->main_words : 0;
@@ -96,7 +112,12 @@ void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *
     const wgml_dtype_traits *tr = wgml_dtype_get(type);
     if (!l) {
         size_t n = wgml_row_size(type, ne0) * (size_t)rows;
-        memcpy(dst, src, n);
+        if (type == WGML_Q4_K) {
+            for (size_t b = 0; b < n / 144; b++)
+                q4k_regroup((const uint8_t *)src + b * 144, (uint8_t *)dst + b * 144);
+        } else {
+            memcpy(dst, src, n);
+        }
         memset((uint8_t *)dst + n, 0, ((n + 3) & ~(size_t)3) - n);
         return;
     }

@@ -1,8 +1,10 @@
 // w_q4_k.wgsl - weight decoder for Q4_K: super-blocks of 256 weights in 8
 // sub-blocks of 32, x = d * sc_j * q - dmin * m_j with 6-bit sc_j, m_j.
-// Block (36 words, unchanged from GGUF): word 0 = d, dmin (f16); words 1..3
-// = the 12 packed scale bytes; words 4..35 = 128 bytes of nibbles, where the
-// 32 bytes at 32p hold sub-block 2p in low and 2p+1 in high nibbles.
+// Block (36 words, the 144 bytes of GGUF with the nibbles regrouped at
+// upload by wg_repack.c): word 0 = d, dmin (f16); words 1..3 = the 12 packed
+// scale bytes; words 4 + 4j .. 7 + 4j = sub-block j, whose byte i holds
+// element i (low nibble) and element i + 16 (high nibble), as in Q4_0.
+// (GGUF interleaves two sub-blocks over 32 bytes: 8 loads per group, not 4.)
 // Groups g are sub-blocks: block g / 8, sub-block g % 8.
 const GROUP: u32 = 32u;
 const GV: u32 = 8u;
@@ -30,13 +32,13 @@ fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let sm = q4k_scale_min(k, base, j);
     let sc = dd.x * sm.x;
     let mn = dd.y * sm.y;
-    let s = (j & 1u) * 4u;
-    let qb = base + 4u + 8u * (j / 2u);
+    let qb = base + 4u + 4u * j;
     var r: array<vec4<f32>, 8>;
-    for (var i = 0u; i < 8u; i++) {
+    for (var i = 0u; i < 4u; i++) {
         let word = ww(k, qb + i);
-        let q = vec4<f32>((vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u) >> vec4<u32>(s)) & vec4<u32>(15u));
-        r[i] = q * sc - mn;
+        let q = vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u);
+        r[i] = vec4<f32>(q & vec4<u32>(15u)) * sc - mn;
+        r[i + 4u] = vec4<f32>((q >> vec4<u32>(4u)) & vec4<u32>(15u)) * sc - mn;
     }
     return r;
 }
