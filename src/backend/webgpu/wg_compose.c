@@ -62,7 +62,7 @@ static void putf(sbuf *b, const char *fmt, ...) {
     if (n > 0) put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-#define MAX_DEFS 12
+#define MAX_DEFS 16
 typedef struct {
     const char *name[MAX_DEFS];
     int n;
@@ -285,6 +285,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         def(&d, "LANE_ROWS");
         wg = wb->mv_lane_wg;
         if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) def(&d, "ONE_WEIGHT");
+        if (wsrc && strstr(wsrc, "fn w_head(")) def(&d, "W_HEAD");
         if (wb->mv_lane_sg) def(&d, "SG_X");
         if (wb->mv_lane_sg && wb->info->subgroup_max_size == 4) def(&d, "SG_X4");
     } else if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {

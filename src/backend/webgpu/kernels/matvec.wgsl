@@ -70,6 +70,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #ifdef SWIGLU
     var acc2: array<f32, R>;
 #endif
+#ifdef W_HEAD
+    // per-block words of each row (decoders with blocks of several groups)
+    var hd: array<vec4<u32>, R>;
+#ifdef SWIGLU
+    var hd2: array<vec4<u32>, R>;
+#endif
+#endif
     for (var c0 = 0u; c0 < P.K; c0 += 32u) {
         var xt: array<vec4<f32>, 8>;
 #ifdef SG_X
@@ -103,9 +110,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             if (g < P.ngroups) {
                 for (var r = 0u; r < R; r++) {
                     let row = min(r0 + r, M - 1u);
+#ifdef W_HEAD
+                    if (g % GPB == 0u) {
+                        hd[r] = w_head(k, row, g / GPB);
+#ifdef SWIGLU
+                        hd2[r] = w_head(1u, row, g / GPB);
+#endif
+                    }
+                    let w = w_group_h(k, row, g, hd[r]);
+#ifdef SWIGLU
+                    let u = w_group_h(1u, row, g, hd2[r]);
+#endif
+#else
                     let w = w_group(k, row, g);
 #ifdef SWIGLU
                     let u = w_group(1u, row, g);
+#endif
 #endif
                     for (var i = 0u; i < GV; i++) {
                         acc[r] += dot(w[i], xt[j * GV + i]);

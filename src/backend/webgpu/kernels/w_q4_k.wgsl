@@ -9,27 +9,40 @@
 const GROUP: u32 = 32u;
 const GV: u32 = 8u;
 
-fn kbyte(k: u32, base: u32, idx: u32) -> u32 {
-    return (ww(k, base + (idx >> 2u)) >> (8u * (idx & 3u))) & 0xffu;
+// Per-block words (W_HEAD): the lane-rows matvec loads a block's first four
+// words (d, dmin and the scales) once per block and row with w_head, and
+// decodes each group with w_group_h; w_group does both.
+const GPB: u32 = 8u; // groups per block
+
+fn w_head(k: u32, row: u32, blk: u32) -> vec4<u32> {
+    let base = P.wo[k] + (row * P.bpr + blk) * 36u;
+    return vec4<u32>(ww(k, base), ww(k, base + 1u), ww(k, base + 2u), ww(k, base + 3u));
 }
 
-// (scale, min) of sub-block j from the 12 scale bytes at word base + 1
-fn q4k_scale_min(k: u32, base: u32, j: u32) -> vec2<f32> {
-    if (j < 4u) {
-        return vec2<f32>(f32(kbyte(k, base + 1u, j) & 63u), f32(kbyte(k, base + 1u, j + 4u) & 63u));
-    }
-    let a = kbyte(k, base + 1u, j + 4u);
-    let sc = (a & 15u) | ((kbyte(k, base + 1u, j - 4u) >> 6u) << 4u);
-    let m = (a >> 4u) | ((kbyte(k, base + 1u, j) >> 6u) << 4u);
+// byte i (0..11) of the packed scales in h.y, h.z, h.w (selects, not a
+// dynamic index, which a CPU adapter's JIT handles lane by lane)
+fn kbyte(h: vec4<u32>, i: u32) -> u32 {
+    let w = select(select(h.y, h.z, i >= 4u), h.w, i >= 8u);
+    return (w >> (8u * (i & 3u))) & 0xffu;
+}
+
+// (scale, min) of sub-block j: 6 bits each, the high 2 bits of j >= 4 kept
+// in the top bits of the bytes of j - 4 and j
+fn q4k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
+    let hi = j >= 4u;
+    let a = kbyte(h, select(j, j + 4u, hi));
+    let b = kbyte(h, select(j + 4u, j - 4u, hi));
+    let c = kbyte(h, j);
+    let sc = select(a & 63u, (a & 15u) | ((b >> 6u) << 4u), hi);
+    let m = select(b & 63u, (a >> 4u) | ((c >> 6u) << 4u), hi);
     return vec2<f32>(f32(sc), f32(m));
 }
 
-fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
-    let b = row * P.bpr + g / 8u;
+fn w_group_h(k: u32, row: u32, g: u32, h: vec4<u32>) -> array<vec4<f32>, 8> {
     let j = g % 8u;
-    let base = P.wo[k] + b * 36u;
-    let dd = unpack2x16float(ww(k, base));
-    let sm = q4k_scale_min(k, base, j);
+    let base = P.wo[k] + (row * P.bpr + g / 8u) * 36u;
+    let dd = unpack2x16float(h.x);
+    let sm = q4k_scale_min(h, j);
     let sc = dd.x * sm.x;
     let mn = dd.y * sm.y;
     let qb = base + 4u + 4u * j;
@@ -41,4 +54,8 @@ fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
         r[i + 4u] = vec4<f32>((q >> vec4<u32>(4u)) & vec4<u32>(15u)) * sc - mn;
     }
     return r;
+}
+
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
+    return w_group_h(k, row, g, w_head(k, row, g / 8u));
 }
