@@ -285,6 +285,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         def(&d, "LANE_ROWS");
         wg = wb->mv_lane_wg;
         if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) def(&d, "ONE_WEIGHT");
+        /* decoders with per-block words (w_head, w_group_h, GPB) */
         if (wsrc && strstr(wsrc, "fn w_head(")) def(&d, "W_HEAD");
         if (wb->mv_lane_sg) def(&d, "SG_X");
         if (wb->mv_lane_sg && wb->info->subgroup_max_size == 4) def(&d, "SG_X4");

@@ -57,11 +57,11 @@ static void q6k_regroup(const uint8_t *src, uint8_t *dst) {
     const uint8_t *ql = src, *qh = src + 128, *sc = src + 192;
     memset(dst, 0, 208);
     for (int e = 0; e < 256; e++) {
-        int n = e / 128, qd = (e % 128) / 32, l = e % 32, j = e / 32, i = e % 32;
+        int n = e / 128, qd = (e % 128) / 32, l = e % 32, j = e / 32;
         int lo = (ql[64 * n + 32 * (qd & 1) + l] >> (qd >= 2 ? 4 : 0)) & 15;
         int hi = (qh[32 * n + l] >> (2 * qd)) & 3;
-        dst[16 * j + (i % 16)] |= (uint8_t)(lo << (i >= 16 ? 4 : 0));
-        int f = i % 16, hw = 128 + 8 * j + 4 * (i / 16); /* byte of word 32 + 2j + i/16 */
+        dst[16 * j + (l % 16)] |= (uint8_t)(lo << (l >= 16 ? 4 : 0));
+        int f = l % 16, hw = 128 + 8 * j + 4 * (l / 16); /* byte of word 32 + 2j + l/16 */
         dst[hw + f / 4] |= (uint8_t)(hi << (2 * (f % 4)));
     }
     for (int j = 0; j < 8; j++) {
@@ -82,6 +82,17 @@ static void q4k_regroup(const uint8_t *src, uint8_t *dst) {
         int j = e / 32, l = e % 32;
         int q = (src[16 + 32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
         dst[16 + 16 * j + l % 16] |= (uint8_t)(q << (l >= 16 ? 4 : 0));
+    }
+}
+
+/* The main bytes of a block in the order its decoder reads them: NULL when
+ * GGUF's order is kept. */
+typedef void (*regroup_fn)(const uint8_t *src, uint8_t *dst);
+static regroup_fn regroup_of(uint32_t type) {
+    switch (type) {
+    case WGML_Q4_K: return q4k_regroup;
+    case WGML_Q6_K: return q6k_regroup;
+    default: return NULL;
     }
 }
 
@@ -110,11 +121,12 @@ uint64_t wg_repack_size(uint32_t type, int64_t ne0, int64_t rows, uint32_t *sb_w
 void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *dst, uint32_t sb_word) {
     const layout *l = find(type);
     const wgml_dtype_traits *tr = wgml_dtype_get(type);
+    regroup_fn regroup = regroup_of(type);
     if (!l) {
         size_t n = wgml_row_size(type, ne0) * (size_t)rows;
-        if (type == WGML_Q4_K) {
-            for (size_t b = 0; b < n / 144; b++)
-                q4k_regroup((const uint8_t *)src + b * 144, (uint8_t *)dst + b * 144);
+        if (regroup) {
+            for (size_t b = 0; b < n / tr->type_size; b++)
+                regroup((const uint8_t *)src + b * tr->type_size, (uint8_t *)dst + b * tr->type_size);
         } else {
             memcpy(dst, src, n);
         }
@@ -126,8 +138,8 @@ void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *
     uint8_t *main = dst, *scales = (uint8_t *)dst + (size_t)sb_word * 4;
     size_t mb = (size_t)l->main_words * 4;
     for (uint64_t b = 0; b < blocks; b++, s += tr->type_size) {
-        if (type == WGML_Q6_K)
-            q6k_regroup(s + l->main_from, main + b * mb);
+        if (regroup)
+            regroup(s + l->main_from, main + b * mb);
         else
             memcpy(main + b * mb, s + l->main_from, mb);
         memcpy(scales + b * (size_t)l->scale_bytes, s + l->scale_from, (size_t)l->scale_bytes);

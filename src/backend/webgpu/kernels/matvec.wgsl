@@ -46,18 +46,21 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
     let xb = P.x_off + t * P.x_stride;
 #ifdef HAS_NORM
-    var ss4 = vec4<f32>(0.0);
 #ifdef SG_X
-    for (var c = 4u * sg_lane; c < P.K; c += 4u * sg_size) {
+    let c_first = 4u * sg_lane;
+    let c_step = 4u * sg_size;
+#else
+    let c_first = 0u;
+    let c_step = 4u;
+#endif
+    var ss4 = vec4<f32>(0.0);
+    for (var c = c_first; c < P.K; c += c_step) {
         let v = x4(xb, c);
         ss4 += v * v;
     }
+#ifdef SG_X
     let ss = subgroupAdd(ss4.x + ss4.y + ss4.z + ss4.w);
 #else
-    for (var c = 0u; c < P.K; c += 4u) {
-        let v = x4(xb, c);
-        ss4 += v * v;
-    }
     let ss = ss4.x + ss4.y + ss4.z + ss4.w;
 #endif
     let scale = inverseSqrt(ss / f32(P.K) + P.eps);
@@ -80,28 +83,25 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     for (var c0 = 0u; c0 < P.K; c0 += 32u) {
         var xt: array<vec4<f32>, 8>;
 #ifdef SG_X
+        // values 0..15 from lanes 0..3 (xa); 16..31 from lanes 4..7 of xa, or
+        // with 4 lanes (SG_X4) from lanes 0..3 again, of a second load (xc)
 #ifdef SG_X4
         let xa = xin(xb, c0 + 4u * sg_lane);
         let xc = xin(xb, c0 + 16u + 4u * sg_lane);
-        xt[0] = subgroupBroadcast(xa, 0u);
-        xt[1] = subgroupBroadcast(xa, 1u);
-        xt[2] = subgroupBroadcast(xa, 2u);
-        xt[3] = subgroupBroadcast(xa, 3u);
-        xt[4] = subgroupBroadcast(xc, 0u);
-        xt[5] = subgroupBroadcast(xc, 1u);
-        xt[6] = subgroupBroadcast(xc, 2u);
-        xt[7] = subgroupBroadcast(xc, 3u);
+        const XH = 0u;
 #else
         let xa = xin(xb, c0 + 4u * (sg_lane & 7u));
+        let xc = xa;
+        const XH = 4u;
+#endif
         xt[0] = subgroupBroadcast(xa, 0u);
         xt[1] = subgroupBroadcast(xa, 1u);
         xt[2] = subgroupBroadcast(xa, 2u);
         xt[3] = subgroupBroadcast(xa, 3u);
-        xt[4] = subgroupBroadcast(xa, 4u);
-        xt[5] = subgroupBroadcast(xa, 5u);
-        xt[6] = subgroupBroadcast(xa, 6u);
-        xt[7] = subgroupBroadcast(xa, 7u);
-#endif
+        xt[4] = subgroupBroadcast(xc, XH);
+        xt[5] = subgroupBroadcast(xc, XH + 1u);
+        xt[6] = subgroupBroadcast(xc, XH + 2u);
+        xt[7] = subgroupBroadcast(xc, XH + 3u);
 #else
         for (var i = 0u; i < 8u; i++) { xt[i] = xin(xb, c0 + 4u * i); }
 #endif
