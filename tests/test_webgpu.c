@@ -47,10 +47,11 @@ static void print_failure(void *user, const wgml_opcheck_result *r) {
     if (!r->pass) fprintf(stderr, "  FAIL %s %s: err %.3g tol %.1g %s\n", r->op, r->config, r->err, r->tol, r->message);
 }
 
-static void run_opcheck(const config *c, int quick, uint64_t max_binding, const char *filter) {
+static void run_opcheck(const config *c, int quick, uint64_t max_binding, int gpu_layout, const char *filter) {
     wgml_webgpu_options o = {.adapter = c->adapter, .allow_software = 1,
                              .force_f32 = (c->flags & WGML_WEBGPU_NO_F16) != 0,
-                             .no_subgroups = (c->flags & WGML_WEBGPU_NO_SUBGROUPS) != 0, .max_binding = max_binding};
+                             .no_subgroups = (c->flags & WGML_WEBGPU_NO_SUBGROUPS) != 0, .max_binding = max_binding,
+                             .gpu_layout = gpu_layout};
     wgml_backend *dev, *ref;
     wgml_error err;
     assert_int_equal(wgml_backend_webgpu_create(&o, &dev, &err), WGML_OK);
@@ -66,15 +67,23 @@ static void run_opcheck(const config *c, int quick, uint64_t max_binding, const 
 static void test_ops(void **state) {
     const config *c = *state;
     if (!need(c)) skip();
-    run_opcheck(c, c->flags != 0, 0, NULL);
+    run_opcheck(c, c->flags != 0, 0, 0, NULL);
+}
+
+/* The matvec layout of hardware GPUs (workgroups reduce over a row), which
+ * CPU adapters do not use by default: CI has no GPU, so it is checked here. */
+static void test_gpu_layout(void **state) {
+    const config *c = *state;
+    if (!need(c)) skip();
+    run_opcheck(c, 1, 0, 1, "matmul");
 }
 
 /* Weights split into many small binding windows (as a tensor over 128 MiB is on lavapipe). */
 static void test_windows(void **state) {
     const config *c = *state;
     if (!need(c)) skip();
-    run_opcheck(c, 1, 2048, "matmul");
-    run_opcheck(c, 1, 2048, "get_rows");
+    run_opcheck(c, 1, 2048, 0, "matmul");
+    run_opcheck(c, 1, 2048, 0, "get_rows");
 }
 
 typedef struct {
@@ -276,6 +285,7 @@ static void test_errors(void **state) {
 #define CASES(i)                                                                                               \
     cmocka_unit_test_prestate(test_ops, (void *)&configs[i]),                                                  \
         cmocka_unit_test_prestate(test_windows, (void *)&configs[i]),                                          \
+        cmocka_unit_test_prestate(test_gpu_layout, (void *)&configs[i]),                                       \
         cmocka_unit_test_prestate(test_reference_text, (void *)&configs[i]),                                   \
         cmocka_unit_test_prestate(test_stream_load, (void *)&configs[i]),                                      \
         cmocka_unit_test_prestate(test_logits_vs_cpu, (void *)&configs[i]),                                    \

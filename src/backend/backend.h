@@ -228,6 +228,7 @@ typedef struct wgml_webgpu_options {
     int force_f32;         /* ignore shader-f16 even when present */
     int no_subgroups;      /* ignore subgroups even when present */
     uint64_t max_binding;  /* tests: split weights into windows of at most this many bytes (0 = device limit) */
+    int gpu_layout;        /* tests: the GPUs' matvec layout (reductions) even on a CPU adapter */
 } wgml_webgpu_options;
 
 /* Available when built with WebGPU; otherwise returns WGML_ERR_UNSUPPORTED. */

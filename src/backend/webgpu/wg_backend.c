@@ -348,7 +348,7 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     wb->mv_rows = 4;
     /* CPU adapters run a workgroup's invocations as SIMD lanes: one row per
      * lane needs no reduction at all. WGML_MATVEC_LAYOUT=reduce|lanes overrides. */
-    wb->mv_lane_rows = wb->info->type == WGML_GPU_CPU;
+    wb->mv_lane_rows = wb->info->type == WGML_GPU_CPU && !o.gpu_layout;
     const char *layout_env = getenv("WGML_MATVEC_LAYOUT");
     if (layout_env) wb->mv_lane_rows = strcmp(layout_env, "lanes") == 0;
     /* Lane rows: a workgroup is one SIMD batch (the subgroup), whose lanes

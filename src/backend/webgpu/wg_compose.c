@@ -285,8 +285,10 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         def(&d, "LANE_ROWS");
         wg = wb->mv_lane_wg;
         if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) def(&d, "ONE_WEIGHT");
-        /* decoders with per-block words (w_head, w_group_h, GPB) */
+        /* decoders with per-block words (w_head, w_affine_h, GPB; affine too) */
         if (wsrc && strstr(wsrc, "fn w_head(")) def(&d, "W_HEAD");
+        /* decoders giving scale and offset apart (w_affine; mm_common.wgsl) */
+        if (wsrc && strstr(wsrc, "fn w_affine")) def(&d, "W_AFFINE");
         if (wb->mv_lane_sg) def(&d, "SG_X");
         if (wb->mv_lane_sg && wb->info->subgroup_max_size == 4) def(&d, "SG_X4");
     } else if (kind == WGK_MATVEC && wb->mv_wg_subgroup) {

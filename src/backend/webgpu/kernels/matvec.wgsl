@@ -35,6 +35,16 @@ fn xin(xb: u32, c: u32) -> vec4<f32> {
 #endif
 }
 
+#ifdef W_AFFINE
+// One group of an affine decoder against input values x[o..o+7] whose halves
+// sum to sl and sh.
+fn affine_dot(w: WAff, x: array<vec4<f32>, 8>, o: u32, sl: f32, sh: f32) -> f32 {
+    let lo = w.q[0] * x[o] + w.q[1] * x[o + 1u] + w.q[2] * x[o + 2u] + w.q[3] * x[o + 3u];
+    let hi = w.q[4] * x[o + 4u] + w.q[5] * x[o + 5u] + w.q[6] * x[o + 6u] + w.q[7] * x[o + 7u];
+    return w.d.x * dot(lo, vec4<f32>(1.0)) + w.d.y * dot(hi, vec4<f32>(1.0)) + w.m.x * sl + w.m.y * sh;
+}
+#endif
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32> SUBGROUP_ARGS) {
     KERNEL_INIT
@@ -107,6 +117,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
         for (var j = 0u; j < TG; j++) {
             let g = c0 / GROUP + j;
+#ifdef W_AFFINE
+            // sums of the group's two halves of input (GROUP = 32, GV = 8)
+            let sxl = dot(xt[j * GV] + xt[j * GV + 1u] + xt[j * GV + 2u] + xt[j * GV + 3u], vec4<f32>(1.0));
+            let sxh = dot(xt[j * GV + 4u] + xt[j * GV + 5u] + xt[j * GV + 6u] + xt[j * GV + 7u], vec4<f32>(1.0));
+#endif
             if (g < P.ngroups) {
                 for (var r = 0u; r < R; r++) {
                     let row = min(r0 + r, M - 1u);
@@ -117,15 +132,23 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
                         hd2[r] = w_head(1u, row, g / GPB);
 #endif
                     }
-                    let w = w_group_h(k, row, g, hd[r]);
+#endif
+#ifdef W_AFFINE
+#ifdef W_HEAD
+                    acc[r] += affine_dot(w_affine_h(k, row, g, hd[r]), xt, j * GV, sxl, sxh);
 #ifdef SWIGLU
-                    let u = w_group_h(1u, row, g, hd2[r]);
+                    acc2[r] += affine_dot(w_affine_h(1u, row, g, hd2[r]), xt, j * GV, sxl, sxh);
+#endif
+#else
+                    acc[r] += affine_dot(w_affine(k, row, g), xt, j * GV, sxl, sxh);
+#ifdef SWIGLU
+                    acc2[r] += affine_dot(w_affine(1u, row, g), xt, j * GV, sxl, sxh);
+#endif
 #endif
 #else
                     let w = w_group(k, row, g);
 #ifdef SWIGLU
                     let u = w_group(1u, row, g);
-#endif
 #endif
                     for (var i = 0u; i < GV; i++) {
                         acc[r] += dot(w[i], xt[j * GV + i]);
@@ -133,6 +156,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
                         acc2[r] += dot(u[i], xt[j * GV + i]);
 #endif
                     }
+#endif
                 }
             }
         }

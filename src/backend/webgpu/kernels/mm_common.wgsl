@@ -26,6 +26,26 @@ struct MMParams {
 }
 @group(0) @binding(1) var<uniform> P: MMParams;
 
+// Affine decoders (those defining w_affine, for groups of 32) give a group
+// as w[e] = d[e / 16] * q[e / 4][e % 4] + m[e / 16]: the lane-rows matvec
+// then sums d * dot(q, x) + m * sum(x) per half group, where expanding the
+// weights first costs two more operations per weight, on CPU adapters the
+// larger part of a matvec's time. Their w_group is affine_expand(w_affine).
+struct WAff {
+    q: array<vec4<f32>, 8>,
+    d: vec2<f32>,
+    m: vec2<f32>,
+}
+
+fn affine_expand(a: WAff) -> array<vec4<f32>, 8> {
+    var r: array<vec4<f32>, 8>;
+    for (var i = 0u; i < 4u; i++) {
+        r[i] = a.q[i] * a.d.x + a.m.x;
+        r[i + 4u] = a.q[i + 4u] * a.d.y + a.m.y;
+    }
+    return r;
+}
+
 #ifndef GET_ROWS
 // 4 consecutive input values from element c of the row at xb (zero past K).
 // K_ALIGNED (quantized weights: K is a multiple of 32, and every caller's c

@@ -11,7 +11,8 @@ const GV: u32 = 8u;
 
 // Per-block words (W_HEAD): the lane-rows matvec loads a block's first four
 // words (d, dmin and the scales) once per block and row with w_head, and
-// decodes each group with w_group_h; w_group does both.
+// decodes each group with w_affine_h (nibbles q, d = d sc_j, m = -dmin m_j);
+// w_group does both.
 const GPB: u32 = 8u; // groups per block
 
 fn w_head(k: u32, row: u32, blk: u32) -> vec4<u32> {
@@ -38,7 +39,7 @@ fn q4k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
     return vec2<f32>(f32(sc), f32(m));
 }
 
-fn w_group_h(k: u32, row: u32, g: u32, h: vec4<u32>) -> array<vec4<f32>, 8> {
+fn w_affine_h(k: u32, row: u32, g: u32, h: vec4<u32>) -> WAff {
     let j = g % 8u;
     let base = P.wo[k] + (row * P.bpr + g / 8u) * 36u;
     let dd = unpack2x16float(h.x);
@@ -46,16 +47,18 @@ fn w_group_h(k: u32, row: u32, g: u32, h: vec4<u32>) -> array<vec4<f32>, 8> {
     let sc = dd.x * sm.x;
     let mn = dd.y * sm.y;
     let qb = base + 4u + 4u * j;
-    var r: array<vec4<f32>, 8>;
+    var a: WAff;
     for (var i = 0u; i < 4u; i++) {
         let word = ww(k, qb + i);
         let q = vec4<u32>(word, word >> 8u, word >> 16u, word >> 24u);
-        r[i] = vec4<f32>(q & vec4<u32>(15u)) * sc - mn;
-        r[i + 4u] = vec4<f32>((q >> vec4<u32>(4u)) & vec4<u32>(15u)) * sc - mn;
+        a.q[i] = vec4<f32>(q & vec4<u32>(15u));
+        a.q[i + 4u] = vec4<f32>((q >> vec4<u32>(4u)) & vec4<u32>(15u));
     }
-    return r;
+    a.d = vec2<f32>(sc);
+    a.m = vec2<f32>(-mn);
+    return a;
 }
 
 fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
-    return w_group_h(k, row, g, w_head(k, row, g / 8u));
+    return affine_expand(w_affine_h(k, row, g, w_head(k, row, g / 8u)));
 }

@@ -17,7 +17,8 @@ fn w_f16_at(k: u32, idx: u32) -> f32 {
     return unpack2x16float(ww(k, P.sb[k] + (idx >> 1u)))[idx & 1u];
 }
 
-fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
+// Group g of `row` as q in 0..63, d = the two half groups' scales, m = -32 d.
+fn w_affine(k: u32, row: u32, g: u32) -> WAff {
     let b = row * P.bpr + g / 8u;
     let j = g % 8u;
     let base = P.wo[k] + b * 52u;
@@ -28,15 +29,19 @@ fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
     let s1 = d * f32(bitcast<i32>(sw << (16u - sh)) >> 24u);
     let h0 = ww(k, base + 32u + 2u * j);
     let h1 = ww(k, base + 33u + 2u * j);
-    var r: array<vec4<f32>, 8>;
+    var a: WAff;
     for (var i = 0u; i < 4u; i++) {
         let lw = ww(k, base + 4u * j + i);
         let lb = vec4<u32>(lw, lw >> 8u, lw >> 16u, lw >> 24u);
         let sh4 = vec4<u32>(8u * i) + vec4<u32>(0u, 2u, 4u, 6u);
         let q0 = (lb & vec4<u32>(15u)) | (((vec4<u32>(h0) >> sh4) & vec4<u32>(3u)) << vec4<u32>(4u));
         let q1 = ((lb >> vec4<u32>(4u)) & vec4<u32>(15u)) | (((vec4<u32>(h1) >> sh4) & vec4<u32>(3u)) << vec4<u32>(4u));
-        r[i] = (vec4<f32>(q0) - 32.0) * s0;
-        r[i + 4u] = (vec4<f32>(q1) - 32.0) * s1;
+        a.q[i] = vec4<f32>(q0);
+        a.q[i + 4u] = vec4<f32>(q1);
     }
-    return r;
+    a.d = vec2<f32>(s0, s1);
+    a.m = -32.0 * a.d;
+    return a;
 }
+
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> { return affine_expand(w_affine(k, row, g)); }

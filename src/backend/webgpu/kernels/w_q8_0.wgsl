@@ -7,15 +7,20 @@ fn w_f16_at(k: u32, idx: u32) -> f32 {
     return unpack2x16float(ww(k, P.sb[k] + (idx >> 1u)))[idx & 1u];
 }
 
-fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> {
+// Block g of `row` as q, d and m = 0.
+fn w_affine(k: u32, row: u32, g: u32) -> WAff {
     let b = row * P.bpr + g;
     let d = w_f16_at(k, b);
     let base = P.wo[k] + b * 8u;
-    var r: array<vec4<f32>, 8>;
+    var a: WAff;
     for (var i = 0u; i < 8u; i++) {
         let w = ww(k, base + i);
         let q = bitcast<vec4<i32>>(vec4<u32>(w << 24u, w << 16u, w << 8u, w)) >> vec4<u32>(24u);
-        r[i] = vec4<f32>(q) * d;
+        a.q[i] = vec4<f32>(q);
     }
-    return r;
+    a.d = vec2<f32>(d);
+    a.m = vec2<f32>(0.0);
+    return a;
 }
+
+fn w_group(k: u32, row: u32, g: u32) -> array<vec4<f32>, 8> { return affine_expand(w_affine(k, row, g)); }
