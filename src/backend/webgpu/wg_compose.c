@@ -137,6 +137,13 @@ static void preprocess(sbuf *out, const char *src, const defs *d, const char *sg
     }
 }
 
+int wg_matvec_rows(const wg_backend *wb, uint32_t flags) {
+    /* A lane-rows SwiGLU carries two weights' state per row: with half the
+     * rows it stays in registers (1.5x faster gate+up on lavapipe than R = 4). */
+    if (wb->mv_lane_rows && (flags & WGF_SWIGLU) && wb->mv_rows >= 2) return wb->mv_rows / 2;
+    return wb->mv_rows;
+}
+
 static const char *kind_file(wg_kind k) {
     static const char *files[WGK_COUNT] = {
         [WGK_MATVEC] = "matvec",
@@ -314,7 +321,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (wb->tier_f16) putf(&b, "enable f16;\n");
     if (wb->tier_subgroups) putf(&b, "enable subgroups;\n");
     putf(&b, "const WG: u32 = %du;\nalias KVT = %s;\n", wg, wb->tier_f16 ? "f16" : "f32");
-    if (kind == WGK_MATVEC) putf(&b, "const R: u32 = %du;\n", wb->mv_rows);
+    if (kind == WGK_MATVEC) putf(&b, "const R: u32 = %du;\n", wg_matvec_rows(wb, flags));
     putf(&b, "struct Step { pos: u32, n_tokens: u32, kv_len: u32, pad: u32 }\n");
     putf(&b, "@group(0) @binding(0) var<uniform> S: Step;\n");
     if (uses_reduce(kind)) preprocess(&b, wgml_wgsl_source("reduce"), &d, sg_args, init);

@@ -150,6 +150,8 @@ typedef enum wg_kind {
 /* bench_read variant flag: per-invocation contiguous chunks */
 #define WGF_CHUNKED 1u
 
+/* Rows per matvec invocation (lane rows) or workgroup (GPU layout) of a variant. */
+int wg_matvec_rows(const wg_backend *wb, uint32_t flags);
 /* The pipeline for (kind, weight type, flags), composed and compiled on first use. */
 wgml_gpu_kernel *wg_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags, wgml_error *err);
 void wg_pipelines_free(wg_backend *wb);

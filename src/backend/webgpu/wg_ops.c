@@ -156,7 +156,7 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul *mm, const mm_group *g
     if (epi == WGML_EPI_SWIGLU) p.row0[1] = p.row0[0];
     int nz = epi == WGML_EPI_SWIGLU ? 1 : g->nw;
     /* rows per matvec workgroup: R, or R per lane in lane rows */
-    uint64_t mv_rows = (uint64_t)wb->mv_rows * (wb->mv_lane_rows ? (uint64_t)wb->mv_lane_wg : 1);
+    uint64_t mv_rows = (uint64_t)wg_matvec_rows(wb, flags) * (wb->mv_lane_rows ? (uint64_t)wb->mv_lane_wg : 1);
     if (kind == WGK_MATVEC)
         dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, mv_rows), (uint32_t)n, (uint32_t)nz);
     else
