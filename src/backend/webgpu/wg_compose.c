@@ -139,7 +139,8 @@ static void preprocess(sbuf *out, const char *src, const defs *d, const char *sg
 
 int wg_matvec_rows(const wg_backend *wb, uint32_t flags) {
     /* A lane-rows SwiGLU carries two weights' state per row: with half the
-     * rows it stays in registers (1.5x faster gate+up on lavapipe than R = 4). */
+     * rows it stays in registers (TinyLlama Q4_K_M gate+up on lavapipe:
+     * 22.6 ms per call with R = 4, 10.1 with 2, 11.1 with 1). */
     if (wb->mv_lane_rows && (flags & WGF_SWIGLU) && wb->mv_rows >= 2) return wb->mv_rows / 2;
     return wb->mv_rows;
 }

@@ -22,8 +22,10 @@
 // values between them, a vec4 each, and pass them around with
 // subgroupBroadcast (constant lane indices: a register move, no memory). The
 // RMS-norm sum is split the same way and multiplies the sums once at the end.
-// With a single weight, k is the constant 0: the weight accessors' switch on
-// k then folds away instead of running every case under a mask.
+// Affine decoders (W_AFFINE, mm_common.wgsl) leave their scale and offset out
+// of the per-weight work. With a single weight, k is the constant 0: the
+// weight accessors' switch on k then folds away instead of running every case
+// under a mask.
 const TG: u32 = 32u / GROUP; // weight groups per tile of 32 input values
 
 // 4 input values from element c, times the RMS-norm weights when fused.

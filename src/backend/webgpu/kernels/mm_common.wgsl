@@ -30,7 +30,8 @@ struct MMParams {
 // as w[e] = d[e / 16] * q[e / 4][e % 4] + m[e / 16]: the lane-rows matvec
 // then sums d * dot(q, x) + m * sum(x) per half group, where expanding the
 // weights first costs two more operations per weight, on CPU adapters the
-// larger part of a matvec's time. Their w_group is affine_expand(w_affine).
+// larger part of a matvec's time. Their w_group (matmul, GPU layout) is
+// affine_expand of w_affine, or of w_affine_h for decoders with w_head.
 struct WAff {
     q: array<vec4<f32>, 8>,
     d: vec2<f32>,
