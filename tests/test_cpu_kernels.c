@@ -4,8 +4,10 @@
  * Every weight type, every instruction set this CPU has (and the forced
  * scalar path), ragged and large lengths: `dot` against a double-precision
  * sum over the dequantized weights times the dequantized prepared
- * activations; `prepare` decodes back close to x; `to_float` equals
- * wgml_dequantize_row; unaligned rows give the same result as aligned ones.
+ * activations; `prepare` decodes back close to x, to the same values on
+ * every instruction set (whatever layout it writes them in); `to_float`
+ * equals wgml_dequantize_row; unaligned rows give the same result as
+ * aligned ones.
  *
  * WGML_KERNEL_BENCH=1 also prints the single-thread throughput of `dot` per
  * type and instruction set, in GB/s of weights, over a 64 MB weight matrix
@@ -32,7 +34,9 @@ static const char *const k_isas[] = {"scalar", "avx2", "avx512"};
 
 static int block_of(uint32_t t) { return wgml_dtype_get(t)->block_size; }
 
-static uint32_t expected_act(uint32_t t) {
+/* The activation format of weight type t's kernels on instruction set isa. */
+static uint32_t expected_act(const char *isa, uint32_t t) {
+    if (t == WGML_Q4_0 && !strcmp(isa, "avx512")) return CPU_ACT_Q8_0_G8;
     switch (t) {
     case WGML_Q4_0:
     case WGML_Q5_0:
@@ -61,7 +65,7 @@ static void test_table(void **state) {
         assert_non_null(k->prepare);
         assert_non_null(k->dot);
         assert_non_null(k->to_float);
-        assert_int_equal(k->act_type, expected_act(k_weights[i]));
+        assert_int_equal(k->act_type, expected_act(isa, k_weights[i]));
         assert_ptr_equal(cpu_kernels_get_isa(isa, k_weights[i]), k);
     }
     const uint32_t none[] = {WGML_Q8_1, WGML_Q8_K, WGML_I8, WGML_I32, 4, 16, 39, 40, 12345};
@@ -138,7 +142,7 @@ static double reference_dot(uint32_t t, const cpu_type_kernels *k, int64_t n, co
                             double *mag) {
     float *wd = malloc(n * sizeof(float)), *xd = malloc(n * sizeof(float));
     assert_int_equal(wgml_dequantize_row(t, w, wd, n), 0);
-    assert_int_equal(wgml_dequantize_row(k->act_type, xp, xd, n), 0);
+    assert_int_equal(cpu_act_to_float(k->act_type, xp, xd, n), 0);
     double sum = 0, m = 0;
     for (int64_t i = 0; i < n; i++) {
         sum += (double)wd[i] * xd[i];
@@ -209,7 +213,7 @@ static void test_dot(void **state) {
                     const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
                     if (!k) continue;
                     k->prepare(x, xp, n);
-                    const size_t xsize = wgml_row_size(k->act_type, n);
+                    const size_t xsize = cpu_act_row_size(k->act_type, n);
                     const size_t xshift = k->act_type == WGML_F32 ? 0 : 1; /* f32 rows are our own, aligned */
                     memcpy(xpu + xshift, xp, xsize);
                     double mag;
@@ -266,13 +270,25 @@ static void test_prepare(void **state) {
                     fail_msg("%s prepare: element %lld %g -> %g", wgml_dtype_name(t), (long long)(b0 + i), x[b0 + i],
                              back[b0 + i]);
         }
-        /* every instruction set prepares the same bytes */
+        /* every instruction set prepares the same values; in the same layout, the same bytes */
         for (size_t ii = 1; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
             const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
             if (!k) continue;
-            assert_int_equal(k->act_type, ks->act_type);
+            assert_int_equal(k->act_type, expected_act(k_isas[ii], t));
             k->prepare(x, p2, n);
-            assert_memory_equal(p, p2, wgml_row_size(k->act_type, n));
+            if (k->act_type == ks->act_type) {
+                assert_memory_equal(p, p2, wgml_row_size(k->act_type, n));
+                continue;
+            }
+            for (int64_t len = 32; len <= n; len += len < 1024 ? 224 : 1504) { /* ragged groups and tails */
+                float *back2 = malloc(len * sizeof(float));
+                ks->prepare(x, p, len);
+                assert_int_equal(wgml_dequantize_row(ks->act_type, p, back, len), 0);
+                k->prepare(x, p2, len);
+                assert_int_equal(cpu_act_to_float(k->act_type, p2, back2, len), 0);
+                assert_memory_equal(back, back2, len * sizeof(float));
+                free(back2);
+            }
         }
     }
     free(x);

@@ -41,11 +41,13 @@ static double check_type(uint32_t type) {
     double worst = 0;
     for (int li = 0; li < 3; li++) {
         const int64_t n = lens[li];
-        const size_t wrow = wgml_row_size(type, n), xrow = wgml_row_size(ref->act_type, n);
+        /* each kernel set prepares the activations in its own format */
+        const size_t wrow = wgml_row_size(type, n), xrow = cpu_act_row_size(ref->act_type, n);
+        const size_t srow = cpu_act_row_size(simd->act_type, n);
         float *f = wgml_malloc((size_t)n * 4 * sizeof(float)), *back = wgml_malloc((size_t)n * sizeof(float));
         float *back2 = wgml_malloc((size_t)n * sizeof(float));
-        uint8_t *w = wgml_malloc(wrow * 4), *x = wgml_malloc(xrow * 4);
-        if (!f || !back || !back2 || !w || !x) {
+        uint8_t *w = wgml_malloc(wrow * 4), *x = wgml_malloc(xrow * 4), *xs = wgml_malloc(srow * 4);
+        if (!f || !back || !back2 || !w || !x || !xs) {
             worst = 1;
         } else {
             for (int r = 0; r < 4; r++) {
@@ -55,6 +57,7 @@ static double check_type(uint32_t type) {
                 for (int64_t i = 0; i < n; i++)
                     f[i] = frand();
                 ref->prepare(f, x + (size_t)r * xrow, n);
+                simd->prepare(f, xs + (size_t)r * srow, n);
             }
             /* the scale: sum |w x| of row 0 with the dequantized weights */
             wgml_dequantize_row(type, w, back, n);
@@ -65,14 +68,14 @@ static double check_type(uint32_t type) {
             for (int r = 0; r < 4; r++)
                 for (int t = 0; t < 4; t++) {
                     float a = ref->dot(n, w + (size_t)r * wrow, x + (size_t)t * xrow);
-                    float b = simd->dot(n, w + (size_t)r * wrow, x + (size_t)t * xrow);
+                    float b = simd->dot(n, w + (size_t)r * wrow, xs + (size_t)t * srow);
                     double e = fabs((double)a - b) / scale;
                     if (e > worst || e != e) worst = e == e ? e : 1;
                     out[4 * r + t] = a;
                 }
             if (simd->dot4x4) {
                 float got[16];
-                simd->dot4x4(n, w, wrow, x, xrow, got);
+                simd->dot4x4(n, w, wrow, xs, srow, got);
                 for (int k = 0; k < 16; k++) {
                     double e = fabs((double)got[k] - out[k]) / scale;
                     if (e > worst || e != e) worst = e == e ? e : 1;
@@ -87,6 +90,7 @@ static double check_type(uint32_t type) {
         wgml_free(back2);
         wgml_free(w);
         wgml_free(x);
+        wgml_free(xs);
     }
     return worst;
 }

@@ -279,7 +279,7 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     for (int i = 0; i < mm->n_w; i++) {
         k[i] = cpu_kernels_get(mm->w[i]->type);
         if (k[i]->act_type != WGML_F32 && !cb->exact)
-            act_bytes[i] = ((wgml_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
+            act_bytes[i] = ((cpu_act_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
         total += act_bytes[i];
     }
     size_t exact_off = total;
@@ -322,7 +322,7 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
         int shared = -1;
         for (int j = 0; j < i; j++)
             if (k[j]->act_type == k[i]->act_type) shared = j;
-        p->act_row = wgml_row_size(k[i]->act_type, K);
+        p->act_row = cpu_act_row_size(k[i]->act_type, K);
         if (shared >= 0) {
             p->act = t.part[shared].act;
         } else {

@@ -360,6 +360,52 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_Q6_K] = (cpu_type_kernels){.act_type = WGML_Q8_K, .prepare = prep_q8_k, .dot = dot_q6_k, .to_float = tof_q6_k};
 }
 
+/* ---- private activation layouts (kernels.h) ---- */
+
+#define G8_BYTES 288 /* 8 blocks: 16 bytes of d, 16 of sums, 256 of q */
+
+size_t cpu_act_row_size(uint32_t act, int64_t n) {
+    if (act != CPU_ACT_Q8_0_G8) return wgml_row_size(act, n);
+    if (n < 0 || n % 32) return 0;
+    return (size_t)(n / 256) * G8_BYTES + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
+}
+
+/* Where element i (0..31) of block k (0..7) of a group sits. */
+static size_t g8_q_offset(int k, int i) { return 32 + 128 * (size_t)(k / 4) + 64 * (size_t)(i / 16) + 16 * (size_t)(k % 4) + (size_t)(i % 16); }
+
+void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
+    uint8_t *o = dst;
+    const int64_t groups = n / 256;
+    for (int64_t g = 0; g < groups; g++, x += 256, o += G8_BYTES) {
+        uint8_t blocks[8 * sizeof(block_q8_0)];
+        wgml_quantize_row(WGML_Q8_0, x, blocks, 256);
+        for (int k = 0; k < 8; k++) {
+            const uint8_t *b = blocks + k * sizeof(block_q8_0);
+            const int8_t *q = (const int8_t *)(b + offsetof(block_q8_0, qs));
+            int sum = 0;
+            for (int i = 0; i < 32; i++) {
+                o[g8_q_offset(k, i)] = (uint8_t)q[i];
+                sum += q[i];
+            }
+            memcpy(o + 2 * k, b + offsetof(block_q8_0, d), 2);
+            quant_wr16(o + 16 + 2 * k, (uint16_t)(int16_t)sum);
+        }
+    }
+    wgml_quantize_row(WGML_Q8_0, x, o, n % 256);
+}
+
+int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
+    if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
+    if (n < 0 || n % 32) return -1;
+    const uint8_t *p = src;
+    for (int64_t g = 0; g < n / 256; g++, p += G8_BYTES, dst += 256)
+        for (int k = 0; k < 8; k++) {
+            const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
+            for (int i = 0; i < 32; i++) dst[32 * k + i] = (float)(int8_t)p[g8_q_offset(k, i)] * d;
+        }
+    return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
+}
+
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
 static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];

@@ -5,7 +5,11 @@
  * type's `act_type` (f32 itself for float weights; Q8_0 for Q4_0/Q5_0/Q8_0;
  * Q8_1 for Q4_1/Q5_1, whose block sum folds in the weight minimum; Q8_K for
  * the K-quants) so that the inner loop is integer multiply-adds, then calls
- * `dot` for each weight row. Both functions are chosen once at startup for
+ * `dot` for each weight row. An activation format is a GGUF dtype or one of
+ * the CPU_ACT_* layouts below, private to these kernels: the same values
+ * stored in the order one instruction set's dot reads best. The matvec
+ * calls `dot` once per weight row with the same activations, so work spent
+ * on reordering them in `prepare` is saved once per row. Both functions are chosen once at startup for
  * the best instruction set this CPU has (AVX-512/VNNI, AVX2+FMA+F16C, or
  * portable scalar code); every variant computes the same math as the scalar
  * reference, up to float summation order.
@@ -16,9 +20,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * CPU_ACT_Q8_0_G8: Q8_0 values (one fp16 scale d and 32 int8 q per block of
+ * 32) in groups of 8 blocks, 288 bytes each:
+ *   bytes   0..15   d of blocks 0..7 (fp16)
+ *   bytes  16..31   sum(q) of blocks 0..7 (int16, exact)
+ *   bytes  32..159  q[0..15] of blocks 0..3 (16 bytes each), then q[16..31]
+ *                   of blocks 0..3
+ *   bytes 160..287  the same for blocks 4..7
+ * A row's blocks past its last full group follow as plain Q8_0 blocks. The
+ * 64-byte runs meet the low and the high nibbles of 4 Q4_0 blocks in one
+ * load each, and the sums stand in for the Q4_0 zero point (AVX-512 Q4_0).
+ * The id is past every GGUF type id, so it is never a tensor's type.
+ */
+#define CPU_ACT_Q8_0_G8 100u
+
+/* Bytes of a prepared row of n activations in format act (a dtype or CPU_ACT_*). */
+size_t cpu_act_row_size(uint32_t act, int64_t n);
+/* A prepared row back to n floats (the values the dot products use); -1 when act is unknown. */
+int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n);
+
 typedef struct cpu_type_kernels {
-    uint32_t act_type; /* wgml_dtype of the prepared activation row */
-    /* x (n f32) -> prepared activation row (wgml_row_size(act_type, n) bytes) */
+    uint32_t act_type; /* format of the prepared activation row: a wgml_dtype or CPU_ACT_* */
+    /* x (n f32) -> prepared activation row (cpu_act_row_size(act_type, n) bytes) */
     void (*prepare)(const float *x, void *dst, int64_t n);
     /* sum over n elements of w_row[i] * x[i], x prepared by `prepare` */
     float (*dot)(int64_t n, const void *w_row, const void *x_prepared);

@@ -4,8 +4,9 @@
  *
  * kernels.c fills a table with the portable scalar kernels (the reference),
  * then lets each instruction-set file the CPU supports overwrite the `dot`
- * and `to_float` entries it has faster versions of. `act_type` and `prepare`
- * stay the scalar ones, so every variant consumes the same activation bytes.
+ * and `to_float` entries it has faster versions of. Most keep the scalar
+ * `act_type` and `prepare`; one that reads its activations in another order
+ * sets both, to a CPU_ACT_* layout holding the same values (kernels.h).
  */
 #ifndef WGML_CPU_KERNELS_IMPL_H
 #define WGML_CPU_KERNELS_IMPL_H
@@ -17,6 +18,9 @@
  * when it is not the best one here; NULL when this CPU or build lacks it or
  * the type has no kernel. For tests and benchmarks. */
 const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type);
+
+/* x -> CPU_ACT_Q8_0_G8: the bytes of the Q8_0 quantization of x, regrouped. */
+void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n);
 
 #if defined(__x86_64__) || defined(__i386__)
 #define WGML_CPU_X86 1
