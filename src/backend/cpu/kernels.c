@@ -362,7 +362,7 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
 
 /* ---- private activation layouts (kernels.h) ---- */
 
-#define G8_BYTES 288 /* 8 blocks: 16 bytes of d, 16 of sums, 256 of q */
+#define G8_BYTES 400 /* 8 blocks: 16 bytes of d, then per 4 blocks 64 of sums and 128 of q */
 
 size_t cpu_act_row_size(uint32_t act, int64_t n) {
     if (act != CPU_ACT_Q8_0_G8) return wgml_row_size(act, n);
@@ -370,8 +370,11 @@ size_t cpu_act_row_size(uint32_t act, int64_t n) {
     return (size_t)(n / 256) * G8_BYTES + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
 }
 
-/* Where element i (0..31) of block k (0..7) of a group sits. */
-static size_t g8_q_offset(int k, int i) { return 32 + 128 * (size_t)(k / 4) + 64 * (size_t)(i / 16) + 16 * (size_t)(k % 4) + (size_t)(i % 16); }
+/* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32. */
+static size_t g8_q_offset(int k, int i) {
+    return 16 + 192 * (size_t)(k / 4) + 64 + 64 * (size_t)(i / 16) + 16 * (size_t)(k % 4) + (size_t)(i % 16);
+}
+static size_t g8_sum_offset(int k) { return 16 + 192 * (size_t)(k / 4) + 16 * (size_t)(k % 4); }
 
 void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
     uint8_t *o = dst;
@@ -379,16 +382,18 @@ void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
     for (int64_t g = 0; g < groups; g++, x += 256, o += G8_BYTES) {
         uint8_t blocks[8 * sizeof(block_q8_0)];
         wgml_quantize_row(WGML_Q8_0, x, blocks, 256);
+        memset(o, 0, G8_BYTES);
         for (int k = 0; k < 8; k++) {
             const uint8_t *b = blocks + k * sizeof(block_q8_0);
             const int8_t *q = (const int8_t *)(b + offsetof(block_q8_0, qs));
-            int sum = 0;
+            int32_t sum = 0;
             for (int i = 0; i < 32; i++) {
                 o[g8_q_offset(k, i)] = (uint8_t)q[i];
                 sum += q[i];
             }
             memcpy(o + 2 * k, b + offsetof(block_q8_0, d), 2);
-            quant_wr16(o + 16 + 2 * k, (uint16_t)(int16_t)sum);
+            const int32_t z = -8 * sum;
+            memcpy(o + g8_sum_offset(k), &z, 4);
         }
     }
     wgml_quantize_row(WGML_Q8_0, x, o, n % 256);
@@ -401,7 +406,13 @@ int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     for (int64_t g = 0; g < n / 256; g++, p += G8_BYTES, dst += 256)
         for (int k = 0; k < 8; k++) {
             const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
-            for (int i = 0; i < 32; i++) dst[32 * k + i] = (float)(int8_t)p[g8_q_offset(k, i)] * d;
+            int32_t sum = 0, z[4];
+            for (int i = 0; i < 32; i++) {
+                dst[32 * k + i] = (float)(int8_t)p[g8_q_offset(k, i)] * d;
+                sum += (int8_t)p[g8_q_offset(k, i)];
+            }
+            memcpy(z, p + g8_sum_offset(k), sizeof z);
+            if (z[0] != -8 * sum || z[1] || z[2] || z[3]) return -1; /* not a row cpu_prep_q8_0_g8 wrote */
         }
     return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
 }

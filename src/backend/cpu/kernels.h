@@ -22,22 +22,26 @@
 
 /*
  * CPU_ACT_Q8_0_G8: Q8_0 values (one fp16 scale d and 32 int8 q per block of
- * 32) in groups of 8 blocks, 288 bytes each:
- *   bytes   0..15   d of blocks 0..7 (fp16)
- *   bytes  16..31   sum(q) of blocks 0..7 (int16, exact)
- *   bytes  32..159  q[0..15] of blocks 0..3 (16 bytes each), then q[16..31]
- *                   of blocks 0..3
- *   bytes 160..287  the same for blocks 4..7
- * A row's blocks past its last full group follow as plain Q8_0 blocks. The
- * 64-byte runs meet the low and the high nibbles of 4 Q4_0 blocks in one
- * load each, and the sums stand in for the Q4_0 zero point (AVX-512 Q4_0).
+ * 32) in groups of 8 blocks, 400 bytes each:
+ *   bytes 0..15     d of blocks 0..7 (fp16)
+ *   bytes 16..207   blocks 0..3:
+ *     +0    16 int32: -8 * sum(q) of block j, then three zeros, for j = 0..3
+ *     +64   q[0..15] of blocks 0..3 (16 bytes each)
+ *     +128  q[16..31] of blocks 0..3
+ *   bytes 208..399  the same for blocks 4..7
+ * A row's blocks past its last full group follow as plain Q8_0 blocks. Made
+ * for Q4_0 weights (AVX-512): each 64-byte run meets the low or the high
+ * nibbles of 4 weight blocks in one load, and the int32s are where the
+ * integer dot sums start, so the zero point 8 is taken off exactly and for
+ * free: sum((w - 8) q) = -8 sum(q) + sum(w q).
  * The id is past every GGUF type id, so it is never a tensor's type.
  */
 #define CPU_ACT_Q8_0_G8 100u
 
 /* Bytes of a prepared row of n activations in format act (a dtype or CPU_ACT_*). */
 size_t cpu_act_row_size(uint32_t act, int64_t n);
-/* A prepared row back to n floats (the values the dot products use); -1 when act is unknown. */
+/* A prepared row back to n floats (the values the dot products use); -1 when act is
+ * unknown or the row's redundant fields (CPU_ACT_Q8_0_G8's sums) disagree with its values. */
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n);
 
 typedef struct cpu_type_kernels {
