@@ -181,6 +181,23 @@ static void test_bench_json(void **state) {
     }
     /* stories260K: 5 layers, 4 KV heads of 8; mean context 64 + 4 / 2 = 66 tokens, K and V */
     assert_true(bytes[1] - bytes[0] == 2.0 * 5 * 66 * 32 * 2);
+
+    /* the kernel table: matmuls named by weight type, and only the model's own - 5 layers x
+     * (QKV, output, gate/up, down) + the head per forward pass, one get_rows per pass - not
+     * the f32 matmuls of the device measurement that runs after the timed passes */
+    snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 4 --profile --json", model());
+    run(&r, args);
+    expect_exit(&r, 0);
+    const char *mm = strstr(r.out, "\"name\":\"matmul f32\""), *gr = strstr(r.out, "\"name\":\"get_rows\"");
+    assert_non_null(mm);
+    assert_non_null(gr);
+    mm = strstr(mm, "\"calls\":");
+    gr = strstr(gr, "\"calls\":");
+    assert_non_null(mm);
+    assert_non_null(gr);
+    const long mm_calls = strtol(mm + 8, NULL, 10), passes = strtol(gr + 8, NULL, 10);
+    assert_true(passes > 0);
+    assert_int_equal(mm_calls, 21 * passes);
 }
 
 static void test_convert(void **state) {

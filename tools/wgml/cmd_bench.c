@@ -211,6 +211,9 @@ int cmd_bench(int argc, char **argv) {
     run_result med = {median_of(runs, R, offsetof(run_result, pp_tps)), median_of(runs, R, offsetof(run_result, tg_tps)),
                       median_of(runs, R, offsetof(run_result, p50)), median_of(runs, R, offsetof(run_result, p90)),
                       median_of(runs, R, offsetof(run_result, ttft))};
+    /* the kernel table covers the model's work only, not the device measurement below */
+    wgml_kernel_stat kt[64];
+    int n_kt = profile ? wgml_model_get_kernel_times(m, kt, 64) : 0;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double rss_mb = ru.ru_maxrss / 1024.0; /* before the device measurement's own buffers */
@@ -226,8 +229,6 @@ int cmd_bench(int argc, char **argv) {
     double roofline = read_gbs > 0 ? bytes_per_token * med.tg_tps / (read_gbs * 1e9) * 100 : 0;
     double pp_gflops = med.pp_tps * 2.0 * (double)info.matmul_params / 1e9;
     double pp_pct = matmul_gflops > 0 ? pp_gflops / matmul_gflops * 100 : 0;
-    wgml_kernel_stat kt[64];
-    int n_kt = profile ? wgml_model_get_kernel_times(m, kt, 64) : 0;
     const char *model_path = mo.model ? mo.model : cli_default_model();
     if (json) {
         json_object *o = json_object_new_object();

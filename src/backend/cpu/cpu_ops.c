@@ -265,6 +265,28 @@ static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
     return 1;
 }
 
+/* The profile's name for a matmul: by weight type, so that a table shows which kernels the time went to. */
+static const char *mm_profile_name(const wgml_matmul *mm) {
+    for (int i = 1; i < mm->n_w; i++)
+        if (mm->w[i]->type != mm->w[0]->type) return "matmul mixed";
+    switch (mm->w[0]->type) {
+    case WGML_F32: return "matmul f32";
+    case WGML_F16: return "matmul f16";
+    case WGML_BF16: return "matmul bf16";
+    case WGML_Q4_0: return "matmul q4_0";
+    case WGML_Q4_1: return "matmul q4_1";
+    case WGML_Q5_0: return "matmul q5_0";
+    case WGML_Q5_1: return "matmul q5_1";
+    case WGML_Q8_0: return "matmul q8_0";
+    case WGML_Q2_K: return "matmul q2_k";
+    case WGML_Q3_K: return "matmul q3_k";
+    case WGML_Q4_K: return "matmul q4_k";
+    case WGML_Q5_K: return "matmul q5_k";
+    case WGML_Q6_K: return "matmul q6_k";
+    default: return "matmul";
+    }
+}
+
 void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     cpu_backend *cb = (cpu_backend *)be;
     PROFILE_BEGIN(cb);
@@ -334,7 +356,7 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     }
     for (int i = 0; i < mm->n_w; i++) t.total_rows += t.part[i].M;
     wgml_threadpool_run(cb->pool, mm_run, &t);
-    PROFILE_END(cb, "matmul");
+    PROFILE_END(cb, mm_profile_name(mm));
 }
 
 /* ---- rope ---- */

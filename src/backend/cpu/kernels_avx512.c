@@ -222,11 +222,15 @@ static KX_TARGET inline float kz_dot_q45_k(int64_t n, const uint8_t *w, const ui
                                                        _mm256_set1_epi8((char)(1 << (2 * k + 1))), 1);
                 q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, sixteen);
             }
-            isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(q, kz_load(y + 64 * k)), kz_scale_pair(scb, k));
+            const __m512i p = _mm512_maddubs_epi16(q, kz_load(y + 64 * k));
+            /* the first product starts the sum: no zeroed register to copy */
+            isum = k ? _mm512_dpwssd_epi32(isum, p, kz_scale_pair(scb, k)) : _mm512_madd_epi16(p, kz_scale_pair(scb, 0));
         }
-        const float dy = quant_rd_f32(x);
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(dy * kx_f16(w + offsetof(block_q4_K, d))), acc);
-        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q4_K, dmin)), accm);
+        /* d and dmin (adjacent fp16) times dy in one conversion: [d dy, dmin dy, ...] */
+        const __m128 dd = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)quant_rd32(w + offsetof(block_q4_K, d)))),
+                                     _mm_set1_ps(quant_rd_f32(x)));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_broadcastss_ps(dd), acc);
+        accm = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), accm);
     }
     return _mm512_reduce_add_ps(acc) - kx_hsum(accm);
 }
