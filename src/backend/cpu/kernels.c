@@ -11,6 +11,10 @@
  *
  * WASM SIMD128 (the browser build): kernels_wasm.c, installed by
  * select_table() over the scalar entries.
+ *
+ * Also here: the private activation layouts of kernels.h (their sizes, the
+ * prepare functions the SIMD tables install, and the way back to floats for
+ * tests).
  */
 #include "backend/cpu/kernels.h"
 

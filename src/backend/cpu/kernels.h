@@ -7,10 +7,10 @@
  * the K-quants) so that the inner loop is integer multiply-adds, then calls
  * `dot` for each weight row. An activation format is a GGUF dtype or one of
  * the CPU_ACT_* layouts below, private to these kernels: the same values
- * stored in the order one instruction set's dot reads best. The matvec
- * calls `dot` once per weight row with the same activations, so work spent
- * on reordering them in `prepare` is saved once per row. Both functions are chosen once at startup for
- * the best instruction set this CPU has (AVX-512/VNNI, AVX2+FMA+F16C, or
+ * stored in the order one instruction set's dot reads best. Every weight row
+ * reads the same activations, so reordering them once in `prepare` spares
+ * that work on every row. Both functions are chosen once at startup for the
+ * best instruction set this CPU has (AVX-512/VNNI, AVX2+FMA+F16C, or
  * portable scalar code); every variant computes the same math as the scalar
  * reference, up to float summation order.
  */
