@@ -366,12 +366,10 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
 
 /* ---- private activation layouts (kernels.h) ---- */
 
-#define G8_BYTES 400 /* 8 blocks: 16 bytes of d, then per 4 blocks 64 of sums and 128 of q */
-
 size_t cpu_act_row_size(uint32_t act, int64_t n) {
     if (act != CPU_ACT_Q8_0_G8) return wgml_row_size(act, n);
     if (n < 0 || n % 32) return 0;
-    return (size_t)(n / 256) * G8_BYTES + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
+    return (size_t)(n / 256) * CPU_ACT_Q8_0_G8_GROUP + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
 }
 
 /* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32. */
@@ -383,10 +381,10 @@ static size_t g8_sum_offset(int k) { return 16 + 192 * (size_t)(k / 4) + 16 * (s
 void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
     uint8_t *o = dst;
     const int64_t groups = n / 256;
-    for (int64_t g = 0; g < groups; g++, x += 256, o += G8_BYTES) {
+    for (int64_t g = 0; g < groups; g++, x += 256, o += CPU_ACT_Q8_0_G8_GROUP) {
         uint8_t blocks[8 * sizeof(block_q8_0)];
         wgml_quantize_row(WGML_Q8_0, x, blocks, 256);
-        memset(o, 0, G8_BYTES);
+        memset(o, 0, CPU_ACT_Q8_0_G8_GROUP);
         for (int k = 0; k < 8; k++) {
             const uint8_t *b = blocks + k * sizeof(block_q8_0);
             const int8_t *q = (const int8_t *)(b + offsetof(block_q8_0, qs));
@@ -407,7 +405,7 @@ int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
     if (n < 0 || n % 32) return -1;
     const uint8_t *p = src;
-    for (int64_t g = 0; g < n / 256; g++, p += G8_BYTES, dst += 256)
+    for (int64_t g = 0; g < n / 256; g++, p += CPU_ACT_Q8_0_G8_GROUP, dst += 256)
         for (int k = 0; k < 8; k++) {
             const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
             int32_t sum = 0, z[4];

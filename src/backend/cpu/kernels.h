@@ -37,6 +37,7 @@
  * The id is past every GGUF type id, so it is never a tensor's type.
  */
 #define CPU_ACT_Q8_0_G8 100u
+#define CPU_ACT_Q8_0_G8_GROUP 400 /* bytes per group of 8 blocks */
 
 /* Bytes of a prepared row of n activations in format act (a dtype or CPU_ACT_*). */
 size_t cpu_act_row_size(uint32_t act, int64_t n);

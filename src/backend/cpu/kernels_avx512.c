@@ -158,7 +158,7 @@ static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
     const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
     int64_t b = 0;
-    for (; b + 8 <= nb; b += 8, x += 400) {
+    for (; b + 8 <= nb; b += 8, x += CPU_ACT_Q8_0_G8_GROUP) {
         const uint8_t *wb = w + b * 18;
         KX_PREFETCH_RANGE(wb, 8 * 18);
         const __m256 d = _mm256_mul_ps(kz_f16x8(wb, 9), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
