@@ -297,6 +297,70 @@ static void test_prepare(void **state) {
     free(p2);
 }
 
+/* Inputs where a SIMD quantizer most easily parts from the scalar one: exact
+ * halves (d = 1, so x / d lands on .5: ties round away from zero in Q8_0,
+ * to even in Q8_K), an all-zero block, NaN and infinity, subnormal and huge
+ * magnitudes, the extreme at the start, the end or twice with both signs. */
+static void make_edge_x(int64_t n, float *x, tu_rng *rng) {
+    make_x(n, x, rng);
+    for (int64_t i = 0; i < 256; i++) x[i] = (float)(i % 255) - 127.0f + (i ? 0.5f : 0.0f); /* -127, then ties */
+    for (int64_t i = 256; i < 512; i++) x[i] = 0.0f;
+    x[512 + 5] = NAN;
+    x[768 + 40] = INFINITY;
+    for (int64_t i = 1024; i < 1280; i++) x[i] *= 1e-41f;
+    for (int64_t i = 1280; i < 1536; i++) x[i] *= 1e30f;
+    x[1536 + 255] = 50.0f;
+    x[1792 + 3] = -40.0f;
+    x[1792 + 200] = 40.0f;
+}
+
+/* Equal prepared rows: the same bytes in the same layout, else the same values. */
+static void assert_same_act(uint32_t act_a, const void *a, uint32_t act_b, const void *b, int64_t n) {
+    if (act_a == act_b) {
+        assert_memory_equal(a, b, cpu_act_row_size(act_a, n));
+        return;
+    }
+    float *fa = malloc(n * sizeof(float)), *fb = malloc(n * sizeof(float));
+    assert_int_equal(cpu_act_to_float(act_a, a, fa, n), 0);
+    assert_int_equal(cpu_act_to_float(act_b, b, fb, n), 0);
+    assert_memory_equal(fa, fb, n * sizeof(float));
+    free(fa);
+    free(fb);
+}
+
+static void test_prepare_edges(void **state) {
+    (void)state;
+    tu_rng rng = {4242};
+    const int64_t n = 2048 + 96; /* 8 full groups of 256 and a ragged tail */
+    float *x = malloc(n * sizeof(float));
+    uint8_t *ref = malloc(n * sizeof(float)), *p = malloc(n * sizeof(float)), *pieces = malloc(n * sizeof(float));
+    make_edge_x(n, x, &rng);
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        if (wgml_dtype_get(t)->block_size == 1) continue; /* float weights: a copy */
+        const int64_t len = wgml_dtype_get(t)->block_size == 256 ? 2048 : n;
+        const cpu_type_kernels *ks = cpu_kernels_get_isa("scalar", t);
+        ks->prepare(x, ref, len);
+        for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+            const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+            if (!k) continue;
+            k->prepare(x, p, len);
+            assert_same_act(ks->act_type, ref, k->act_type, p, len);
+            /* piecewise (kernels.h, CPU_ACT_PIECE): as matmul splits a token's row across threads */
+            memset(pieces, 0xa5, n * sizeof(float));
+            for (int64_t a = 0; a < len; a += CPU_ACT_PIECE) {
+                const int64_t m = len - a < CPU_ACT_PIECE ? len - a : CPU_ACT_PIECE;
+                k->prepare(x + a, pieces + cpu_act_row_size(k->act_type, a), m);
+            }
+            assert_memory_equal(p, pieces, cpu_act_row_size(k->act_type, len));
+        }
+    }
+    free(x);
+    free(ref);
+    free(p);
+    free(pieces);
+}
+
 /* ---- to_float ---- */
 
 static void test_to_float(void **state) {
@@ -398,6 +462,7 @@ static void test_bench(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

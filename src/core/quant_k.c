@@ -560,11 +560,12 @@ void quant_quant_q8_k(const float *x, uint8_t *dst, int64_t nb) {
         int8_t q[QK_K];
         int16_t bsums[16];
         float d = 0;
-        if (amax == 0) {
+        /* the extreme maps to -127, so the quants stay in -127..127; a block so
+         * small that this scale overflows (|max| < 127 / FLT_MAX) is stored as zeros */
+        const float iscale = amax == 0 ? 0 : -127.f / max;
+        if (amax == 0 || isinf(iscale)) {
             memset(q, 0, sizeof q);
         } else {
-            /* the extreme maps to -127, so the quants stay in -127..127 */
-            const float iscale = -127.f / max;
             for (int e = 0; e < QK_K; e++)
                 q[e] = (int8_t)clampi(quant_nearest_int(iscale * x[e]), -127, 127);
             d = 1 / iscale;

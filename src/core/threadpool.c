@@ -41,6 +41,12 @@ void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
     fn(ctx, 0, 1);
 }
 
+void wgml_threadpool_run_range(wgml_threadpool *p, wgml_range_fn fn, void *ctx, int64_t n, int64_t chunk) {
+    (void)p;
+    (void)chunk;
+    if (n > 0) fn(ctx, 0, n, 0);
+}
+
 #else /* native: worker threads */
 
 #include <pthread.h>
@@ -61,8 +67,17 @@ void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
 #define SPIN_ITERATIONS 20000
 #define YIELD_ITERATIONS 1000
 
+/* One thread's share of a range job, on its own cache line: chunks
+ * [next, end) are not taken yet. Its owner and the other threads all take
+ * chunks with an atomic add, so no chunk runs twice. */
+typedef struct {
+    _Alignas(64) atomic_llong next;
+    int64_t end;
+} range_share;
+
 struct wgml_threadpool {
     int n;
+    range_share *shares; /* n of them */
     pthread_t *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake;
@@ -132,7 +147,10 @@ wgml_status wgml_threadpool_create(int n_threads, wgml_threadpool **out, wgml_er
     if (!p) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating thread pool");
     p->n = n_threads;
     p->threads = wgml_calloc((size_t)n_threads, sizeof(pthread_t) + sizeof(worker_arg));
-    if (!p->threads) {
+    p->shares = wgml_aligned_alloc((size_t)n_threads * sizeof(range_share));
+    if (!p->threads || !p->shares) {
+        wgml_free(p->threads);
+        wgml_aligned_free(p->shares);
         wgml_free(p);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating thread pool");
     }
@@ -166,6 +184,7 @@ void wgml_threadpool_free(wgml_threadpool *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     wgml_free(p->threads);
+    wgml_aligned_free(p->shares);
     wgml_free(p);
 }
 
@@ -190,6 +209,45 @@ void wgml_threadpool_run(wgml_threadpool *p, wgml_task_fn fn, void *ctx) {
         if (spins < SPIN_ITERATIONS) CPU_RELAX();
         else sched_yield();
     }
+}
+
+typedef struct {
+    wgml_threadpool *pool;
+    wgml_range_fn fn;
+    void *ctx;
+    int64_t n, chunk;
+} range_job;
+
+static void range_run(void *arg, int ith, int nth) {
+    const range_job *j = arg;
+    for (int v = 0; v < nth; v++) { /* own share first, then the others' in turn */
+        range_share *s = &j->pool->shares[(ith + v) % nth];
+        for (;;) {
+            int64_t c = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
+            if (c >= s->end) break;
+            int64_t lo = c * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+            j->fn(j->ctx, lo, hi, ith);
+        }
+    }
+}
+
+void wgml_threadpool_run_range(wgml_threadpool *p, wgml_range_fn fn, void *ctx, int64_t n, int64_t chunk) {
+    if (n <= 0) return;
+    if (chunk < 1) chunk = 1;
+    if (!p || p->n == 1) {
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    /* chunks split evenly; the first (n_chunks % n) threads take one more */
+    int64_t n_chunks = (n + chunk - 1) / chunk, per = n_chunks / p->n, extra = n_chunks % p->n, at = 0;
+    for (int i = 0; i < p->n; i++) {
+        int64_t len = per + (i < extra);
+        atomic_store_explicit(&p->shares[i].next, at, memory_order_relaxed);
+        p->shares[i].end = at + len;
+        at += len;
+    }
+    range_job j = {p, fn, ctx, n, chunk};
+    wgml_threadpool_run(p, range_run, &j); /* publishes the shares (seq_cst generation bump) */
 }
 
 #endif /* __wasm__ */

@@ -1,10 +1,12 @@
 /*
  * cpu_measure.c - the CPU's memory read bandwidth, as decode sees it.
  *
- * Every thread of the backend's pool sums its share of a 512 MiB buffer
- * (about 14x the last-level cache of a large server part) filled with
- * non-constant data, so neither caches nor zero-page tricks help; the best of
- * a few passes counts. This is the ceiling a memory-bound decode step can
+ * The threads of the backend's pool sum a 512 MiB buffer (about 14x the
+ * last-level cache of a large server part) filled with non-constant data, so
+ * neither caches nor zero-page tricks help; the best of a few passes counts.
+ * They share the buffer out in 1 MiB chunks the way matmul shares weight
+ * rows (wgml_threadpool_run_range), so a thread slowed by a neighbour lowers
+ * neither the ceiling nor decode more than the other. This is the ceiling a memory-bound decode step can
  * reach on these threads: the loads are the widest the CPU has (the same the
  * decode kernels use), with four independent sums so that no dependency
  * chain slows them, and a software prefetch a few lines ahead. A scalar loop
@@ -22,6 +24,8 @@
 
 #define MEASURE_BYTES  (512ull << 20)
 #define MEASURE_PASSES 4
+
+#define MEASURE_CHUNK (1u << 20) /* bytes */
 
 typedef struct {
     const uint64_t *data;
@@ -82,10 +86,10 @@ __attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *d, size
 }
 #endif
 
-static void read_run(void *p, int ith, int nth) {
+/* Chunks [c0, c1) of MEASURE_CHUNK bytes (the buffer is a whole number of them). */
+static void read_run(void *p, int64_t c0, int64_t c1, int ith) {
     read_task *t = p;
-    size_t per = (t->n / (size_t)nth) & ~(size_t)31, lo = per * (size_t)ith;
-    size_t hi = ith == nth - 1 ? t->n & ~(size_t)31 : lo + per;
+    const size_t words = MEASURE_CHUNK / 8, lo = (size_t)c0 * words, hi = (size_t)c1 * words;
     uint64_t s;
 #if defined(WGML_CPU_X86)
     const char *isa = cpu_kernels_isa();
@@ -96,7 +100,7 @@ static void read_run(void *p, int ith, int nth) {
     else
 #endif
         s = sum_scalar(t->data, lo, hi);
-    t->sums[ith & 511] = s;
+    t->sums[ith & 511] += s;
 }
 
 static void fill_run(void *p, int ith, int nth) {
@@ -117,7 +121,7 @@ wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err
     double best = 1e30;
     for (int pass = 0; pass < MEASURE_PASSES; pass++) {
         double t0 = cpu_now_ms();
-        wgml_threadpool_run(cb->pool, read_run, &t);
+        wgml_threadpool_run_range(cb->pool, read_run, &t, MEASURE_BYTES / MEASURE_CHUNK, 1);
         double ms = cpu_now_ms() - t0;
         if (ms < best) best = ms;
     }

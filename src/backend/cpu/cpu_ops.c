@@ -4,7 +4,7 @@
  * Each op checks its tensors, then runs on the thread pool. matmul is the one
  * that matters for speed: it converts the activations once into the weight
  * type's activation format (e.g. Q8_0 blocks for Q4_0 weights, see
- * kernels.h), then splits the weight rows across threads; every weight row is
+ * kernels.h), then shares the weight rows out across threads; every weight row is
  * read once per step and dotted with all of the step's token rows while it
  * is hot in cache.
  */
@@ -157,7 +157,10 @@ static float part_dot(const mm_task *t, const mm_part *p, const uint8_t *w, int6
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
 
-
+/* Weight rows per chunk of work: a multiple of 4 (the prompt tiles), and
+ * small enough (16 rows of a 2048-wide Q4_0 matrix are 18 KiB) that a thread
+ * left idle by a slower one finds work until the end of the matmul. */
+#define MM_CHUNK_ROWS 16
 
 /* Output rows [lo, hi) of part pt for all tokens into res [n][M] (adding to
  * what is there with `add`, plus bias[r] if given): 4 x 4 tiles with the
@@ -191,12 +194,14 @@ static void part_rows(const mm_task *t, const mm_part *pt, int64_t lo, int64_t h
 #undef PUT
 }
 
-static void mm_run(void *p, int ith, int nth) {
+/* Weight rows [lo, hi) of the matmul (a chunk of wgml_threadpool_run_range,
+ * see MM_CHUNK_ROWS), on thread ith. SwiGLU: rows of the gate and up
+ * weights, combined into the gate's output; otherwise the rows of all parts
+ * form one range [0, total_rows). */
+static void mm_rows(void *p, int64_t lo, int64_t hi, int ith) {
     mm_task *t = p;
     if (t->epi == WGML_EPI_SWIGLU) {
         const mm_part *g = &t->part[0], *u = &t->part[1];
-        int64_t lo, hi;
-        split(g->M, ith, nth, &lo, &hi);
         if (t->swiglu_up) { /* tiled: both products into scratch, then combine */
             part_rows(t, g, lo, hi, ith, g->out, 0, NULL);
             part_rows(t, u, lo, hi, ith, t->swiglu_up, 0, NULL);
@@ -220,9 +225,6 @@ static void mm_run(void *p, int ith, int nth) {
         }
         return;
     }
-    /* rows of all parts form one range [0, total_rows) split across threads */
-    int64_t lo, hi;
-    split(t->total_rows, ith, nth, &lo, &hi);
     int64_t base = 0;
     for (int p_i = 0; p_i < t->n_parts; p_i++) {
         const mm_part *pt = &t->part[p_i];
@@ -237,14 +239,19 @@ typedef struct {
     const float *x;
     uint8_t *dst;
     size_t dst_row;
-    int64_t K, n;
+    int64_t K, pieces; /* pieces of CPU_ACT_PIECE elements per row */
 } prep_task;
 
-static void prep_run(void *p, int ith, int nth) {
+/* Activation pieces [lo, hi) (piece j of row i is item i * pieces + j), so
+ * that a single token's row, as in decode, is prepared by all threads. */
+static void prep_pieces(void *p, int64_t lo, int64_t hi, int ith) {
+    (void)ith;
     prep_task *t = p;
-    int64_t lo, hi;
-    split(t->n, ith, nth, &lo, &hi);
-    for (int64_t i = lo; i < hi; i++) t->k->prepare(t->x + i * t->K, t->dst + (size_t)i * t->dst_row, t->K);
+    for (int64_t it = lo; it < hi; it++) {
+        int64_t i = it / t->pieces, a = it % t->pieces * CPU_ACT_PIECE;
+        int64_t len = t->K - a < CPU_ACT_PIECE ? t->K - a : CPU_ACT_PIECE;
+        t->k->prepare(t->x + i * t->K + a, t->dst + (size_t)i * t->dst_row + cpu_act_row_size(t->k->act_type, a), len);
+    }
 }
 
 static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
@@ -348,14 +355,15 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
         if (shared >= 0) {
             p->act = t.part[shared].act;
         } else {
-            prep_task pt = {k[i], x, act, p->act_row, K, n};
-            wgml_threadpool_run(cb->pool, prep_run, &pt);
+            prep_task pt = {k[i], x, act, p->act_row, K, (K + CPU_ACT_PIECE - 1) / CPU_ACT_PIECE};
+            wgml_threadpool_run_range(cb->pool, prep_pieces, &pt, n * pt.pieces, 1);
             p->act = act;
             act += act_bytes[i];
         }
     }
     for (int i = 0; i < mm->n_w; i++) t.total_rows += t.part[i].M;
-    wgml_threadpool_run(cb->pool, mm_run, &t);
+    int64_t rows = mm->epilogue == WGML_EPI_SWIGLU ? t.part[0].M : t.total_rows;
+    wgml_threadpool_run_range(cb->pool, mm_rows, &t, rows, MM_CHUNK_ROWS);
     PROFILE_END(cb, mm_profile_name(mm));
 }
 

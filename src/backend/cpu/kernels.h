@@ -39,6 +39,12 @@
 #define CPU_ACT_Q8_0_G8 100u
 #define CPU_ACT_Q8_0_G8_GROUP 400 /* bytes per group of 8 blocks */
 
+/* Every activation format is piecewise in runs of CPU_ACT_PIECE elements: a
+ * row prepared in pieces, each starting at element a (a multiple of this)
+ * and stored at byte cpu_act_row_size(act, a), is the row prepared whole.
+ * matmul splits a single token's row across threads that way. */
+#define CPU_ACT_PIECE 256
+
 /* Bytes of a prepared row of n activations in format act (a dtype or CPU_ACT_*). */
 size_t cpu_act_row_size(uint32_t act, int64_t n);
 /* A prepared row back to n floats (the values the dot products use); -1 when act is

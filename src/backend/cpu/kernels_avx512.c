@@ -281,10 +281,37 @@ static KX_TARGET float kz_dot_q6_k(int64_t n, const void *wv, const void *xv) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* CPU_ACT_Q8_0_G8 (kernels.h) with the SIMD block quantizer: the same bytes
+ * as cpu_prep_q8_0_g8. */
+static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
+    uint8_t *o = dst;
+    const int64_t groups = n / 256;
+    for (int64_t g = 0; g < groups; g++, x += 256, o += CPU_ACT_Q8_0_G8_GROUP) {
+        for (int h = 0; h < 2; h++) { /* blocks 4h..4h+3 */
+            uint8_t *half = o + 16 + 192 * h;
+            for (int k = 0; k < 4; k++) {
+                uint16_t d16;
+                const __m256i q = kx_quant_q8_block(x + 32 * (4 * h + k), &d16);
+                quant_wr16(o + 2 * (4 * h + k), d16);
+                _mm_storeu_si128((__m128i *)(half + 64 + 16 * k), _mm256_castsi256_si128(q));
+                _mm_storeu_si128((__m128i *)(half + 128 + 16 * k), _mm256_extracti128_si256(q, 1));
+                /* sum(q): bytes -> int16 pairs -> int32 per 4 bytes, then across */
+                const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+                __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+                const int32_t sum = _mm_cvtsi128_si32(s4);
+                _mm_storeu_si128((__m128i *)(half + 16 * k), _mm_cvtsi32_si128(-8 * sum)); /* then three zeros */
+            }
+        }
+    }
+    kx_prep_q8_0(x, o, n % 256);
+}
+
 void cpu_kernels_fill_avx512(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     kx_fill(t);
     t[WGML_Q4_0].act_type = CPU_ACT_Q8_0_G8;
-    t[WGML_Q4_0].prepare = cpu_prep_q8_0_g8;
+    t[WGML_Q4_0].prepare = kz_prep_q8_0_g8;
     t[WGML_Q4_0].dot = kz_dot_q4_0;
     t[WGML_Q4_1].dot = kz_dot_q4_1;
     t[WGML_Q5_0].dot = kz_dot_q5_0;

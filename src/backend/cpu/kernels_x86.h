@@ -33,8 +33,10 @@
 #include "core/quant_impl.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- helpers ---- */
 
@@ -566,6 +568,111 @@ static inline float kx_sc_f16(const uint8_t *row, int64_t k) { return wgml_f16_t
 KX_DOT4X4(kx_dot4x4_f32, kx_ld_f32, kx_sc_f32)
 KX_DOT4X4(kx_dot4x4_f16, kx_ld_f16, kx_sc_f16)
 
+/* ---- prepare: activations to Q8_0 / Q8_K ----
+ * The same numbers as core/quant.c's scalar code, bit for bit (test_cpu_kernels
+ * compares them): decode prepares every activation row once per matmul, and
+ * on the scalar path that was 3% of a 1B model's decode step. */
+
+/* Horizontal max of 8 floats (none NaN). */
+static KX_TARGET inline float kx_hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+
+/* 4 x 8 int32 -> 32 int8 in order, saturating. */
+static KX_TARGET inline __m256i kx_pack_i8(__m256i a, __m256i b, __m256i c, __m256i d) {
+    const __m256i v = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* One Q8_0 block: 32 floats at x -> 32 int8 (d = amax / 127, q = roundf(x / d)
+ * clamped to int8, NaN to 0) and d as fp16 in *d16. */
+static KX_TARGET inline __m256i kx_quant_q8_block(const float *x, uint16_t *d16) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 v[4], mx = _mm256_setzero_ps();
+    for (int i = 0; i < 4; i++) {
+        v[i] = _mm256_loadu_ps(x + 8 * i);
+        mx = _mm256_max_ps(_mm256_and_ps(v[i], abs_mask), mx); /* a NaN lane keeps mx */
+    }
+    const float d = kx_hmax(mx) / 127;
+    const __m256 id = _mm256_set1_ps(d ? 1.0f / d : 0.0f);
+    *d16 = wgml_f32_to_f16(d);
+    __m256i q[4];
+    for (int i = 0; i < 4; i++) {
+        const __m256 s = _mm256_mul_ps(v[i], id);
+        /* roundf: truncate, then one step away from zero where the exact remainder is >= 1/2 */
+        __m256 t = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+        const __m256 half_up = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(s, t), abs_mask), _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+        const __m256 step = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(abs_mask, s));
+        t = _mm256_add_ps(t, _mm256_and_ps(half_up, step));
+        t = _mm256_and_ps(t, _mm256_cmp_ps(s, s, _CMP_ORD_Q)); /* NaN -> 0 */
+        t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-128.f)), _mm256_set1_ps(127.f));
+        q[i] = _mm256_cvtps_epi32(t);
+    }
+    return kx_pack_i8(q[0], q[1], q[2], q[3]);
+}
+
+static KX_TARGET void kx_prep_q8_0(const float *x, void *dst, int64_t n) {
+    uint8_t *o = dst;
+    for (int64_t b = 0; b < n / 32; b++, x += 32, o += sizeof(block_q8_0)) {
+        uint16_t d16;
+        const __m256i q = kx_quant_q8_block(x, &d16);
+        quant_wr16(o + offsetof(block_q8_0, d), d16);
+        _mm256_storeu_si256((__m256i *)(o + offsetof(block_q8_0, qs)), q);
+    }
+}
+
+/* Q8_K: per 256, the value of largest magnitude maps to -127; q rounded to
+ * nearest even, clamped to -127..127 (NaN to 0); d = 1 / iscale; bsums. */
+static KX_TARGET void kx_prep_q8_k(const float *x, void *dst, int64_t n) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    uint8_t *o = dst;
+    for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, o += sizeof(block_q8_K)) {
+        __m256 mx = _mm256_setzero_ps();
+        for (int i = 0; i < QK_K; i += 8)
+            mx = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), mx);
+        const float amax = kx_hmax(mx);
+        int8_t *q = (int8_t *)(o + offsetof(block_q8_K, qs));
+        int16_t bsums[QK_K / 16];
+        float d = 0, max = 0; /* max: the first element of largest magnitude, with its sign */
+        for (int e = 0; amax != 0 && e < QK_K; e++)
+            if (fabsf(x[e]) == amax) {
+                max = x[e];
+                break;
+            }
+        const float iscale = amax == 0 ? 0 : -127.f / max;
+        if (amax == 0 || isinf(iscale)) { /* zeros, as in quant_k.c */
+            memset(q, 0, QK_K);
+            memset(bsums, 0, sizeof bsums);
+        } else {
+            const __m256 is = _mm256_set1_ps(iscale);
+            for (int j = 0; j < QK_K; j += 32) {
+                __m256i qi[4];
+                for (int i = 0; i < 4; i++) {
+                    const __m256 s = _mm256_mul_ps(_mm256_loadu_ps(x + j + 8 * i), is);
+                    __m256 t = _mm256_round_ps(s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                    t = _mm256_and_ps(t, _mm256_cmp_ps(s, s, _CMP_ORD_Q)); /* NaN -> 0 */
+                    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-127.f)), _mm256_set1_ps(127.f));
+                    qi[i] = _mm256_cvtps_epi32(t);
+                }
+                const __m256i v = kx_pack_i8(qi[0], qi[1], qi[2], qi[3]);
+                _mm256_storeu_si256((__m256i *)(q + j), v);
+                /* sums of 16: bytes -> int16 pairs -> int32 per 4 bytes -> pack to int16 */
+                const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), v);
+                const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+                int32_t w[8];
+                _mm256_storeu_si256((__m256i *)w, s32);
+                bsums[j / 16] = (int16_t)(w[0] + w[1] + w[2] + w[3]);
+                bsums[j / 16 + 1] = (int16_t)(w[4] + w[5] + w[6] + w[7]);
+            }
+            d = 1 / iscale;
+        }
+        memcpy(o + offsetof(block_q8_K, d), &d, 4);
+        memcpy(o + offsetof(block_q8_K, bsums), bsums, sizeof bsums);
+    }
+}
+
 static void kx_fill(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_F32].dot = kx_dot_f32;
     t[WGML_F32].dot4x4 = kx_dot4x4_f32;
@@ -583,4 +690,8 @@ static void kx_fill(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_Q4_K].dot = kx_dot_q4_k;
     t[WGML_Q5_K].dot = kx_dot_q5_k;
     t[WGML_Q6_K].dot = kx_dot_q6_k;
+    t[WGML_Q4_0].prepare = kx_prep_q8_0;
+    t[WGML_Q5_0].prepare = kx_prep_q8_0;
+    t[WGML_Q8_0].prepare = kx_prep_q8_0;
+    for (uint32_t k = WGML_Q2_K; k <= WGML_Q6_K; k++) t[k].prepare = kx_prep_q8_k;
 }
