@@ -4,10 +4,10 @@
  * The threads of the backend's pool sum a 512 MiB buffer (about 14x the
  * last-level cache of a large server part) filled with non-constant data, so
  * neither caches nor zero-page tricks help; the best of a few passes counts.
- * They share the buffer out in 1 MiB chunks the way matmul shares weight
- * rows (wgml_threadpool_run_range), so a thread slowed by a neighbour lowers
- * neither the ceiling nor decode more than the other. This is the ceiling a memory-bound decode step can
- * reach on these threads: the loads are the widest the CPU has (the same the
+ * They share the buffer out in 1 MiB chunks as matmul shares weight rows
+ * (wgml_threadpool_run_range), so a thread slowed by a neighbour does not
+ * lower the measured ceiling. This is the ceiling a memory-bound decode step
+ * can reach on these threads: the loads are the widest the CPU has (the same the
  * decode kernels use), with four independent sums so that no dependency
  * chain slows them, and a software prefetch a few lines ahead. A scalar loop
  * measured 10-15% below what the AVX-512 matvec kernels then reached, and a

@@ -12,9 +12,8 @@
  * WASM SIMD128 (the browser build): kernels_wasm.c, installed by
  * select_table() over the scalar entries.
  *
- * Also here: the private activation layouts of kernels.h (their sizes, the
- * prepare functions the SIMD tables install, and the way back to floats for
- * tests).
+ * Also here: the private activation layouts of kernels.h (their sizes, and
+ * the way back to floats for tests).
  */
 #include "backend/cpu/kernels.h"
 
@@ -372,34 +371,12 @@ size_t cpu_act_row_size(uint32_t act, int64_t n) {
     return (size_t)(n / 256) * CPU_ACT_Q8_0_G8_GROUP + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
 }
 
-/* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32. */
+/* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32
+ * (kernels_avx512.c's kz_prep_q8_0_g8 writes the layout). */
 static size_t g8_q_offset(int k, int i) {
     return 16 + 192 * (size_t)(k / 4) + 64 + 64 * (size_t)(i / 16) + 16 * (size_t)(k % 4) + (size_t)(i % 16);
 }
 static size_t g8_sum_offset(int k) { return 16 + 192 * (size_t)(k / 4) + 16 * (size_t)(k % 4); }
-
-void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
-    uint8_t *o = dst;
-    const int64_t groups = n / 256;
-    for (int64_t g = 0; g < groups; g++, x += 256, o += CPU_ACT_Q8_0_G8_GROUP) {
-        uint8_t blocks[8 * sizeof(block_q8_0)];
-        wgml_quantize_row(WGML_Q8_0, x, blocks, 256);
-        memset(o, 0, CPU_ACT_Q8_0_G8_GROUP);
-        for (int k = 0; k < 8; k++) {
-            const uint8_t *b = blocks + k * sizeof(block_q8_0);
-            const int8_t *q = (const int8_t *)(b + offsetof(block_q8_0, qs));
-            int32_t sum = 0;
-            for (int i = 0; i < 32; i++) {
-                o[g8_q_offset(k, i)] = (uint8_t)q[i];
-                sum += q[i];
-            }
-            memcpy(o + 2 * k, b + offsetof(block_q8_0, d), 2);
-            const int32_t z = -8 * sum;
-            memcpy(o + g8_sum_offset(k), &z, 4);
-        }
-    }
-    wgml_quantize_row(WGML_Q8_0, x, o, n % 256);
-}
 
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
@@ -414,7 +391,7 @@ int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
                 sum += (int8_t)p[g8_q_offset(k, i)];
             }
             memcpy(z, p + g8_sum_offset(k), sizeof z);
-            if (z[0] != -8 * sum || z[1] || z[2] || z[3]) return -1; /* not a row cpu_prep_q8_0_g8 wrote */
+            if (z[0] != -8 * sum || z[1] || z[2] || z[3]) return -1; /* not a row the G8 prepare wrote */
         }
     return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
 }

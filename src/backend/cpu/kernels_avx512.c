@@ -281,8 +281,8 @@ static KX_TARGET float kz_dot_q6_k(int64_t n, const void *wv, const void *xv) {
     return _mm512_reduce_add_ps(acc);
 }
 
-/* CPU_ACT_Q8_0_G8 (kernels.h) with the SIMD block quantizer: the same bytes
- * as cpu_prep_q8_0_g8. */
+/* x -> CPU_ACT_Q8_0_G8 (kernels.h): the Q8_0 quantization of x (the SIMD
+ * block quantizer, the same bits as the scalar code), regrouped. */
 static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
     uint8_t *o = dst;
     const int64_t groups = n / 256;
@@ -295,8 +295,8 @@ static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
                 quant_wr16(o + 2 * (4 * h + k), d16);
                 _mm_storeu_si128((__m128i *)(half + 64 + 16 * k), _mm256_castsi256_si128(q));
                 _mm_storeu_si128((__m128i *)(half + 128 + 16 * k), _mm256_extracti128_si256(q, 1));
-                /* sum(q): bytes -> int16 pairs -> int32 per 4 bytes, then across */
-                const __m256i s32 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+                /* sum(q): int32 per 4 bytes, then across */
+                const __m256i s32 = kx_dot_us(_mm256_set1_epi8(1), q);
                 __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
                 s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
                 s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));

@@ -19,9 +19,6 @@
  * the type has no kernel. For tests and benchmarks. */
 const cpu_type_kernels *cpu_kernels_get_isa(const char *isa, uint32_t type);
 
-/* x -> CPU_ACT_Q8_0_G8: the bytes of the Q8_0 quantization of x, regrouped. */
-void cpu_prep_q8_0_g8(const float *x, void *dst, int64_t n);
-
 #if defined(__x86_64__) || defined(__i386__)
 #define WGML_CPU_X86 1
 /* AVX2 + FMA + F16C (kernels_avx2.c). */

@@ -658,11 +658,9 @@ static KX_TARGET void kx_prep_q8_k(const float *x, void *dst, int64_t n) {
                 }
                 const __m256i v = kx_pack_i8(qi[0], qi[1], qi[2], qi[3]);
                 _mm256_storeu_si256((__m256i *)(q + j), v);
-                /* sums of 16: bytes -> int16 pairs -> int32 per 4 bytes -> pack to int16 */
-                const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), v);
-                const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+                /* sums of 16: int32 per 4 bytes, then 4 of those */
                 int32_t w[8];
-                _mm256_storeu_si256((__m256i *)w, s32);
+                _mm256_storeu_si256((__m256i *)w, kx_dot_us(_mm256_set1_epi8(1), v));
                 bsums[j / 16] = (int16_t)(w[0] + w[1] + w[2] + w[3]);
                 bsums[j / 16 + 1] = (int16_t)(w[4] + w[5] + w[6] + w[7]);
             }
