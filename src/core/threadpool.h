@@ -12,8 +12,9 @@
  * chunk at a time and in order (so each streams through memory as with a
  * fixed split), then takes the chunks the others have not reached yet. A
  * thread that the OS or a neighbouring VM slows then no longer holds up the
- * whole job: on a shared 2-vCPU host one thread often runs 10-25% slower than
- * the other, and with a fixed split every decode matmul waited for it.
+ * whole job: on a shared 2-vCPU host one thread ran up to a third slower than
+ * the other (not always the same one), and with a fixed split every decode
+ * matmul waited for it.
  */
 #ifndef WGML_CORE_THREADPOOL_H
 #define WGML_CORE_THREADPOOL_H
