@@ -37,6 +37,7 @@ static int block_of(uint32_t t) { return wgml_dtype_get(t)->block_size; }
 /* The activation format of weight type t's kernels on instruction set isa. */
 static uint32_t expected_act(const char *isa, uint32_t t) {
     if (t == WGML_Q4_0 && !strcmp(isa, "avx512")) return CPU_ACT_Q8_0_G8;
+    if ((t == WGML_Q4_K || t == WGML_Q5_K) && !strcmp(isa, "avx512")) return CPU_ACT_Q8_K_R;
     switch (t) {
     case WGML_Q4_0:
     case WGML_Q5_0:
@@ -104,8 +105,9 @@ static const int *scale_fields(uint32_t t) {
     }
 }
 
-/* n weights of type t: quantized normal data (mode 0) or random bytes with
- * sane scales (mode 1, quantized types only: every bit pattern of the quants). */
+/* n weights of type t: quantized normal data (mode 0) or, for quantized types,
+ * random bytes (mode 1: every bit pattern of the quants) or all-ones bytes
+ * (mode 2: the largest quants, for the sums' integer range), with sane scales. */
 static void make_weights(uint32_t t, int mode, int64_t n, uint8_t *dst, tu_rng *rng) {
     const size_t size = wgml_row_size(t, n);
     if (mode == 0) {
@@ -118,7 +120,7 @@ static void make_weights(uint32_t t, int mode, int64_t n, uint8_t *dst, tu_rng *
         return;
     }
     for (size_t i = 0; i < size; i++)
-        dst[i] = (uint8_t)tu_next(rng);
+        dst[i] = mode == 2 ? 0xff : (uint8_t)tu_next(rng);
     const size_t bsize = (size_t)wgml_dtype_get(t)->type_size;
     for (size_t b = 0; b < size / bsize; b++)
         for (const int *off = scale_fields(t); *off >= 0; off++) {
@@ -203,9 +205,11 @@ static void test_dot(void **state) {
         const int64_t nlen = lengths_for(t, &lens);
         for (int64_t li = 0; li < nlen; li++) {
             const int64_t n = lens[li];
-            for (int mode = 0; mode < (block_of(t) > 1 ? 2 : 1); mode++) {
+            for (int mode = 0; mode < (block_of(t) > 1 ? 3 : 1); mode++) {
                 make_weights(t, mode, n, w, &rng);
                 make_x(n, x, &rng);
+                if (mode == 2) /* all equal: every activation quant at -127 */
+                    for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
                 /* the same weights one byte (two for F16/BF16, four for F32) off alignment */
                 const size_t shift = t == WGML_F32 ? 4 : block_of(t) == 1 ? 2 : 1;
                 memcpy(wu + shift, w, wgml_row_size(t, n));
@@ -280,7 +284,8 @@ static void test_prepare(void **state) {
                 assert_memory_equal(p, p2, wgml_row_size(k->act_type, n));
                 continue;
             }
-            for (int64_t len = 32; len <= n; len += len < 1024 ? 224 : 1504) { /* ragged groups and tails */
+            const int64_t step = block_of(ks->act_type); /* ragged groups and tails where blocks are 32 */
+            for (int64_t len = step; len <= n; len += step == 256 ? 768 : len < 1024 ? 224 : 1504) {
                 float *back2 = malloc(len * sizeof(float));
                 ks->prepare(x, p, len);
                 assert_int_equal(wgml_dequantize_row(ks->act_type, p, back, len), 0);
@@ -362,6 +367,47 @@ static void test_prepare_edges(void **state) {
 }
 
 /* ---- to_float ---- */
+
+/* The private layouts' redundant fields (kernels.h) are checked on the way back
+ * to floats: a row with one of them changed is refused. */
+static void test_act_layout_checks(void **state) {
+    (void)state;
+    tu_rng rng = {777};
+    const int64_t n = 512;
+    float *x = malloc(n * sizeof(float)), *back = malloc(n * sizeof(float));
+    uint8_t *p = malloc(n * sizeof(float));
+    make_x(n, x, &rng);
+    const struct {
+        uint32_t weights, act;
+        size_t offsets[4]; /* bytes of the first block or group that only repeat what the rest says */
+    } cases[] = {
+        {WGML_Q4_0, CPU_ACT_Q8_0_G8, {16, 20, 16 + 192, 16 + 48}},
+        {WGML_Q4_K, CPU_ACT_Q8_K_R, {256, 272, 292, 300}},
+        {WGML_Q5_K, CPU_ACT_Q8_K_R, {270, 286, 295, 319}},
+    };
+    int checked = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const cpu_type_kernels *k = cpu_kernels_get_isa("avx512", cases[c].weights);
+        if (!k) continue; /* not an AVX-512 machine */
+        assert_int_equal(k->act_type, cases[c].act);
+        k->prepare(x, p, n);
+        assert_int_equal(cpu_act_to_float(k->act_type, p, back, n), 0);
+        for (int i = 0; i < 4; i++) {
+            p[cases[c].offsets[i]] ^= 0x10;
+            assert_int_equal(cpu_act_to_float(k->act_type, p, back, n), -1);
+            p[cases[c].offsets[i]] ^= 0x10;
+            checked++;
+        }
+        assert_int_equal(cpu_act_to_float(k->act_type, p, back, n), 0);
+    }
+    assert_int_equal(cpu_act_row_size(CPU_ACT_Q8_K_R, 768), 3 * CPU_ACT_Q8_K_R_BLOCK);
+    assert_int_equal(cpu_act_row_size(CPU_ACT_Q8_K_R, 300), 0);
+    assert_int_equal(cpu_act_to_float(CPU_ACT_Q8_K_R, p, back, 300), -1);
+    print_message("%d altered fields refused\n", checked);
+    free(x);
+    free(back);
+    free(p);
+}
 
 static void test_to_float(void **state) {
     (void)state;
@@ -463,6 +509,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_prepare_edges),
+        cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -366,6 +366,7 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
 /* ---- private activation layouts (kernels.h) ---- */
 
 size_t cpu_act_row_size(uint32_t act, int64_t n) {
+    if (act == CPU_ACT_Q8_K_R) return n < 0 || n % 256 ? 0 : (size_t)(n / 256) * CPU_ACT_Q8_K_R_BLOCK;
     if (act != CPU_ACT_Q8_0_G8) return wgml_row_size(act, n);
     if (n < 0 || n % 32) return 0;
     return (size_t)(n / 256) * CPU_ACT_Q8_0_G8_GROUP + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
@@ -378,7 +379,31 @@ static size_t g8_q_offset(int k, int i) {
 }
 static size_t g8_sum_offset(int k) { return 16 + 192 * (size_t)(k / 4) + 16 * (size_t)(k % 4); }
 
+/* CPU_ACT_Q8_K_R back to floats; -1 where the sums, the second d or the zero
+ * bytes are not what kernels_avx512.c's kz_prep_q8_k_r writes. */
+static int q8_k_r_to_float(const uint8_t *p, float *dst, int64_t n) {
+    static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+    if (n < 0 || n % 256) return -1;
+    for (int64_t b = 0; b < n / 256; b++, p += CPU_ACT_Q8_K_R_BLOCK, dst += 256) {
+        const float d = quant_rd_f32(p + 288);
+        if (quant_rd32(p + 288) != quant_rd32(p + 292)) return -1;
+        for (int i = 0; i < 8; i++) {
+            int sum = 0;
+            for (int e = 0; e < 32; e++) {
+                const int q = (int8_t)p[32 * i + e];
+                dst[32 * order[i] + e] = (float)q * d;
+                sum += q;
+            }
+            if (quant_rd16(p + 256 + 2 * i) != 0 || (int16_t)quant_rd16(p + 272 + 2 * order[i]) != sum) return -1;
+        }
+        for (int i = 296; i < CPU_ACT_Q8_K_R_BLOCK; i++)
+            if (p[i]) return -1;
+    }
+    return 0;
+}
+
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
+    if (act == CPU_ACT_Q8_K_R) return q8_k_r_to_float(src, dst, n);
     if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
     if (n < 0 || n % 32) return -1;
     const uint8_t *p = src;

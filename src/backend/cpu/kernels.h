@@ -39,6 +39,23 @@
 #define CPU_ACT_Q8_0_G8 100u
 #define CPU_ACT_Q8_0_G8_GROUP 400 /* bytes per group of 8 blocks */
 
+/*
+ * CPU_ACT_Q8_K_R: Q8_K values (an f32 scale d and 256 int8 q per block),
+ * CPU_ACT_Q8_K_R_BLOCK = 320 bytes per block:
+ *   bytes 0..255    q in runs of 32 (sub-blocks j): j = 0 2 1 3 4 6 5 7
+ *   bytes 256..271  zero (8 int16)
+ *   bytes 272..287  sum(q) of sub-block j, 8 int16
+ *   bytes 288..295  d (f32), twice
+ *   bytes 296..319  zero
+ * Made for Q4_K and Q5_K weights (AVX-512): a 64-byte run of their nibbles
+ * splits into the low ones, sub-blocks [j | j + 2], and the high ones,
+ * [j + 1 | j + 3], each met by one 64-byte load here; the sums, beside a
+ * zero for each scale, meet the weights' [8 scales | 8 mins] words in one
+ * multiply-add for the mins term.
+ */
+#define CPU_ACT_Q8_K_R 101u
+#define CPU_ACT_Q8_K_R_BLOCK 320
+
 /* Every activation format is piecewise in runs of CPU_ACT_PIECE elements: a
  * row prepared in pieces, each starting at element a (a multiple of this)
  * and stored at byte cpu_act_row_size(act, a), is the row prepared whole.
