@@ -38,6 +38,7 @@ static int block_of(uint32_t t) { return wgml_dtype_get(t)->block_size; }
 static uint32_t expected_act(const char *isa, uint32_t t) {
     if (t == WGML_Q4_0 && !strcmp(isa, "avx512")) return CPU_ACT_Q8_0_G8;
     if ((t == WGML_Q4_K || t == WGML_Q5_K) && !strcmp(isa, "avx512")) return CPU_ACT_Q8_K_R;
+    if (t == WGML_Q8_0 && !strcmp(isa, "avx512")) return CPU_ACT_Q8_0_Z128;
     switch (t) {
     case WGML_Q4_0:
     case WGML_Q5_0:
@@ -382,6 +383,7 @@ static void test_act_layout_checks(void **state) {
         size_t offsets[4]; /* bytes of the first block or group that only repeat what the rest says */
     } cases[] = {
         {WGML_Q4_0, CPU_ACT_Q8_0_G8, {16, 20, 16 + 192, 16 + 48}},
+        {WGML_Q8_0, CPU_ACT_Q8_0_Z128, {16, 20, 16 + 32, 144 + 60}},
         {WGML_Q4_K, CPU_ACT_Q8_K_R, {256, 272, 292, 300}},
         {WGML_Q5_K, CPU_ACT_Q8_K_R, {270, 286, 295, 319}},
     };
@@ -400,6 +402,7 @@ static void test_act_layout_checks(void **state) {
         }
         assert_int_equal(cpu_act_to_float(k->act_type, p, back, n), 0);
     }
+    assert_int_equal(cpu_act_row_size(CPU_ACT_Q8_0_Z128, 256 + 96), CPU_ACT_Q8_0_Z128_GROUP + 3 * sizeof(block_q8_0));
     assert_int_equal(cpu_act_row_size(CPU_ACT_Q8_K_R, 768), 3 * CPU_ACT_Q8_K_R_BLOCK);
     assert_int_equal(cpu_act_row_size(CPU_ACT_Q8_K_R, 300), 0);
     assert_int_equal(cpu_act_to_float(CPU_ACT_Q8_K_R, p, back, 300), -1);

@@ -367,9 +367,10 @@ static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
 
 size_t cpu_act_row_size(uint32_t act, int64_t n) {
     if (act == CPU_ACT_Q8_K_R) return n < 0 || n % 256 ? 0 : (size_t)(n / 256) * CPU_ACT_Q8_K_R_BLOCK;
-    if (act != CPU_ACT_Q8_0_G8) return wgml_row_size(act, n);
+    if (act != CPU_ACT_Q8_0_G8 && act != CPU_ACT_Q8_0_Z128) return wgml_row_size(act, n);
     if (n < 0 || n % 32) return 0;
-    return (size_t)(n / 256) * CPU_ACT_Q8_0_G8_GROUP + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
+    const size_t group = act == CPU_ACT_Q8_0_G8 ? CPU_ACT_Q8_0_G8_GROUP : CPU_ACT_Q8_0_Z128_GROUP;
+    return (size_t)(n / 256) * group + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
 }
 
 /* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32
@@ -402,8 +403,31 @@ static int q8_k_r_to_float(const uint8_t *p, float *dst, int64_t n) {
     return 0;
 }
 
+/* CPU_ACT_Q8_0_Z128 back to floats; -1 where the int32s are not -128 * sum(q)
+ * and zeros (kernels_avx512.c's kz_prep_q8_0_z128 writes the layout). */
+static int q8_0_z128_to_float(const uint8_t *p, float *dst, int64_t n) {
+    if (n < 0 || n % 32) return -1;
+    for (int64_t g = 0; g < n / 256; g++, p += CPU_ACT_Q8_0_Z128_GROUP, dst += 256)
+        for (int k = 0; k < 8; k++) {
+            const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
+            const uint8_t *pair = p + 16 + 128 * (k / 2);
+            const uint8_t *q = pair + 64 + 32 * (k % 2);
+            int32_t sum = 0, z[8];
+            for (int i = 0; i < 32; i++) {
+                dst[32 * k + i] = (float)(int8_t)q[i] * d;
+                sum += (int8_t)q[i];
+            }
+            memcpy(z, pair + 32 * (k % 2), sizeof z);
+            if (z[0] != -128 * sum) return -1;
+            for (int i = 1; i < 8; i++)
+                if (z[i]) return -1;
+        }
+    return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
+}
+
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     if (act == CPU_ACT_Q8_K_R) return q8_k_r_to_float(src, dst, n);
+    if (act == CPU_ACT_Q8_0_Z128) return q8_0_z128_to_float(src, dst, n);
     if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
     if (n < 0 || n % 32) return -1;
     const uint8_t *p = src;

@@ -40,6 +40,21 @@
 #define CPU_ACT_Q8_0_G8_GROUP 400 /* bytes per group of 8 blocks */
 
 /*
+ * CPU_ACT_Q8_0_Z128: Q8_0 values in groups of 8 blocks, 528 bytes each:
+ *   bytes 0..15     d of blocks 0..7 (fp16)
+ *   bytes 16..143   blocks 0 and 1:
+ *     +0    16 int32: -128 * sum(q) of block 0, seven zeros, the same for block 1
+ *     +64   q of block 0 (32 bytes), q of block 1
+ *   bytes 144..527  the same for blocks 2 and 3, 4 and 5, 6 and 7
+ * A row's blocks past its last full group follow as plain Q8_0 blocks. Made
+ * for Q8_0 weights (AVX-512), which vpdpbusd reads as unsigned w + 128: the
+ * int32s are where those sums start, so the zero point's term is taken off
+ * exactly, with no second vpdpbusd and subtraction per pair of blocks.
+ */
+#define CPU_ACT_Q8_0_Z128 102u
+#define CPU_ACT_Q8_0_Z128_GROUP 528 /* bytes per group of 8 blocks */
+
+/*
  * CPU_ACT_Q8_K_R: Q8_K values (an f32 scale d and 256 int8 q per block),
  * CPU_ACT_Q8_K_R_BLOCK = 320 bytes per block:
  *   bytes 0..255    q in runs of 32 (sub-blocks j): j = 0 2 1 3 4 6 5 7

@@ -9,7 +9,7 @@
  *
  *   32-element types: a zmm holds two blocks, [w_a | w_b] against
  *   [x_a | x_b] (Q4_0: four, against regrouped activations, see
- *   kz_dot_q4_0); the 16 fp16 scales of 8 blocks are picked out of masked
+ *   kz_dot_q4_0; Q8_0: with the zero point's term in the activations); the 16 fp16 scales of 8 blocks are picked out of masked
  *   64-byte loads with one or two vpermt2w, and their products are
  *   broadcast to each block's lanes with vpermps.
  *   Q4_K/Q5_K: a zmm holds 64 bytes of nibbles, against activations
@@ -96,12 +96,6 @@ static KX_TARGET inline __m512i kz_q5_1_pair(const uint8_t *w, const uint8_t *x)
     const __m512i q = kz_add_q5_high(kz_nibbles2(w + 8, w2 + 8), w + 4, w2 + 4);
     return kz_dot_zp(q, KZ_Y2(x + 2, sizeof(block_q8_1)), 0);
 }
-/* Signed weights: (w + 128) y - 128 y with w + 128 = w ^ 0x80 unsigned. */
-static KX_TARGET inline __m512i kz_q8_0_pair(const uint8_t *w, const uint8_t *x) {
-    const __m512i q = kz_pair256(w + 2, w + sizeof(block_q8_0) + 2);
-    return kz_dot_zp(_mm512_xor_si512(q, _mm512_set1_epi8((char)0x80)), KZ_Y2(x, sizeof(block_q8_0)), 128);
-}
-
 /* As KX_DOT32 with pairs of blocks; MINS as there; tail blocks use the 256-bit BLOCK1. */
 #define KZ_DOT32(name, WSZ, XSZ, PAIR, BLOCK1, MINS)                                                                   \
     static KX_TARGET float name(int64_t n, const void *wv, const void *xv) {                                           \
@@ -137,7 +131,39 @@ static KX_TARGET inline __m512i kz_q8_0_pair(const uint8_t *w, const uint8_t *x)
 KZ_DOT32(kz_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), kz_q4_1_pair, kx_q4_1_block, 1)
 KZ_DOT32(kz_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), kz_q5_0_pair, kx_q5_0_block, 0)
 KZ_DOT32(kz_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), kz_q5_1_pair, kx_q5_1_block, 1)
-KZ_DOT32(kz_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), kz_q8_0_pair, kx_q8_0_block, 0)
+
+/* Q8_0 against CPU_ACT_Q8_0_Z128 (kernels.h): as KZ_DOT32, but each pair's
+ * sums start at the activations' -128 sum(q), the zero point's term of
+ * reading the signed weights as w + 128 (one vpdpbusd per pair, not three
+ * instructions). */
+static KX_TARGET float kz_dot_q8_0(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const int64_t nb = n / 32;
+    const int ws = (int)sizeof(block_q8_0);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    const __m512i pair_idx = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8, x += CPU_ACT_Q8_0_Z128_GROUP) {
+        const uint8_t *wb = w + b * ws;
+        KX_PREFETCH_RANGE(wb, 8 * ws);
+        const __m512 d = _mm512_castps256_ps512(
+            _mm256_mul_ps(kz_f16x8(wb, ws / 2), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x))));
+        for (int k = 0; k < 4; k++) {
+            const uint8_t *xp = x + 16 + 128 * k, *wp = wb + 2 * k * ws;
+            const __m512i q = _mm512_xor_si512(kz_pair256(wp + 2, wp + ws + 2), flip);
+            const __m512i p = _mm512_dpbusd_epi32(kz_load(xp), q, kz_load(xp + 64));
+            const __m512 dk = _mm512_permutexvar_ps(_mm512_add_epi32(pair_idx, _mm512_set1_epi32(2 * k)), d);
+            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc[k]);
+        }
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    for (; b < nb; b++, x += sizeof(block_q8_0)) { /* past the last group: plain Q8_0 blocks */
+        const uint8_t *wb = w + b * ws;
+        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q8_0_block(wb, x))) * (kx_f16(wb) * kx_f16(x));
+    }
+    return sum;
+}
 
 /*
  * Q4_0 takes four blocks per zmm instead of two: W = [qs a | qs b | qs c | qs d]
@@ -350,6 +376,28 @@ static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
     kx_prep_q8_0(x, o, n % 256);
 }
 
+/* x -> CPU_ACT_Q8_0_Z128 (kernels.h): the Q8_0 quantization of x (the SIMD
+ * block quantizer, the same bits as the scalar code), with the sums' starts. */
+static KX_TARGET void kz_prep_q8_0_z128(const float *x, void *dst, int64_t n) {
+    uint8_t *o = dst;
+    for (int64_t g = 0; g < n / 256; g++, x += 256, o += CPU_ACT_Q8_0_Z128_GROUP)
+        for (int k = 0; k < 8; k++) {
+            uint16_t d16;
+            const __m256i q = kx_quant_q8_block(x + 32 * k, &d16);
+            uint8_t *pair = o + 16 + 128 * (k / 2);
+            quant_wr16(o + 2 * k, d16);
+            _mm256_storeu_si256((__m256i *)(pair + 64 + 32 * (k % 2)), q);
+            /* sum(q): int32 per 4 bytes, then across */
+            const __m256i s32 = kx_dot_us(_mm256_set1_epi8(1), q);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+            /* then seven zeros */
+            _mm256_storeu_si256((__m256i *)(pair + 32 * (k % 2)), _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * _mm_cvtsi128_si32(s4))));
+        }
+    kx_prep_q8_0(x, o, n % 256);
+}
+
 /* x -> CPU_ACT_Q8_K_R (kernels.h): each block quantized as Q8_K (the same
  * bits as the scalar code), its 32-byte runs regrouped, the sums of 16 paired. */
 static KX_TARGET void kz_prep_q8_k_r(const float *x, void *dst, int64_t n) {
@@ -376,6 +424,8 @@ void cpu_kernels_fill_avx512(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_Q4_1].dot = kz_dot_q4_1;
     t[WGML_Q5_0].dot = kz_dot_q5_0;
     t[WGML_Q5_1].dot = kz_dot_q5_1;
+    t[WGML_Q8_0].act_type = CPU_ACT_Q8_0_Z128;
+    t[WGML_Q8_0].prepare = kz_prep_q8_0_z128;
     t[WGML_Q8_0].dot = kz_dot_q8_0;
     for (uint32_t k = WGML_Q4_K; k <= WGML_Q5_K; k++) {
         t[k].act_type = CPU_ACT_Q8_K_R;
