@@ -285,7 +285,8 @@ static KX_TARGET inline float kz_dot_q45_k(int64_t n, const uint8_t *w, const ui
             kz_k45_isum(w + bs + qs_off, five ? w + bs + qh_off : NULL, x + xs, _mm512_shuffle_i32x4(sm, sm, 0xaa));
         /* [d dy, dmin dy] of block a, then of b */
         const __m128i dh = _mm_unpacklo_epi32(_mm_cvtsi32_si128((int)quant_rd32(w)), _mm_cvtsi32_si128((int)quant_rd32(w + bs)));
-        const __m128 dy = _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd((const double *)(x + 288)), (const double *)(x + xs + 288)));
+        const __m128 dy = _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(x + 288)),
+                                                             _mm_loadl_epi64((const __m128i *)(x + xs + 288))));
         const __m512 dd = _mm512_castps128_ps512(_mm_mul_ps(_mm_cvtph_ps(dh), dy));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isa), _mm512_permutexvar_ps(ia, dd), acc);
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isb), _mm512_permutexvar_ps(ib, dd), acc);
