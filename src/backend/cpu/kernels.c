@@ -373,29 +373,66 @@ size_t cpu_act_row_size(uint32_t act, int64_t n) {
     return (size_t)(n / 256) * group + (size_t)(n % 256 / 32) * sizeof(block_q8_0);
 }
 
-/* Where element i (0..31) of block k (0..7) of a group sits, and block k's int32
- * (kernels_avx512.c's kz_prep_q8_0_g8 writes the layout). */
+/*
+ * The two Q8_0 layouts in groups of 8 blocks (CPU_ACT_Q8_0_G8, _Z128): the 8
+ * fp16 d first, then the quants and, per block, an int32 -zp * sum(q)
+ * followed by zeros. The offsets are those kernels_avx512.c's
+ * kz_prep_q8_0_g8 and kz_prep_q8_0_z128 write.
+ */
+typedef struct {
+    size_t group;   /* bytes per group */
+    int zp;         /* the zero point the int32 takes off */
+    int words;      /* int32s per block: the sum, then zeros */
+    size_t (*q_offset)(int k, int i); /* element i (0..31) of block k (0..7) */
+    size_t (*sum_offset)(int k);      /* block k's int32s */
+} q8_0_groups;
+
 static size_t g8_q_offset(int k, int i) {
     return 16 + 192 * (size_t)(k / 4) + 64 + 64 * (size_t)(i / 16) + 16 * (size_t)(k % 4) + (size_t)(i % 16);
 }
 static size_t g8_sum_offset(int k) { return 16 + 192 * (size_t)(k / 4) + 16 * (size_t)(k % 4); }
+static size_t z128_q_offset(int k, int i) { return 16 + 128 * (size_t)(k / 2) + 64 + 32 * (size_t)(k % 2) + (size_t)i; }
+static size_t z128_sum_offset(int k) { return 16 + 128 * (size_t)(k / 2) + 32 * (size_t)(k % 2); }
+
+static const q8_0_groups k_g8 = {CPU_ACT_Q8_0_G8_GROUP, 8, 4, g8_q_offset, g8_sum_offset};
+static const q8_0_groups k_z128 = {CPU_ACT_Q8_0_Z128_GROUP, 128, 8, z128_q_offset, z128_sum_offset};
+
+/* Back to floats; -1 where the int32s are not -zp * sum(q) and zeros. */
+static int q8_0_groups_to_float(const q8_0_groups *L, const uint8_t *p, float *dst, int64_t n) {
+    if (n < 0 || n % 32) return -1;
+    for (int64_t g = 0; g < n / 256; g++, p += L->group, dst += 256)
+        for (int k = 0; k < 8; k++) {
+            const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
+            int32_t sum = 0, z[8];
+            for (int i = 0; i < 32; i++) {
+                const int8_t q = (int8_t)p[L->q_offset(k, i)];
+                dst[32 * k + i] = (float)q * d;
+                sum += q;
+            }
+            memcpy(z, p + L->sum_offset(k), (size_t)L->words * sizeof z[0]);
+            if (z[0] != -L->zp * sum) return -1;
+            for (int i = 1; i < L->words; i++)
+                if (z[i]) return -1;
+        }
+    return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
+}
 
 /* CPU_ACT_Q8_K_R back to floats; -1 where the sums, the second d or the zero
  * bytes are not what kernels_avx512.c's kz_prep_q8_k_r writes. */
 static int q8_k_r_to_float(const uint8_t *p, float *dst, int64_t n) {
-    static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
     if (n < 0 || n % 256) return -1;
     for (int64_t b = 0; b < n / 256; b++, p += CPU_ACT_Q8_K_R_BLOCK, dst += 256) {
         const float d = quant_rd_f32(p + 288);
         if (quant_rd32(p + 288) != quant_rd32(p + 292)) return -1;
         for (int i = 0; i < 8; i++) {
+            const int j = cpu_act_q8_k_r_run(i);
             int sum = 0;
             for (int e = 0; e < 32; e++) {
                 const int q = (int8_t)p[32 * i + e];
-                dst[32 * order[i] + e] = (float)q * d;
+                dst[32 * j + e] = (float)q * d;
                 sum += q;
             }
-            if (quant_rd16(p + 256 + 2 * i) != 0 || (int16_t)quant_rd16(p + 272 + 2 * order[i]) != sum) return -1;
+            if (quant_rd16(p + 256 + 2 * i) != 0 || (int16_t)quant_rd16(p + 272 + 2 * j) != sum) return -1;
         }
         for (int i = 296; i < CPU_ACT_Q8_K_R_BLOCK; i++)
             if (p[i]) return -1;
@@ -403,46 +440,11 @@ static int q8_k_r_to_float(const uint8_t *p, float *dst, int64_t n) {
     return 0;
 }
 
-/* CPU_ACT_Q8_0_Z128 back to floats; -1 where the int32s are not -128 * sum(q)
- * and zeros (kernels_avx512.c's kz_prep_q8_0_z128 writes the layout). */
-static int q8_0_z128_to_float(const uint8_t *p, float *dst, int64_t n) {
-    if (n < 0 || n % 32) return -1;
-    for (int64_t g = 0; g < n / 256; g++, p += CPU_ACT_Q8_0_Z128_GROUP, dst += 256)
-        for (int k = 0; k < 8; k++) {
-            const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
-            const uint8_t *pair = p + 16 + 128 * (k / 2);
-            const uint8_t *q = pair + 64 + 32 * (k % 2);
-            int32_t sum = 0, z[8];
-            for (int i = 0; i < 32; i++) {
-                dst[32 * k + i] = (float)(int8_t)q[i] * d;
-                sum += (int8_t)q[i];
-            }
-            memcpy(z, pair + 32 * (k % 2), sizeof z);
-            if (z[0] != -128 * sum) return -1;
-            for (int i = 1; i < 8; i++)
-                if (z[i]) return -1;
-        }
-    return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
-}
-
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     if (act == CPU_ACT_Q8_K_R) return q8_k_r_to_float(src, dst, n);
-    if (act == CPU_ACT_Q8_0_Z128) return q8_0_z128_to_float(src, dst, n);
-    if (act != CPU_ACT_Q8_0_G8) return wgml_dequantize_row(act, src, dst, n);
-    if (n < 0 || n % 32) return -1;
-    const uint8_t *p = src;
-    for (int64_t g = 0; g < n / 256; g++, p += CPU_ACT_Q8_0_G8_GROUP, dst += 256)
-        for (int k = 0; k < 8; k++) {
-            const float d = wgml_f16_to_f32(quant_rd16(p + 2 * k));
-            int32_t sum = 0, z[4];
-            for (int i = 0; i < 32; i++) {
-                dst[32 * k + i] = (float)(int8_t)p[g8_q_offset(k, i)] * d;
-                sum += (int8_t)p[g8_q_offset(k, i)];
-            }
-            memcpy(z, p + g8_sum_offset(k), sizeof z);
-            if (z[0] != -8 * sum || z[1] || z[2] || z[3]) return -1; /* not a row the G8 prepare wrote */
-        }
-    return wgml_dequantize_row(WGML_Q8_0, p, dst, n % 256);
+    if (act == CPU_ACT_Q8_0_Z128) return q8_0_groups_to_float(&k_z128, src, dst, n);
+    if (act == CPU_ACT_Q8_0_G8) return q8_0_groups_to_float(&k_g8, src, dst, n);
+    return wgml_dequantize_row(act, src, dst, n);
 }
 
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];

@@ -71,6 +71,10 @@
 #define CPU_ACT_Q8_K_R 101u
 #define CPU_ACT_Q8_K_R_BLOCK 320
 
+/* The sub-block stored in CPU_ACT_Q8_K_R's 32-byte run i (0 2 1 3 4 6 5 7: bits 0 and 1
+ * swapped; the order is its own inverse). */
+static inline int cpu_act_q8_k_r_run(int i) { return (i & 4) | (i & 1) << 1 | (i >> 1 & 1); }
+
 /* Every activation format is piecewise in runs of CPU_ACT_PIECE elements: a
  * row prepared in pieces, each starting at element a (a multiple of this)
  * and stored at byte cpu_act_row_size(act, a), is the row prepared whole.

@@ -9,9 +9,10 @@
  *
  *   32-element types: a zmm holds two blocks, [w_a | w_b] against
  *   [x_a | x_b] (Q4_0: four, against regrouped activations, see
- *   kz_dot_q4_0; Q8_0: with the zero point's term in the activations); the 16 fp16 scales of 8 blocks are picked out of masked
- *   64-byte loads with one or two vpermt2w, and their products are
- *   broadcast to each block's lanes with vpermps.
+ *   kz_dot_q4_0; Q8_0: with the zero point's term in the activations);
+ *   the 16 fp16 scales of 8 blocks are picked out of masked 64-byte loads
+ *   with one or two vpermt2w, and their products are broadcast to each
+ *   block's lanes with vpermps.
  *   Q4_K/Q5_K: a zmm holds 64 bytes of nibbles, against activations
  *   regrouped to match (see kz_dot_q45_k).
  *   Q6_K: a zmm holds 64 elements, four sub-blocks of 16, built from 64
@@ -350,6 +351,15 @@ static KX_TARGET float kz_dot_q6_k(int64_t n, const void *wv, const void *xv) {
     return _mm512_reduce_add_ps(acc);
 }
 
+/* sum(q) of a block's 32 int8 quants: int32 per 4 bytes, then across. */
+static KX_TARGET inline int32_t kz_sum_q8(__m256i q) {
+    const __m256i s32 = kx_dot_us(_mm256_set1_epi8(1), q);
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    return _mm_cvtsi128_si32(s4);
+}
+
 /* x -> CPU_ACT_Q8_0_G8 (kernels.h): the Q8_0 quantization of x (the SIMD
  * block quantizer, the same bits as the scalar code), regrouped. */
 static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
@@ -364,13 +374,8 @@ static KX_TARGET void kz_prep_q8_0_g8(const float *x, void *dst, int64_t n) {
                 quant_wr16(o + 2 * (4 * h + k), d16);
                 _mm_storeu_si128((__m128i *)(half + 64 + 16 * k), _mm256_castsi256_si128(q));
                 _mm_storeu_si128((__m128i *)(half + 128 + 16 * k), _mm256_extracti128_si256(q, 1));
-                /* sum(q): int32 per 4 bytes, then across */
-                const __m256i s32 = kx_dot_us(_mm256_set1_epi8(1), q);
-                __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-                s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-                const int32_t sum = _mm_cvtsi128_si32(s4);
-                _mm_storeu_si128((__m128i *)(half + 16 * k), _mm_cvtsi32_si128(-8 * sum)); /* then three zeros */
+                /* then three zeros */
+                _mm_storeu_si128((__m128i *)(half + 16 * k), _mm_cvtsi32_si128(-8 * kz_sum_q8(q)));
             }
         }
     }
@@ -388,13 +393,8 @@ static KX_TARGET void kz_prep_q8_0_z128(const float *x, void *dst, int64_t n) {
             uint8_t *pair = o + 16 + 128 * (k / 2);
             quant_wr16(o + 2 * k, d16);
             _mm256_storeu_si256((__m256i *)(pair + 64 + 32 * (k % 2)), q);
-            /* sum(q): int32 per 4 bytes, then across */
-            const __m256i s32 = kx_dot_us(_mm256_set1_epi8(1), q);
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
             /* then seven zeros */
-            _mm256_storeu_si256((__m256i *)(pair + 32 * (k % 2)), _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * _mm_cvtsi128_si32(s4))));
+            _mm256_storeu_si256((__m256i *)(pair + 32 * (k % 2)), _mm256_zextsi128_si256(_mm_cvtsi32_si128(-128 * kz_sum_q8(q))));
         }
     kx_prep_q8_0(x, o, n % 256);
 }
@@ -402,12 +402,11 @@ static KX_TARGET void kz_prep_q8_0_z128(const float *x, void *dst, int64_t n) {
 /* x -> CPU_ACT_Q8_K_R (kernels.h): each block quantized as Q8_K (the same
  * bits as the scalar code), its 32-byte runs regrouped, the sums of 16 paired. */
 static KX_TARGET void kz_prep_q8_k_r(const float *x, void *dst, int64_t n) {
-    static const int order[8] = {0, 2, 1, 3, 4, 6, 5, 7};
     uint8_t *o = dst;
     for (int64_t b = 0; b < n / QK_K; b++, x += QK_K, o += CPU_ACT_Q8_K_R_BLOCK) {
         block_q8_K q;
         kx_prep_q8_k(x, &q, QK_K);
-        for (int i = 0; i < 8; i++) memcpy(o + 32 * i, q.qs + 32 * order[i], 32);
+        for (int i = 0; i < 8; i++) memcpy(o + 32 * i, q.qs + 32 * cpu_act_q8_k_r_run(i), 32);
         int16_t sums[16] = {0};
         for (int j = 0; j < 8; j++) sums[8 + j] = (int16_t)(q.bsums[2 * j] + q.bsums[2 * j + 1]);
         memcpy(o + 256, sums, sizeof sums);
