@@ -5,6 +5,7 @@
  * the backend choice when no GPU can be had.
  * Runs the built binary ($WGML_CLI).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,8 +185,8 @@ static void test_bench_json(void **state) {
 
     /* the kernel table: matmuls named by weight type, and only the model's own - 5 layers x
      * (QKV, output, gate/up, down) + the head per forward pass, one get_rows per pass - not
-     * the f32 matmuls of the device measurement that runs after the timed passes */
-    snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 4 --profile --json", model());
+     * the f32 matmuls of the device measurements that run after each of the timed runs */
+    snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 4 --repeat 2 --profile --json", model());
     run(&r, args);
     expect_exit(&r, 0);
     const char *mm = strstr(r.out, "\"name\":\"matmul f32\""), *gr = strstr(r.out, "\"name\":\"get_rows\"");
@@ -198,6 +199,43 @@ static void test_bench_json(void **state) {
     const long mm_calls = strtol(mm + 8, NULL, 10), passes = strtol(gr + 8, NULL, 10);
     assert_true(passes > 0);
     assert_int_equal(mm_calls, 21 * passes);
+}
+
+/* The number after `"key":` at p, or NAN. */
+static double json_number_at(const char *p, const char *key) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":", key);
+    const char *v = p ? strstr(p, k) : NULL;
+    return v ? strtod(v + strlen(k), NULL) : NAN;
+}
+
+/* --repeat R: a device measurement after each run, and the ratios are the
+ * medians of the per-run ratios (each run's decode over its own bandwidth). */
+static void test_bench_repeat(void **state) {
+    (void)state;
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "bench %s --backend cpu -p 8 -n 8 --repeat 3 --json", model());
+    run(&r, args);
+    expect_exit(&r, 0);
+    const char *runs = strstr(r.out, "\"runs\":");
+    assert_non_null(runs);
+    const double bytes = json_number_at(r.out, "bytes_per_token");
+    double roof[3];
+    const char *p = runs;
+    for (int i = 0; i < 3; i++) {
+        p = strstr(p + 1, "\"tg_tokens_per_s\":");
+        assert_non_null(p);
+        const double tg = json_number_at(p, "tg_tokens_per_s"), gbs = json_number_at(p, "bandwidth_gbs");
+        roof[i] = json_number_at(p, "decode_roofline_pct");
+        assert_true(tg > 0 && gbs > 0);
+        assert_true(fabs(roof[i] - bytes * tg / (gbs * 1e9) * 100) <= 1e-9 * roof[i]);
+    }
+    assert_null(strstr(p + 1, "\"tg_tokens_per_s\":")); /* exactly three runs */
+    /* the top-level figure is the middle one of the three */
+    const double lo = fmin(roof[0], fmin(roof[1], roof[2])), hi = fmax(roof[0], fmax(roof[1], roof[2]));
+    const double mid = roof[0] + roof[1] + roof[2] - lo - hi, top = json_number_at(r.out, "decode_roofline_pct");
+    assert_true(fabs(top - mid) <= 1e-9 * mid);
 }
 
 static void test_convert(void **state) {
@@ -399,6 +437,7 @@ int main(void) {
         cmocka_unit_test(test_bad_model),     cmocka_unit_test(test_prompt_too_long),
         cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_info),
         cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_bench_json),
+        cmocka_unit_test(test_bench_repeat),
         cmocka_unit_test(test_convert),       cmocka_unit_test(test_zero_tokens),
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),

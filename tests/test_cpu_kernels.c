@@ -69,6 +69,17 @@ static void test_table(void **state) {
         assert_non_null(k->to_float);
         assert_int_equal(k->act_type, expected_act(isa, k_weights[i]));
         assert_ptr_equal(cpu_kernels_get_isa(isa, k_weights[i]), k);
+        /* weights in a layout of their own: Q4_0 on AVX-512 */
+        const int packs = k_weights[i] == WGML_Q4_0 && !strcmp(isa, "avx512");
+        assert_int_equal(k->packed != NULL, packs);
+        assert_null(k->repack);
+        if (packs) {
+            assert_int_equal(k->packed->layout, CPU_W_Q4_0_X8);
+            assert_non_null(k->packed->repack);
+            assert_non_null(k->packed->dot);
+            assert_non_null(k->packed->to_float);
+            assert_null(k->packed->packed);
+        }
     }
     const uint32_t none[] = {WGML_Q8_1, WGML_Q8_K, WGML_I8, WGML_I32, 4, 16, 39, 40, 12345};
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
@@ -190,12 +201,38 @@ static int64_t lengths_for(uint32_t t, const int64_t **out) {
 
 /* ---- dot ---- */
 
+/* k->dot of weights w_k (in k's layout; GGUF's, w, for the reference) with
+ * x, against the reference, and the same from a copy one byte (or more) off
+ * alignment (wu_k, and the activations copied into xpu). */
+static void check_dot(uint32_t t, const cpu_type_kernels *k, const char *isa, int64_t n, int mode, const uint8_t *w,
+                      const uint8_t *w_k, const uint8_t *wu_k, const float *x, uint8_t *xp, uint8_t *xpu) {
+    k->prepare(x, xp, n);
+    const size_t xsize = cpu_act_row_size(k->act_type, n);
+    const size_t xshift = k->act_type == WGML_F32 ? 0 : 1; /* f32 rows are our own, aligned */
+    memcpy(xpu + xshift, xp, xsize);
+    double mag;
+    const double ref = reference_dot(t, k, n, w, xp, &mag);
+    const float got = k->dot(n, w_k, xp);
+    /* float rounding of per-block products and their sum; a wrong block
+     * or sub-block scale moves the result by ~1/nblocks of mag */
+    const double tol = 1e-5 * mag + 1e-30;
+    const char *layout = k->layout ? " (own layout)" : "";
+    if (!(fabs(got - ref) <= tol))
+        fail_msg("%s/%s%s n=%lld mode %d: dot %.9g, reference %.9g (|diff| %.3g > tol %.3g)", wgml_dtype_name(t), isa,
+                 layout, (long long)n, mode, got, ref, fabs(got - ref), tol);
+    const float got_u = k->dot(n, wu_k, xpu + xshift);
+    if (memcmp(&got, &got_u, sizeof got))
+        fail_msg("%s/%s%s n=%lld: unaligned rows give %.9g, aligned %.9g", wgml_dtype_name(t), isa, layout,
+                 (long long)n, got_u, got);
+}
+
 static void test_dot(void **state) {
     (void)state;
     tu_rng rng = {0xd07};
     const int64_t nmax = 8192;
     uint8_t *w = malloc(wgml_row_size(WGML_F32, nmax) + 64);
     uint8_t *wu = malloc(wgml_row_size(WGML_F32, nmax) + 64);
+    uint8_t *wp = malloc(wgml_row_size(WGML_F32, nmax) + 64);
     uint8_t *xp = malloc(wgml_row_size(WGML_F32, nmax) + 64);
     uint8_t *xpu = malloc(wgml_row_size(WGML_F32, nmax) + 64);
     float *x = malloc(nmax * sizeof(float));
@@ -217,23 +254,13 @@ static void test_dot(void **state) {
                 for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
                     const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
                     if (!k) continue;
-                    k->prepare(x, xp, n);
-                    const size_t xsize = cpu_act_row_size(k->act_type, n);
-                    const size_t xshift = k->act_type == WGML_F32 ? 0 : 1; /* f32 rows are our own, aligned */
-                    memcpy(xpu + xshift, xp, xsize);
-                    double mag;
-                    const double ref = reference_dot(t, k, n, w, xp, &mag);
-                    const float got = k->dot(n, w, xp);
-                    /* float rounding of per-block products and their sum; a wrong block
-                     * or sub-block scale moves the result by ~1/nblocks of mag */
-                    const double tol = 1e-5 * mag + 1e-30;
-                    if (!(fabs(got - ref) <= tol))
-                        fail_msg("%s/%s n=%lld mode %d: dot %.9g, reference %.9g (|diff| %.3g > tol %.3g)",
-                                 wgml_dtype_name(t), k_isas[ii], (long long)n, mode, got, ref, fabs(got - ref), tol);
-                    const float got_u = k->dot(n, wu + shift, xpu + xshift);
-                    if (memcmp(&got, &got_u, sizeof got))
-                        fail_msg("%s/%s n=%lld: unaligned rows give %.9g, aligned %.9g", wgml_dtype_name(t), k_isas[ii],
-                                 (long long)n, got_u, got);
+                    check_dot(t, k, k_isas[ii], n, mode, w, w, wu + shift, x, xp, xpu);
+                    checked++;
+                    if (!k->packed) continue;
+                    /* the weights in the kernels' own layout (the backend repacks them at load) */
+                    k->packed->repack(w, wp, n);
+                    memcpy(wu + shift, wp, wgml_row_size(t, n));
+                    check_dot(t, k->packed, k_isas[ii], n, mode, w, wp, wu + shift, x, xp, xpu);
                     checked++;
                 }
             }
@@ -242,6 +269,7 @@ static void test_dot(void **state) {
     print_message("%d dot products checked\n", checked);
     free(w);
     free(wu);
+    free(wp);
     free(xp);
     free(xpu);
     free(x);
@@ -416,11 +444,12 @@ static void test_to_float(void **state) {
     (void)state;
     tu_rng rng = {4242};
     const int64_t n = 4096 + 256;
-    uint8_t *w = malloc(wgml_row_size(WGML_F32, n));
+    uint8_t *w = malloc(wgml_row_size(WGML_F32, n)), *wp = malloc(wgml_row_size(WGML_F32, n));
     float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
     for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
         const uint32_t t = k_weights[ti];
-        const int64_t len = n - (block_of(t) == 1 ? 3 : 0); /* ragged for the float types */
+        /* ragged for the float types; a tail past the last group of 8 blocks for the 32-element ones */
+        const int64_t len = n - (block_of(t) == 1 ? 3 : block_of(t) == 32 ? 96 : 0);
         for (int mode = 0; mode < 2; mode++) {
             if (mode == 0) {
                 make_weights(t, 0, len, w, &rng);
@@ -432,19 +461,27 @@ static void test_to_float(void **state) {
             for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
                 const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
                 if (!k) continue;
-                memset(b, 0xff, len * sizeof(float));
-                k->to_float(w, b, len);
-                for (int64_t i = 0; i < len; i++) {
-                    /* F16C quiets signalling NaNs: any NaN matches any NaN */
-                    if (isnan(a[i]) && isnan(b[i])) continue;
-                    if (memcmp(&a[i], &b[i], sizeof(float)))
-                        fail_msg("%s/%s to_float element %lld: %.9g vs %.9g", wgml_dtype_name(t), k_isas[ii],
-                                 (long long)i, b[i], a[i]);
+                for (int packed = 0; packed < (k->packed ? 2 : 1); packed++) {
+                    memset(b, 0xff, len * sizeof(float));
+                    if (packed) { /* the kernels' own layout, back to the same floats */
+                        k->packed->repack(w, wp, len);
+                        k->packed->to_float(wp, b, len);
+                    } else {
+                        k->to_float(w, b, len);
+                    }
+                    for (int64_t i = 0; i < len; i++) {
+                        /* F16C quiets signalling NaNs: any NaN matches any NaN */
+                        if (isnan(a[i]) && isnan(b[i])) continue;
+                        if (memcmp(&a[i], &b[i], sizeof(float)))
+                            fail_msg("%s/%s%s to_float element %lld: %.9g vs %.9g", wgml_dtype_name(t), k_isas[ii],
+                                     packed ? " (own layout)" : "", (long long)i, b[i], a[i]);
+                    }
                 }
             }
         }
     }
     free(w);
+    free(wp);
     free(a);
     free(b);
 }

@@ -476,6 +476,72 @@ static void test_get_rows(void **state) {
     free(tab);
 }
 
+/* A weight [M][K] of `type` made by weight_create: from memory (streamed: NULL,
+ * then weight_write in two pieces of whole rows, the first even). */
+static tbuf make_weight(uint32_t type, int K, int M, const uint8_t *q, int streamed) {
+    tbuf r;
+    wgml_error err;
+    assert_int_equal(be->weight_create(be, type, K, M, streamed ? NULL : q, "w", &r.b, &err), WGML_OK);
+    if (streamed) {
+        const size_t row = wgml_row_size(type, K);
+        assert_int_equal(be->weight_write(be, r.b, 0, 2, q, &err), WGML_OK);
+        assert_int_equal(be->weight_write(be, r.b, 2, M - 2, q + 2 * row, &err), WGML_OK);
+    }
+    r.t = (wgml_tensor){.type = type, .ne = {K, M, 1, 1}, .buf = r.b, .name = "w"};
+    return r;
+}
+
+/* Weights made by weight_create, some rewritten into their kernels' own layout
+ * (kernels.h, `packed`; copied, so not used in place), give the matmul and
+ * get_rows results of the same bytes in GGUF's layout in a plain buffer, bit
+ * for bit: from memory and streamed, with and without a tail of blocks past
+ * the last group of 8, for one token (decode) and several. */
+static void test_weights_own_layout(void **state) {
+    (void)state;
+    const int Ks[] = {512, 288}, M = 12, n_tok[] = {1, 5};
+    int32_t ids[3] = {11, 0, 4};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        const uint32_t type = all_types[ti];
+        if (!be->supports_type(be, type)) continue;
+        const cpu_type_kernels *k = cpu_kernels_get(type);
+        for (size_t ki = 0; ki < 2; ki++) {
+            const int K = Ks[ki];
+            if (K % wgml_dtype_get(type)->block_size) continue;
+            const size_t row = wgml_row_size(type, K);
+            float *wf = randn((size_t)K * M, 0.5f), *x = randn((size_t)K * 5, 1.0f);
+            uint8_t *q = malloc(row * M);
+            for (int r = 0; r < M; r++) wgml_quantize_row(type, wf + (size_t)r * K, q + r * row, K);
+            tbuf W[3] = {make(type, K, M, q), make_weight(type, K, M, q, 0), make_weight(type, K, M, q, 1)};
+            /* packed weights are copies; the others read the caller's bytes in place */
+            assert_int_equal(be->weight_in_place(be, W[1].b), !(k->packed && K % 32 == 0));
+            float got[3][12 * 5], rows[3][3 * 512];
+            for (int ni = 0; ni < 2; ni++) {
+                const int n = n_tok[ni];
+                for (int v = 0; v < 3; v++) {
+                    tbuf X = make(WGML_F32, K, n, x), O = make(WGML_F32, M, n, NULL);
+                    step(0, n);
+                    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W[v].t}, .out = {&O.t}});
+                    end_ok();
+                    read_f32(&O, got[v]);
+                    drop(&X), drop(&O);
+                }
+                for (int v = 1; v < 3; v++) assert_memory_equal(got[v], got[0], (size_t)M * n * sizeof(float));
+            }
+            for (int v = 0; v < 3; v++) {
+                tbuf I = make(WGML_I32, 3, 1, ids), O = make(WGML_F32, K, 3, NULL);
+                step(0, 3);
+                be->get_rows(be, &O.t, &W[v].t, &I.t);
+                end_ok();
+                read_f32(&O, rows[v]);
+                drop(&I), drop(&O);
+            }
+            for (int v = 1; v < 3; v++) assert_memory_equal(rows[v], rows[0], (size_t)K * 3 * sizeof(float));
+            for (int v = 0; v < 3; v++) drop(&W[v]);
+            free(wf), free(x), free(q);
+        }
+    }
+}
+
 static void test_shape_errors(void **state) {
     (void)state;
     tbuf W = make(WGML_F32, 32, 8, NULL), X = make(WGML_F32, 16, 2, NULL), O = make(WGML_F32, 8, 2, NULL);
@@ -498,6 +564,7 @@ int main(void) {
         cmocka_unit_test(test_rope),          cmocka_unit_test(test_attention_f32),
         cmocka_unit_test(test_attention_f16), cmocka_unit_test(test_attention_overflow),
         cmocka_unit_test(test_elementwise),   cmocka_unit_test(test_get_rows),
+        cmocka_unit_test(test_weights_own_layout),
         cmocka_unit_test(test_shape_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

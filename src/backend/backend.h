@@ -150,10 +150,16 @@ struct wgml_backend {
                                  wgml_error *err);
     /* A weight tensor [ne1 rows][ne0] of `type` from host memory in GGUF
      * layout that stays valid while the buffer lives. The CPU backend uses it
-     * in place; a GPU backend uploads it once (in its own layout: weight
-     * buffers can only be used whole, as weights, by ops). */
+     * in place, or copies it into its kernels' own layout; a GPU backend
+     * uploads it once (in its own layout: weight buffers can only be used
+     * whole, as weights, by ops). */
     wgml_status (*weight_create)(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
                                  const char *name, wgml_buffer **out, wgml_error *err);
+    /* 1 when weight buf reads the memory given to weight_create while it
+     * lives; 0 when the backend keeps a copy of its own, so that the caller
+     * may let the pages go (a loader drops them from its file mapping).
+     * Optional: NULL means 1. */
+    int (*weight_in_place)(wgml_backend *be, const wgml_buffer *buf);
     /* Fills rows [row0, row0 + rows) of a weight created with data == NULL
      * from GGUF-layout bytes (streamed loading). row0 must be even. */
     wgml_status (*weight_write)(wgml_backend *be, wgml_buffer *buf, int64_t row0, int64_t rows, const void *data,

@@ -566,6 +566,21 @@ wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, con
     return WGML_OK;
 }
 
+void gguf_release(const gguf_file *f, const void *p, size_t n) {
+#if !defined(__wasm__)
+    if (!f || f->mapped != 1 || !p || !n) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)f->base;
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (lo < base || hi > base + f->size) return;
+    lo = (lo + page - 1) & ~(page - 1); /* whole pages only: the neighbours' bytes stay */
+    hi &= ~(page - 1);
+    /* a private read-only mapping never written: its pages are the file's, read again on use */
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#else
+    (void)f, (void)p, (void)n;
+#endif
+}
+
 void gguf_close(gguf_file *f) {
     if (!f) return;
     for (int64_t i = 0; i < f->n_kv; i++) wgml_free((void *)f->kv[i].key);

@@ -107,6 +107,11 @@ wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gg
 wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, const char *name, gguf_file **out,
                              int *need_more, wgml_error *err);
 void gguf_close(gguf_file *f);
+/* Lets the pages of [p, p + n) (tensor data of f) go from a file mapping,
+ * for data a backend has copied: they come back from the file if read
+ * again, and until then do not count in the process's memory. Does nothing
+ * for a file held in memory. */
+void gguf_release(const gguf_file *f, const void *p, size_t n);
 
 const char *gguf_name(const gguf_file *f);
 uint32_t gguf_version(const gguf_file *f);

@@ -167,6 +167,9 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
         wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, g->size);
         return st;
     }
+    /* a backend that copied the bytes (into its own layout) does not need the mapping's pages */
+    if (g->data && L->m->be->weight_in_place && !L->m->be->weight_in_place(L->m->be, buf))
+        gguf_release(L->f, g->data, g->size);
     L->m->buf_src[L->m->n_bufs] = g;
     L->m->bufs[L->m->n_bufs++] = buf;
     t->type = g->type;

@@ -5,7 +5,9 @@
  *     its time is also the time to first token.
  * tg: N greedy tokens (EOS ignored) after one BOS token, or after --ctx
  *     tokens of context; per-token latencies give p50/p90.
- * With --repeat R every figure is the median of R runs. --json prints one
+ * With --repeat R every figure is the median of R runs. The device's limits
+ * (bandwidth, matmul rate) are measured right after each run, and the ratios
+ * to them are the medians of the per-run ratios. --json prints one
  * JSON object on stdout (and nothing else); the table goes to stdout otherwise.
  */
 #include <json-c/json.h>
@@ -23,7 +25,8 @@ static const char *help =
     "  -n N          generated tokens for tg (default 128)\n"
     "  --ctx N       tokens already in the context before tg (default 0)\n"
     "  --kv-type T   KV cache: auto, f16 or f32 (default auto)\n"
-    "  --repeat R    runs; figures are medians (default 1)\n"
+    "  --repeat R    runs; figures are medians (default 1), each run with its\n"
+    "                own measurement of the device's limits\n"
     "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
     "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
     "  --json        print one JSON object on stdout\n";
@@ -126,6 +129,13 @@ static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, i
     return CLI_OK;
 }
 
+/* The median of v[0..n), n <= 64, leaving v in its order. */
+static double median_d(const double *v, int n) {
+    double c[64];
+    memcpy(c, v, (size_t)n * sizeof *c);
+    return percentile(c, n, 0.5);
+}
+
 static double median_of(run_result *r, int n, size_t field) {
     double v[64];
     for (int i = 0; i < n; i++) v[i] = *(double *)((char *)&r[i] + field);
@@ -197,12 +207,41 @@ int cmd_bench(int argc, char **argv) {
         rc = cli_fail_err(&err);
         goto done;
     }
-    double read_gbs = 0, matmul_gflops = 0;
+    /* Each run is paired with a device measurement taken right after it, and the
+     * ratios are per pair: on a shared host the speed of both drifts by tens of
+     * percent within minutes, and a ratio of a decode and a bandwidth measured
+     * minutes apart measures the drift. */
+    double read_r[64] = {0}, matmul_r[64] = {0}, roof_r[64] = {0}, pp_pct_r[64] = {0};
+    /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
+    uint64_t bytes_per_token = wgml_session_decode_bytes(s, (int)(ctx + tg / 2));
+    double rss_mb = 0;
+    wgml_kernel_stat kt[64];
+    int n_kt = 0;
     cli_progress bar;
     cli_progress_begin(&bar, "bench");
     for (int r = 0; r < repeat && rc == CLI_OK; r++) {
         if (profile && r == repeat - 1) wgml_model_set_profiling(m, 1);
         rc = bench_once(m, s, (int)pp, (int)tg, (int)ctx, ids, &runs[r], &per);
+        if (rc) break;
+        if (r == 0) {
+            /* before the device measurement's own buffers; later runs reuse this memory */
+            struct rusage ru;
+            getrusage(RUSAGE_SELF, &ru);
+            rss_mb = ru.ru_maxrss / 1024.0;
+        }
+        if (profile && r == repeat - 1) {
+            /* the kernel table covers the model's work only, not the device measurement */
+            n_kt = wgml_model_get_kernel_times(m, kt, 64);
+            wgml_model_set_profiling(m, 0);
+        }
+        if (limits) {
+            if (wgml_model_measure_device(m, &read_r[r], &matmul_r[r], &err)) {
+                rc = cli_fail_err(&err);
+                break;
+            }
+            if (read_r[r] > 0) roof_r[r] = bytes_per_token * runs[r].tg_tps / (read_r[r] * 1e9) * 100;
+            if (matmul_r[r] > 0) pp_pct_r[r] = runs[r].pp_tps * 2.0 * (double)info.matmul_params / 1e9 / matmul_r[r] * 100;
+        }
         cli_progress_update(&bar, (uint64_t)r + 1, (uint64_t)repeat);
     }
     cli_progress_end(&bar);
@@ -211,24 +250,12 @@ int cmd_bench(int argc, char **argv) {
     run_result med = {median_of(runs, R, offsetof(run_result, pp_tps)), median_of(runs, R, offsetof(run_result, tg_tps)),
                       median_of(runs, R, offsetof(run_result, p50)), median_of(runs, R, offsetof(run_result, p90)),
                       median_of(runs, R, offsetof(run_result, ttft))};
-    /* the kernel table covers the model's work only, not the device measurement below */
-    wgml_kernel_stat kt[64];
-    int n_kt = profile ? wgml_model_get_kernel_times(m, kt, 64) : 0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double rss_mb = ru.ru_maxrss / 1024.0; /* before the device measurement's own buffers */
-    if (limits && wgml_model_measure_device(m, &read_gbs, &matmul_gflops, &err)) {
-        rc = cli_fail_err(&err);
-        goto done;
-    }
+    double read_gbs = median_d(read_r, R), matmul_gflops = median_d(matmul_r, R);
+    double roofline = median_d(roof_r, R), pp_pct = median_d(pp_pct_r, R);
     wgml_counters now;
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;
-    /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
-    uint64_t bytes_per_token = wgml_session_decode_bytes(s, (int)(ctx + tg / 2));
-    double roofline = read_gbs > 0 ? bytes_per_token * med.tg_tps / (read_gbs * 1e9) * 100 : 0;
     double pp_gflops = med.pp_tps * 2.0 * (double)info.matmul_params / 1e9;
-    double pp_pct = matmul_gflops > 0 ? pp_gflops / matmul_gflops * 100 : 0;
     const char *model_path = mo.model ? mo.model : cli_default_model();
     if (json) {
         json_object *o = json_object_new_object();
@@ -267,6 +294,18 @@ int cmd_bench(int argc, char **argv) {
         json_object_object_add(o, "allocations_during_decode",
                                json_object_new_int64((int64_t)(per.buffers_created + per.bind_groups_created +
                                                                per.pipelines_created)));
+        json_object *ra = json_object_new_array();
+        for (int r = 0; r < R; r++) {
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "pp_tokens_per_s", json_object_new_double(runs[r].pp_tps));
+            json_object_object_add(e, "tg_tokens_per_s", json_object_new_double(runs[r].tg_tps));
+            json_object_object_add(e, "bandwidth_gbs", json_object_new_double(read_r[r]));
+            json_object_object_add(e, "decode_roofline_pct", json_object_new_double(roof_r[r]));
+            json_object_object_add(e, "matmul_gflops", json_object_new_double(matmul_r[r]));
+            json_object_object_add(e, "pp_matmul_pct", json_object_new_double(pp_pct_r[r]));
+            json_object_array_add(ra, e);
+        }
+        json_object_object_add(o, "runs", ra);
         if (profile) {
             json_object *k = json_object_new_array();
             for (int i = 0; i < n_kt && i < 64; i++) {

@@ -3,7 +3,9 @@
  *
  * The CPU backend is the numerical reference for every other backend and the
  * fallback when no GPU is usable. Buffers are plain host memory; weights are
- * used in place from the GGUF mapping (weight_create copies nothing).
+ * used in place from the GGUF mapping (weight_create copies nothing), except
+ * those whose kernels read a layout of their own (kernels.h, `packed`):
+ * those are rewritten into it once, here.
  * Ops execute when called (see cpu_ops.c), so begin/end only bracket a step
  * and report the first error any op recorded.
  */
@@ -73,9 +75,8 @@ void cpu_profile_add(cpu_backend *cb, const char *name, double ms) {
     if (cb->n_prof < CPU_MAX_PROFILE) cb->prof[cb->n_prof++] = (wgml_kernel_time){name, 1, ms};
 }
 
-static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usage usage, wgml_buffer **out,
-                                 wgml_error *err) {
-    (void)usage;
+/* A buffer of host memory, zeroed unless it is about to be filled whole. */
+static wgml_status buffer_alloc(wgml_backend *be, size_t size, int zero, wgml_buffer **out, wgml_error *err) {
     cpu_backend *cb = (cpu_backend *)be;
     *out = NULL;
     wgml_buffer *b = wgml_calloc(1, sizeof *b);
@@ -84,7 +85,7 @@ static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usag
         wgml_free(b);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "cpu backend: cannot allocate a buffer of %zu bytes", size);
     }
-    memset(data, 0, size);
+    if (zero) memset(data, 0, size);
     b->data = data;
     b->size = size;
     b->owned = 1;
@@ -94,22 +95,54 @@ static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usag
     return WGML_OK;
 }
 
+/* Rows [row0, row0 + rows) of weight b from GGUF-layout bytes, in b's layout. */
+static void weight_fill(wgml_buffer *b, int64_t row0, int64_t rows, const uint8_t *src) {
+    uint8_t *dst = b->data + (size_t)row0 * b->row_bytes;
+    if (!b->packed) {
+        memcpy(dst, src, (size_t)rows * b->row_bytes);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        b->packed->repack(src + (size_t)r * b->row_bytes, dst + (size_t)r * b->row_bytes, b->ne0);
+}
+
+static wgml_status buffer_create(wgml_backend *be, size_t size, wgml_buffer_usage usage, wgml_buffer **out,
+                                 wgml_error *err) {
+    (void)usage;
+    return buffer_alloc(be, size, 1, out, err);
+}
+
 static wgml_status weight_create(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, const void *data,
                                  const char *name, wgml_buffer **out, wgml_error *err) {
     *out = NULL;
-    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
-    if (!data) { /* streamed: the backend owns the bytes, filled by weight_write */
-        wgml_status st = buffer_create(be, size, WGML_BUFFER_WEIGHTS, out, err);
-        if (st) wgml_error_prefix(err, "weight '%s'", name ? name : "?");
-        else (*out)->row_bytes = wgml_row_size(type, ne0);
-        return st;
+    const size_t row = wgml_row_size(type, ne0), size = row * (size_t)ne1;
+    const cpu_type_kernels *k = cpu_kernels_get(type);
+    const cpu_type_kernels *packed = k && k->packed && ne0 % wgml_dtype_get(type)->block_size == 0 ? k->packed : NULL;
+    if (!data || packed) { /* the backend owns the bytes: streamed (filled by weight_write), or repacked */
+        wgml_status st = buffer_alloc(be, size, !data, out, err);
+        if (st) {
+            wgml_error_prefix(err, "weight '%s'", name ? name : "?");
+            return st;
+        }
+        (*out)->row_bytes = row;
+        (*out)->ne0 = ne0;
+        (*out)->packed = packed;
+        if (data) weight_fill(*out, 0, ne1, data);
+        return WGML_OK;
     }
     wgml_buffer *b = wgml_calloc(1, sizeof *b);
     if (!b) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
     b->data = (uint8_t *)data; /* read-only by contract: ops never write weights */
     b->size = size;
+    b->row_bytes = row;
+    b->ne0 = ne0;
     *out = b;
     return WGML_OK;
+}
+
+static int weight_in_place(wgml_backend *be, const wgml_buffer *b) {
+    (void)be;
+    return !b->owned;
 }
 
 static wgml_status weight_write(wgml_backend *be, wgml_buffer *b, int64_t row0, int64_t rows, const void *data,
@@ -117,12 +150,11 @@ static wgml_status weight_write(wgml_backend *be, wgml_buffer *b, int64_t row0, 
     (void)be;
     if (!b->owned || rows < 0 || row0 < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cpu backend: weight_write to a weight with data");
-    /* row size is not stored: the caller writes whole rows in order, so bytes = size * rows / total rows */
     size_t row = b->row_bytes;
     if (!row || (size_t)(row0 + rows) * row > b->size)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cpu backend: rows %lld..%lld past the weight",
                          (long long)row0, (long long)(row0 + rows));
-    memcpy(b->data + (size_t)row0 * row, data, (size_t)rows * row);
+    weight_fill(b, row0, rows, data);
     return WGML_OK;
 }
 
@@ -257,6 +289,7 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->buffer_create = buffer_create;
     b->weight_create = weight_create;
     b->weight_write = weight_write;
+    b->weight_in_place = weight_in_place;
     b->buffer_free = buffer_free;
     b->buffer_write = buffer_write;
     b->buffer_read = buffer_read;

@@ -15,8 +15,15 @@ struct wgml_buffer {
     uint8_t *data;
     size_t size;
     int owned; /* 0: wraps caller memory (weights in the mmap) */
-    size_t row_bytes; /* streamed weights: bytes per row */
+    size_t row_bytes; /* weights: bytes per row */
+    int64_t ne0;      /* weights: elements per row */
+    /* weights in a layout of their kernels' own (kernels.h, `packed`): those
+     * kernels, which every op reading the weight uses; NULL: GGUF's layout */
+    const struct cpu_type_kernels *packed;
 };
+
+/* The kernels for weight w: its buffer's packed ones, else those of its type (NULL if none). */
+const struct cpu_type_kernels *cpu_weight_kernels(const wgml_tensor *w);
 
 #define CPU_MAX_PROFILE 16
 

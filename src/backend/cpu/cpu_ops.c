@@ -63,6 +63,10 @@ static void rows_run(void *p, int ith, int nth) {
         t->k->to_float(t->table + (size_t)t->ids[i] * t->row_bytes, t->out + i * t->cols, t->cols);
 }
 
+const cpu_type_kernels *cpu_weight_kernels(const wgml_tensor *w) {
+    return w->buf && w->buf->packed ? w->buf->packed : cpu_kernels_get(w->type);
+}
+
 void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids) {
     cpu_backend *cb = (cpu_backend *)be;
     PROFILE_BEGIN(cb);
@@ -70,7 +74,7 @@ void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *t
     if (!valid(cb, wgml_validate_get_rows(out, table, ids, &e), &e) || !cpu_check(cb, "get_rows", out) ||
         !cpu_check(cb, "get_rows", table) || !cpu_check(cb, "get_rows", ids))
         return;
-    const cpu_type_kernels *k = cpu_kernels_get(table->type);
+    const cpu_type_kernels *k = cpu_weight_kernels(table);
     int64_t n = wgml_tensor_nrows(out), n_rows = wgml_tensor_nrows(table);
     if (!k) {
         cpu_error(cb, WGML_ERR_UNSUPPORTED, "get_rows: table type %s", wgml_dtype_name(table->type));
@@ -263,7 +267,7 @@ static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
         if (!cpu_check(cb, "matmul", mm->w[i]) || !cpu_check(cb, "matmul", mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i]) ||
             (mm->bias[i] && !cpu_check(cb, "matmul", mm->bias[i])))
             return 0;
-        if (!cpu_kernels_get(mm->w[i]->type)) {
+        if (!cpu_weight_kernels(mm->w[i])) {
             cpu_error(cb, WGML_ERR_UNSUPPORTED, "matmul: weight '%s' has type %s, which the CPU backend cannot use",
                       mm->w[i]->name ? mm->w[i]->name : "?", wgml_dtype_name(mm->w[i]->type));
             return 0;
@@ -306,7 +310,7 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     size_t total = (norm_bytes + 63) & ~(size_t)63;
     const cpu_type_kernels *k[WGML_MATMUL_MAX];
     for (int i = 0; i < mm->n_w; i++) {
-        k[i] = cpu_kernels_get(mm->w[i]->type);
+        k[i] = cpu_weight_kernels(mm->w[i]);
         if (k[i]->act_type != WGML_F32 && !cb->exact)
             act_bytes[i] = ((cpu_act_row_size(k[i]->act_type, K) * (size_t)n) + 63) & ~(size_t)63;
         total += act_bytes[i];

@@ -440,6 +440,34 @@ static int q8_k_r_to_float(const uint8_t *p, float *dst, int64_t n) {
     return 0;
 }
 
+/* ---- private weight layouts (kernels.h) ---- */
+
+void cpu_w_q4_0_x8_repack(const void *src, void *dst, int64_t n) {
+    const uint8_t *s = src;
+    uint8_t *o = dst;
+    const size_t bs = sizeof(block_q4_0);
+    for (int64_t g = 0; g < n / 256; g++, s += 8 * bs, o += 8 * bs)
+        for (int k = 0; k < 8; k++) {
+            memcpy(o + 2 * k, s + k * bs + offsetof(block_q4_0, d), 2);
+            memcpy(o + 16 + 16 * k, s + k * bs + offsetof(block_q4_0, qs), 16);
+        }
+    memcpy(o, s, (size_t)(n % 256 / 32) * bs); /* the tail: plain blocks */
+}
+
+void cpu_w_q4_0_x8_to_float(const void *src, float *dst, int64_t n) {
+    const uint8_t *s = src;
+    for (int64_t g = 0; g < n / 256; g++, s += 8 * sizeof(block_q4_0))
+        for (int k = 0; k < 8; k++, dst += 32) {
+            const float d = wgml_f16_to_f32(quant_rd16(s + 2 * k));
+            const uint8_t *q = s + 16 + 16 * k;
+            for (int i = 0; i < 16; i++) {
+                dst[i] = (float)((q[i] & 0x0f) - 8) * d;
+                dst[i + 16] = (float)((q[i] >> 4) - 8) * d;
+            }
+        }
+    wgml_dequantize_row(WGML_Q4_0, s, dst, n % 256);
+}
+
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     if (act == CPU_ACT_Q8_K_R) return q8_k_r_to_float(src, dst, n);
     if (act == CPU_ACT_Q8_0_Z128) return q8_0_groups_to_float(&k_z128, src, dst, n);

@@ -75,6 +75,19 @@
  * swapped; the order is its own inverse). */
 static inline int cpu_act_q8_k_r_run(int i) { return (i & 4) | (i & 1) << 1 | (i >> 1 & 1); }
 
+/*
+ * CPU_W_Q4_0_X8: a Q4_0 weight row regrouped at load, the same size as the
+ * GGUF row: groups of 8 blocks, 144 bytes each:
+ *   bytes 0..15     d of blocks 0..7 (fp16)
+ *   bytes 16..79    qs of blocks 0..3 (16 bytes each, as in the GGUF block)
+ *   bytes 80..143   qs of blocks 4..7
+ * A row's blocks past its last full group follow as plain Q4_0 blocks.
+ * GGUF's 18-byte blocks put each block's nibbles at another offset in a
+ * cache line: gathering four of them into one zmm and the eight scales into
+ * one ymm took more instructions than the arithmetic. Here each is one load.
+ */
+#define CPU_W_Q4_0_X8 200u
+
 /* Every activation format is piecewise in runs of CPU_ACT_PIECE elements: a
  * row prepared in pieces, each starting at element a (a multiple of this)
  * and stored at byte cpu_act_row_size(act, a), is the row prepared whole.
@@ -83,6 +96,10 @@ static inline int cpu_act_q8_k_r_run(int i) { return (i & 4) | (i & 1) << 1 | (i
 
 /* Bytes of a prepared row of n activations in format act (a dtype or CPU_ACT_*). */
 size_t cpu_act_row_size(uint32_t act, int64_t n);
+/* A GGUF Q4_0 row of n elements (a multiple of 32) -> CPU_W_Q4_0_X8, and back to floats. */
+void cpu_w_q4_0_x8_repack(const void *src, void *dst, int64_t n);
+void cpu_w_q4_0_x8_to_float(const void *src, float *dst, int64_t n);
+
 /* A prepared row back to n floats (the values the dot products use); -1 when act is
  * unknown or the row's redundant fields (CPU_ACT_Q8_0_G8's sums) disagree with its values. */
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n);
@@ -100,6 +117,14 @@ typedef struct cpu_type_kernels {
      * out[4 * r + t] = row r . row t. Loads each vector once for four
      * products, for prompt processing. */
     void (*dot4x4)(int64_t n, const void *w, size_t w_stride, const void *x, size_t x_stride, float *out);
+    /* Optional (NULL if none): the kernels of weights stored in a layout of
+     * their own (a CPU_W_*), which read faster than GGUF's. The backend
+     * rewrites a weight into it once, when the weight is created, with that
+     * table's `repack`; its dot, dot4x4 and to_float then read that layout. */
+    const struct cpu_type_kernels *packed;
+    /* In a `packed` table: a GGUF row of n elements -> the layout (the same size). */
+    void (*repack)(const void *src, void *dst, int64_t n);
+    uint32_t layout; /* in a `packed` table: its CPU_W_* */
 } cpu_type_kernels;
 
 /*

@@ -212,6 +212,40 @@ static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
     }
     return sum;
 }
+/* Q4_0 stored as CPU_W_Q4_0_X8 (kernels.h), against CPU_ACT_Q8_0_G8: as
+ * kz_dot_q4_0, but a group's 8 scales and each half's four blocks of
+ * nibbles are one load each. In cache on one thread: 13-15 -> 22 GB/s. */
+static KX_TARGET float kz_dot_q4_0_x8(int64_t n, const void *wv, const void *xv) {
+    const uint8_t *w = wv, *x = xv;
+    const int64_t nb = n / 32;
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
+    int64_t b = 0;
+    for (; b + 8 <= nb; b += 8, w += 8 * 18, x += CPU_ACT_Q8_0_G8_GROUP) {
+        KX_PREFETCH_RANGE(w, 8 * 18);
+        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)),
+                                       _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
+        for (int h = 0; h < 2; h++) {
+            const __m512i W = kz_load(w + 16 + 64 * h);
+            const uint8_t *y = x + 16 + 192 * h;
+            const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
+            __m512i p = _mm512_dpbusd_epi32(kz_load(y), lo, kz_load(y + 64));
+            p = _mm512_dpbusd_epi32(p, hi, kz_load(y + 128));
+            const __m512 dk = _mm512_permutexvar_ps(h ? quad1 : quad0, _mm512_castps256_ps512(d));
+            if (h)
+                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc1);
+            else
+                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc0);
+        }
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (; b < nb; b++, w += 18, x += sizeof(block_q8_0)) /* past the last group: plain blocks */
+        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(w, x))) * (kx_f16(w) * kx_f16(x));
+    return sum;
+}
+
 /* ---- K-quants ---- */
 
 /*
@@ -416,11 +450,18 @@ static KX_TARGET void kz_prep_q8_k_r(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* Q4_0 weights in CPU_W_Q4_0_X8 (the backend repacks them at load). */
+static cpu_type_kernels kz_q4_0_x8;
+
 void cpu_kernels_fill_avx512(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     kx_fill(t);
     t[WGML_Q4_0].act_type = CPU_ACT_Q8_0_G8;
     t[WGML_Q4_0].prepare = kz_prep_q8_0_g8;
     t[WGML_Q4_0].dot = kz_dot_q4_0;
+    kz_q4_0_x8 = (cpu_type_kernels){.act_type = CPU_ACT_Q8_0_G8, .prepare = kz_prep_q8_0_g8, .dot = kz_dot_q4_0_x8,
+                                    .to_float = cpu_w_q4_0_x8_to_float, .repack = cpu_w_q4_0_x8_repack,
+                                    .layout = CPU_W_Q4_0_X8};
+    t[WGML_Q4_0].packed = &kz_q4_0_x8;
     t[WGML_Q4_1].dot = kz_dot_q4_1;
     t[WGML_Q5_0].dot = kz_dot_q5_0;
     t[WGML_Q5_1].dot = kz_dot_q5_1;
