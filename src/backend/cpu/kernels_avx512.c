@@ -166,6 +166,25 @@ static KX_TARGET float kz_dot_q8_0(int64_t n, const void *wv, const void *xv) {
     return sum;
 }
 
+/* acc + dk * (the 4 blocks' sums): W holds the qs of 4 Q4_0 blocks, y the
+ * matching half of a CPU_ACT_Q8_0_G8 group (the -8 sum(q) starts, the low
+ * halves, the high halves). */
+static KX_TARGET inline __m512 kz_q4_0_quad(__m512i W, const uint8_t *y, __m512 dk, __m512 acc) {
+    const __m512i m4 = _mm512_set1_epi8(0x0f);
+    const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
+    __m512i p = _mm512_dpbusd_epi32(kz_load(y), lo, kz_load(y + 64));
+    p = _mm512_dpbusd_epi32(p, hi, kz_load(y + 128));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc);
+}
+
+/* The plain Q4_0 blocks past a row's last group, against plain Q8_0 ones. */
+static KX_TARGET inline float kz_q4_0_tail(int64_t nb, const uint8_t *w, const uint8_t *x) {
+    float sum = 0;
+    for (int64_t b = 0; b < nb; b++, w += sizeof(block_q4_0), x += sizeof(block_q8_0))
+        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(w, x))) * (kx_f16(w) * kx_f16(x));
+    return sum;
+}
+
 /*
  * Q4_0 takes four blocks per zmm instead of two: W = [qs a | qs b | qs c | qs d]
  * splits into the low nibbles (elements 0..15 of each block) and the high
@@ -180,70 +199,45 @@ static KX_TARGET float kz_dot_q8_0(int64_t n, const void *wv, const void *xv) {
 static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
     const uint8_t *w = wv, *x = xv;
     const int64_t nb = n / 32;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
+    const __m512i quad[2] = {quad0, _mm512_add_epi32(quad0, _mm512_set1_epi32(4))};
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8, x += CPU_ACT_Q8_0_G8_GROUP) {
         const uint8_t *wb = w + b * 18;
         KX_PREFETCH_RANGE(wb, 8 * 18);
         const __m256 d = _mm256_mul_ps(kz_f16x8(wb, 9), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
         for (int h = 0; h < 2; h++) {
-            const uint8_t *w4 = wb + 72 * h, *y = x + 16 + 192 * h;
+            const uint8_t *w4 = wb + 72 * h;
             __m512i W = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(w4 + 2)));
             W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 20)), 1);
             W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 38)), 2);
             W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 56)), 3);
-            const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
-            __m512i p = _mm512_dpbusd_epi32(kz_load(y), lo, kz_load(y + 64));
-            p = _mm512_dpbusd_epi32(p, hi, kz_load(y + 128));
-            const __m512 dk = _mm512_permutexvar_ps(h ? quad1 : quad0, _mm512_castps256_ps512(d));
-            if (h)
-                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc1);
-            else
-                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc0);
+            acc[h] = kz_q4_0_quad(W, x + 16 + 192 * h, _mm512_permutexvar_ps(quad[h], _mm512_castps256_ps512(d)), acc[h]);
         }
     }
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    for (; b < nb; b++, x += sizeof(block_q8_0)) { /* past the last group: plain Q8_0 blocks */
-        const uint8_t *wb = w + b * 18;
-        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(wb, x))) * (kx_f16(wb) * kx_f16(x));
-    }
-    return sum;
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kz_q4_0_tail(nb - b, w + b * 18, x);
 }
+
 /* Q4_0 stored as CPU_W_Q4_0_X8 (kernels.h), against CPU_ACT_Q8_0_G8: as
  * kz_dot_q4_0, but a group's 8 scales and each half's four blocks of
  * nibbles are one load each. In cache on one thread: 13-15 -> 22 GB/s. */
 static KX_TARGET float kz_dot_q4_0_x8(int64_t n, const void *wv, const void *xv) {
     const uint8_t *w = wv, *x = xv;
     const int64_t nb = n / 32;
-    const __m512i m4 = _mm512_set1_epi8(0x0f);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i quad1 = _mm512_add_epi32(quad0, _mm512_set1_epi32(4));
+    const __m512i quad[2] = {quad0, _mm512_add_epi32(quad0, _mm512_set1_epi32(4))};
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8, w += 8 * 18, x += CPU_ACT_Q8_0_G8_GROUP) {
         KX_PREFETCH_RANGE(w, 8 * 18);
         const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)),
                                        _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
-        for (int h = 0; h < 2; h++) {
-            const __m512i W = kz_load(w + 16 + 64 * h);
-            const uint8_t *y = x + 16 + 192 * h;
-            const __m512i lo = _mm512_and_si512(W, m4), hi = _mm512_and_si512(_mm512_srli_epi16(W, 4), m4);
-            __m512i p = _mm512_dpbusd_epi32(kz_load(y), lo, kz_load(y + 64));
-            p = _mm512_dpbusd_epi32(p, hi, kz_load(y + 128));
-            const __m512 dk = _mm512_permutexvar_ps(h ? quad1 : quad0, _mm512_castps256_ps512(d));
-            if (h)
-                acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc1);
-            else
-                acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), dk, acc0);
-        }
+        for (int h = 0; h < 2; h++)
+            acc[h] = kz_q4_0_quad(kz_load(w + 16 + 64 * h), x + 16 + 192 * h,
+                                  _mm512_permutexvar_ps(quad[h], _mm512_castps256_ps512(d)), acc[h]);
     }
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-    for (; b < nb; b++, w += 18, x += sizeof(block_q8_0)) /* past the last group: plain blocks */
-        sum += kx_hsum(_mm256_cvtepi32_ps(kx_q4_0_block(w, x))) * (kx_f16(w) * kx_f16(x));
-    return sum;
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kz_q4_0_tail(nb - b, w, x);
 }
 
 /* ---- K-quants ---- */
