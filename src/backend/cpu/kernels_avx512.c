@@ -196,34 +196,7 @@ static KX_TARGET inline float kz_q4_0_tail(int64_t nb, const uint8_t *w, const u
  * weight row took 23.5 cycles per 8 blocks where this takes 12.6 (llvm-mca,
  * Cascade Lake).
  */
-static KX_TARGET float kz_dot_q4_0(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
-    const int64_t nb = n / 32;
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-    const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    const __m512i quad[2] = {quad0, _mm512_add_epi32(quad0, _mm512_set1_epi32(4))};
-    int64_t b = 0;
-    for (; b + 8 <= nb; b += 8, x += CPU_ACT_Q8_0_G8_GROUP) {
-        const uint8_t *wb = w + b * 18;
-        KX_PREFETCH_RANGE(wb, 8 * 18);
-        const __m256 d = _mm256_mul_ps(kz_f16x8(wb, 9), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
-        for (int h = 0; h < 2; h++) {
-            const uint8_t *w4 = wb + 72 * h;
-            __m512i W = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(w4 + 2)));
-            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 20)), 1);
-            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 38)), 2);
-            W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 56)), 3);
-            acc[h] = kz_q4_0_quad(W, x + 16 + 192 * h, _mm512_permutexvar_ps(quad[h], _mm512_castps256_ps512(d)), acc[h]);
-        }
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kz_q4_0_tail(nb - b, w + b * 18, x);
-}
-
-/* Q4_0 stored as CPU_W_Q4_0_X8 (kernels.h), against CPU_ACT_Q8_0_G8: as
- * kz_dot_q4_0, but a group's 8 scales and each half's four blocks of
- * nibbles are one load each. In cache on one thread: 13-15 -> 22 GB/s. */
-static KX_TARGET float kz_dot_q4_0_x8(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
+static KX_TARGET inline float kz_dot_q4_0_layout(int64_t n, const uint8_t *w, const uint8_t *x, int x8) {
     const int64_t nb = n / 32;
     __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
     const __m512i quad0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
@@ -231,14 +204,31 @@ static KX_TARGET float kz_dot_q4_0_x8(int64_t n, const void *wv, const void *xv)
     int64_t b = 0;
     for (; b + 8 <= nb; b += 8, w += 8 * 18, x += CPU_ACT_Q8_0_G8_GROUP) {
         KX_PREFETCH_RANGE(w, 8 * 18);
-        const __m256 d = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)),
-                                       _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
-        for (int h = 0; h < 2; h++)
-            acc[h] = kz_q4_0_quad(kz_load(w + 16 + 64 * h), x + 16 + 192 * h,
-                                  _mm512_permutexvar_ps(quad[h], _mm512_castps256_ps512(d)), acc[h]);
+        const __m256 dw = x8 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)w)) : kz_f16x8(w, 9);
+        const __m256 d = _mm256_mul_ps(dw, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)));
+        for (int h = 0; h < 2; h++) {
+            __m512i W;
+            if (x8) {
+                W = kz_load(w + 16 + 64 * h);
+            } else { /* the qs of 4 blocks, 18 bytes apart */
+                const uint8_t *w4 = w + 72 * h + 2;
+                W = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)w4));
+                W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 18)), 1);
+                W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 36)), 2);
+                W = _mm512_inserti32x4(W, _mm_loadu_si128((const __m128i *)(w4 + 54)), 3);
+            }
+            acc[h] = kz_q4_0_quad(W, x + 16 + 192 * h, _mm512_permutexvar_ps(quad[h], _mm512_castps256_ps512(d)), acc[h]);
+        }
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1])) + kz_q4_0_tail(nb - b, w, x);
 }
+
+static KX_TARGET float kz_dot_q4_0(int64_t n, const void *w, const void *x) { return kz_dot_q4_0_layout(n, w, x, 0); }
+
+/* Q4_0 stored as CPU_W_Q4_0_X8 (kernels.h), against CPU_ACT_Q8_0_G8: as
+ * kz_dot_q4_0, but a group's 8 scales and each half's four blocks of
+ * nibbles are one load each. In cache on one thread: 13-15 -> 22 GB/s. */
+static KX_TARGET float kz_dot_q4_0_x8(int64_t n, const void *w, const void *x) { return kz_dot_q4_0_layout(n, w, x, 1); }
 
 /* ---- K-quants ---- */
 
