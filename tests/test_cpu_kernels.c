@@ -74,8 +74,7 @@ static void test_table(void **state) {
         assert_int_equal(k->packed != NULL, packs);
         assert_null(k->repack);
         if (packs) {
-            assert_int_equal(k->packed->layout, CPU_W_Q4_0_X8);
-            assert_non_null(k->packed->repack);
+            assert_ptr_equal(k->packed->repack, cpu_w_q4_0_x8_repack);
             assert_non_null(k->packed->dot);
             assert_non_null(k->packed->to_float);
             assert_null(k->packed->packed);
@@ -216,7 +215,7 @@ static void check_dot(uint32_t t, const cpu_type_kernels *k, const char *isa, in
     /* float rounding of per-block products and their sum; a wrong block
      * or sub-block scale moves the result by ~1/nblocks of mag */
     const double tol = 1e-5 * mag + 1e-30;
-    const char *layout = k->layout ? " (own layout)" : "";
+    const char *layout = k->repack ? " (own layout)" : "";
     if (!(fabs(got - ref) <= tol))
         fail_msg("%s/%s%s n=%lld mode %d: dot %.9g, reference %.9g (|diff| %.3g > tol %.3g)", wgml_dtype_name(t), isa,
                  layout, (long long)n, mode, got, ref, fabs(got - ref), tol);

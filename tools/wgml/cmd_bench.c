@@ -214,6 +214,7 @@ int cmd_bench(int argc, char **argv) {
     double read_r[64] = {0}, matmul_r[64] = {0}, roof_r[64] = {0}, pp_pct_r[64] = {0};
     /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
     uint64_t bytes_per_token = wgml_session_decode_bytes(s, (int)(ctx + tg / 2));
+    const double gflop_per_token = 2.0 * (double)info.matmul_params / 1e9;
     double rss_mb = 0;
     wgml_kernel_stat kt[64];
     int n_kt = 0;
@@ -240,7 +241,7 @@ int cmd_bench(int argc, char **argv) {
                 break;
             }
             if (read_r[r] > 0) roof_r[r] = bytes_per_token * runs[r].tg_tps / (read_r[r] * 1e9) * 100;
-            if (matmul_r[r] > 0) pp_pct_r[r] = runs[r].pp_tps * 2.0 * (double)info.matmul_params / 1e9 / matmul_r[r] * 100;
+            if (matmul_r[r] > 0) pp_pct_r[r] = runs[r].pp_tps * gflop_per_token / matmul_r[r] * 100;
         }
         cli_progress_update(&bar, (uint64_t)r + 1, (uint64_t)repeat);
     }
@@ -255,7 +256,7 @@ int cmd_bench(int argc, char **argv) {
     wgml_counters now;
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;
-    double pp_gflops = med.pp_tps * 2.0 * (double)info.matmul_params / 1e9;
+    double pp_gflops = med.pp_tps * gflop_per_token;
     const char *model_path = mo.model ? mo.model : cli_default_model();
     if (json) {
         json_object *o = json_object_new_object();

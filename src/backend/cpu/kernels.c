@@ -456,15 +456,15 @@ void cpu_w_q4_0_x8_repack(const void *src, void *dst, int64_t n) {
 
 void cpu_w_q4_0_x8_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *s = src;
-    for (int64_t g = 0; g < n / 256; g++, s += 8 * sizeof(block_q4_0))
-        for (int k = 0; k < 8; k++, dst += 32) {
-            const float d = wgml_f16_to_f32(quant_rd16(s + 2 * k));
-            const uint8_t *q = s + 16 + 16 * k;
-            for (int i = 0; i < 16; i++) {
-                dst[i] = (float)((q[i] & 0x0f) - 8) * d;
-                dst[i + 16] = (float)((q[i] >> 4) - 8) * d;
-            }
+    const size_t bs = sizeof(block_q4_0);
+    for (int64_t g = 0; g < n / 256; g++, s += 8 * bs, dst += 256) {
+        uint8_t blocks[8 * sizeof(block_q4_0)]; /* the group back in GGUF's order */
+        for (int k = 0; k < 8; k++) {
+            memcpy(blocks + k * bs + offsetof(block_q4_0, d), s + 2 * k, 2);
+            memcpy(blocks + k * bs + offsetof(block_q4_0, qs), s + 16 + 16 * k, 16);
         }
+        wgml_dequantize_row(WGML_Q4_0, blocks, dst, 256);
+    }
     wgml_dequantize_row(WGML_Q4_0, s, dst, n % 256);
 }
 

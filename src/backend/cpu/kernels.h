@@ -85,8 +85,8 @@ static inline int cpu_act_q8_k_r_run(int i) { return (i & 4) | (i & 1) << 1 | (i
  * GGUF's 18-byte blocks put each block's nibbles at another offset in a
  * cache line: gathering four of them into one zmm and the eight scales into
  * one ymm took more instructions than the arithmetic. Here each is one load.
+ * (A layout is named by the functions that write and read it, below.)
  */
-#define CPU_W_Q4_0_X8 200u
 
 /* Every activation format is piecewise in runs of CPU_ACT_PIECE elements: a
  * row prepared in pieces, each starting at element a (a multiple of this)
@@ -124,7 +124,6 @@ typedef struct cpu_type_kernels {
     const struct cpu_type_kernels *packed;
     /* In a `packed` table: a GGUF row of n elements -> the layout (the same size). */
     void (*repack)(const void *src, void *dst, int64_t n);
-    uint32_t layout; /* in a `packed` table: its CPU_W_* */
 } cpu_type_kernels;
 
 /*

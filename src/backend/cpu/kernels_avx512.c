@@ -443,8 +443,7 @@ void cpu_kernels_fill_avx512(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_Q4_0].prepare = kz_prep_q8_0_g8;
     t[WGML_Q4_0].dot = kz_dot_q4_0;
     kz_q4_0_x8 = (cpu_type_kernels){.act_type = CPU_ACT_Q8_0_G8, .prepare = kz_prep_q8_0_g8, .dot = kz_dot_q4_0_x8,
-                                    .to_float = cpu_w_q4_0_x8_to_float, .repack = cpu_w_q4_0_x8_repack,
-                                    .layout = CPU_W_Q4_0_X8};
+                                    .to_float = cpu_w_q4_0_x8_to_float, .repack = cpu_w_q4_0_x8_repack};
     t[WGML_Q4_0].packed = &kz_q4_0_x8;
     t[WGML_Q4_1].dot = kz_dot_q4_1;
     t[WGML_Q5_0].dot = kz_dot_q5_0;
