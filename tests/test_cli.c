@@ -389,6 +389,14 @@ static int have_adapter(const char *name) {
     return 0;
 }
 
+/* Skips the test without lavapipe, or fails it where CI requires the adapter. */
+static void need_lavapipe(void) {
+    if (have_adapter("llvmpipe")) return;
+    if (getenv("WGML_REQUIRE_ADAPTERS") && strstr(getenv("WGML_REQUIRE_ADAPTERS"), "llvmpipe"))
+        fail_msg("llvmpipe is required but not found");
+    skip();
+}
+
 static void test_no_driver(void **state) {
     (void)state;
     const char *none = "VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json";
@@ -416,11 +424,7 @@ static void test_no_driver(void **state) {
 /* A model too large for the device: exit 1 naming the tensor. */
 static void test_gpu_out_of_memory(void **state) {
     (void)state;
-    if (!have_adapter("llvmpipe")) {
-        if (getenv("WGML_REQUIRE_ADAPTERS") && strstr(getenv("WGML_REQUIRE_ADAPTERS"), "llvmpipe"))
-            fail_msg("llvmpipe is required but not found");
-        skip();
-    }
+    need_lavapipe();
     result r;
     char args[4400];
     snprintf(args, sizeof args, "run %s --adapter llvmpipe -n 4 -p Once", model());
@@ -429,6 +433,19 @@ static void test_gpu_out_of_memory(void **state) {
     assert_non_null(strstr(r.err, "loading tensor 'blk."));
     assert_non_null(strstr(r.err, "out of memory"));
     assert_string_equal(r.out, "");
+}
+
+/* lavapipe with 512-bit SIMD runs subgroups of 16 lanes, wider than the
+ * lane-rows matvec's input tile of 8 vec4s: the matmul ops must still match
+ * the CPU reference (the fused RMS norm counts each input once). */
+static void test_verify_wide_simd(void **state) {
+    (void)state;
+    need_lavapipe();
+    result r;
+    run_env(&r, "LP_NATIVE_VECTOR_WIDTH=512", "verify --adapter llvmpipe --quick --op matmul --no-e2e");
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "512 bits"));
+    assert_non_null(strstr(r.out, " 0 failed"));
 }
 
 int main(void) {
@@ -442,6 +459,7 @@ int main(void) {
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
+        cmocka_unit_test(test_verify_wide_simd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,19 +21,25 @@
 // with subgroups (SG_X) the lanes of a subgroup split each tile of 32 input
 // values between them, a vec4 each, and pass them around with
 // subgroupBroadcast (constant lane indices: a register move, no memory). The
-// RMS-norm sum is split the same way and multiplies the sums once at the end.
+// fused RMS norm's sum of squares is taken from those same loads (no pass of
+// its own over the input), added up over the lanes and applied to the sums
+// once at the end.
 // Affine decoders (W_AFFINE, mm_common.wgsl) leave their scale and offset out
 // of the per-weight work. With a single weight, k is the constant 0: the
 // weight accessors' switch on k then folds away instead of running every case
 // under a mask.
 const TG: u32 = 32u / GROUP; // weight groups per tile of 32 input values
 
-// 4 input values from element c, times the RMS-norm weights when fused.
-fn xin(xb: u32, c: u32) -> vec4<f32> {
+// 4 input values from element c, times the RMS-norm weights when fused;
+// their squares go to ss4 (for the norm's sum, which thus needs no loop of
+// its own: on a CPU adapter every input load is a loop over the lanes).
+fn xin(xb: u32, c: u32, ss4: ptr<function, vec4<f32>>) -> vec4<f32> {
+    let v = x4(xb, c);
 #ifdef HAS_NORM
-    return x4(xb, c) * nw4(c);
+    *ss4 += v * v;
+    return v * nw4(c);
 #else
-    return x4(xb, c);
+    return v;
 #endif
 }
 
@@ -57,26 +63,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let k = wid.z;
 #endif
     let xb = P.x_off + t * P.x_stride;
-#ifdef HAS_NORM
-#ifdef SG_X
-    let c_first = 4u * sg_lane;
-    let c_step = 4u * sg_size;
-#else
-    let c_first = 0u;
-    let c_step = 4u;
-#endif
+    // sums of squares of the inputs this lane loads (the fused RMS norm)
     var ss4 = vec4<f32>(0.0);
-    for (var c = c_first; c < P.K; c += c_step) {
-        let v = x4(xb, c);
-        ss4 += v * v;
-    }
-#ifdef SG_X
-    let ss = subgroupAdd(ss4.x + ss4.y + ss4.z + ss4.w);
-#else
-    let ss = ss4.x + ss4.y + ss4.z + ss4.w;
-#endif
-    let scale = inverseSqrt(ss / f32(P.K) + P.eps);
-#endif
     // Rows past the end recompute row m - 1 and skip the store, so control
     // flow stays uniform.
     let M = max(P.m[k], 1u);
@@ -98,11 +86,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         // values 0..15 from lanes 0..3 (xa); 16..31 from lanes 4..7 of xa, or
         // with 4 lanes (SG_X4) from lanes 0..3 again, of a second load (xc)
 #ifdef SG_X4
-        let xa = xin(xb, c0 + 4u * sg_lane);
-        let xc = xin(xb, c0 + 16u + 4u * sg_lane);
+        let xa = xin(xb, c0 + 4u * sg_lane, &ss4);
+        let xc = xin(xb, c0 + 16u + 4u * sg_lane, &ss4);
         const XH = 0u;
 #else
-        let xa = xin(xb, c0 + 4u * (sg_lane & 7u));
+        let xa = xin(xb, c0 + 4u * (sg_lane & 7u), &ss4);
         let xc = xa;
         const XH = 4u;
 #endif
@@ -115,7 +103,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         xt[6] = subgroupBroadcast(xc, XH + 2u);
         xt[7] = subgroupBroadcast(xc, XH + 3u);
 #else
-        for (var i = 0u; i < 8u; i++) { xt[i] = xin(xb, c0 + 4u * i); }
+        for (var i = 0u; i < 8u; i++) { xt[i] = xin(xb, c0 + 4u * i, &ss4); }
 #endif
         for (var j = 0u; j < TG; j++) {
             let g = c0 / GROUP + j;
@@ -163,6 +151,18 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
             }
         }
     }
+#ifdef HAS_NORM
+#ifdef SG_X
+#ifndef SG_X4
+    // lanes 8 and up of a wider subgroup loaded the same values again
+    ss4 = select(vec4<f32>(0.0), ss4, sg_lane < 8u);
+#endif
+    let ss = subgroupAdd(ss4.x + ss4.y + ss4.z + ss4.w);
+#else
+    let ss = ss4.x + ss4.y + ss4.z + ss4.w;
+#endif
+    let scale = inverseSqrt(ss / f32(P.K) + P.eps);
+#endif
     for (var r = 0u; r < R; r++) {
 #ifdef HAS_NORM
         let a = acc[r] * scale;
