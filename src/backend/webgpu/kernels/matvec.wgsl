@@ -75,9 +75,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
 #ifdef W_HEAD
     // per-block words of each row (decoders with blocks of several groups)
-    var hd: array<vec4<u32>, R>;
+    var hd: array<WHead, R>;
 #ifdef SWIGLU
-    var hd2: array<vec4<u32>, R>;
+    var hd2: array<WHead, R>;
 #endif
 #endif
     for (var c0 = 0u; c0 < P.K; c0 += 32u) {

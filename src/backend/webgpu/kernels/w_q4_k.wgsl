@@ -14,6 +14,7 @@ const GV: u32 = 8u;
 // decodes each group with w_affine_h (nibbles q, d = d sc_j, m = -dmin m_j);
 // w_group does both.
 const GPB: u32 = 8u; // groups per block
+alias WHead = vec4<u32>;
 
 fn w_head(k: u32, row: u32, blk: u32) -> vec4<u32> {
     let base = P.wo[k] + (row * P.bpr + blk) * 36u;
