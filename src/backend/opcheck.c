@@ -149,6 +149,8 @@ static wgml_status run_both(ctx *c, int pos, int n, side_fn body, void *arg, wgm
 }
 
 static int skip(const ctx *c, const char *op) { return c->opt->filter && !strstr(op, c->opt->filter); }
+/* a weight type left out by the options' type */
+static int skip_type(const ctx *c, uint32_t t) { return c->opt->type && strcmp(wgml_dtype_name(t), c->opt->type); }
 
 /* ---- matmul ---- */
 
@@ -219,7 +221,7 @@ static void matmul_grid(ctx *c) {
     wgml_backend *dev = c->be[0];
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         uint32_t t = weight_types[ti];
-        if (!dev->supports_type(dev, t) || !c->be[1]->supports_type(c->be[1], t)) continue;
+        if (skip_type(c, t) || !dev->supports_type(dev, t) || !c->be[1]->supports_type(c->be[1], t)) continue;
         int bs = wgml_dtype_get(t)->block_size;
         int64_t Ks_float[] = {7, 64, 172}, Ks_block[] = {32, 96, 320}, Ks_k[] = {256, 512};
         const int64_t *Ks = bs == 1 ? Ks_float : bs == 32 ? Ks_block : Ks_k;
@@ -247,7 +249,7 @@ static void matmul_grid(ctx *c) {
     /* mixed types in one call (as Q4_K_M's attention) */
     uint32_t mix[3] = {WGML_F16, WGML_Q8_0, WGML_F32};
     int64_t M3[3] = {33, 17, 17};
-    if (dev->supports_type(dev, WGML_Q8_0)) check_matmul(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
+    if (!c->opt->type && dev->supports_type(dev, WGML_Q8_0)) check_matmul(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
 }
 
 /* ---- get_rows ---- */
@@ -265,7 +267,8 @@ static void get_rows_grid(ctx *c) {
     if (skip(c, "get_rows")) return;
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         uint32_t t = weight_types[ti];
-        if (!c->be[0]->supports_type(c->be[0], t) || !c->be[1]->supports_type(c->be[1], t)) continue;
+        if (skip_type(c, t) || !c->be[0]->supports_type(c->be[0], t) || !c->be[1]->supports_type(c->be[1], t))
+            continue;
         int bs = wgml_dtype_get(t)->block_size;
         int64_t K = bs == 1 ? 70 : bs == 32 ? 96 : 256, rows = 37;
         int32_t ids[6] = {36, 0, 5, 5, 17, 36};

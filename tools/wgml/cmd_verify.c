@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/opcheck.h"
+#include "core/dtype.h"
 #include "cli.h"
 
 static const char *help =
@@ -25,6 +26,7 @@ static const char *help =
     "  -m, --model FILE model for the end-to-end check (default ../shared/models/stories260K.gguf)\n"
     "  --quick          a smaller op grid\n"
     "  --op NAME        only ops whose name contains NAME (e.g. matmul, attention)\n"
+    "  --type T         only matmul and get_rows cases with weights of type T (e.g. Q4_K)\n"
     "  --no-e2e         skip the end-to-end check\n"
     "  --f32            use the f32 tier even if the adapter has shader-f16\n"
     "  --no-subgroups   use workgroup-memory reductions even if the adapter has subgroups\n"
@@ -147,7 +149,7 @@ done:
 }
 
 int cmd_verify(int argc, char **argv) {
-    const char *adapter = NULL, *model = NULL, *filter = NULL;
+    const char *adapter = NULL, *model = NULL, *filter = NULL, *type = NULL;
     int quick = 0, e2e = 1, f32 = 0, no_sg = 0, verbose = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -160,6 +162,11 @@ int cmd_verify(int argc, char **argv) {
             if (!(model = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--op")) {
             if (!(filter = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--type")) {
+            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
+            int t = wgml_dtype_from_name(type);
+            if (t < 0) return cli_usage_error("unknown tensor type '%s'", type);
+            type = wgml_dtype_name((uint32_t)t); /* the canonical spelling */
         } else if (!strcmp(a, "--quick")) {
             quick = 1;
         } else if (!strcmp(a, "--no-e2e")) {
@@ -187,12 +194,12 @@ int cmd_verify(int argc, char **argv) {
            no_sg ? ", no subgroups" : "");
     printf("%-10s %-58s %9s %8s %s\n", "op", "case", "error", "tol", "result");
     table t = {.verbose = verbose};
-    wgml_opcheck_options oo = {.quick = quick, .filter = filter};
+    wgml_opcheck_options oo = {.quick = quick, .filter = filter, .type = type};
     wgml_opcheck_run(dev, ref, &oo, row, &t);
     flush_op(&t);
     dev->free(dev);
     ref->free(ref);
-    if (e2e && !filter) end_to_end(model ? model : cli_default_model(), adapter,
+    if (e2e && !filter && !type) end_to_end(model ? model : cli_default_model(), adapter,
                                    (f32 ? WGML_WEBGPU_NO_F16 : 0) | (no_sg ? WGML_WEBGPU_NO_SUBGROUPS : 0), &t);
     printf("verify: %d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? CLI_FAIL : CLI_OK;

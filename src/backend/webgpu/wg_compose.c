@@ -292,7 +292,15 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (kind == WGK_MATVEC && wb->mv_lane_rows) {
         def(&d, "LANE_ROWS");
         wg = wb->mv_lane_wg;
-        if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) def(&d, "ONE_WEIGHT");
+        if (((flags >> WGF_NW_SHIFT) & 3) <= 1 || (flags & WGF_SWIGLU)) {
+            def(&d, "ONE_WEIGHT");
+        } else if (wg <= 8) {
+            /* one copy of the rows' code per fused weight (matvec.wgsl); with
+             * wider SIMD the JIT's compile time grows too much (lavapipe at
+             * 16 lanes: minutes for the op grid) */
+            def(&d, "K_COPIES");
+            if (((flags >> WGF_NW_SHIFT) & 3) == 3) def(&d, "NW3");
+        }
         /* decoders with per-block words (w_head, w_affine_h, GPB; affine too) */
         if (wsrc && strstr(wsrc, "fn w_head(")) def(&d, "W_HEAD");
         /* decoders giving scale and offset apart (w_affine; mm_common.wgsl) */

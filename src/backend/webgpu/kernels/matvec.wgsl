@@ -25,9 +25,10 @@
 // its own over the input), added up over the lanes and applied to the sums
 // once at the end.
 // Affine decoders (W_AFFINE, mm_common.wgsl) leave their scale and offset out
-// of the per-weight work. With a single weight, k is the constant 0: the
-// weight accessors' switch on k then folds away instead of running every case
-// under a mask.
+// of the per-weight work. The weight index k is a constant in every copy of
+// the rows' code (lane_rows; main has one copy per fused weight, K_COPIES):
+// the weight accessors' switch on k then folds away instead of running every
+// case under a mask.
 const TG: u32 = 32u / GROUP; // weight groups per tile of 32 input values
 
 // 4 input values from element c, times the RMS-norm weights when fused;
@@ -53,22 +54,15 @@ fn affine_dot(w: WAff, x: array<vec4<f32>, 8>, o: u32, sl: f32, sh: f32) -> f32 
 }
 #endif
 
-@compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32> SUBGROUP_ARGS) {
-    KERNEL_INIT
-    let t = wid.y;
-#ifdef ONE_WEIGHT
-    let k = 0u;
-#else
-    let k = wid.z;
-#endif
+// Rows of weight k for token t: lane li of row tile wx.
+fn lane_rows(k: u32, t: u32, li: u32, wx: u32) {
     let xb = P.x_off + t * P.x_stride;
     // sums of squares of the inputs this lane loads (the fused RMS norm)
     var ss4 = vec4<f32>(0.0);
     // Rows past the end recompute row m - 1 and skip the store, so control
     // flow stays uniform.
     let M = max(P.m[k], 1u);
-    let r0 = (wid.x * WG + li) * R;
+    let r0 = (wx * WG + li) * R;
     var acc: array<f32, R>;
 #ifdef SWIGLU
     var acc2: array<f32, R>;
@@ -180,6 +174,32 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
         if (r0 + r < P.m[k]) { epilogue(k, t, r0 + r, a, b); }
     }
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3<u32> SUBGROUP_ARGS) {
+    KERNEL_INIT
+#ifdef ONE_WEIGHT
+    lane_rows(0u, wid.y, li, wid.x);
+#else
+#ifdef K_COPIES
+    // One copy of the rows' code per weight, each with a constant k, so the
+    // weight accessors' switch on k folds away in every load: with k =
+    // wid.z the JIT runs the loads of every case, lane by lane, under a
+    // mask (fused Q/K/V 30-40% slower per byte than one weight), where a
+    // copy whose weight the workgroup does not have costs one pass of its
+    // loop with no lane active. (Not with more than 8 lanes: wg_compose.c.)
+    switch wid.z {
+        case 1u: { lane_rows(1u, wid.y, li, wid.x); }
+#ifdef NW3
+        case 2u: { lane_rows(2u, wid.y, li, wid.x); }
+#endif
+        default: { lane_rows(0u, wid.y, li, wid.x); }
+    }
+#else
+    lane_rows(wid.z, wid.y, li, wid.x);
+#endif
+#endif
 }
 #else
 
