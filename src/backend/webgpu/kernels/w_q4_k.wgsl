@@ -14,9 +14,9 @@ const GV: u32 = 8u;
 // decodes each group with w_affine_h (nibbles q, d = d sc_j, m = -dmin m_j);
 // w_group does both.
 const GPB: u32 = 8u; // groups per block
-alias WHead = vec4<u32>;
+alias WHead = vec4<u32>; // the per-block words: d, dmin, the packed scales
 
-fn w_head(k: u32, row: u32, blk: u32) -> vec4<u32> {
+fn w_head(k: u32, row: u32, blk: u32) -> WHead {
     let base = P.wo[k] + (row * P.bpr + blk) * 36u;
     return vec4<u32>(ww(k, base), ww(k, base + 1u), ww(k, base + 2u), ww(k, base + 3u));
 }
@@ -40,7 +40,7 @@ fn q4k_scale_min(h: vec4<u32>, j: u32) -> vec2<f32> {
     return vec2<f32>(f32(sc), f32(m));
 }
 
-fn w_affine_h(k: u32, row: u32, g: u32, h: vec4<u32>) -> WAff {
+fn w_affine_h(k: u32, row: u32, g: u32, h: WHead) -> WAff {
     let j = g % 8u;
     let base = P.wo[k] + (row * P.bpr + g / 8u) * 36u;
     let dd = unpack2x16float(h.x);
