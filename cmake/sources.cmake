@@ -9,12 +9,56 @@ endforeach()
 if(WGML_WASM) # the browser build (cmake/web.cmake): no mmap for the CLI's llama2.c converter, no threads
   list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "/format/llama2c[.]c$")
 endif()
+include(GNUInstallDirs)
 
-add_library(wgml STATIC ${WGML_LIB_SOURCES})
-target_include_directories(wgml PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
+# The sources are compiled once, into the object library wgml_objects (more
+# sources and definitions are added to it by cmake/webgpu.cmake and
+# cmake/web.cmake), which makes
+#   wgml         the static library libwgml.a, always: the CLI and the tests link
+#                it, as they use internal symbols too
+#   wgml_shared  with -DBUILD_SHARED_LIBS=ON (native builds): the shared library
+#                libwgml.so.0 (libwgml.so.<version>), which exports the functions
+#                of include/wgml.h and nothing else
+# WGML_LIB_TARGETS lists the libraries made, for what every one of them needs.
+add_library(wgml_objects OBJECT ${WGML_LIB_SOURCES})
+target_include_directories(wgml_objects PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
+add_library(wgml STATIC $<TARGET_OBJECTS:wgml_objects>)
+set(WGML_LIB_TARGETS wgml)
+
+if(BUILD_SHARED_LIBS AND NOT WGML_WASM)
+  set_target_properties(wgml_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  add_library(wgml_shared SHARED $<TARGET_OBJECTS:wgml_objects>)
+  set_target_properties(wgml_shared PROPERTIES
+    OUTPUT_NAME wgml
+    VERSION ${PROJECT_VERSION}
+    SOVERSION ${PROJECT_VERSION_MAJOR})
+  # The exported symbols: every function include/wgml.h declares, read from the
+  # header at configure time (a change to the header configures again).
+  file(READ ${CMAKE_SOURCE_DIR}/include/wgml.h _wgml_h)
+  string(REGEX MATCHALL "wgml_[a-z0-9_]+[(]" _wgml_api "${_wgml_h}")
+  list(TRANSFORM _wgml_api REPLACE "[(]$" "")
+  list(REMOVE_DUPLICATES _wgml_api)
+  list(SORT _wgml_api)
+  list(JOIN _wgml_api ";\n    " _wgml_api)
+  set(_wgml_map ${CMAKE_BINARY_DIR}/generated/wgml.map)
+  file(CONFIGURE OUTPUT ${_wgml_map} CONTENT "/* the symbols libwgml.so exports: the functions of include/wgml.h */\n{\n  global:\n    ${_wgml_api};\n  local: *;\n};\n")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/wgml.h)
+  target_link_options(wgml_shared PRIVATE "LINKER:--version-script=${_wgml_map}" "LINKER:--no-undefined")
+  set_property(TARGET wgml_shared APPEND PROPERTY LINK_DEPENDS ${_wgml_map})
+  list(APPEND WGML_LIB_TARGETS wgml_shared)
+endif()
+
+foreach(_t ${WGML_LIB_TARGETS})
+  target_include_directories(${_t} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+endforeach()
 if(NOT WGML_WASM)
   find_package(Threads REQUIRED)
+  target_link_libraries(wgml_objects PUBLIC Threads::Threads)
   target_link_libraries(wgml PUBLIC Threads::Threads m)
+  if(TARGET wgml_shared)
+    target_link_libraries(wgml_shared PRIVATE Threads::Threads m)
+  endif()
 endif()
 
 file(GLOB WGML_CLI_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/wgml/*.c)

@@ -15,8 +15,9 @@ set(WGML_WEB_DIST "${CMAKE_SOURCE_DIR}/web/dist" CACHE PATH "Where the browser b
 if(WGML_WASM)
   file(GLOB _wgml_web_lib CONFIGURE_DEPENDS
     "${CMAKE_SOURCE_DIR}/src/gpu/web*.c" "${CMAKE_SOURCE_DIR}/src/backend/webgpu/*.c")
-  target_sources(wgml PRIVATE ${_wgml_web_lib})
-  target_compile_definitions(wgml PUBLIC WGML_HAVE_WEBGPU=1)
+  target_sources(wgml_objects PRIVATE ${_wgml_web_lib})
+  target_compile_definitions(wgml_objects PUBLIC WGML_HAVE_WEBGPU=1)
+  target_compile_definitions(wgml INTERFACE WGML_HAVE_WEBGPU=1)
 
   file(GLOB _wgml_web_glue CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/web/*.c")
   add_executable(wgml_wasm ${_wgml_web_glue})

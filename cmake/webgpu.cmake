@@ -71,7 +71,7 @@ function(wgml_embed_wgsl target)
     VERBATIM)
   target_sources(${target} PRIVATE "${_out}")
 endfunction()
-wgml_embed_wgsl(wgml)
+wgml_embed_wgsl(wgml_objects)
 
 if(NOT _wgml_webgpu)
   if(NOT _wgml_dawn_found)
@@ -90,12 +90,12 @@ endif()
 # Dawn as an imported library. The npm build has no SONAME: IMPORTED_NO_SONAME
 # makes CMake link it as -L<dir> -l<name>, so that the binaries record the bare
 # name and find it through the rpath, not through the build machine's path.
-add_library(wgml_dawn SHARED IMPORTED)
-get_filename_component(_wgml_dawn_libdir "${WGML_DAWN_LIBRARY}" DIRECTORY)
+# CMake puts Dawn's folder in the build tree's rpath of every binary that links
+# it, and replaces that with the INSTALL_RPATH at install (cmake/install.cmake).
+add_library(wgml_dawn SHARED IMPORTED GLOBAL) # GLOBAL: tests/CMakeLists.txt asks for it
 set_target_properties(wgml_dawn PROPERTIES
   IMPORTED_LOCATION "${WGML_DAWN_LIBRARY}"
-  INTERFACE_INCLUDE_DIRECTORIES "${WGML_DAWN_DIR}/include"
-  INTERFACE_LINK_OPTIONS "LINKER:-rpath,${_wgml_dawn_libdir}")
+  INTERFACE_INCLUDE_DIRECTORIES "${WGML_DAWN_DIR}/include")
 if(WGML_DAWN_LIBRARY MATCHES "webgpu_wrapper")
   set_target_properties(wgml_dawn PROPERTIES IMPORTED_NO_SONAME TRUE)
 endif()
@@ -152,14 +152,21 @@ unset(CMAKE_REQUIRED_QUIET)
 file(GLOB _wgml_webgpu_sources CONFIGURE_DEPENDS
   "${CMAKE_SOURCE_DIR}/src/gpu/dawn*.c"
   "${CMAKE_SOURCE_DIR}/src/backend/webgpu/*.c")
-target_sources(wgml PRIVATE ${_wgml_webgpu_sources})
-target_link_libraries(wgml PUBLIC wgml_dawn)
-target_compile_definitions(wgml PUBLIC WGML_HAVE_WEBGPU=1)
-target_compile_definitions(wgml PRIVATE "WGML_ICD_DIR=\"${WGML_ICD_DIR}\"")
+target_sources(wgml_objects PRIVATE ${_wgml_webgpu_sources})
+target_link_libraries(wgml_objects PRIVATE wgml_dawn) # Dawn's headers
+target_compile_definitions(wgml_objects PRIVATE WGML_HAVE_WEBGPU=1 "WGML_ICD_DIR=\"${WGML_ICD_DIR}\"")
 if(WGML_DAWN_INSTANCE_CAPABILITIES)
-  target_compile_definitions(wgml PRIVATE WGML_DAWN_INSTANCE_CAPABILITIES=1)
+  target_compile_definitions(wgml_objects PRIVATE WGML_DAWN_INSTANCE_CAPABILITIES=1)
 endif()
 if(_wgml_abi_check)
-  target_compile_definitions(wgml PRIVATE WGML_DAWN_NPM_ABI=1)
+  target_compile_definitions(wgml_objects PRIVATE WGML_DAWN_NPM_ABI=1)
+endif()
+# The libraries link Dawn; what links the static one links Dawn too (installed:
+# wgml::dawn, defined by wgmlConfig.cmake), and the CLI and the tests see
+# WGML_HAVE_WEBGPU.
+target_link_libraries(wgml PUBLIC $<BUILD_INTERFACE:wgml_dawn> $<INSTALL_INTERFACE:wgml::dawn>)
+target_compile_definitions(wgml INTERFACE $<BUILD_INTERFACE:WGML_HAVE_WEBGPU=1>)
+if(TARGET wgml_shared)
+  target_link_libraries(wgml_shared PRIVATE wgml_dawn)
 endif()
 message(STATUS "wgml: WebGPU on: ${WGML_DAWN_LIBRARY}; software adapters from ${WGML_ICD_DIR}")

@@ -1,7 +1,7 @@
 // serve-web.mjs - a small static file server for trying the wgml web build and
 // for the browser tests: the repository root at /, a models folder at /models/.
 //
-//   node scripts/serve-web.mjs [--port 8080] [--models ../shared/models] [--root .]
+//   node scripts/serve-web.mjs [--port 8080] [--models models] [--root .]
 //   then open http://127.0.0.1:8080/web/
 //
 // Binds 127.0.0.1 only. GET and HEAD, byte ranges, the MIME types module
@@ -109,7 +109,7 @@ export function startServer({ root, models, port = 0, host = '127.0.0.1', log = 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const roots = {
     root: path.resolve(root || path.join(here, '..')),
-    models: path.resolve(models || path.join(here, '..', '..', 'shared', 'models')),
+    models: path.resolve(models || path.join(here, '..', 'models')),
   };
   const server = createServer((req, res) => {
     if (log) console.log(`${req.method} ${req.url}`);

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # serve-web.sh - try wgml in the browser: builds web/dist/wgml.wasm if it is
-# missing, then serves the repository root and ../shared/models on 127.0.0.1.
+# missing, then serves the repository root and a models folder on 127.0.0.1.
 #
 #   scripts/serve-web.sh                       http://127.0.0.1:8080/web/
 #   scripts/serve-web.sh --port 9000 --models ~/models
 #
-# The page's default model URL is ../models/stories260K.gguf (the --models
-# folder, by default ../shared/models). Any static file server over the
-# repository root works as well; this one also serves the models folder.
+# The page's default model URL is ../models/stories260K.gguf: the --models
+# folder, by default the repository's models/ with the model that ships with
+# wgml, so the page works on a fresh clone. Any static file server over the
+# repository root works as well (it has models/ at /models/ too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -f web/dist/wgml.wasm ]; then

@@ -1,37 +1,88 @@
 #!/usr/bin/env bash
 # test.sh - sets up, builds and runs every test: the release build's suite,
-# the unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer,
-# the browser build in headless Chromium (tests/web/run.mjs), valgrind
-# memcheck on a CPU generation run, and a short run of every fuzz target
-# (docs/hardening.md).
+# the README's first command on a fresh clone with no ../shared beside it
+# (scripts/check-fresh-clone.sh), the unit tests again under AddressSanitizer
+# + UndefinedBehaviorSanitizer, the browser build in headless Chromium
+# (tests/web/run.mjs), valgrind memcheck on a CPU generation run, and a short
+# run of every fuzz target (docs/hardening.md). Each stage's time is printed
+# as it ends and again in a table at the end.
+#
+# Shader caches start empty: Mesa's (lavapipe) and everything else under
+# $XDG_CACHE_HOME point into a fresh temporary folder, so that every run is as
+# slow as the first run on a new machine (a warm cache hides compile time).
 #
 #   scripts/test.sh             everything (what CI runs)
 #   WGML_SKIP_SANITIZE=1 ...    no ASan + UBSan suite
+#   WGML_SKIP_FRESH=1 ...       no fresh-clone check
 #   WGML_SKIP_WEB=1 ...         no browser tests
 #   WGML_SKIP_VALGRIND=1 ...    no valgrind
 #   WGML_SKIP_FUZZ=1 ...        no fuzzing
 #   WGML_FUZZ_SECONDS=N ...     seconds per fuzz target (default 60)
+#   WGML_WARM_CACHE=1 ...       keep the user's shader caches (quicker local runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 SECONDS=0
 
+if [ -z "${WGML_WARM_CACHE:-}" ]; then
+  cache_root=$(mktemp -d "${TMPDIR:-/tmp}/wgml-cache-XXXXXX")
+  trap 'rm -rf "$cache_root"' EXIT
+  export XDG_CACHE_HOME=$cache_root MESA_SHADER_CACHE_DIR=$cache_root/mesa_shader_cache
+  echo "== shader caches start empty: $cache_root"
+fi
+
+# Stage timing: stage NAME starts a stage (ending the one before), stage_end ends the last.
+stage_names=() stage_times=() stage_name="" stage_t0=0
+stage_end() {
+  if [ -n "$stage_name" ]; then
+    stage_names+=("$stage_name")
+    stage_times+=($((SECONDS - stage_t0)))
+    echo "== $stage_name: $((SECONDS - stage_t0)) s"
+  fi
+  stage_name=""
+}
+stage() {
+  stage_end
+  stage_name=$1
+  stage_t0=$SECONDS
+  echo "== $1 [$SECONDS s]"
+}
+
 jobs=$(nproc)
 # both software adapters were installed by setup: a missing one is a failure, not a skip
 export WGML_REQUIRE_ADAPTERS=${WGML_REQUIRE_ADAPTERS:-swiftshader,llvmpipe}
-echo "== tests (release build) [$SECONDS s]"
-ctest --test-dir build --output-on-failure -j "$jobs"
+# ctest over a build folder, then its five slowest tests (the longest should
+# not near a third of its timeout, 600 s: a cold cache is slow enough).
+run_ctest() {
+  local log
+  log=$(mktemp)
+  local rc=0
+  ctest --test-dir "$1" --output-on-failure -j "$jobs" | tee "$log" || rc=$?
+  echo "slowest tests in $1:"
+  sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .* \([0-9.]*\) sec$/\2 \1/p' "$log" | sort -rn | head -5 |
+    awk '{printf "  %8.1f s  %s\n", $1, $2}'
+  rm -f "$log"
+  return $rc
+}
+
+stage "tests (release build)"
+run_ctest build
+
+if [ -z "${WGML_SKIP_FRESH:-}" ]; then
+  stage "fresh clone with no ../shared: the README's first command, synth, verify"
+  bash scripts/check-fresh-clone.sh
+fi
 
 if [ -z "${WGML_SKIP_SANITIZE:-}" ]; then
-  echo "== tests under ASan + UBSan [$SECONDS s]"
+  stage "tests under ASan + UBSan"
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DWGML_SANITIZE=ON >/dev/null
   cmake --build build-asan
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+    run_ctest build-asan
 fi
 
 if [ -z "${WGML_SKIP_WEB:-}" ]; then
-  echo "== web tests (headless Chromium: WebGPU on SwiftShader, and the CPU wasm path) [$SECONDS s]"
+  stage "web tests (headless Chromium: WebGPU on SwiftShader, and the CPU wasm path)"
   # Debian's Chromium (never a downloaded one) and the pinned playwright-core.
   if ! command -v chromium >/dev/null; then
     SUDO=""; if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -46,17 +97,20 @@ if [ -z "${WGML_SKIP_WEB:-}" ]; then
 fi
 
 if [ -z "${WGML_SKIP_VALGRIND:-}" ]; then
-  echo "== valgrind memcheck (CPU backend) [$SECONDS s]"
+  stage "valgrind memcheck (CPU backend)"
   bash scripts/valgrind.sh
 fi
 
 if [ -z "${WGML_SKIP_FUZZ:-}" ]; then
   secs=${WGML_FUZZ_SECONDS:-60}
-  echo "== fuzz smoke: every target for $secs s, $jobs at a time [$SECONDS s]"
+  stage "fuzz smoke: every target for $secs s, $jobs at a time"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWGML_BUILD_TESTS=OFF >/dev/null
   cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_tokenizer fuzz_cli wgml_fuzz_seeds
   fuzz/make-corpus.sh
   WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
 fi
+stage_end
+echo "== stage times"
+for i in "${!stage_names[@]}"; do printf '%6d s  %s\n' "${stage_times[$i]}" "${stage_names[$i]}"; done
 echo "== all passed [$SECONDS s]"

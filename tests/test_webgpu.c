@@ -8,11 +8,27 @@
  * lavapipe forced to the f32 tier without subgroups. A configuration whose
  * adapter is missing is skipped, unless $WGML_REQUIRE_ADAPTERS names it
  * (CI sets it, so a missing adapter fails there).
+ *
+ * Compiling kernels is what costs here: llvmpipe turns every workgroup
+ * barrier into a coroutine suspension point, and a cold compile of the
+ * op grid's pipelines takes minutes. So each configuration tests the code
+ * paths that only it has:
+ *   SwiftShader         every op, weight type and fused variant (f32 tier, subgroups)
+ *   lavapipe            the same on the shader-f16 tier (its own decoders and kernels)
+ *   lavapipe f32 tier   the reductions without subgroups: every op, but weights of
+ *                       one type per decoder family (a float, a 32-block and a
+ *                       256-block type), since the f32 decoders are SwiftShader's
+ * and the command line picks a configuration, a group of cases and the op
+ * grid's weight types, so that CTest runs the parts in parallel
+ * (tests/CMakeLists.txt; matmul's pipelines are most of the compile time):
+ *   test_webgpu [swiftshader|lavapipe|lavapipe-f32 [ops|layout|model [TYPE,...]]]
+ * Each case prints its time.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api_internal.h"
 #include "backend/backend.h"
@@ -25,12 +41,15 @@ typedef struct {
     const char *adapter;
     unsigned flags;
     const char *label;
+    const char *key;   /* the command-line name */
+    int quick;         /* the op grid's smaller shape set */
+    const char *types; /* weight types of the op grid (opcheck's list); NULL: all */
 } config;
 
-static const config configs[] = {
-    {"swiftshader", 0, "SwiftShader"},
-    {"llvmpipe", 0, "lavapipe"},
-    {"llvmpipe", WGML_WEBGPU_NO_F16 | WGML_WEBGPU_NO_SUBGROUPS, "lavapipe f32 tier"},
+static config configs[] = {
+    {"swiftshader", 0, "SwiftShader", "swiftshader", 0, NULL},
+    {"llvmpipe", 0, "lavapipe", "lavapipe", 0, NULL},
+    {"llvmpipe", WGML_WEBGPU_NO_F16 | WGML_WEBGPU_NO_SUBGROUPS, "lavapipe f32 tier", "lavapipe-f32", 1, "F32,Q8_0,Q4_K"},
 };
 
 /* Skips (or, when required, fails) a test whose adapter is missing. */
@@ -48,6 +67,7 @@ static void print_failure(void *user, const wgml_opcheck_result *r) {
 }
 
 static void run_opcheck(const config *c, int quick, uint64_t max_binding, int gpu_layout, const char *filter) {
+    quick |= c->quick;
     wgml_webgpu_options o = {.adapter = c->adapter, .allow_software = 1,
                              .force_f32 = (c->flags & WGML_WEBGPU_NO_F16) != 0,
                              .no_subgroups = (c->flags & WGML_WEBGPU_NO_SUBGROUPS) != 0, .max_binding = max_binding,
@@ -56,7 +76,7 @@ static void run_opcheck(const config *c, int quick, uint64_t max_binding, int gp
     wgml_error err;
     assert_int_equal(wgml_backend_webgpu_create(&o, &dev, &err), WGML_OK);
     assert_int_equal(wgml_backend_cpu_create_exact(2, &ref, &err), WGML_OK);
-    wgml_opcheck_options oo = {.quick = quick, .filter = filter};
+    wgml_opcheck_options oo = {.quick = quick, .filter = filter, .type = c->types};
     int failures = wgml_opcheck_run(dev, ref, &oo, print_failure, NULL);
     dev->free(dev);
     ref->free(ref);
@@ -67,7 +87,7 @@ static void run_opcheck(const config *c, int quick, uint64_t max_binding, int gp
 static void test_ops(void **state) {
     const config *c = *state;
     if (!need(c)) skip();
-    run_opcheck(c, c->flags != 0, 0, 0, NULL);
+    run_opcheck(c, 0, 0, 0, NULL);
 }
 
 /* The matvec layout of hardware GPUs (workgroups reduce over a row), which
@@ -282,17 +302,53 @@ static void test_errors(void **state) {
     wgml_model_free(m);
 }
 
-#define CASES(i)                                                                                               \
-    cmocka_unit_test_prestate(test_ops, (void *)&configs[i]),                                                  \
-        cmocka_unit_test_prestate(test_windows, (void *)&configs[i]),                                          \
-        cmocka_unit_test_prestate(test_gpu_layout, (void *)&configs[i]),                                       \
-        cmocka_unit_test_prestate(test_reference_text, (void *)&configs[i]),                                   \
-        cmocka_unit_test_prestate(test_stream_load, (void *)&configs[i]),                                      \
-        cmocka_unit_test_prestate(test_logits_vs_cpu, (void *)&configs[i]),                                    \
-        cmocka_unit_test_prestate(test_plan_counters, (void *)&configs[i]),                                    \
-        cmocka_unit_test_prestate(test_errors, (void *)&configs[i])
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
-int main(void) {
-    const struct CMUnitTest tests[] = {CASES(0), CASES(1), CASES(2)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+static double case_start;
+static int case_begin(void **state) {
+    (void)state;
+    case_start = now_s();
+    return 0;
+}
+static int case_end(void **state) {
+    fprintf(stderr, "[ %s: %.1f s ]\n", ((const config *)*state)->label, now_s() - case_start);
+    return 0;
+}
+
+#define CASE(fn, c) cmocka_unit_test_prestate_setup_teardown(fn, case_begin, case_end, (void *)(c))
+
+int main(int argc, char **argv) {
+    const char *want = argc > 1 ? argv[1] : NULL, *group = argc > 2 ? argv[2] : NULL;
+    if (argc > 4 || (group && strcmp(group, "ops") && strcmp(group, "layout") && strcmp(group, "model"))) {
+        fprintf(stderr, "usage: test_webgpu [swiftshader|lavapipe|lavapipe-f32 [ops|layout|model [TYPE,...]]]\n");
+        return 2;
+    }
+    for (size_t i = 0; argc > 3 && i < sizeof configs / sizeof configs[0]; i++) configs[i].types = argv[3];
+    struct CMUnitTest tests[3 * 8];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        const config *c = &configs[i];
+        if (want && strcmp(want, c->key)) continue;
+        if (!group || !strcmp(group, "ops")) {
+            tests[n++] = (struct CMUnitTest)CASE(test_ops, c);
+            tests[n++] = (struct CMUnitTest)CASE(test_windows, c);
+        }
+        if (!group || !strcmp(group, "layout")) tests[n++] = (struct CMUnitTest)CASE(test_gpu_layout, c);
+        if (!group || !strcmp(group, "model")) {
+            tests[n++] = (struct CMUnitTest)CASE(test_reference_text, c);
+            tests[n++] = (struct CMUnitTest)CASE(test_stream_load, c);
+            tests[n++] = (struct CMUnitTest)CASE(test_logits_vs_cpu, c);
+            tests[n++] = (struct CMUnitTest)CASE(test_plan_counters, c);
+            tests[n++] = (struct CMUnitTest)CASE(test_errors, c);
+        }
+    }
+    if (!n) {
+        fprintf(stderr, "test_webgpu: no configuration named '%s'\n", want);
+        return 2;
+    }
+    return _cmocka_run_group_tests(want ? want : "test_webgpu", tests, n, NULL, NULL);
 }

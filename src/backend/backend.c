@@ -2,6 +2,7 @@
  * backend.c - tensor view helpers shared by all backends (see backend.h).
  */
 #include "backend/backend.h"
+#include "gpu/gpu.h"
 
 #include "core/error.h"
 
@@ -29,4 +30,12 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
 }
 
 void wgml_backend_webgpu_lose_device(wgml_backend *be) { (void)be; }
+
+/* No GPU layer: no adapters (wgml devices lists none). */
+int wgml_gpu_list_adapters(wgml_gpu_adapter_info *out, int cap, wgml_error *err) {
+    (void)out;
+    (void)cap;
+    (void)err;
+    return 0;
+}
 #endif

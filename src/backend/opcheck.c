@@ -149,8 +149,18 @@ static wgml_status run_both(ctx *c, int pos, int n, side_fn body, void *arg, wgm
 }
 
 static int skip(const ctx *c, const char *op) { return c->opt->filter && !strstr(op, c->opt->filter); }
-/* a weight type left out by the options' type */
-static int skip_type(const ctx *c, uint32_t t) { return c->opt->type && strcmp(wgml_dtype_name(t), c->opt->type); }
+/* a weight type left out by the options' type list */
+static int skip_type(const ctx *c, uint32_t t) {
+    if (!c->opt->type) return 0;
+    const char *name = wgml_dtype_name(t);
+    size_t n = strlen(name);
+    for (const char *p = c->opt->type; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && memcmp(p, name, n) == 0) return 0;
+        p += len + (p[len] == ',');
+    }
+    return 1;
+}
 
 /* ---- matmul ---- */
 
@@ -249,7 +259,8 @@ static void matmul_grid(ctx *c) {
     /* mixed types in one call (as Q4_K_M's attention) */
     uint32_t mix[3] = {WGML_F16, WGML_Q8_0, WGML_F32};
     int64_t M3[3] = {33, 17, 17};
-    if (!c->opt->type && dev->supports_type(dev, WGML_Q8_0)) check_matmul(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
+    if (!skip_type(c, mix[0]) && !skip_type(c, mix[1]) && !skip_type(c, mix[2]) && dev->supports_type(dev, WGML_Q8_0))
+        check_matmul(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
 }
 
 /* ---- get_rows ---- */

@@ -17,8 +17,9 @@
 typedef struct wgml_opcheck_options {
     int quick;          /* a smaller grid */
     const char *filter; /* only ops whose name contains this */
-    const char *type;   /* only matmul and get_rows cases of this weight type (a type name
-                           as wgml_dtype_name gives it); NULL: all types */
+    const char *type;   /* only matmul and get_rows cases of these weight types: type names
+                           as wgml_dtype_name gives them, comma-separated ("Q8_0" or
+                           "F32,Q8_0,Q4_K"); NULL: all types */
     uint64_t seed;
 } wgml_opcheck_options;
 

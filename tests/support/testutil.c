@@ -5,7 +5,9 @@
 
 #include "gpu/gpu.h"
 
+#include <ftw.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,17 +49,43 @@ int tu_write_file(const char *path, const void *data, size_t size) {
     return fclose(f) == 0 && w == size ? 0 : -1;
 }
 
+static char tmp_dir[256];
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* The temporary directory goes when the test ends: at exit (passed or
+ * failed: cmocka turns a crash inside a test into a failure and returns
+ * from main), and on an abort (assert, ASan with abort_on_error) or a
+ * termination request, which then take their default action. */
+static void remove_tmp_dir(void) {
+    if (tmp_dir[0]) nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void remove_tmp_dir_on_signal(int sig) {
+    remove_tmp_dir();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 const char *tu_tmp_path(const char *name) {
-    static char dir[256];
     static char bufs[8][512];
     static int slot;
-    if (!dir[0]) {
+    if (!tmp_dir[0]) {
         const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/wgml-test-%d", t && *t ? t : "/tmp", (int)getpid());
-        mkdir(dir, 0700);
+        snprintf(tmp_dir, sizeof tmp_dir, "%s/wgml-test-%d", t && *t ? t : "/tmp", (int)getpid());
+        mkdir(tmp_dir, 0700);
+        atexit(remove_tmp_dir);
+        const int fatal[] = {SIGABRT, SIGTERM, SIGINT};
+        for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) signal(fatal[i], remove_tmp_dir_on_signal);
     }
     char *b = bufs[slot++ & 7];
-    snprintf(b, 512, "%s/%s", dir, name);
+    snprintf(b, 512, "%s/%s", tmp_dir, name);
     return b;
 }
 

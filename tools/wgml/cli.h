@@ -45,8 +45,17 @@ int cli_parse_float(const char *opt, const char *s, double lo, double hi, double
 /* Returns the option's value (argv[i+1]) and advances i, or NULL with an error. */
 const char *cli_value(int argc, char **argv, int *i);
 
-/* The default model: ../shared/models/stories260K.gguf from the working
- * directory, else relative to the executable (build/ inside the repo). */
+/* Files that ship with wgml (the repository's models/ folder, installed as
+ * <prefix>/share/wgml/) are looked up in: $WGML_DATA_DIR, the data folder
+ * of the install prefix the CLI was built for (WGML_INSTALL_DATADIR), then
+ * ../share/wgml and ../models beside the executable (a moved install, and
+ * the source tree's build/wgml). Returns the first readable path, or NULL
+ * after printing an error that lists the folders searched. */
+const char *cli_data_file(const char *name);
+
+/* The default model: $WGML_MODEL if set, else the shipped stories260K.gguf
+ * (cli_data_file). NULL after printing an error when there is none. */
+#define WGML_DEFAULT_MODEL "stories260K.gguf"
 const char *cli_default_model(void);
 
 int cli_parse_backend(const char *s, wgml_backend_kind *out);
@@ -70,6 +79,13 @@ void cli_log_cb(void *user, const char *line);
 
 double cli_now_ms(void);
 
+/* Generated text goes to stdout through cli_out, which remembers whether it
+ * ended a line. cli_line_start() is called before a status line on stderr:
+ * when stdout and stderr are the same terminal and the text did not end a
+ * line, it ends it, so that the status line starts on a line of its own. */
+void cli_out(const char *text, size_t len);
+void cli_line_start(void);
+
 /* Options every model-loading command shares: -m, --backend, --adapter, --threads. */
 typedef struct cli_model_opts {
     const char *model;
@@ -78,7 +94,7 @@ typedef struct cli_model_opts {
     int threads;
 } cli_model_opts;
 #define CLI_MODEL_OPTS_HELP                                                                      \
-    "  -m, --model FILE      GGUF model (default ../shared/models/stories260K.gguf)\n"         \
+    "  -m, --model FILE      GGUF model (default: $WGML_MODEL, else the shipped stories260K.gguf)\n" \
     "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"     \
     "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n" \
     "  -t, --threads N       CPU threads (default: one per core)\n"

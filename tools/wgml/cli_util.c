@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -15,6 +16,7 @@ const char *cli_cmd = "";
 const char *cli_argv0 = "wgml";
 
 static void vmsg(const char *fmt, va_list ap) {
+    cli_line_start();
     fprintf(stderr, "wgml%s%s: ", *cli_cmd ? " " : "", cli_cmd);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
@@ -79,22 +81,68 @@ const char *cli_value(int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
-const char *cli_default_model(void) {
-    static char path[4200];
-    const char *rel = "../shared/models/stories260K.gguf";
-    if (access(rel, R_OK) == 0) return rel;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            snprintf(path, sizeof path, "%s/../../shared/models/stories260K.gguf", exe);
-            if (access(path, R_OK) == 0) return path;
+/* The folder holding the running executable, or "" when it cannot be found. */
+static const char *exe_dir(void) {
+    static char dir[4096];
+    if (!dir[0]) {
+        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+        if (n <= 0) return "";
+        dir[n] = '\0';
+        char *slash = strrchr(dir, '/');
+        if (slash) *slash = '\0';
+    }
+    return dir;
+}
+
+/* The folders searched for shipped data, in order (see cli.h). */
+static int data_dirs(const char *dirs[4], char buf[2][4200]) {
+    int n = 0;
+    const char *env = getenv("WGML_DATA_DIR");
+    if (env && *env) dirs[n++] = env;
+#ifdef WGML_INSTALL_DATADIR
+    dirs[n++] = WGML_INSTALL_DATADIR;
+#endif
+    const char *exe = exe_dir();
+    if (*exe) {
+#ifndef WGML_INSTALL_DATADIR_FROM_BINDIR
+#define WGML_INSTALL_DATADIR_FROM_BINDIR "../share/wgml"
+#endif
+        /* the same data folder relative to the executable: a tree installed elsewhere, or moved */
+        snprintf(buf[0], sizeof buf[0], "%s/" WGML_INSTALL_DATADIR_FROM_BINDIR, exe);
+        dirs[n++] = buf[0];
+        snprintf(buf[1], sizeof buf[1], "%s/../models", exe); /* the source tree: build/wgml */
+        dirs[n++] = buf[1];
+    }
+    return n;
+}
+
+const char *cli_data_file(const char *name) {
+    static char found[4][4400];
+    static int slot;
+    const char *dirs[4];
+    char buf[2][4200];
+    int n = data_dirs(dirs, buf);
+    for (int i = 0; i < n; i++) {
+        char *path = found[slot & 3];
+        snprintf(path, sizeof found[0], "%s/%s", dirs[i], name);
+        if (access(path, R_OK) == 0) {
+            slot++;
+            return path;
         }
     }
-    return rel;
+    char where[8192];
+    size_t len = 0;
+    where[0] = '\0';
+    for (int i = 0; i < n && len < sizeof where; i++)
+        len += (size_t)snprintf(where + len, sizeof where - len, "%s%s", i ? ", " : "", dirs[i]);
+    cli_fail("%s is not in any data folder (searched %s); set WGML_DATA_DIR or name a file", name, where);
+    return NULL;
+}
+
+const char *cli_default_model(void) {
+    const char *env = getenv("WGML_MODEL");
+    if (env && *env) return env;
+    return cli_data_file(WGML_DEFAULT_MODEL);
 }
 
 int cli_parse_backend(const char *s, wgml_backend_kind *out) {
@@ -111,6 +159,30 @@ int cli_parse_kv_type(const char *s, wgml_kv_type *out) {
     else if (strcmp(s, "f32") == 0) *out = WGML_KV_F32;
     else return cli_usage_error("--kv-type must be auto, f16 or f32, got '%s'", s), 0;
     return 1;
+}
+
+static int out_mid_line;
+
+void cli_out(const char *text, size_t len) {
+    if (!len) return;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    out_mid_line = text[len - 1] != '\n';
+}
+
+/* 1 when stdout and stderr are one terminal (the same device). */
+static int same_terminal(void) {
+    struct stat a, b;
+    return isatty(STDOUT_FILENO) && isatty(STDERR_FILENO) && fstat(STDOUT_FILENO, &a) == 0 &&
+           fstat(STDERR_FILENO, &b) == 0 && a.st_rdev == b.st_rdev;
+}
+
+void cli_line_start(void) {
+    if (out_mid_line && same_terminal()) {
+        fputc('\n', stdout);
+        fflush(stdout);
+        out_mid_line = 0;
+    }
 }
 
 double cli_now_ms(void) {
@@ -154,6 +226,7 @@ int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total
 
 void cli_log_cb(void *user, const char *line) {
     (void)user;
+    cli_line_start();
     fprintf(stderr, "wgml: %s\n", line);
 }
 
@@ -190,8 +263,10 @@ wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms) {
     mp.log = cli_log_cb;
     wgml_model *m = NULL;
     wgml_error err;
+    const char *path = o->model ? o->model : cli_default_model();
+    if (!path) return NULL;
     double t0 = cli_now_ms();
-    wgml_status st = wgml_model_load(o->model ? o->model : cli_default_model(), &mp, &m, &err);
+    wgml_status st = wgml_model_load(path, &mp, &m, &err);
     cli_progress_end(&bar);
     if (load_ms) *load_ms = cli_now_ms() - t0;
     if (st) {

@@ -74,7 +74,7 @@ int cmd_info(int argc, char **argv) {
             return cli_usage_error("more than one model given");
         }
     }
-    if (!path) path = cli_default_model();
+    if (!path && !(path = cli_default_model())) return CLI_FAIL;
     gguf_file *f;
     wgml_error err;
     if (gguf_open(path, &f, &err)) return cli_fail_err(&err);

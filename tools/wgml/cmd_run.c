@@ -31,8 +31,7 @@ static const char *help =
 static int on_token(void *user, int32_t token, const char *text, size_t len) {
     (void)user;
     (void)token;
-    fwrite(text, 1, len, stdout);
-    fflush(stdout);
+    cli_out(text, len);
     return 0;
 }
 
@@ -162,15 +161,15 @@ int cmd_run(int argc, char **argv) {
     } else {
         gp.on_token = on_token;
         wgml_generate_result res;
-        fputs(prompt, stdout);
-        fflush(stdout);
+        cli_out(prompt, strlen(prompt));
         if (wgml_generate(s, prompt, &gp, &res, &err)) {
-            fputc('\n', stdout);
+            cli_out("\n", 1);
             rc = cli_fail_err(&err);
         } else {
-            fputc('\n', stdout);
+            cli_out("\n", 1);
             double tg = res.n_generated > 1 ? (res.n_generated - 1) / (res.generate_ms / 1e3) : 0;
             double pp = res.prompt_ms > 0 ? res.n_prompt / (res.prompt_ms / 1e3) : 0;
+            cli_line_start();
             fprintf(stderr,
                     "wgml: prompt %d tokens (%.1f tok/s), generated %d tokens (%.1f tok/s), first token %.1f ms; "
                     "stop: %s\n",

@@ -9,6 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The shipped vocabularies (models/README.md): their licences allow
+ * redistribution, so files made with them can be shared. */
+#define SYNTH_VOCAB_SPM "stories260K.gguf"
+#define SYNTH_VOCAB_BPE "ggml-vocab-gpt-2.gguf"
+
 static const char *help =
     "usage: wgml synth --arch NAME --type TYPE -o OUT.gguf [options]\n"
     "       wgml synth --list\n"
@@ -18,9 +23,11 @@ static const char *help =
     "                     smollm2-135m, smollm2-360m (--list shows their hyper-parameters)\n"
     "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
     "  -o, --output FILE  the GGUF to write\n"
-    "  --vocab FILE       GGUF whose tokenizer is copied (default: ../shared/vocab/ggml-vocab-llama-spm.gguf\n"
-    "                     for SentencePiece models, ggml-vocab-gpt-2.gguf for BPE ones), resized to the\n"
-    "                     architecture's vocabulary (padded with [PAD<i>] tokens or truncated)\n"
+    "  --vocab FILE       GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
+    "                     (padded with [PAD<i>] tokens or truncated). Default: the shipped files, the\n"
+    "                     512-token SentencePiece vocabulary of " SYNTH_VOCAB_SPM " for SentencePiece\n"
+    "                     models and the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
+    "                     for BPE ones\n"
     "  --seed S           random seed (default 42)\n"
     "  --layers N         keep only the first N layers (same shapes; for fast tests)\n"
     "  -t, --threads N    threads (default: one per core)\n";
@@ -35,29 +42,6 @@ static void list_archs(void) {
                a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
                a->rope3_factor > 0 ? ", llama3 rope scaling" : "");
     }
-}
-
-/* ../shared/vocab/NAME from the working directory, else relative to the executable. */
-static const char *default_vocab(const char *name, char *buf, size_t cap) {
-    snprintf(buf, cap, "../shared/vocab/%s", name);
-    if (access(buf, R_OK) == 0) return buf;
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char alt[4400];
-            snprintf(alt, sizeof alt, "%s/../../shared/vocab/%s", exe, name);
-            if (access(alt, R_OK) == 0) {
-                snprintf(buf, cap, "%s", alt);
-                return buf;
-            }
-        }
-    }
-    snprintf(buf, cap, "../shared/vocab/%s", name);
-    return buf;
 }
 
 static void log_line(void *user, const char *line) {
@@ -104,9 +88,7 @@ int cmd_synth(int argc, char **argv) {
         return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
     if (layers > sa->n_layer) return cli_usage_error("--layers %lld: %s has %d layers", layers, sa->name, sa->n_layer);
-    char vbuf[4400];
-    if (!vocab)
-        vocab = default_vocab(sa->bpe ? "ggml-vocab-gpt-2.gguf" : "ggml-vocab-llama-spm.gguf", vbuf, sizeof vbuf);
+    if (!vocab && !(vocab = cli_data_file(sa->bpe ? SYNTH_VOCAB_BPE : SYNTH_VOCAB_SPM))) return CLI_FAIL;
 
     cli_progress bar;
     cli_progress_begin(&bar, "generating");

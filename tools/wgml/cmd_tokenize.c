@@ -69,7 +69,11 @@ int cmd_tokenize(int argc, char **argv) {
     wgml_error err;
     int rc = CLI_OK;
     int32_t *ids = NULL;
-    if (gguf_open(model ? model : cli_default_model(), &f, &err) || wgml_tokenizer_load(f, &tok, &err)) {
+    if (!model && !(model = cli_default_model())) {
+        rc = CLI_FAIL;
+        goto done;
+    }
+    if (gguf_open(model, &f, &err) || wgml_tokenizer_load(f, &tok, &err)) {
         rc = cli_fail_err(&err);
         goto done;
     }

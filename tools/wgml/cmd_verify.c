@@ -23,10 +23,11 @@ static const char *help =
     "usage: wgml verify [--adapter NAME] [options]\n"
     "Checks a WebGPU device op by op and end to end against the CPU reference.\n\n"
     "  --adapter NAME   adapter whose name contains NAME (default: the best hardware adapter)\n"
-    "  -m, --model FILE model for the end-to-end check (default ../shared/models/stories260K.gguf)\n"
+    "  -m, --model FILE model for the end-to-end check (default: $WGML_MODEL, else the shipped\n"
+    "                   stories260K.gguf)\n"
     "  --quick          a smaller op grid\n"
     "  --op NAME        only ops whose name contains NAME (e.g. matmul, attention)\n"
-    "  --type T         only matmul and get_rows cases with weights of type T (e.g. Q4_K)\n"
+    "  --type T[,T...]  only matmul and get_rows cases with weights of these types (e.g. Q4_K)\n"
     "  --no-e2e         skip the end-to-end check\n"
     "  --f32            use the f32 tier even if the adapter has shader-f16\n"
     "  --no-subgroups   use workgroup-memory reductions even if the adapter has subgroups\n"
@@ -150,6 +151,7 @@ done:
 
 int cmd_verify(int argc, char **argv) {
     const char *adapter = NULL, *model = NULL, *filter = NULL, *type = NULL;
+    char types[256];
     int quick = 0, e2e = 1, f32 = 0, no_sg = 0, verbose = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -163,10 +165,23 @@ int cmd_verify(int argc, char **argv) {
         } else if (!strcmp(a, "--op")) {
             if (!(filter = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--type")) {
-            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
-            int t = wgml_dtype_from_name(type);
-            if (t < 0) return cli_usage_error("unknown tensor type '%s'", type);
-            type = wgml_dtype_name((uint32_t)t); /* the canonical spelling */
+            const char *list = cli_value(argc, argv, &i);
+            if (!list) return CLI_USAGE;
+            /* each name checked, and rewritten in its canonical spelling */
+            size_t len = 0;
+            for (const char *p = list; *p;) {
+                char name[32];
+                size_t n = strcspn(p, ",");
+                snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+                int t = wgml_dtype_from_name(name);
+                if (t < 0 || n >= sizeof name) return cli_usage_error("unknown tensor type '%.*s'", (int)n, p);
+                len += (size_t)snprintf(types + len, sizeof types - len, "%s%s", len ? "," : "",
+                                        wgml_dtype_name((uint32_t)t));
+                if (len >= sizeof types) return cli_usage_error("--type: too many types");
+                p += n + (p[n] == ',');
+            }
+            if (!len) return cli_usage_error("--type needs a type name");
+            type = types;
         } else if (!strcmp(a, "--quick")) {
             quick = 1;
         } else if (!strcmp(a, "--no-e2e")) {
@@ -199,8 +214,10 @@ int cmd_verify(int argc, char **argv) {
     flush_op(&t);
     dev->free(dev);
     ref->free(ref);
-    if (e2e && !filter && !type) end_to_end(model ? model : cli_default_model(), adapter,
-                                   (f32 ? WGML_WEBGPU_NO_F16 : 0) | (no_sg ? WGML_WEBGPU_NO_SUBGROUPS : 0), &t);
+    if (e2e && !filter && !type) {
+        if (!model && !(model = cli_default_model())) t.failed++;
+        else end_to_end(model, adapter, (f32 ? WGML_WEBGPU_NO_F16 : 0) | (no_sg ? WGML_WEBGPU_NO_SUBGROUPS : 0), &t);
+    }
     printf("verify: %d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? CLI_FAIL : CLI_OK;
 }

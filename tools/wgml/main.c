@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/cpu/kernels.h"
 #include "cli.h"
 
 static const struct {
@@ -40,7 +41,14 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("wgml %d.%d.%d\n", WGML_VERSION_MAJOR, WGML_VERSION_MINOR, WGML_VERSION_PATCH);
+        /* what this build has: the CPU kernels this machine runs, and the GPU layer */
+#ifdef WGML_HAVE_WEBGPU
+        const char *webgpu = "Dawn";
+#else
+        const char *webgpu = "none";
+#endif
+        printf("wgml %d.%d.%d (CPU: %s; WebGPU: %s)\n", WGML_VERSION_MAJOR, WGML_VERSION_MINOR, WGML_VERSION_PATCH,
+               cpu_kernels_features(), webgpu);
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

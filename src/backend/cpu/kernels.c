@@ -571,6 +571,30 @@ const char *cpu_kernels_isa(void) {
     return atomic_load(&force_scalar) ? "scalar" : best_isa;
 }
 
+#if defined(__x86_64__)
+#define CPU_ARCH_NAME "x86-64"
+#elif defined(__i386__)
+#define CPU_ARCH_NAME "x86"
+#elif defined(__aarch64__)
+#define CPU_ARCH_NAME "aarch64"
+#elif defined(__arm__)
+#define CPU_ARCH_NAME "arm"
+#elif defined(__wasm32__)
+#define CPU_ARCH_NAME "wasm32"
+#elif defined(__riscv)
+#define CPU_ARCH_NAME "riscv"
+#else
+#define CPU_ARCH_NAME "cpu"
+#endif
+
+const char *cpu_kernels_features(void) {
+    ensure_init();
+    if (strcmp(best_isa, "avx512") == 0) return CPU_ARCH_NAME " AVX2 AVX-512 VNNI";
+    if (strcmp(best_isa, "avx2") == 0) return CPU_ARCH_NAME " AVX2";
+    if (strcmp(best_isa, "wasm-simd128") == 0) return CPU_ARCH_NAME " SIMD128";
+    return CPU_ARCH_NAME " scalar";
+}
+
 cpu_attn_fn cpu_kernels_attn(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_attn_scalar : best_attn;

@@ -160,6 +160,12 @@ const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 /* The instruction set the kernels were chosen for: "avx512", "avx2", "wasm-simd128", "scalar". */
 const char *cpu_kernels_isa(void);
 
+/* The same for people (wgml --version): the architecture and the instruction
+ * sets that this build has kernels for and this CPU runs, e.g. "x86-64 AVX2
+ * AVX-512 VNNI", "x86-64 AVX2", "x86-64 scalar"; not changed by
+ * cpu_kernels_force_scalar. */
+const char *cpu_kernels_features(void);
+
 /* Forces the portable scalar kernels (tests compare them with the SIMD ones). */
 void cpu_kernels_force_scalar(int on);
 
