@@ -7,6 +7,11 @@
 # run of every fuzz target (docs/hardening.md). Each stage's time is printed
 # as it ends and again in a table at the end.
 #
+# Tests read reference data from ../shared ($WGML_SHARED). Where it is, every
+# test that needs it must find it (WGML_REQUIRE_SHARED); on a clone without it
+# (not in CI) those tests are skipped and so are the browser tests and fuzzing,
+# which are built on it.
+#
 # Shader caches start empty: Mesa's (lavapipe) and everything else under
 # $XDG_CACHE_HOME point into a fresh temporary folder, so that every run is as
 # slow as the first run on a new machine (a warm cache hides compile time).
@@ -23,6 +28,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 SECONDS=0
+
+shared=${WGML_SHARED:-$PWD/../shared}
+have_shared=1
+if [ -d "$shared" ]; then
+  export WGML_REQUIRE_SHARED=1
+elif [ -n "${CI:-}" ]; then
+  echo "test.sh: the shared test data $shared is missing (CI needs it)" >&2
+  exit 1
+else
+  have_shared=0
+  echo "== no shared test data at $shared: the tests that need it are skipped, and so are the browser tests and fuzzing"
+fi
 
 if [ -z "${WGML_WARM_CACHE:-}" ]; then
   cache_root=$(mktemp -d "${TMPDIR:-/tmp}/wgml-cache-XXXXXX")
@@ -81,7 +98,7 @@ if [ -z "${WGML_SKIP_SANITIZE:-}" ]; then
     run_ctest build-asan
 fi
 
-if [ -z "${WGML_SKIP_WEB:-}" ]; then
+if [ -z "${WGML_SKIP_WEB:-}" ] && [ $have_shared = 1 ]; then
   stage "web tests (headless Chromium: WebGPU on SwiftShader, and the CPU wasm path)"
   # Debian's Chromium (never a downloaded one) and the pinned playwright-core.
   if ! command -v chromium >/dev/null; then
@@ -101,7 +118,7 @@ if [ -z "${WGML_SKIP_VALGRIND:-}" ]; then
   bash scripts/valgrind.sh
 fi
 
-if [ -z "${WGML_SKIP_FUZZ:-}" ]; then
+if [ -z "${WGML_SKIP_FUZZ:-}" ] && [ $have_shared = 1 ]; then
   secs=${WGML_FUZZ_SECONDS:-60}
   stage "fuzz smoke: every target for $secs s, $jobs at a time"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

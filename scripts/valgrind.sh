@@ -2,7 +2,7 @@
 # valgrind.sh - memcheck on a CPU-backend generation run of the CLI: no invalid
 # access, no use of uninitialised values, no leak (definite or indirect).
 #
-#   scripts/valgrind.sh                 build/wgml on stories260K, 30 tokens
+#   scripts/valgrind.sh                 build/wgml on the shipped stories260K, 30 tokens
 #   WGML_BUILD=build-x scripts/valgrind.sh
 #
 # Runs the release build (valgrind on -O3 code is what users run; the debug
@@ -11,7 +11,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WGML_BUILD:-$root/build}
-shared=${WGML_SHARED:-$root/../shared}
 cli=$build/wgml
 if ! command -v valgrind >/dev/null; then
   echo "valgrind.sh: valgrind is not installed (scripts/setup.sh installs it)" >&2
@@ -31,7 +30,7 @@ for temp in 0.8 0; do
   if ! valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite,indirect \
        --errors-for-leak-kinds=definite,indirect --track-origins=yes --error-exitcode=1 \
        --log-file="$log" \
-       "$cli" run --backend cpu -t 2 -m "$shared/models/stories260K.gguf" -n 30 --temp "$temp" --seed 1 \
+       "$cli" run --backend cpu -t 2 -m "$root/models/stories260K.gguf" -n 30 --temp "$temp" --seed 1 \
        -p "Once upon a time" >/dev/null 2>&1; then
     status=1
     cat "$log" >&2

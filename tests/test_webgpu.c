@@ -21,7 +21,8 @@
  * and the command line picks a configuration, a group of cases and the op
  * grid's weight types, so that CTest runs the parts in parallel
  * (tests/CMakeLists.txt; matmul's pipelines are most of the compile time):
- *   test_webgpu [swiftshader|lavapipe|lavapipe-f32 [ops|layout|model [TYPE,...]]]
+ *   test_webgpu [swiftshader|lavapipe|lavapipe-f32 [GROUP[,GROUP...] [TYPE,...]]]
+ * with groups ops, layout and model.
  * Each case prints its time.
  */
 #include <math.h>
@@ -323,8 +324,18 @@ static int case_end(void **state) {
 
 int main(int argc, char **argv) {
     const char *want = argc > 1 ? argv[1] : NULL, *group = argc > 2 ? argv[2] : NULL;
-    if (argc > 4 || (group && strcmp(group, "ops") && strcmp(group, "layout") && strcmp(group, "model"))) {
-        fprintf(stderr, "usage: test_webgpu [swiftshader|lavapipe|lavapipe-f32 [ops|layout|model [TYPE,...]]]\n");
+    int want_ops = !group, want_layout = !group, want_model = !group, bad = argc > 4;
+    for (const char *g = group; g && *g;) {
+        size_t n = strcspn(g, ",");
+        if (n == 3 && !strncmp(g, "ops", 3)) want_ops = 1;
+        else if (n == 6 && !strncmp(g, "layout", 6)) want_layout = 1;
+        else if (n == 5 && !strncmp(g, "model", 5)) want_model = 1;
+        else bad = 1;
+        g += n + (g[n] == ',');
+    }
+    if (bad) {
+        fprintf(stderr, "usage: test_webgpu [swiftshader|lavapipe|lavapipe-f32 [GROUP[,GROUP...] [TYPE,...]]]\n"
+                        "groups: ops, layout, model\n");
         return 2;
     }
     for (size_t i = 0; argc > 3 && i < sizeof configs / sizeof configs[0]; i++) configs[i].types = argv[3];
@@ -333,12 +344,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         const config *c = &configs[i];
         if (want && strcmp(want, c->key)) continue;
-        if (!group || !strcmp(group, "ops")) {
+        if (want_ops) {
             tests[n++] = (struct CMUnitTest)CASE(test_ops, c);
             tests[n++] = (struct CMUnitTest)CASE(test_windows, c);
         }
-        if (!group || !strcmp(group, "layout")) tests[n++] = (struct CMUnitTest)CASE(test_gpu_layout, c);
-        if (!group || !strcmp(group, "model")) {
+        if (want_layout) tests[n++] = (struct CMUnitTest)CASE(test_gpu_layout, c);
+        if (want_model) {
             tests[n++] = (struct CMUnitTest)CASE(test_reference_text, c);
             tests[n++] = (struct CMUnitTest)CASE(test_stream_load, c);
             tests[n++] = (struct CMUnitTest)CASE(test_logits_vs_cpu, c);

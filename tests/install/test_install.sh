@@ -49,6 +49,10 @@ elapsed() { echo "$(($(date +%s) - t0)) s"; }
 t0=$(date +%s)
 
 [ -f "$build/CMakeCache.txt" ] || fail "no CMakeCache.txt in $build"
+if [ ! -d "$shared" ] && [ -z "${WGML_REQUIRE_SHARED:-}" ]; then
+    echo "test_install: skipped: no shared test data at $shared"
+    exit 77
+fi
 [ -f "$reference" ] || fail "no reference text $reference (set WGML_SHARED)"
 for tool in readelf nm pkg-config "$cc"; do
     command -v "$tool" >/dev/null || fail "$tool not found"

@@ -12,8 +12,14 @@
 /* cmocka.h needs the headers above first */
 #include <cmocka.h>
 
-/* Path of a file under the shared folder ($WGML_SHARED or ../shared): a static buffer per call slot. */
+/* Path of a file under the shared folder ($WGML_SHARED or ../shared): a static buffer per call slot.
+ * Without that folder the calling test is skipped (cmocka skip()), or fails when
+ * $WGML_REQUIRE_SHARED is set (CI sets it). Call it from a test, not from main. */
 const char *tu_shared(const char *rel);
+/* 1 when the shared folder is there; 0 (with a note on stderr, once) when it is
+ * not, or a failure when $WGML_REQUIRE_SHARED is set. For group setups, which
+ * cannot skip. */
+int tu_shared_present(void);
 /* Reads a whole file; returns NULL on failure. Free with free(). */
 unsigned char *tu_read_file(const char *path, size_t *size);
 /* Writes bytes to a file; returns 0 on success. */
