@@ -8,7 +8,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "format/gguf.h"
-#include "model/quantize.h"
+#include "tools/quantize.h"
 #include "testutil.h"
 #include "wgml.h"
 

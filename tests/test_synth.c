@@ -23,7 +23,7 @@
 #include "core/dtype.h"
 #include "core/quant.h"
 #include "format/gguf.h"
-#include "model/synth.h"
+#include "tools/synth.h"
 #include "testutil.h"
 #include "wgml.h"
 

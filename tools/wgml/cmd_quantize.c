@@ -2,7 +2,7 @@
  * cmd_quantize.c - `wgml quantize IN.gguf OUT.gguf TYPE [--threads N]`.
  */
 #include "cli.h"
-#include "model/quantize.h"
+#include "tools/quantize.h"
 
 #include <string.h>
 

@@ -2,8 +2,8 @@
  * cmd_synth.c - `wgml synth --arch NAME --type TYPE -o OUT.gguf [--vocab V] [--seed S] [--layers N]`.
  */
 #include "cli.h"
-#include "model/quantize.h"
-#include "model/synth.h"
+#include "tools/quantize.h"
+#include "tools/synth.h"
 
 #include <string.h>
 #include <sys/stat.h>

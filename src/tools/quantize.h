@@ -19,8 +19,8 @@
  * a thread pool) and written; the output appears under its name only when
  * complete, so a failure leaves nothing behind.
  */
-#ifndef WGML_MODEL_QUANTIZE_H
-#define WGML_MODEL_QUANTIZE_H
+#ifndef WGML_TOOLS_QUANTIZE_H
+#define WGML_TOOLS_QUANTIZE_H
 
 #include "core/dtype.h"
 #include "wgml.h"

@@ -6,7 +6,7 @@
  * answers "is this still a token?" for the merge filter and keeps padding
  * names unique.
  */
-#include "model/synth_vocab.h"
+#include "tools/synth_vocab.h"
 
 #include "core/alloc.h"
 #include "core/error.h"

@@ -20,7 +20,7 @@
  * use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2: the first
  * and last eighth of the layers and every third layer between.
  */
-#include "model/quantize.h"
+#include "tools/quantize.h"
 
 #include "core/alloc.h"
 #include "core/error.h"

@@ -15,15 +15,15 @@
  * Every weight is still a quantized N(0, 0.02) sample with its own block's
  * scales; the file is written at memory speed.
  */
-#include "model/synth.h"
+#include "tools/synth.h"
 
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/threadpool.h"
 #include "format/gguf.h"
-#include "model/quantize.h"
-#include "model/synth_vocab.h"
+#include "tools/quantize.h"
+#include "tools/synth_vocab.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -18,8 +18,8 @@
  * tensors value by value, quantized ones from a pool of quantized blocks
  * (synth.c says why).
  */
-#ifndef WGML_MODEL_SYNTH_H
-#define WGML_MODEL_SYNTH_H
+#ifndef WGML_TOOLS_SYNTH_H
+#define WGML_TOOLS_SYNTH_H
 
 #include "wgml.h"
 

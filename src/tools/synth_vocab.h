@@ -14,8 +14,8 @@
  *              is no longer a token are dropped, so that every merge still
  *              produces a token.
  */
-#ifndef WGML_MODEL_SYNTH_VOCAB_H
-#define WGML_MODEL_SYNTH_VOCAB_H
+#ifndef WGML_TOOLS_SYNTH_VOCAB_H
+#define WGML_TOOLS_SYNTH_VOCAB_H
 
 #include "format/gguf.h"
 
