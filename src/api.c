@@ -94,9 +94,12 @@ static int load_progress(void *user, uint64_t done, uint64_t total) {
 }
 
 /* Creates the backend the parameters ask for and loads the weights on it. */
-static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, wgml_backend_kind kind, wgml_error *err) {
+static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, const wgml_model_load_options *x,
+                                   wgml_backend_kind kind, wgml_error *err) {
     wgml_status st;
-    if (kind == WGML_BACKEND_CPU) {
+    if (x && x->exact) {
+        st = wgml_backend_cpu_create_exact(p->n_threads, &m->be, err);
+    } else if (kind == WGML_BACKEND_CPU) {
         st = wgml_backend_cpu_create(p->n_threads, &m->be, err);
     } else {
         wgml_webgpu_options o = {.adapter = p->adapter,
@@ -107,7 +110,8 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, wg
     }
     if (st) return st;
     progress_ctx pc = {p};
-    st = llama_model_load(m->gguf, m->be, load_progress, &pc, &m->llm, err);
+    llama_fault fault = {x ? x->fault_tensor : NULL, x ? x->fault_factor : 1.0f, x ? x->fault_block : 0};
+    st = llama_model_load_fault(m->gguf, m->be, fault.tensor ? &fault : NULL, load_progress, &pc, &m->llm, err);
     if (st) {
         m->be->free(m->be);
         m->be = NULL;
@@ -125,8 +129,8 @@ static int64_t stream_read(void *user, uint64_t offset, void *buf, size_t len) {
     return s->read(s->user, offset, buf, len);
 }
 
-static wgml_status model_open(gguf_file *g, const wgml_model_params *params, const stream_src *src, wgml_model **out,
-                              wgml_error *err) {
+static wgml_status model_open(gguf_file *g, const wgml_model_params *params, const wgml_model_load_options *x,
+                              const stream_src *src, wgml_model **out, wgml_error *err) {
     wgml_model_params defaults = wgml_model_default_params();
     const wgml_model_params *p = params ? params : &defaults;
     wgml_model *m = wgml_calloc(1, sizeof *m);
@@ -144,16 +148,16 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
             size_t n = name.len < sizeof m->name - 1 ? (size_t)name.len : sizeof m->name - 1;
             memcpy(m->name, name.ptr, n);
         }
-        if (p->backend == WGML_BACKEND_AUTO) {
+        if (p->backend == WGML_BACKEND_AUTO && !(x && x->exact)) {
             wgml_error gpu_err;
             wgml_error_clear(&gpu_err);
-            st = load_on_backend(m, p, WGML_BACKEND_WEBGPU, &gpu_err);
+            st = load_on_backend(m, p, x, WGML_BACKEND_WEBGPU, &gpu_err);
             if (st) {
                 if (st != WGML_ERR_UNSUPPORTED || p->adapter) note(p, "webgpu unavailable (%s); using the CPU", gpu_err.message);
-                st = load_on_backend(m, p, WGML_BACKEND_CPU, err);
+                st = load_on_backend(m, p, x, WGML_BACKEND_CPU, err);
             }
         } else {
-            st = load_on_backend(m, p, p->backend, err);
+            st = load_on_backend(m, p, x, p->backend, err);
         }
     }
     if (!st && src) {
@@ -168,14 +172,19 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     return WGML_OK;
 }
 
-wgml_status wgml_model_load(const char *path, const wgml_model_params *params, wgml_model **out, wgml_error *err) {
+wgml_status wgml_model_load_with(const char *path, const wgml_model_params *params,
+                                 const wgml_model_load_options *options, wgml_model **out, wgml_error *err) {
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: out is NULL");
     *out = NULL;
     if (!path) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: path is NULL");
     gguf_file *g;
     wgml_status st = gguf_open(path, &g, err);
     if (st) return st;
-    return model_open(g, params, NULL, out, err);
+    return model_open(g, params, options, NULL, out, err);
+}
+
+wgml_status wgml_model_load(const char *path, const wgml_model_params *params, wgml_model **out, wgml_error *err) {
+    return wgml_model_load_with(path, params, NULL, out, err);
 }
 
 wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params, wgml_model **out,
@@ -185,7 +194,7 @@ wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_mod
     gguf_file *g;
     wgml_status st = gguf_open_memory(data, size, "<memory>", &g, err);
     if (st) return st;
-    return model_open(g, params, NULL, out, err);
+    return model_open(g, params, NULL, NULL, out, err);
 }
 
 wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size, const wgml_model_params *params,
@@ -212,7 +221,7 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
         }
         if (st) return st;
         stream_src src = {read, user};
-        return model_open(g, params, &src, out, err);
+        return model_open(g, params, NULL, &src, out, err);
     }
 }
 
@@ -527,6 +536,17 @@ int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int 
 
 wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
 
+int wgml_model_quantized_matmuls(const wgml_model *m) {
+    const llama_model *l = m->llm;
+    int q = wgml_dtype_get(l->output.type)->quantized;
+    for (int i = 0; i < l->hp.n_layer; i++) {
+        const llama_layer *y = &l->layers[i];
+        const wgml_tensor *w[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
+        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) q |= wgml_dtype_get(w[k]->type)->quantized;
+    }
+    return q;
+}
+
 uint64_t wgml_session_decode_bytes(const wgml_session *s, int kv_len) {
     const llama_model *l = s->m->llm;
     const llama_hparams *hp = &l->hp;
@@ -557,7 +577,7 @@ static wgml_status measure_matmul(wgml_backend *be, double *gflops, wgml_error *
     for (int pass = 0; !st && pass < 4; pass++) {
         double t0 = now_ms();
         be->begin(be, &(wgml_step){0, N});
-        be->matmul(be, &(wgml_matmul){.x = &tx, .n_w = 1, .w = {&tw}, .out = {&to}});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &tx, .n_w = 1, .w = {&tw}, .out = {&to}});
         st = be->end(be, err);
         double ms = now_ms() - t0;
         if (pass > 0 && ms < best) best = ms; /* the first pass compiles and warms up */

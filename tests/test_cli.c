@@ -455,6 +455,91 @@ static void test_verify_wide_simd(void **state) {
     assert_non_null(strstr(r.out, " 0 failed"));
 }
 
+/* ---- verify against the exact reference ---- */
+
+/* A 1-layer TinyLlama-shaped Q4_K_M file (Q4_K and Q6_K weights, a 32000-token
+ * head), written once per process. */
+static const char *q4km_model(void) {
+    static char path[4200];
+    if (path[0]) return path;
+    const char *p = tu_tmp_path("tinyllama-q4km-1layer.gguf");
+    char args[8800];
+    snprintf(args, sizeof args, "synth --arch tinyllama-1.1b --type Q4_K_M --layers 1 --vocab '%s' -o '%s'",
+             tu_shared("models/stories260K.gguf"), p);
+    result r;
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(path, sizeof path, "%s", p);
+    return path;
+}
+
+/* The line of r.out that starts with `prefix`, or NULL. */
+static const char *line_of(const result *r, const char *prefix) {
+    for (const char *p = r->out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, strlen(prefix))) return p;
+    return NULL;
+}
+
+/* The e2e row ends in `verdict` (the table's rows end at a newline). */
+static void expect_e2e(const result *r, const char *verdict) {
+    const char *e = line_of(r, "e2e ");
+    if (!e) fail_msg("no e2e row in:\n%s", r->out);
+    const char *end = strchr(e, '\n');
+    size_t n = end ? (size_t)(end - e) : strlen(e), v = strlen(verdict);
+    if (n < v || strncmp(e + n - v, verdict, v)) fail_msg("e2e is not %s:\n%s", verdict, r->out);
+}
+
+/* A correct device passes on a real quantized model: lavapipe against the exact
+ * CPU reference (the fast CPU backend's 8-bit activations made this fail when it
+ * was the reference). A device with a bug passes no longer: one block of 256
+ * weights of attn_q with its scale 25% off, on the device only. */
+static void test_verify_quantized(void **state) {
+    (void)state;
+    need_lavapipe();
+    const char *m = q4km_model();
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "verify --adapter llvmpipe -m '%s' --no-ops -n 16", m);
+    run(&r, args);
+    expect_exit(&r, 0);
+    expect_e2e(&r, "PASS");
+    assert_non_null(strstr(r.out, "top-1 12/12"));
+    assert_non_null(strstr(r.out, "tolerance"));
+    assert_null(line_of(&r, "matmul")); /* --no-ops */
+    run_env(&r, "WGML_VERIFY_FAULT=blk.0.attn_q.weight:1.25", args);
+    expect_exit(&r, 1);
+    expect_e2e(&r, "FAIL");
+    assert_non_null(strstr(r.out, "planted fault: blk.0.attn_q.weight, block 0 scaled by 1.25"));
+    assert_non_null(strstr(r.out, "verify: 0 passed, 1 failed"));
+}
+
+/* The fast CPU backend as the device, against the exact one: the op grid and the
+ * model pass with tolerances for its 8-bit activations, and a bug large enough to
+ * stand out from them fails (one block of the head's weights at twice its scale). */
+static void test_verify_cpu(void **state) {
+    (void)state;
+    const char *m = q4km_model();
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "verify --backend cpu -m '%s' --quick -n 16", m);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "8-bit activations"));
+    assert_non_null(strstr(r.out, " 0 failed"));
+    expect_e2e(&r, "PASS");
+    snprintf(args, sizeof args, "verify --backend cpu -m '%s' --no-ops -n 16", m);
+    run_env(&r, "WGML_VERIFY_FAULT=output.weight:2", args);
+    expect_exit(&r, 1);
+    expect_e2e(&r, "FAIL");
+    run(&r, "verify --backend cpu --adapter llvmpipe");
+    expect_exit(&r, 2);
+    run(&r, "verify --no-ops --no-e2e");
+    expect_exit(&r, 2);
+    run_env(&r, "WGML_VERIFY_FAULT=blk.0.attn_q.weight:x", "verify --backend cpu --no-ops");
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "WGML_VERIFY_FAULT"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_reference), cmocka_unit_test(test_missing_file),
@@ -466,7 +551,8 @@ int main(void) {
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
-        cmocka_unit_test(test_verify_wide_simd),
+        cmocka_unit_test(test_verify_wide_simd), cmocka_unit_test(test_verify_quantized),
+        cmocka_unit_test(test_verify_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,7 +107,7 @@ static void test_matmul_types(void **state) {
             }
             tbuf W = make(type, K, M, wq), X = make(WGML_F32, K, n, x), O = make(WGML_F32, M, n, NULL);
             step(0, n);
-            be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
             end_ok();
             float *got = malloc((size_t)M * n * sizeof *got);
             double *want = malloc((size_t)M * n * sizeof *want);
@@ -148,7 +148,7 @@ static void test_matmul_fused(void **state) {
     }
     /* three outputs with norm and biases */
     step(0, n);
-    be->matmul(be, &(wgml_matmul){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 3, .w = {&W0.t, &W1.t, &W2.t},
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 3, .w = {&W0.t, &W1.t, &W2.t},
                                   .bias = {&B0.t, NULL, &B2.t}, .out = {&O0.t, &O1.t, &O2.t}});
     end_ok();
     const float *ws[3] = {w0, w1, w2}, *bs[3] = {b0, NULL, b2};
@@ -169,7 +169,7 @@ static void test_matmul_fused(void **state) {
     /* ADD: out += W x */
     assert_int_equal(be->buffer_write(be, O0.b, 0, init, sizeof(float) * M0 * n, NULL), WGML_OK);
     step(0, n);
-    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W0.t}, .out = {&O0.t}, .epilogue = WGML_EPI_ADD});
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W0.t}, .out = {&O0.t}, .epilogue = WGML_EPI_ADD});
     end_ok();
     float got[200];
     double want[200];
@@ -183,7 +183,7 @@ static void test_matmul_fused(void **state) {
     assert_true(rel_err(got, want, (size_t)M0 * n) < 1e-5);
     /* SWIGLU: out = silu(W1 n(x)) * (W2 n(x) + b2) */
     step(0, n);
-    be->matmul(be, &(wgml_matmul){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 2, .w = {&W1.t, &W2.t},
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 2, .w = {&W1.t, &W2.t},
                                   .bias = {NULL, &B2.t}, .out = {&O1.t}, .epilogue = WGML_EPI_SWIGLU});
     end_ok();
     read_f32(&O1, got);
@@ -221,7 +221,7 @@ static void test_rope(void **state) {
         float *x = randn((size_t)n_head * hd * n, 1);
         tbuf X = make(WGML_F32, n_head * hd, n, x);
         step(pos, n);
-        be->rope(be, &X.t, n_head, hd, &r);
+        wgml_op_rope(be, &(wgml_rope_args){&X.t, n_head, hd, &r});
         end_ok();
         float got[4 * 48];
         double want[4 * 48];
@@ -264,7 +264,7 @@ static void check_attention_case(uint32_t cache_type, att_case ac) {
          KC = make(cache_type, kvd, n_ctx, kc), VC = make(cache_type, kvd, n_ctx, vc), O = make(WGML_F32, qd, n, NULL);
     float scale = 1.0f / sqrtf((float)hd);
     step(pos0, n);
-    be->attention(be, &(wgml_attention){.q = &Q.t,
+    wgml_op_attention(be, &(wgml_attention_args){.q = &Q.t,
                                         .k = &K.t,
                                         .v = &V.t,
                                         .k_cache = &KC.t,
@@ -375,12 +375,225 @@ static void test_attention_overflow(void **state) {
     tbuf Q = make(WGML_F32, 16, 2, NULL), K = make(WGML_F32, kvd, 2, NULL), V = make(WGML_F32, kvd, 2, NULL),
          KC = make(WGML_F32, kvd, n_ctx, NULL), VC = make(WGML_F32, kvd, n_ctx, NULL), O = make(WGML_F32, 16, 2, NULL);
     step(3, 2); /* rows 3 and 4 of a 4-row cache */
-    be->attention(be, &(wgml_attention){.q = &Q.t, .k = &K.t, .v = &V.t, .k_cache = &KC.t, .v_cache = &VC.t,
+    wgml_op_attention(be, &(wgml_attention_args){.q = &Q.t, .k = &K.t, .v = &V.t, .k_cache = &KC.t, .v_cache = &VC.t,
                                         .out = &O.t, .n_head = 2, .n_head_kv = 2, .head_dim = 8, .scale = 1});
     wgml_error err;
     assert_int_equal(be->end(be, &err), WGML_ERR_CONTEXT_FULL);
     tbuf *all[] = {&Q, &K, &V, &KC, &VC, &O};
     for (int i = 0; i < 6; i++) drop(all[i]);
+}
+
+/* ---- general attention (ops.h): no cache, bidirectional, seq, pos, mask, cross-attention ---- */
+
+/* The reference: q [n][n_head*hd] and keys, values [n_k][n_kv*hd] as doubles (rotated already);
+ * query t sees key j iff the ids agree (seq, kv_seq), position(j) <= position(t) (causal) and
+ * the mask entry is not below -1e30 (else it is added). No visible key: zeros. */
+typedef struct {
+    int n_head, n_kv, hd, n, n_k, causal;
+    const int32_t *seq, *kv_seq, *qpos, *kpos;
+    const float *mask;
+    double scale;
+} gen_ref;
+
+static void ref_general(const gen_ref *g, const double *q, const double *k, const double *v, double *out) {
+    const int qd = g->n_head * g->hd, kvd = g->n_kv * g->hd;
+    double *s = malloc((size_t)g->n_k * sizeof *s);
+    for (int t = 0; t < g->n; t++)
+        for (int h = 0; h < g->n_head; h++) {
+            const int kh = h / (g->n_head / g->n_kv);
+            double mx = -INFINITY, sum = 0;
+            for (int j = 0; j < g->n_k; j++) {
+                const float mk = g->mask ? g->mask[(size_t)t * g->n_k + j] : 0;
+                s[j] = -INFINITY;
+                if ((g->seq && g->seq[t] != g->kv_seq[j]) || (g->causal && g->kpos[j] > g->qpos[t]) || mk < -1e30f)
+                    continue;
+                double dot = 0;
+                for (int d = 0; d < g->hd; d++) dot += q[t * qd + h * g->hd + d] * k[j * kvd + kh * g->hd + d];
+                s[j] = dot * g->scale + mk;
+                mx = fmax(mx, s[j]);
+            }
+            for (int j = 0; j < g->n_k; j++) sum += s[j] = s[j] == -INFINITY ? 0 : exp(s[j] - mx);
+            for (int d = 0; d < g->hd; d++) {
+                double o = 0;
+                for (int j = 0; j < g->n_k; j++) o += s[j] * v[j * kvd + kh * g->hd + d];
+                out[t * qd + h * g->hd + d] = sum > 0 ? o / sum : 0;
+            }
+        }
+    free(s);
+}
+
+static double *to_double(const float *x, size_t n) {
+    double *d = malloc(n * sizeof *d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* Cross-attention with packed pairs of sequences and a mask, and causal attention over
+ * explicit positions (out of order, RoPE) with a mask, against the reference. */
+static void test_attention_general_math(void **state) {
+    (void)state;
+    const int n_head = 4, n_kv = 2, hd = 16, qd = n_head * hd, kvd = n_kv * hd;
+    for (int variant = 0; variant < 2; variant++) {
+        const int cross = variant == 0, n = cross ? 5 : 6, n_k = cross ? 11 : 6;
+        static const int32_t qs[6] = {0, 0, 1, 1, 1, 1}, ks[11] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+        static const int32_t pos[6] = {4, 0, 9, 2, 7, 3};
+        wgml_rope rope = {.n_rot = hd, .neox = 0, .freq_base = 10000, .freq_scale = 1};
+        float *q = randn((size_t)n * qd, 1), *k = randn((size_t)n_k * kvd, 1), *v = randn((size_t)n_k * kvd, 1);
+        float *mask = randn((size_t)n * n_k, 1);
+        for (int i = 0; i < n * n_k; i++)
+            if (i % 5 == 2) mask[i] = i % 2 ? -INFINITY : -3.4028235e38f;
+        for (int j = 0; j < n_k; j++) mask[j] = -INFINITY; /* query row 0 sees nothing: zeros */
+        tbuf Q = make(WGML_F32, qd, n, q), K = make(WGML_F32, kvd, n_k, k), V = make(WGML_F32, kvd, n_k, v),
+             O = make(WGML_F32, qd, n, NULL), M = make(WGML_F32, n_k, n, mask), S = make(WGML_I32, n, 1, qs),
+             KS = make(WGML_I32, n_k, 1, ks), P = make(WGML_I32, n, 1, pos);
+        step(0, n);
+        wgml_op_attention(be, &(wgml_attention_args){.q = &Q.t, .k = &K.t, .v = &V.t, .out = &O.t, .n_head = n_head,
+                                                     .n_head_kv = n_kv, .head_dim = hd, .scale = 0.3f,
+                                                     .rope = cross ? NULL : &rope, .bidirectional = cross,
+                                                     .seq = cross ? &S.t : NULL, .kv_seq = cross ? &KS.t : NULL,
+                                                     .pos = cross ? NULL : &P.t, .mask = &M.t});
+        end_ok();
+        double *qr = to_double(q, (size_t)n * qd), *kr = to_double(k, (size_t)n_k * kvd);
+        double *vr = to_double(v, (size_t)n_k * kvd), *want = calloc((size_t)n * qd, sizeof *want);
+        if (!cross)
+            for (int t = 0; t < n; t++) {
+                ref_rope(qr + t * qd, n_head, hd, pos[t], &rope, NULL);
+                ref_rope(kr + t * kvd, n_kv, hd, pos[t], &rope, NULL);
+            }
+        ref_general(&(gen_ref){.n_head = n_head, .n_kv = n_kv, .hd = hd, .n = n, .n_k = n_k, .causal = !cross,
+                               .seq = cross ? qs : NULL, .kv_seq = ks, .qpos = pos, .kpos = pos, .mask = mask,
+                               .scale = 0.3f},
+                    qr, kr, vr, want);
+        float got[6 * 64];
+        read_f32(&O, got);
+        double e = rel_err(got, want, (size_t)n * qd);
+        if (e > 1e-6 || getenv("SHOWERR"))
+            fprintf(stderr, "general attention (%s): err %g\n", cross ? "cross" : "pos", e);
+        assert_true(e <= 1e-6);
+        for (int i = 0; i < qd; i++) assert_true(got[i] == 0);
+        tbuf *all[] = {&Q, &K, &V, &O, &M, &S, &KS, &P};
+        for (int i = 0; i < 8; i++) drop(all[i]);
+        free(q), free(k), free(v), free(mask), free(qr), free(kr), free(vr), free(want);
+    }
+}
+
+/* Three sequences of 1, 5 and 9 rows packed in one step (seq, positions from 0 in each, RoPE)
+ * give each sequence's output of that sequence run alone: bidirectional and causal, for
+ * grouped and multi-head attention; causal alone also on today's KV-cache path. */
+static void test_attention_packed(void **state) {
+    (void)state;
+    const int lens[3] = {1, 5, 9}, n = 15;
+    int32_t seq[15], pos[15];
+    for (int s = 0, r = 0; s < 3; s++)
+        for (int i = 0; i < lens[s]; i++, r++) seq[r] = s * 7 - 3, pos[r] = i; /* any ids */
+    const int heads[][3] = {{8, 2, 8}, {4, 4, 64}};
+    for (int hv = 0; hv < 2; hv++) {
+        const int n_head = heads[hv][0], n_kv = heads[hv][1], hd = heads[hv][2], qd = n_head * hd, kvd = n_kv * hd;
+        wgml_rope rope = {.n_rot = hd, .neox = 1, .freq_base = 10000, .freq_scale = 1};
+        float *q = randn((size_t)n * qd, 1), *k = randn((size_t)n * kvd, 1), *v = randn((size_t)n * kvd, 1);
+        for (int bidir = 0; bidir < 2; bidir++) {
+            tbuf Q = make(WGML_F32, qd, n, q), K = make(WGML_F32, kvd, n, k), V = make(WGML_F32, kvd, n, v),
+                 O = make(WGML_F32, qd, n, NULL), S = make(WGML_I32, n, 1, seq), P = make(WGML_I32, n, 1, pos);
+            step(0, n);
+            wgml_op_attention(be, &(wgml_attention_args){.q = &Q.t, .k = &K.t, .v = &V.t, .out = &O.t,
+                                                         .n_head = n_head, .n_head_kv = n_kv, .head_dim = hd,
+                                                         .scale = 1.0f / sqrtf((float)hd), .rope = &rope,
+                                                         .bidirectional = bidir, .seq = &S.t, .pos = &P.t});
+            end_ok();
+            float *packed = malloc((size_t)n * qd * sizeof *packed);
+            read_f32(&O, packed);
+            for (int s = 0, r0 = 0; s < 3; r0 += lens[s], s++) {
+                const int len = lens[s];
+                for (int fast = 0; fast < 1 + !bidir; fast++) {
+                    tbuf q1 = make(WGML_F32, qd, len, q + (size_t)r0 * qd),
+                         k1 = make(WGML_F32, kvd, len, k + (size_t)r0 * kvd),
+                         v1 = make(WGML_F32, kvd, len, v + (size_t)r0 * kvd), o1 = make(WGML_F32, qd, len, NULL),
+                         kc = make(WGML_F32, kvd, len, NULL), vc = make(WGML_F32, kvd, len, NULL);
+                    step(0, len); /* alone: positions 0..len-1 from the step */
+                    wgml_op_attention(be, &(wgml_attention_args){.q = &q1.t, .k = &k1.t, .v = &v1.t,
+                                                                 .k_cache = fast ? &kc.t : NULL,
+                                                                 .v_cache = fast ? &vc.t : NULL, .out = &o1.t,
+                                                                 .n_head = n_head, .n_head_kv = n_kv, .head_dim = hd,
+                                                                 .scale = 1.0f / sqrtf((float)hd), .rope = &rope,
+                                                                 .bidirectional = bidir});
+                    end_ok();
+                    float *alone = malloc((size_t)len * qd * sizeof *alone);
+                    read_f32(&o1, alone);
+                    double e = 0;
+                    for (int i = 0; i < len * qd; i++) e = fmax(e, fabs(alone[i] - packed[(size_t)r0 * qd + i]));
+                    if (e > (fast ? 1e-5 : 0) || getenv("SHOWERR"))
+                        fprintf(stderr, "packed attention (%s, %d/%d heads, hd %d, sequence %d%s): err %g\n",
+                                bidir ? "bidirectional" : "causal", n_head, n_kv, hd, s, fast ? ", KV-cache path" : "",
+                                e);
+                    assert_true(e <= (fast ? 1e-5 : 0)); /* the same math in the same order: exact */
+                    tbuf *all[] = {&q1, &k1, &v1, &o1, &kc, &vc};
+                    for (int i = 0; i < 6; i++) drop(all[i]);
+                    free(alone);
+                }
+            }
+            tbuf *all[] = {&Q, &K, &V, &O, &S, &P};
+            for (int i = 0; i < 6; i++) drop(all[i]);
+            free(packed);
+        }
+        free(q), free(k), free(v);
+    }
+}
+
+/* The general fields' rules (validate.c) and the positions the CPU checks at run time. */
+static void test_attention_general_errors(void **state) {
+    (void)state;
+    tbuf Q = make(WGML_F32, 16, 3, NULL), K = make(WGML_F32, 16, 3, NULL), V = make(WGML_F32, 16, 3, NULL),
+         K5 = make(WGML_F32, 16, 5, NULL), V5 = make(WGML_F32, 16, 5, NULL), O = make(WGML_F32, 16, 3, NULL),
+         KC = make(WGML_F32, 16, 8, NULL), VC = make(WGML_F32, 16, 8, NULL), S = make(WGML_I32, 3, 1, NULL),
+         S5 = make(WGML_I32, 5, 1, NULL), M = make(WGML_F32, 3, 3, NULL);
+    int32_t bad[3] = {0, 8, 1}, neg[3] = {0, -1, 1};
+    tbuf PB = make(WGML_I32, 3, 1, bad), PN = make(WGML_I32, 3, 1, neg);
+    const wgml_attention_args base = {.q = &Q.t, .k = &K.t, .v = &V.t, .out = &O.t, .n_head = 2, .n_head_kv = 2,
+                                      .head_dim = 8, .scale = 1};
+    struct {
+        wgml_attention_args a;
+        wgml_status st;
+        const char *msg;
+    } cases[] = {
+        {base, WGML_OK, NULL},
+        {base, WGML_ERR_INVALID_ARGUMENT, "go together"},                    /* k_cache only */
+        {base, WGML_ERR_INVALID_ARGUMENT, "takes no KV cache"},              /* bidirectional with a cache */
+        {base, WGML_ERR_INVALID_ARGUMENT, "must be bidirectional"},          /* cross-attention, causal */
+        {base, WGML_ERR_INVALID_ARGUMENT, "need the 3 rows of q"},           /* a cache, 5 k rows */
+        {base, WGML_ERR_INVALID_ARGUMENT, "the sequence id of each cache"},  /* seq with a cache, no kv_seq */
+        {base, WGML_ERR_INVALID_ARGUMENT, "kv_seq needs seq"},               /* kv_seq alone */
+        {base, WGML_ERR_INVALID_ARGUMENT, "needs 8"},                        /* kv_seq of 5 for 8 cache rows */
+        {base, WGML_ERR_INVALID_ARGUMENT, "needs [3 x 8]"},                  /* a mask of key rows, not cache rows */
+        {base, WGML_ERR_INVALID_ARGUMENT, "bidirectional is 2"},             /* bidirectional = 2 */
+        {base, WGML_ERR_CONTEXT_FULL, "outside [0, 8)"},                     /* pos 8 in a cache of 8 */
+        {base, WGML_ERR_INVALID_ARGUMENT, "outside [0, 1048576)"},           /* pos -1 */
+        {base, WGML_OK, NULL},                                               /* cross-attention with ids */
+    };
+    cases[1].a.k_cache = &KC.t;
+    cases[2].a.k_cache = &KC.t, cases[2].a.v_cache = &VC.t, cases[2].a.bidirectional = 1;
+    cases[3].a.k = &K5.t, cases[3].a.v = &V5.t;
+    cases[4].a.k = &K5.t, cases[4].a.v = &V5.t, cases[4].a.k_cache = &KC.t, cases[4].a.v_cache = &VC.t;
+    cases[5].a.k_cache = &KC.t, cases[5].a.v_cache = &VC.t, cases[5].a.seq = &S.t;
+    cases[6].a.kv_seq = &S.t;
+    cases[7].a.k_cache = &KC.t, cases[7].a.v_cache = &VC.t, cases[7].a.seq = &S.t, cases[7].a.kv_seq = &S5.t;
+    cases[8].a.k_cache = &KC.t, cases[8].a.v_cache = &VC.t, cases[8].a.mask = &M.t;
+    cases[9].a.bidirectional = 2;
+    cases[10].a.k_cache = &KC.t, cases[10].a.v_cache = &VC.t, cases[10].a.pos = &PB.t;
+    cases[11].a.pos = &PN.t;
+    cases[12].a.k = &K5.t, cases[12].a.v = &V5.t, cases[12].a.bidirectional = 1, cases[12].a.seq = &S.t,
+    cases[12].a.kv_seq = &S5.t;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wgml_error err = {0};
+        step(0, 3);
+        wgml_op_attention(be, &cases[i].a);
+        wgml_status st = be->end(be, &err);
+        if (st != cases[i].st || (cases[i].msg && !strstr(err.message, cases[i].msg)))
+            fprintf(stderr, "case %zu: status %d, '%s'\n", i, (int)st, st ? err.message : "");
+        assert_int_equal(st, cases[i].st);
+        if (cases[i].msg) assert_non_null(strstr(err.message, cases[i].msg));
+    }
+    tbuf *all[] = {&Q, &K, &V, &K5, &V5, &O, &KC, &VC, &S, &S5, &M, &PB, &PN};
+    for (int i = 0; i < 13; i++) drop(all[i]);
 }
 
 static void test_elementwise(void **state) {
@@ -393,19 +606,19 @@ static void test_elementwise(void **state) {
     float got[111];
     double want[111];
     step(0, rows);
-    be->add(be, &O.t, &A.t, &B.t);
+    wgml_op_add(be, &(wgml_add_args){&O.t, &A.t, &B.t});
     end_ok();
     read_f32(&O, got);
     for (int i = 0; i < n * rows; i++) want[i] = (double)a[i] + b[i];
     assert_true(rel_err(got, want, n * rows) < 1e-6);
     step(0, rows);
-    be->swiglu(be, &O.t, &A.t, &B.t);
+    wgml_op_swiglu(be, &(wgml_swiglu_args){&O.t, &A.t, &B.t});
     end_ok();
     read_f32(&O, got);
     for (int i = 0; i < n * rows; i++) want[i] = a[i] / (1 + exp(-(double)a[i])) * b[i];
     assert_true(rel_err(got, want, n * rows) < 1e-5);
     step(0, rows);
-    be->rms_norm(be, &O.t, &A.t, &W.t, 1e-6f);
+    wgml_op_rms_norm(be, &(wgml_rms_norm_args){&O.t, &A.t, &W.t, 1e-6f});
     end_ok();
     read_f32(&O, got);
     for (int r = 0; r < rows; r++) {
@@ -415,7 +628,7 @@ static void test_elementwise(void **state) {
     }
     assert_true(rel_err(got, want, n * rows) < 1e-5);
     step(0, rows);
-    be->softmax(be, &O.t, &A.t, 0.5f);
+    wgml_op_softmax(be, &(wgml_softmax_args){&O.t, &A.t, 0.5f});
     end_ok();
     read_f32(&O, got);
     for (int r = 0; r < rows; r++) {
@@ -426,7 +639,7 @@ static void test_elementwise(void **state) {
     }
     assert_true(rel_err(got, want, n * rows) < 1e-6);
     step(0, rows);
-    be->argmax(be, &I.t, &A.t);
+    wgml_op_argmax(be, &(wgml_argmax_args){&I.t, &A.t});
     end_ok();
     int32_t idx[3];
     assert_int_equal(be->buffer_read(be, I.b, 0, idx, sizeof idx, NULL), WGML_OK);
@@ -455,7 +668,7 @@ static void test_get_rows(void **state) {
         for (int r = 0; r < rows; r++) wgml_quantize_row(type, tab + r * K, q + r * row, K);
         tbuf T = make(type, K, rows, q), I = make(WGML_I32, 4, 1, ids), O = make(WGML_F32, K, 4, NULL);
         step(0, 4);
-        be->get_rows(be, &O.t, &T.t, &I.t);
+        wgml_op_get_rows(be, &(wgml_get_rows_args){&O.t, &T.t, &I.t});
         end_ok();
         float got[4 * 256], want[256];
         read_f32(&O, got);
@@ -467,7 +680,7 @@ static void test_get_rows(void **state) {
         int32_t bad[4] = {0, 10, 0, 0};
         assert_int_equal(be->buffer_write(be, I.b, 0, bad, sizeof bad, NULL), WGML_OK);
         step(0, 4);
-        be->get_rows(be, &O.t, &T.t, &I.t);
+        wgml_op_get_rows(be, &(wgml_get_rows_args){&O.t, &T.t, &I.t});
         wgml_error err;
         assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
         drop(&T), drop(&I), drop(&O);
@@ -520,7 +733,7 @@ static void test_weights_own_layout(void **state) {
                 for (int v = 0; v < 3; v++) {
                     tbuf X = make(WGML_F32, K, n, x), O = make(WGML_F32, M, n, NULL);
                     step(0, n);
-                    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W[v].t}, .out = {&O.t}});
+                    wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W[v].t}, .out = {&O.t}});
                     end_ok();
                     read_f32(&O, got[v]);
                     drop(&X), drop(&O);
@@ -530,7 +743,7 @@ static void test_weights_own_layout(void **state) {
             for (int v = 0; v < 3; v++) {
                 tbuf I = make(WGML_I32, 3, 1, ids), O = make(WGML_F32, K, 3, NULL);
                 step(0, 3);
-                be->get_rows(be, &O.t, &W[v].t, &I.t);
+                wgml_op_get_rows(be, &(wgml_get_rows_args){&O.t, &W[v].t, &I.t});
                 end_ok();
                 read_f32(&O, rows[v]);
                 drop(&I), drop(&O);
@@ -546,16 +759,260 @@ static void test_shape_errors(void **state) {
     (void)state;
     tbuf W = make(WGML_F32, 32, 8, NULL), X = make(WGML_F32, 16, 2, NULL), O = make(WGML_F32, 8, 2, NULL);
     step(0, 2);
-    be->matmul(be, &(wgml_matmul){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}});
     wgml_error err;
     assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "matmul"));
     /* a view past the end of its buffer */
     wgml_tensor past = wgml_tensor_rows(&O.t, 1, 2);
     step(0, 2);
-    be->add(be, &past, &O.t, &O.t);
+    wgml_op_add(be, &(wgml_add_args){&past, &O.t, &O.t});
     assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
     drop(&W), drop(&X), drop(&O);
+}
+
+/* ---- the encoders' ops (cpu_ops_nn.c) against double-precision math ---- */
+
+/* A vector of n f32 values as a weight (weight_create) or an activation. */
+static tbuf make_vec(int as_weight, int n, const float *v) {
+    return as_weight ? make_weight(WGML_F32, n, 1, (const uint8_t *)v, 0) : make(WGML_F32, n, 1, v);
+}
+
+/* (x - mean) / sqrt(var + eps) * w + b of each row, biased variance; w, b may be NULL. */
+static void ref_layer_norm(const float *x, const float *w, const float *b, int n, int rows, double eps, double *out) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * n;
+        double mean = 0, var = 0;
+        for (int i = 0; i < n; i++) mean += xr[i];
+        mean /= n;
+        for (int i = 0; i < n; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        var /= n;
+        for (int i = 0; i < n; i++)
+            out[(size_t)r * n + i] = (xr[i] - mean) / sqrt(var + eps) * (w ? w[i] : 1.0) + (b ? b[i] : 0.0);
+    }
+}
+
+/* With weights, with activations (as AdaLayerNorm computes them), without w and b, in place. */
+static void test_layer_norm(void **state) {
+    (void)state;
+    const int n = 37, rows = 3;
+    float *x = randn((size_t)n * rows, 2), *w = randn(n, 1), *b = randn(n, 1), got[111];
+    double want[111];
+    for (int i = 0; i < n * rows; i++) x[i] += 50; /* far from 0: the variance must not cancel */
+    for (int v = 0; v < 4; v++) {
+        tbuf X = make(WGML_F32, n, rows, x), O = make(WGML_F32, n, rows, NULL), W = make_vec(v == 0, n, w),
+             B = make_vec(v == 0, n, b);
+        int in_place = v == 3, with = v < 2 || in_place;
+        step(0, rows);
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){in_place ? &X.t : &O.t, &X.t, with ? &W.t : NULL,
+                                                       with ? &B.t : NULL, 1e-5f});
+        end_ok();
+        read_f32(in_place ? &X : &O, got);
+        ref_layer_norm(x, with ? w : NULL, with ? b : NULL, n, rows, 1e-5, want);
+        double e = rel_err(got, want, (size_t)n * rows);
+        if (e > 1e-6) fprintf(stderr, "layer_norm variant %d: err %g\n", v, e);
+        assert_true(e < 1e-6);
+        drop(&X), drop(&O), drop(&W), drop(&B);
+    }
+    /* torch.nn.LayerNorm(4) of [1, 2, 3, 4] (eps 1e-5): (x - 2.5) / sqrt(1.25 + 1e-5) */
+    const float four[4] = {1, 2, 3, 4};
+    tbuf X = make(WGML_F32, 4, 1, four), O = make(WGML_F32, 4, 1, NULL);
+    step(0, 1);
+    wgml_op_layer_norm(be, &(wgml_layer_norm_args){&O.t, &X.t, NULL, NULL, 1e-5f});
+    end_ok();
+    read_f32(&O, got);
+    assert_float_equal(got[0], -1.3416355f, 2e-6);
+    assert_float_equal(got[3], 1.3416355f, 2e-6);
+    drop(&X), drop(&O);
+    free(x), free(w), free(b);
+}
+
+static void test_l2_norm(void **state) {
+    (void)state;
+    const int n = 1000, rows = 3;
+    float *x = randn((size_t)n * rows, 3), *got = malloc((size_t)n * rows * sizeof *got);
+    double *want = malloc((size_t)n * rows * sizeof *want);
+    for (int i = 0; i < n; i++) x[2 * n + i] = 0; /* a zero row stays zero (eps) */
+    tbuf X = make(WGML_F32, n, rows, x), O = make(WGML_F32, n, rows, NULL);
+    step(0, rows);
+    wgml_op_l2_norm(be, &(wgml_l2_norm_args){&O.t, &X.t, 1e-12f});
+    end_ok();
+    read_f32(&O, got);
+    for (int r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)x[r * n + i] * x[r * n + i];
+        for (int i = 0; i < n; i++) want[r * n + i] = x[r * n + i] / fmax(sqrt(ss), 1e-12);
+    }
+    assert_true(rel_err(got, want, (size_t)n * rows) < 1e-6);
+    for (int i = 0; i < n; i++) assert_true(got[2 * n + i] == 0);
+    /* in place */
+    step(0, rows);
+    wgml_op_l2_norm(be, &(wgml_l2_norm_args){&X.t, &X.t, 1e-12f});
+    end_ok();
+    read_f32(&X, got);
+    assert_true(rel_err(got, want, (size_t)n * rows) < 1e-6);
+    drop(&X), drop(&O);
+    free(x), free(got), free(want);
+}
+
+/* Each kind of unary against its formula in double (erf, tanh, exp, sin from libm). */
+static double ref_unary(wgml_unary_kind kind, double x, double a, double b, double v) {
+    switch (kind) {
+    case WGML_UNARY_GELU: return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+    case WGML_UNARY_GELU_ERF: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case WGML_UNARY_TANH: return tanh(x);
+    case WGML_UNARY_SCALE: return a * x + b;
+    case WGML_UNARY_SIGMOID: return 1 / (1 + exp(-x));
+    case WGML_UNARY_LEAKY_RELU: return x > 0 ? x : a * x;
+    case WGML_UNARY_SIN: return sin(x);
+    case WGML_UNARY_EXP: return exp(x);
+    case WGML_UNARY_SNAKE: return x + pow(sin(v * x), 2) / v;
+    default: return NAN;
+    }
+}
+
+static void test_unary(void **state) {
+    (void)state;
+    const int n = 37, rows = 4;
+    float *x = randn((size_t)n * rows, 3), *v = randn(n, 0.3f), got[148];
+    double want[148];
+    x[0] = 1, x[1] = -1, x[2] = 0, x[3] = 12, x[4] = -12, x[5] = 90, x[6] = -90; /* values known, and tails */
+    for (int i = 0; i < n; i++) v[i] += 1;
+    tbuf X = make(WGML_F32, n, rows, x), O = make(WGML_F32, n, rows, NULL), V = make_vec(1, n, v);
+    for (int kind = 0; kind < WGML_UNARY_COUNT; kind++) {
+        const float a = kind == WGML_UNARY_LEAKY_RELU ? 0.2f : 1.5f, b = -0.25f;
+        int snake = kind == WGML_UNARY_SNAKE;
+        step(0, rows);
+        wgml_op_unary(be, &(wgml_unary_args){&O.t, &X.t, (wgml_unary_kind)kind, a, b, snake ? &V.t : NULL});
+        end_ok();
+        read_f32(&O, got);
+        for (int i = 0; i < n * rows; i++) want[i] = ref_unary((wgml_unary_kind)kind, x[i], a, b, v[i % n]);
+        /* exp(90) is beyond f32: inf on both sides, and rel_err would be NaN */
+        if (kind == WGML_UNARY_EXP) {
+            assert_true(isinf(got[5]));
+            want[5] = got[5] = 0;
+        }
+        for (int i = 0; i < n * rows; i++) {
+            double e = fabs(got[i] - want[i]) / fmax(1, fabs(want[i]));
+            if (e > 2e-7) fprintf(stderr, "unary kind %d x=%g: %.9g, want %.9g\n", kind, x[i], got[i], want[i]);
+            assert_true(e <= 2e-7); /* one f32 rounding of the double result */
+        }
+    }
+    /* known values: GELU(1) exact 0.8413447460685429, tanh form 0.8411919906082768 */
+    step(0, rows);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &O.t, .x = &X.t, .kind = WGML_UNARY_GELU_ERF});
+    end_ok();
+    read_f32(&O, got);
+    assert_float_equal(got[0], 0.84134475f, 1e-7);
+    step(0, rows);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &X.t, .x = &X.t, .kind = WGML_UNARY_GELU}); /* in place */
+    end_ok();
+    read_f32(&X, got);
+    assert_float_equal(got[0], 0.84119199f, 1e-7);
+    for (int i = 0; i < n * rows; i++) want[i] = ref_unary(WGML_UNARY_GELU, x[i], 0, 0, 0);
+    assert_true(rel_err(got, want, (size_t)n * rows) < 1e-7);
+    drop(&X), drop(&O), drop(&V);
+    free(x), free(v);
+}
+
+/* add and mul: b one row (weight or activation) for every row, b of a's shape, in place. */
+static void test_broadcast(void **state) {
+    (void)state;
+    const int n = 37, rows = 3;
+    float *a = randn((size_t)n * rows, 2), *b = randn((size_t)n * rows, 2), got[111];
+    double want[111];
+    for (int mul = 0; mul < 2; mul++) {
+        for (int v = 0; v < 4; v++) { /* b: one row as a weight, as an activation; a's shape; in place */
+            int one = v < 2, in_place = v == 3;
+            tbuf A = make(WGML_F32, n, rows, a), O = make(WGML_F32, n, rows, NULL),
+                 B = one ? make_vec(v == 0, n, b) : make(WGML_F32, n, rows, b);
+            const wgml_tensor *out = in_place ? &A.t : &O.t;
+            step(0, rows);
+            if (mul) wgml_op_mul(be, &(wgml_mul_args){out, &A.t, &B.t});
+            else wgml_op_add(be, &(wgml_add_args){out, &A.t, &B.t});
+            end_ok();
+            read_f32(in_place ? &A : &O, got);
+            for (int r = 0; r < rows; r++)
+                for (int i = 0; i < n; i++) {
+                    double y = b[(one ? 0 : r * n) + i];
+                    want[r * n + i] = mul ? a[r * n + i] * y : a[r * n + i] + y;
+                }
+            assert_true(rel_err(got, want, (size_t)n * rows) < 1e-7);
+            drop(&A), drop(&O), drop(&B);
+        }
+    }
+    free(a), free(b);
+}
+
+static void test_pool(void **state) {
+    (void)state;
+    const int d = 37, rows = 9, n_seq = 3;
+    const int32_t seq[4] = {0, 1, 4, 9}; /* lengths 1, 3, 5 */
+    float *x = randn((size_t)d * rows, 2), got[3 * 37];
+    double want[3 * 37];
+    tbuf X = make(WGML_F32, d, rows, x), S = make(WGML_I32, 4, 1, seq), O = make(WGML_F32, d, n_seq, NULL);
+    for (int mode = 0; mode < 3; mode++) {
+        step(0, rows);
+        wgml_op_pool(be, &(wgml_pool_args){&O.t, &X.t, &S.t, (wgml_pool_mode)mode});
+        end_ok();
+        read_f32(&O, got);
+        for (int s = 0; s < n_seq; s++)
+            for (int c = 0; c < d; c++) {
+                double m = 0;
+                for (int r = seq[s]; r < seq[s + 1]; r++) m += x[r * d + c];
+                want[s * d + c] = mode == WGML_POOL_MEAN    ? m / (seq[s + 1] - seq[s])
+                                  : mode == WGML_POOL_FIRST ? x[seq[s] * d + c]
+                                                            : x[(seq[s + 1] - 1) * d + c];
+            }
+        assert_true(rel_err(got, want, (size_t)d * n_seq) < 1e-7);
+    }
+    /* a single row, a single sequence */
+    tbuf S1 = make(WGML_I32, 2, 1, (const int32_t[]){0, 1});
+    wgml_tensor x1 = wgml_tensor_rows(&X.t, 0, 1), o1 = wgml_tensor_rows(&O.t, 0, 1);
+    step(0, 1);
+    wgml_op_pool(be, &(wgml_pool_args){&o1, &x1, &S1.t, WGML_POOL_MEAN});
+    end_ok();
+    read_f32(&O, got);
+    assert_memory_equal(got, x, d * sizeof(float));
+    /* tables that do not start at 0, do not increase, or do not end at the rows: errors */
+    const int32_t bad[3][4] = {{1, 2, 4, 9}, {0, 4, 4, 9}, {0, 1, 4, 8}};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(be->buffer_write(be, S.b, 0, bad[i], sizeof bad[i], NULL), WGML_OK);
+        step(0, rows);
+        wgml_op_pool(be, &(wgml_pool_args){&O.t, &X.t, &S.t, WGML_POOL_MEAN});
+        wgml_error err;
+        assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "pool"));
+    }
+    drop(&X), drop(&S), drop(&O), drop(&S1);
+    free(x);
+}
+
+/* Arguments the encoders' ops refuse: partial overlaps, vectors of the wrong length, a missing parameter. */
+static void test_nn_errors(void **state) {
+    (void)state;
+    tbuf X = make(WGML_F32, 8, 4, NULL), W = make(WGML_F32, 7, 1, NULL), O = make(WGML_F32, 8, 4, NULL);
+    wgml_tensor rows_0_2 = wgml_tensor_rows(&X.t, 0, 3), rows_1_3 = wgml_tensor_rows(&X.t, 1, 3);
+    wgml_error err;
+    step(0, 3);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &rows_1_3, .x = &rows_0_2, .kind = WGML_UNARY_TANH}); /* shifted */
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "overlaps"));
+    step(0, 4);
+    wgml_op_layer_norm(be, &(wgml_layer_norm_args){&O.t, &X.t, &W.t, NULL, 1e-5f});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    step(0, 4);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &O.t, .x = &X.t, .kind = WGML_UNARY_SNAKE});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    step(0, 4);
+    wgml_op_add(be, &(wgml_add_args){&O.t, &X.t, &rows_0_2}); /* b: neither a's shape nor one row */
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    wgml_tensor past = wgml_tensor_rows(&O.t, 2, 4); /* a view past the end of its buffer */
+    step(0, 4);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &past, .x = &X.t, .kind = WGML_UNARY_EXP});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "exceeds"));
+    drop(&X), drop(&W), drop(&O);
 }
 
 int main(void) {
@@ -563,9 +1020,14 @@ int main(void) {
         cmocka_unit_test(test_matmul_types),  cmocka_unit_test(test_matmul_fused),
         cmocka_unit_test(test_rope),          cmocka_unit_test(test_attention_f32),
         cmocka_unit_test(test_attention_f16), cmocka_unit_test(test_attention_overflow),
+        cmocka_unit_test(test_attention_general_math), cmocka_unit_test(test_attention_packed),
+        cmocka_unit_test(test_attention_general_errors),
         cmocka_unit_test(test_elementwise),   cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_weights_own_layout),
         cmocka_unit_test(test_shape_errors),
+        cmocka_unit_test(test_layer_norm),    cmocka_unit_test(test_l2_norm),
+        cmocka_unit_test(test_unary),         cmocka_unit_test(test_broadcast),
+        cmocka_unit_test(test_pool),          cmocka_unit_test(test_nn_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

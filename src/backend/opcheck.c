@@ -6,7 +6,7 @@
  * outputs back and compares them. Tolerances are relative to the output's
  * scale: 2e-4 where both sides compute in f32 (this catches a wrong block,
  * scale, nibble or offset by orders of magnitude), looser where the device
- * legitimately rounds (an f16 KV cache).
+ * legitimately rounds (an f16 KV cache; 8-bit activations: act8_sigma).
  */
 #include "backend/opcheck.h"
 
@@ -118,17 +118,28 @@ static double compare(const float *d, const float *r, size_t n) {
     return e / (1 + mx);
 }
 
-/* Reads the f32 output of both sides and compares; reports the case. */
-static void finish(ctx *c, const char *op, const char *cfg, twin *out, double tol) {
+/* Reads the f32 output of both sides and compares; reports the case. With
+ * tol_abs > 0 the tolerance is that absolute error in compare()'s units:
+ * tol_abs / (1 + max |ref|). */
+static void finish_abs(ctx *c, const char *op, const char *cfg, twin *out, double tol, double tol_abs) {
     size_t n = (size_t)(out->t[0].ne[0] * out->t[0].ne[1]);
     float *a = wgml_malloc(n * 4 + 4), *b = wgml_malloc(n * 4 + 4);
     wgml_error err;
     wgml_status st = !a || !b ? WGML_ERR_OUT_OF_MEMORY : WGML_OK;
     if (!st) st = c->be[0]->buffer_read(c->be[0], out->buf[0], 0, a, n * 4, &err);
     if (!st) st = c->be[1]->buffer_read(c->be[1], out->buf[1], 0, b, n * 4, &err);
+    if (!st && tol_abs > 0) {
+        double mx = 0;
+        for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(b[i]));
+        tol = tol_abs / (1 + mx);
+    }
     report(c, op, cfg, st ? INFINITY : compare(a, b, n), tol, st, st ? err.message : NULL);
     wgml_free(a);
     wgml_free(b);
+}
+
+static void finish(ctx *c, const char *op, const char *cfg, twin *out, double tol) {
+    finish_abs(c, op, cfg, out, tol, 0);
 }
 
 /* Runs `body` on both sides, each in one step at (pos, n). Returns the first error. */
@@ -148,19 +159,21 @@ static wgml_status run_both(ctx *c, int pos, int n, side_fn body, void *arg, wgm
     return WGML_OK;
 }
 
-static int skip(const ctx *c, const char *op) { return c->opt->filter && !strstr(op, c->opt->filter); }
-/* a weight type left out by the options' type list */
-static int skip_type(const ctx *c, uint32_t t) {
-    if (!c->opt->type) return 0;
-    const char *name = wgml_dtype_name(t);
+/* 1 when `name` is one of the comma-separated names in `list` */
+static int in_list(const char *list, const char *name) {
     size_t n = strlen(name);
-    for (const char *p = c->opt->type; *p;) {
+    for (const char *p = list; *p;) {
         size_t len = strcspn(p, ",");
-        if (len == n && memcmp(p, name, n) == 0) return 0;
+        if (len == n && memcmp(p, name, n) == 0) return 1;
         p += len + (p[len] == ',');
     }
-    return 1;
+    return 0;
 }
+
+/* an op left out by the options' op list */
+static int skip(const ctx *c, const char *op) { return c->opt->filter && !in_list(c->opt->filter, op); }
+/* a weight type left out by the options' type list */
+static int skip_type(const ctx *c, uint32_t t) { return c->opt->type && !in_list(c->opt->type, wgml_dtype_name(t)); }
 
 /* ---- matmul ---- */
 
@@ -171,20 +184,57 @@ typedef struct {
     int has_norm, has_bias;
 } mm_case;
 
+/* The standard deviation of the error that rounding a matmul's activations
+ * to 8 bits makes in its outputs (opcheck_options.act8): each element is off
+ * by up to half a step of its block's scale, largest |x| / 127, uniformly
+ * (an RMS of 1 / sqrt 12 step); over K products with weights of RMS w that
+ * is w sqrt(K) largest|x| / (127 sqrt 12), with the largest |x| of all the
+ * case's inputs (after the norm). *rms gets the products' own RMS,
+ * w sqrt(sum x^2) for the largest row. */
+static double act8_sigma(const mm_case *m, const float *x, int64_t K, int64_t n, const twin *w, int64_t M,
+                         double *rms) {
+    const float *nw = m->has_norm ? (const float *)m->norm.host : NULL;
+    double amax = 0, ss_max = 0;
+    for (int64_t t = 0; t < n; t++) {
+        const float *r = x + t * K;
+        double ss = 0;
+        for (int64_t i = 0; i < K; i++) ss += (double)r[i] * r[i];
+        double scale = nw ? 1 / sqrt(ss / (double)K + 1e-5) : 1;
+        double ss2 = 0;
+        for (int64_t i = 0; i < K; i++) {
+            double v = r[i] * scale * (nw ? nw[i] : 1);
+            amax = fmax(amax, fabs(v));
+            ss2 += v * v;
+        }
+        ss_max = fmax(ss_max, ss2);
+    }
+    float *row = wgml_malloc((size_t)K * sizeof *row);
+    double ww = 0;
+    size_t rb = wgml_row_size(w->t[0].type, K);
+    for (int64_t r = 0; row && r < M; r++) {
+        wgml_dequantize_row(w->t[0].type, (const uint8_t *)w->host + (size_t)r * rb, row, K);
+        for (int64_t i = 0; i < K; i++) ww += (double)row[i] * row[i];
+    }
+    wgml_free(row);
+    double w_rms = sqrt(ww / (double)(K * M));
+    *rms = w_rms * sqrt(ss_max);
+    return w_rms * sqrt((double)K) * amax / (127 * sqrt(12.0));
+}
+
 static void mm_side(wgml_backend *be, int s, void *arg) {
     mm_case *m = arg;
-    wgml_matmul mm = {.x = &m->x.t[s], .norm = m->has_norm ? &m->norm.t[s] : NULL, .eps = 1e-5f, .n_w = m->nw,
-                      .epilogue = m->epi};
+    wgml_matmul_args mm = {.x = &m->x.t[s], .norm = m->has_norm ? &m->norm.t[s] : NULL, .eps = 1e-5f,
+                           .n_w = m->nw, .epilogue = m->epi};
     for (int k = 0; k < m->nw; k++) {
         mm.w[k] = &m->w[k].t[s];
         mm.bias[k] = m->has_bias ? &m->bias[k].t[s] : NULL;
         mm.out[k] = &m->out[m->epi == WGML_EPI_SWIGLU ? 0 : k].t[s];
     }
-    be->matmul(be, &mm);
+    wgml_op_matmul(be, &mm);
 }
 
-static void check_matmul(ctx *c, const uint32_t *types, int nw, int64_t K, const int64_t *M, int64_t n,
-                         wgml_epilogue epi, int has_norm, int has_bias) {
+static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const int64_t *M, int64_t n,
+                        wgml_epilogue epi, int has_norm, int has_bias) {
     char cfg[160];
     int k = snprintf(cfg, sizeof cfg, "%s", wgml_dtype_name(types[0]));
     for (int i = 1; i < nw; i++) k += snprintf(cfg + k, sizeof cfg - (size_t)k, "+%s", wgml_dtype_name(types[i]));
@@ -214,7 +264,17 @@ static void check_matmul(ctx *c, const uint32_t *types, int nw, int64_t K, const
     if (st) {
         report(c, "matmul", cfg, INFINITY, 0, st, err.message);
     } else {
-        for (int i = 0; i < (epi == WGML_EPI_SWIGLU ? 1 : nw); i++) finish(c, "matmul", cfg, &m.out[i], 2e-4);
+        /* 8-bit activations (opt->act8): 7 sigma of their error (the largest of the grid's
+         * 1e5 or so outputs reaches about 5), no less than the f32 tolerance. SwiGLU's
+         * silu(g) u is off by about silu'(g) u dg + silu(g) du, with |silu'| <= 1.1,
+         * |silu(g)| <= |g|, and |g|, |u| within 4.5 RMS over a case's outputs. */
+        double sig[3] = {0, 0, 0}, rms[3] = {0, 0, 0};
+        for (int i = 0; i < nw && c->opt->act8; i++)
+            if (wgml_dtype_get(types[i])->quantized) sig[i] = act8_sigma(&m, xv, K, n, &m.w[i], M[i], &rms[i]);
+        for (int i = 0; i < (epi == WGML_EPI_SWIGLU ? 1 : nw); i++) {
+            double s = epi == WGML_EPI_SWIGLU ? 1.1 * 4.5 * rms[1] * sig[0] + 4.5 * rms[0] * sig[1] : sig[i];
+            finish_abs(c, "matmul", cfg, &m.out[i], 2e-4, s > 0 ? fmax(7 * s, 2e-4) : 0);
+        }
     }
     twin *all[] = {&m.x, &m.norm, &m.w[0], &m.w[1], &m.w[2], &m.bias[0], &m.bias[1], &m.bias[2],
                    &m.out[0], &m.out[1], &m.out[2]};
@@ -226,8 +286,7 @@ static void check_matmul(ctx *c, const uint32_t *types, int nw, int64_t K, const
 static const uint32_t weight_types[] = {WGML_F32, WGML_F16, WGML_BF16, WGML_Q8_0, WGML_Q4_0, WGML_Q4_1, WGML_Q5_0,
                                         WGML_Q5_1, WGML_Q2_K, WGML_Q3_K, WGML_Q4_K, WGML_Q5_K, WGML_Q6_K};
 
-static void matmul_grid(ctx *c) {
-    if (skip(c, "matmul")) return;
+static void check_matmul(ctx *c) {
     wgml_backend *dev = c->be[0];
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         uint32_t t = weight_types[ti];
@@ -242,7 +301,7 @@ static void matmul_grid(ctx *c) {
                 for (int ni = 0; ni < 3; ni++) {
                     if (c->opt->quick && (mi + ni + ki) % 3) continue;
                     int64_t M[1] = {Ms[mi]};
-                    check_matmul(c, &t, 1, Ks[ki], M, ns[ni], WGML_EPI_STORE, 0, 0);
+                    matmul_case(c, &t, 1, Ks[ki], M, ns[ni], WGML_EPI_STORE, 0, 0);
                 }
             }
         }
@@ -250,17 +309,17 @@ static void matmul_grid(ctx *c) {
         int64_t K = bs == 256 ? 256 : 96, M3[3] = {40, 24, 24};
         uint32_t tt[3] = {t, t, t};
         for (int n = 1; n <= 9; n += 8) {
-            check_matmul(c, tt, 1, K, M3, n, WGML_EPI_ADD, 1, 1);
-            check_matmul(c, tt, 2, K, M3 + 1, n, WGML_EPI_SWIGLU, 1, 0);
-            check_matmul(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 0);
-            check_matmul(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 1);
+            matmul_case(c, tt, 1, K, M3, n, WGML_EPI_ADD, 1, 1);
+            matmul_case(c, tt, 2, K, M3 + 1, n, WGML_EPI_SWIGLU, 1, 0);
+            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 0);
+            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 1);
         }
     }
     /* mixed types in one call (as Q4_K_M's attention) */
     uint32_t mix[3] = {WGML_F16, WGML_Q8_0, WGML_F32};
     int64_t M3[3] = {33, 17, 17};
     if (!skip_type(c, mix[0]) && !skip_type(c, mix[1]) && !skip_type(c, mix[2]) && dev->supports_type(dev, WGML_Q8_0))
-        check_matmul(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
+        matmul_case(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
 }
 
 /* ---- get_rows ---- */
@@ -271,11 +330,10 @@ typedef struct {
 
 static void gr_side(wgml_backend *be, int s, void *arg) {
     gr_case *g = arg;
-    be->get_rows(be, &g->out.t[s], &g->table.t[s], &g->ids.t[s]);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){&g->out.t[s], &g->table.t[s], &g->ids.t[s]});
 }
 
-static void get_rows_grid(ctx *c) {
-    if (skip(c, "get_rows")) return;
+static void check_get_rows(ctx *c) {
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         uint32_t t = weight_types[ti];
         if (skip_type(c, t) || !c->be[0]->supports_type(c->be[0], t) || !c->be[1]->supports_type(c->be[1], t))
@@ -307,19 +365,28 @@ typedef struct {
     wgml_rope rope;
     int use_rope;
     int n_head, n_kv, hd;
+    /* general attention (zero: today's causal attention over the cache) */
+    twin seq, kv_seq, pos, mask;
+    int no_cache, bidirectional;
 } att_case;
+
+static const wgml_tensor *att_opt(const twin *t, int s) { return t->buf[s] ? &t->t[s] : NULL; }
 
 static void att_side(wgml_backend *be, int s, void *arg) {
     att_case *a = arg;
     wgml_rope r = a->rope;
     if (r.freq_factors) r.freq_factors = &a->ff.t[s];
-    be->attention(be, &(wgml_attention){.q = &a->q.t[s], .k = &a->k.t[s], .v = &a->v.t[s], .k_cache = &a->kc.t[s],
-                                        .v_cache = &a->vc.t[s], .out = &a->out.t[s], .n_head = a->n_head,
-                                        .n_head_kv = a->n_kv, .head_dim = a->hd,
-                                        .scale = 1.0f / sqrtf((float)a->hd), .rope = a->use_rope ? &r : NULL});
+    wgml_op_attention(be, &(wgml_attention_args){.q = &a->q.t[s], .k = &a->k.t[s], .v = &a->v.t[s],
+                                                 .k_cache = a->no_cache ? NULL : &a->kc.t[s],
+                                                 .v_cache = a->no_cache ? NULL : &a->vc.t[s], .out = &a->out.t[s],
+                                                 .n_head = a->n_head, .n_head_kv = a->n_kv, .head_dim = a->hd,
+                                                 .scale = 1.0f / sqrtf((float)a->hd),
+                                                 .rope = a->use_rope ? &r : NULL, .bidirectional = a->bidirectional,
+                                                 .seq = att_opt(&a->seq, s), .kv_seq = att_opt(&a->kv_seq, s),
+                                                 .pos = att_opt(&a->pos, s), .mask = att_opt(&a->mask, s)});
 }
 
-static void check_attention(ctx *c, int n_head, int n_kv, int hd, int pos, int n, int rope_kind) {
+static void attention_case(ctx *c, int n_head, int n_kv, int hd, int pos, int n, int rope_kind) {
     uint32_t kvt = c->be[0]->kv_type;
     int n_ctx = pos + n + 3;
     char cfg[160];
@@ -384,15 +451,153 @@ static void check_attention(ctx *c, int n_head, int n_kv, int hd, int pos, int n
     wgml_free(qv), wgml_free(kv), wgml_free(vv), wgml_free(kc), wgml_free(vc), wgml_free(tmp);
 }
 
-static void attention_grid(ctx *c) {
-    if (skip(c, "attention")) return;
+/* One case of general attention (ops.h): n query rows, n_k key rows (k and v), a cache of
+ * n_ctx rows (0: none) holding random earlier rows, and the optional tables. */
+typedef struct {
+    const char *what;
+    int n_head, n_kv, hd, n, n_k, n_ctx, step_pos, bidirectional, rope_kind;
+    const int32_t *seq, *kv_seq, *pos; /* NULL: not given */
+    int mask;                          /* 1: random, some entries hidden (-inf, -FLT_MAX); 2: and row 0 all hidden */
+} gen_desc;
+
+static void general_case(ctx *c, const gen_desc *g) {
+    uint32_t kvt = c->be[0]->kv_type;
+    const int n = g->n, n_k = g->n_k, n_ctx = g->n_ctx, n_keys = n_ctx ? n_ctx : n_k;
+    static const char *rk[] = {"", " rope", " rope neox n_rot=hd/2", " rope factors"};
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "%s: heads=%d kv=%d hd=%d n=%d keys=%d%s%s%s%s%s%s", g->what, g->n_head, g->n_kv, g->hd,
+             n, n_keys, n_ctx ? (kvt == WGML_F16 ? " F16 cache" : " F32 cache") : "",
+             g->bidirectional ? " bidirectional" : " causal", rk[g->rope_kind], g->seq ? " seq" : "",
+             g->pos ? " pos" : "", g->mask ? " mask" : "");
+    att_case a;
+    memset(&a, 0, sizeof a);
+    a.n_head = g->n_head, a.n_kv = g->n_kv, a.hd = g->hd, a.use_rope = g->rope_kind != 0;
+    a.no_cache = n_ctx == 0, a.bidirectional = g->bidirectional;
+    a.rope = (wgml_rope){.n_rot = g->rope_kind == 2 ? g->hd / 2 : g->hd, .neox = g->rope_kind == 2,
+                         .freq_base = 10000, .freq_scale = g->rope_kind == 3 ? 0.5f : 1.0f};
+    const int qd = g->n_head * g->hd, kvd = g->n_kv * g->hd;
+    wgml_error err;
+    size_t crow = wgml_row_size(kvt, kvd);
+    float *qv = randv(c, (size_t)qd * n, 1), *kv = randv(c, (size_t)kvd * n_k, 1), *vv = randv(c, (size_t)kvd * n_k, 1);
+    float *mv = g->mask ? randv(c, (size_t)n * n_keys, 2) : NULL, *tmp = randv(c, (size_t)kvd, 1);
+    uint8_t *kc = n_ctx ? wgml_calloc((size_t)n_ctx, crow) : NULL;
+    uint8_t *vc = n_ctx ? wgml_calloc((size_t)n_ctx, crow) : NULL;
+    wgml_status st =
+        qv && kv && vv && tmp && (!g->mask || mv) && (!n_ctx || (kc && vc)) ? WGML_OK : WGML_ERR_OUT_OF_MEMORY;
+    if (st) wgml_fail(&err, st, "out of memory");
+    for (int j = 0; !st && j < n_ctx; j++) {
+        for (int i = 0; i < kvd; i++) tmp[i] = rnd(c);
+        wgml_quantize_row(kvt, tmp, kc + (size_t)j * crow, kvd);
+        for (int i = 0; i < kvd; i++) tmp[i] = rnd(c);
+        wgml_quantize_row(kvt, tmp, vc + (size_t)j * crow, kvd);
+    }
+    for (int i = 0; mv && i < n * n_keys; i++) {
+        if (i % 7 == 3) mv[i] = -INFINITY;
+        if (i % 11 == 5) mv[i] = -3.4028235e38f; /* torch's finfo(float32).min */
+        if (g->mask == 2 && i < n_keys) mv[i] = -INFINITY;
+    }
+    if (!st) st = twin_act(c, &a.q, WGML_F32, qd, n, qv, &err);
+    if (!st) st = twin_act(c, &a.k, WGML_F32, kvd, n_k, kv, &err);
+    if (!st) st = twin_act(c, &a.v, WGML_F32, kvd, n_k, vv, &err);
+    if (!st && n_ctx) st = twin_act(c, &a.kc, kvt, kvd, n_ctx, kc, &err);
+    if (!st && n_ctx) st = twin_act(c, &a.vc, kvt, kvd, n_ctx, vc, &err);
+    if (!st) st = twin_act(c, &a.out, WGML_F32, qd, n, NULL, &err);
+    if (!st && g->seq) st = twin_act(c, &a.seq, WGML_I32, n, 1, g->seq, &err);
+    if (!st && g->kv_seq) st = twin_act(c, &a.kv_seq, WGML_I32, n_keys, 1, g->kv_seq, &err);
+    if (!st && g->pos) st = twin_act(c, &a.pos, WGML_I32, n, 1, g->pos, &err);
+    if (!st && mv) st = twin_act(c, &a.mask, WGML_F32, n_keys, n, mv, &err);
+    if (!st && g->rope_kind == 3) {
+        st = twin_weight(c, &a.ff, WGML_F32, a.rope.n_rot / 2, 1, 1, &err);
+        a.rope.freq_factors = &a.ff.t[0];
+    }
+    if (!st) st = run_both(c, g->step_pos, n, att_side, &a, &err);
+    double tol = n_ctx && kvt == WGML_F16 ? 2e-3 : 2e-4;
+    if (st) {
+        report(c, "attention", cfg, INFINITY, 0, st, err.message);
+    } else {
+        finish(c, "attention", cfg, &a.out, tol);
+        if (n_ctx) { /* the whole caches: rows written at the positions, the others as they were */
+            size_t bytes = crow * (size_t)n_ctx;
+            uint8_t *d = wgml_malloc(bytes + 4), *r = wgml_malloc(bytes + 4);
+            float *fd = wgml_malloc((size_t)kvd * n_ctx * 4), *fr = wgml_malloc((size_t)kvd * n_ctx * 4);
+            char cc[192];
+            for (int which = 0; which < 2; which++) {
+                const twin *tw = which ? &a.vc : &a.kc;
+                snprintf(cc, sizeof cc, "%s: %s cache", cfg, which ? "V" : "K");
+                if (d && r && fd && fr && !c->be[0]->buffer_read(c->be[0], tw->buf[0], 0, d, bytes, &err) &&
+                    !c->be[1]->buffer_read(c->be[1], tw->buf[1], 0, r, bytes, &err)) {
+                    for (int j = 0; j < n_ctx; j++) {
+                        wgml_dequantize_row(kvt, d + (size_t)j * crow, fd + (size_t)j * kvd, kvd);
+                        wgml_dequantize_row(kvt, r + (size_t)j * crow, fr + (size_t)j * kvd, kvd);
+                    }
+                    report(c, "attention", cc, compare(fd, fr, (size_t)kvd * n_ctx), tol, WGML_OK, NULL);
+                } else {
+                    report(c, "attention", cc, INFINITY, 0, WGML_ERR_GPU, "reading the cache back failed");
+                }
+            }
+            wgml_free(d), wgml_free(r), wgml_free(fd), wgml_free(fr);
+        }
+    }
+    twin *all[] = {&a.q, &a.k, &a.v, &a.kc, &a.vc, &a.out, &a.ff, &a.seq, &a.kv_seq, &a.pos, &a.mask};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) twin_free(c, all[i]);
+    wgml_free(qv), wgml_free(kv), wgml_free(vv), wgml_free(mv), wgml_free(tmp), wgml_free(kc), wgml_free(vc);
+}
+
+/* General attention: encoders (bidirectional, no cache), packed sequences, explicit
+ * positions (with and without a cache: several sessions in one step), cross-attention,
+ * additive masks. */
+static void check_attention_general(ctx *c) {
+    const int heads[][3] = {{8, 4, 8}, {4, 1, 64}, {2, 2, 128}};
+    for (int h = 0; h < 3; h++) /* BERT-like encoders */
+        for (int n = 1; n <= 7; n += 6)
+            general_case(c, &(gen_desc){"encoder", heads[h][0], heads[h][1], heads[h][2], n, n, 0, 0, 1,
+                                        n == 7 ? h % 4 : 0, NULL, NULL, NULL, 0});
+    /* 3 sequences of 1, 5 and 9 rows packed in one step */
+    static const int32_t seq3[15] = {0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2};
+    static const int32_t pos3[15] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    for (int h = 0; h < 3; h++) {
+        if (c->opt->quick && h == 2) continue;
+        const int *hh = heads[h];
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 0, seq3, NULL, NULL, 0});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 1, seq3, NULL, pos3, 0});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 0, seq3, NULL, NULL, 0});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 2, seq3, NULL, pos3, 0});
+    }
+    /* explicit positions: no cache (large ones: the positions table's upper rows), causal over them */
+    static const int32_t posf[5] = {70000, 5, 2000, 1048575, 100};
+    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 0, 1, NULL, NULL, posf, 0});
+    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 1, 3, NULL, NULL, posf, 0});
+    /* into a cache out of order, and two sessions in one step (cache rows [0, 24) and [24, 48)) */
+    static const int32_t posc[3] = {7, 1, 4};
+    general_case(c, &(gen_desc){"cache positions", 8, 4, 8, 3, 3, 12, 0, 0, 1, NULL, NULL, posc, 0});
+    static const int32_t seqs[4] = {0, 1, 1, 1}, poss[4] = {10, 27, 28, 29};
+    int32_t kvseq[48];
+    for (int j = 0; j < 48; j++) kvseq[j] = j < 24 ? 0 : 1;
+    general_case(c, &(gen_desc){"sessions", 4, 1, 64, 4, 4, 48, 0, 0, 2, seqs, kvseq, poss, 0});
+    general_case(c, &(gen_desc){"sessions", 2, 2, 128, 4, 4, 48, 0, 0, 0, seqs, kvseq, poss, 0});
+    /* cross-attention: 5 query rows over 11 key rows, and two pairs of sequences packed */
+    general_case(c, &(gen_desc){"cross", 4, 2, 64, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 0});
+    general_case(c, &(gen_desc){"cross", 8, 4, 8, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 1});
+    static const int32_t qs2[5] = {0, 0, 1, 1, 1}, ks2[11] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
+    general_case(c, &(gen_desc){"cross", 2, 2, 128, 5, 11, 0, 0, 1, 0, qs2, ks2, NULL, 0});
+    /* additive masks: an encoder's, causal without a cache, and over a cache (row 0 all hidden: zeros) */
+    general_case(c, &(gen_desc){"mask", 4, 1, 64, 9, 9, 0, 0, 1, 0, NULL, NULL, NULL, 1});
+    general_case(c, &(gen_desc){"mask", 8, 4, 8, 9, 9, 0, 3, 0, 1, NULL, NULL, NULL, 1});
+    general_case(c, &(gen_desc){"mask", 2, 2, 128, 2, 2, 24, 20, 0, 1, NULL, NULL, NULL, 2});
+    general_case(c, &(gen_desc){"mask", 4, 2, 64, 9, 9, 0, 0, 1, 0, seq3 + 1, NULL, NULL, 2});
+    /* a causal step without a cache: today's math over the step's rows only */
+    general_case(c, &(gen_desc){"no cache", 4, 2, 64, 7, 7, 0, 5, 0, 1, NULL, NULL, NULL, 0});
+}
+
+static void check_attention(ctx *c) {
     const int heads[][3] = {{8, 4, 8}, {4, 1, 64}, {2, 2, 128}};
     const int steps[][2] = {{0, 1}, {0, 7}, {9, 1}, {300, 1}, {700, 3}};
     for (int h = 0; h < 3; h++)
         for (int s = 0; s < 5; s++) {
             if (c->opt->quick && (h + s) % 2) continue;
-            check_attention(c, heads[h][0], heads[h][1], heads[h][2], steps[s][0], steps[s][1], (h + s) % 4);
+            attention_case(c, heads[h][0], heads[h][1], heads[h][2], steps[s][0], steps[s][1], (h + s) % 4);
         }
+    check_attention_general(c);
 }
 
 /* ---- row and elementwise ops ---- */
@@ -408,16 +613,16 @@ typedef struct {
 static void simple_side(wgml_backend *be, int s, void *arg) {
     simple_case *k = arg;
     const char *op = k->op;
-    if (!strcmp(op, "rms_norm")) be->rms_norm(be, &k->out.t[s], &k->a.t[s], &k->w.t[s], k->param);
-    else if (!strcmp(op, "softmax")) be->softmax(be, &k->out.t[s], &k->a.t[s], k->param);
-    else if (!strcmp(op, "add")) be->add(be, &k->out.t[s], &k->a.t[s], &k->b.t[s]);
-    else if (!strcmp(op, "swiglu")) be->swiglu(be, &k->out.t[s], &k->a.t[s], &k->b.t[s]);
-    else if (!strcmp(op, "argmax")) be->argmax(be, &k->out.t[s], &k->a.t[s]);
-    else if (!strcmp(op, "rope")) be->rope(be, &k->a.t[s], k->n_head, k->hd, &k->rope);
+    const wgml_tensor *out = &k->out.t[s], *a = &k->a.t[s], *b = &k->b.t[s];
+    if (!strcmp(op, "rms_norm")) wgml_op_rms_norm(be, &(wgml_rms_norm_args){out, a, &k->w.t[s], k->param});
+    else if (!strcmp(op, "softmax")) wgml_op_softmax(be, &(wgml_softmax_args){out, a, k->param});
+    else if (!strcmp(op, "add")) wgml_op_add(be, &(wgml_add_args){out, a, b});
+    else if (!strcmp(op, "swiglu")) wgml_op_swiglu(be, &(wgml_swiglu_args){out, a, b});
+    else if (!strcmp(op, "argmax")) wgml_op_argmax(be, &(wgml_argmax_args){out, a});
+    else if (!strcmp(op, "rope")) wgml_op_rope(be, &(wgml_rope_args){a, k->n_head, k->hd, &k->rope});
 }
 
-static void check_simple(ctx *c, const char *op, int64_t n, int64_t rows) {
-    if (skip(c, op)) return;
+static void simple_case_run(ctx *c, const char *op, int64_t n, int64_t rows) {
     simple_case k;
     memset(&k, 0, sizeof k);
     k.op = op;
@@ -455,18 +660,268 @@ static void check_simple(ctx *c, const char *op, int64_t n, int64_t rows) {
     wgml_free(av), wgml_free(bv);
 }
 
+/* The row and elementwise ops over ragged sizes. */
+static void simple_grid(ctx *c, const char *op) {
+    const int64_t sizes[][2] = {{1, 1}, {37, 3}, {1000, 2}, {4099, 1}};
+    for (int s = 0; s < 4; s++) simple_case_run(c, op, sizes[s][0], sizes[s][1]);
+}
+static void check_rms_norm(ctx *c) { simple_grid(c, "rms_norm"); }
+static void check_softmax(ctx *c) { simple_grid(c, "softmax"); }
+static void check_swiglu(ctx *c) { simple_grid(c, "swiglu"); }
+static void check_argmax(ctx *c) { simple_grid(c, "argmax"); }
+static void check_rope(ctx *c) {
+    simple_case_run(c, "rope", 48, 3);
+    simple_case_run(c, "rope", 64, 2);
+}
+
+/* ---- the encoders' ops: layer_norm, l2_norm, unary, mul, pool, and add's other cases ---- */
+
+/* Where a case puts an input vector (or b of add and mul). */
+enum { IN_NONE, IN_WEIGHT, IN_ACT, IN_OUT_BUF /* an activation in the output's buffer, past its rows */ };
+static const char *const in_names[] = {"none", "weight", "activation", "in out's buffer"};
+
+/* An input of n f32 values as a weight or an activation of one row. */
+static wgml_status twin_vec(ctx *c, twin *t, int where, const float *v, int64_t n, wgml_error *err) {
+    if (where != IN_WEIGHT) return twin_act(c, t, WGML_F32, n, 1, v, err);
+    memset(t, 0, sizeof *t);
+    t->host = wgml_malloc((size_t)n * 4 + 4);
+    if (!t->host) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    memcpy(t->host, v, (size_t)n * 4);
+    for (int s = 0; s < 2; s++) {
+        wgml_status st = c->be[s]->weight_create(c->be[s], WGML_F32, n, 1, t->host, "opcheck.vector", &t->buf[s], err);
+        if (st) return st;
+        t->t[s] = (wgml_tensor){.type = WGML_F32, .ne = {n, 1, 1, 1}, .buf = t->buf[s], .name = "opcheck.vector"};
+    }
+    return WGML_OK;
+}
+
+/* One case of an encoder op: x [rows][n] and up to two vectors; out is x itself
+ * (in place), or rows [0, out_rows) of a buffer whose later rows hold the
+ * vectors placed IN_OUT_BUF (vector i at row out_rows + i). */
+typedef struct {
+    const char *op;
+    twin x, v[2], out, seq;
+    int64_t n, rows, out_rows;
+    int where[2]; /* IN_* of each vector */
+    int in_place;
+    int b_rows; /* add, mul: rows of b */
+    float eps, pa, pb;
+    wgml_unary_kind kind;
+    wgml_pool_mode mode;
+} nn_case;
+
+static void nn_side(wgml_backend *be, int s, void *arg) {
+    nn_case *k = arg;
+    wgml_tensor x = k->x.t[s], out = k->in_place ? x : wgml_tensor_rows(&k->out.t[s], 0, k->out_rows), v[2];
+    const wgml_tensor *vp[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        if (k->where[i] == IN_NONE) continue;
+        v[i] = k->where[i] == IN_OUT_BUF ? wgml_tensor_rows(&k->out.t[s], k->out_rows + i, k->b_rows ? k->b_rows : 1)
+                                         : k->v[i].t[s];
+        vp[i] = &v[i];
+    }
+    const char *op = k->op;
+    if (!strcmp(op, "layer_norm")) wgml_op_layer_norm(be, &(wgml_layer_norm_args){&out, &x, vp[0], vp[1], k->eps});
+    else if (!strcmp(op, "l2_norm")) wgml_op_l2_norm(be, &(wgml_l2_norm_args){&out, &x, k->eps});
+    else if (!strcmp(op, "unary"))
+        wgml_op_unary(be, &(wgml_unary_args){&out, &x, k->kind, k->pa, k->pb, vp[0]});
+    else if (!strcmp(op, "add")) wgml_op_add(be, &(wgml_add_args){&out, &x, vp[0]});
+    else if (!strcmp(op, "mul")) wgml_op_mul(be, &(wgml_mul_args){&out, &x, vp[0]});
+    else if (!strcmp(op, "pool")) /* x in out's buffer: the vector slot's rows */
+        wgml_op_pool(be, &(wgml_pool_args){&out, vp[0] ? vp[0] : &x, &k->seq.t[s], k->mode});
+}
+
+/* Fills in k's tensors (x from xv; vector i from vv[i]), runs the op on both sides and compares out. */
+static void nn_run(ctx *c, nn_case *k, const char *cfg, const float *xv, const float *const vv[2], double tol) {
+    wgml_error err;
+    wgml_status st = twin_act(c, &k->x, WGML_F32, k->n, k->rows, xv, &err);
+    int64_t vrows = k->b_rows ? k->b_rows : 1, extra = 0;
+    for (int i = 0; i < 2 && !st; i++) {
+        if (k->where[i] == IN_WEIGHT || k->where[i] == IN_ACT)
+            st = k->where[i] == IN_ACT && vrows > 1 ? twin_act(c, &k->v[i], WGML_F32, k->n, vrows, vv[i], &err)
+                                                    : twin_vec(c, &k->v[i], k->where[i], vv[i], k->n, &err);
+        if (k->where[i] == IN_OUT_BUF) extra = i + vrows;
+    }
+    if (!st && !k->in_place) {
+        /* out's rows (garbage: the op writes them), then the vectors in its buffer */
+        size_t total = (size_t)(k->n * (k->out_rows + extra));
+        float *init = randv(c, total, 1);
+        for (int i = 0; init && i < 2; i++)
+            if (k->where[i] == IN_OUT_BUF)
+                memcpy(init + (size_t)(k->n * (k->out_rows + i)), vv[i], (size_t)(k->n * vrows) * 4);
+        st = init ? twin_act(c, &k->out, WGML_F32, k->n, k->out_rows + extra, init, &err) : WGML_ERR_OUT_OF_MEMORY;
+        wgml_free(init);
+    }
+    if (!st) st = run_both(c, 0, (int)k->rows, nn_side, k, &err);
+    if (st) report(c, k->op, cfg, INFINITY, 0, st, err.message);
+    else finish(c, k->op, cfg, k->in_place ? &k->x : &k->out, tol);
+    twin *all[] = {&k->x, &k->v[0], &k->v[1], &k->out, &k->seq};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) twin_free(c, all[i]);
+}
+
+/* The shapes of the grids: ragged row lengths (no multiple of a workgroup), several rows. */
+static const int64_t nn_sizes[][2] = {{1, 1}, {37, 3}, {1000, 2}, {4099, 1}};
+
+static void norm_case(ctx *c, const char *op, int64_t n, int64_t rows, int w, int b, int in_place, float offset) {
+    nn_case k = {.op = op, .n = n, .rows = rows, .out_rows = rows, .where = {w, b}, .in_place = in_place,
+                 .eps = !strcmp(op, "layer_norm") ? 1e-5f : 1e-12f};
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "n=%lld rows=%lld%s%s%s%s%s", (long long)n, (long long)rows,
+             w ? " w " : "", w ? in_names[w] : "", b ? " b " : "", b ? in_names[b] : "", in_place ? " in place" : "");
+    if (offset != 0) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " x+%g", (double)offset);
+    float *xv = randv(c, (size_t)(n * rows), 3), *wv = randv(c, (size_t)n, 1), *bv = randv(c, (size_t)n, 1);
+    for (int64_t i = 0; xv && i < n * rows; i++) xv[i] += offset;
+    for (int64_t i = 0; wv && i < n; i++) wv[i] += 1.0f; /* scales around 1 */
+    if (xv && wv && bv) nn_run(c, &k, cfg, xv, (const float *const[]){wv, bv}, 2e-5);
+    else report(c, op, cfg, INFINITY, 0, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    wgml_free(xv), wgml_free(wv), wgml_free(bv);
+}
+
+static void check_layer_norm(ctx *c) {
+    for (int s = 0; s < 4; s++) {
+        int64_t n = nn_sizes[s][0], rows = nn_sizes[s][1];
+        norm_case(c, "layer_norm", n, rows, IN_WEIGHT, IN_WEIGHT, 0, 0);
+        norm_case(c, "layer_norm", n, rows, IN_ACT, IN_ACT, 0, 0);
+        norm_case(c, "layer_norm", n, rows, IN_NONE, IN_NONE, 0, 0);
+    }
+    norm_case(c, "layer_norm", 37, 3, IN_WEIGHT, IN_NONE, 1, 0);
+    norm_case(c, "layer_norm", 1000, 2, IN_NONE, IN_ACT, 1, 0);
+    norm_case(c, "layer_norm", 300, 5, IN_OUT_BUF, IN_OUT_BUF, 0, 0);
+    norm_case(c, "layer_norm", 1000, 2, IN_ACT, IN_WEIGHT, 0, 100); /* far from 0: the variance must not cancel */
+    norm_case(c, "layer_norm", 2, 70000, IN_ACT, IN_ACT, 0, 0);     /* rows beyond one grid dimension */
+}
+
+static void check_l2_norm(ctx *c) {
+    for (int s = 0; s < 4; s++) norm_case(c, "l2_norm", nn_sizes[s][0], nn_sizes[s][1], IN_NONE, IN_NONE, 0, 0);
+    norm_case(c, "l2_norm", 37, 3, IN_NONE, IN_NONE, 1, 0);
+    norm_case(c, "l2_norm", 1000, 2, IN_NONE, IN_NONE, 0, 100);
+}
+
+static void unary_case(ctx *c, wgml_unary_kind kind, int64_t n, int64_t rows, int v, int in_place, double tol) {
+    static const char *const names[WGML_UNARY_COUNT] = {"gelu", "gelu_erf", "tanh", "scale", "sigmoid",
+                                                        "leaky_relu", "sin", "exp", "snake"};
+    nn_case k = {.op = "unary", .n = n, .rows = rows, .out_rows = rows, .where = {v, IN_NONE}, .in_place = in_place,
+                 .kind = kind, .pa = kind == WGML_UNARY_LEAKY_RELU ? 0.1f : -0.75f, .pb = 0.5f};
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "%s n=%lld rows=%lld%s%s%s", names[kind], (long long)n, (long long)rows,
+             v ? " v " : "", v ? in_names[v] : "", in_place ? " in place" : "");
+    /* inputs over [-5, 5]: erf's two pieces and its clamp at 4 (x / sqrt 2), exp up to 148 */
+    float *xv = randv(c, (size_t)(n * rows), 5), *vv = randv(c, (size_t)n, 0.5f);
+    for (int64_t i = 0; vv && i < n; i++) vv[i] += 1.0f; /* snake's alpha in [0.5, 1.5) */
+    if (xv && vv) nn_run(c, &k, cfg, xv, (const float *const[]){vv, NULL}, tol);
+    else report(c, "unary", cfg, INFINITY, 0, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    wgml_free(xv), wgml_free(vv);
+}
+
+static void check_unary(ctx *c) {
+    for (int kind = 0; kind < WGML_UNARY_COUNT; kind++) {
+        /* erf's approximation is within 1.5e-7 (unary.wgsl); SCALE and LEAKY_RELU round once */
+        double tol =
+            kind == WGML_UNARY_GELU_ERF || kind == WGML_UNARY_SCALE || kind == WGML_UNARY_LEAKY_RELU ? 1e-6 : 2e-5;
+        int v = kind == WGML_UNARY_SNAKE ? IN_WEIGHT : IN_NONE;
+        for (int s = 0; s < 4; s++) unary_case(c, (wgml_unary_kind)kind, nn_sizes[s][0], nn_sizes[s][1], v, 0, tol);
+    }
+    unary_case(c, WGML_UNARY_GELU_ERF, 1000, 2, IN_NONE, 1, 1e-6);
+    unary_case(c, WGML_UNARY_SCALE, 37, 3, IN_NONE, 1, 1e-6);
+    unary_case(c, WGML_UNARY_SNAKE, 37, 3, IN_ACT, 0, 2e-5);
+    unary_case(c, WGML_UNARY_SNAKE, 300, 4, IN_OUT_BUF, 0, 2e-5);
+    unary_case(c, WGML_UNARY_SNAKE, 1000, 2, IN_WEIGHT, 1, 2e-5);
+    unary_case(c, WGML_UNARY_SNAKE, 2, 70000, IN_ACT, 0, 2e-5); /* rows beyond one grid dimension */
+}
+
+/* add and mul: b of a's shape or one row (weight or activation), in place, in out's buffer. */
+static void binary_case(ctx *c, const char *op, int64_t n, int64_t rows, int64_t b_rows, int b, int in_place) {
+    nn_case k = {.op = op, .n = n, .rows = rows, .out_rows = rows, .where = {b, IN_NONE}, .in_place = in_place,
+                 .b_rows = (int)b_rows};
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "n=%lld rows=%lld b %s%s%s", (long long)n, (long long)rows,
+             b_rows == rows ? "same shape " : "one row ", in_names[b], in_place ? " in place" : "");
+    float *xv = randv(c, (size_t)(n * rows), 3), *bv = randv(c, (size_t)(n * b_rows), 3);
+    if (xv && bv) nn_run(c, &k, cfg, xv, (const float *const[]){bv, NULL}, 2e-5);
+    else report(c, op, cfg, INFINITY, 0, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    wgml_free(xv), wgml_free(bv);
+}
+
+static void binary_grid(ctx *c, const char *op) {
+    for (int s = 0; s < 4; s++) {
+        int64_t n = nn_sizes[s][0], rows = nn_sizes[s][1];
+        if (strcmp(op, "add")) binary_case(c, op, n, rows, rows, IN_ACT, 0); /* add's plain case: simple_grid */
+        binary_case(c, op, n, rows + 2, 1, IN_ACT, 0);
+        binary_case(c, op, n, rows + 2, 1, IN_WEIGHT, 0);
+    }
+    binary_case(c, op, 37, 1, 1, IN_WEIGHT, 0); /* one row: a weight b of a's shape */
+    binary_case(c, op, 1000, 2, 2, IN_ACT, 1);
+    binary_case(c, op, 37, 5, 1, IN_WEIGHT, 1);
+    binary_case(c, op, 300, 4, 1, IN_OUT_BUF, 0);
+    binary_case(c, op, 300, 4, 4, IN_OUT_BUF, 0);
+    binary_case(c, op, 3, 70000, 1, IN_ACT, 0); /* rows beyond one grid dimension */
+}
+
+static void check_add(ctx *c) {
+    simple_grid(c, "add");
+    binary_grid(c, "add");
+}
+static void check_mul(ctx *c) { binary_grid(c, "mul"); }
+
+static void pool_case(ctx *c, wgml_pool_mode mode, int64_t d, const int32_t *seq, int n_seq, int x_in_out) {
+    static const char *const modes[] = {"mean", "first", "last"};
+    int64_t rows = seq[n_seq];
+    /* x in out's buffer: out's rows, then x's */
+    nn_case k = {.op = "pool", .n = d, .rows = rows, .out_rows = n_seq, .mode = mode};
+    char cfg[160];
+    int len = snprintf(cfg, sizeof cfg, "%s d=%lld rows=%lld seq lengths", modes[mode], (long long)d, (long long)rows);
+    for (int s = 0; s < n_seq && len < 120; s++)
+        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " %d", seq[s + 1] - seq[s]);
+    if (x_in_out) snprintf(cfg + len, sizeof cfg - (size_t)len, ", x in out's buffer");
+    wgml_error err;
+    float *xv = randv(c, (size_t)(d * rows), 3);
+    wgml_status st = xv ? twin_act(c, &k.seq, WGML_I32, n_seq + 1, 1, seq, &err) : WGML_ERR_OUT_OF_MEMORY;
+    if (st) {
+        report(c, "pool", cfg, INFINITY, 0, st, err.message);
+        twin_free(c, &k.seq);
+    } else if (!x_in_out) {
+        nn_run(c, &k, cfg, xv, (const float *const[]){NULL, NULL}, 2e-5);
+    } else {
+        /* out and x as views of one buffer: pool's x is the vector slot's rows */
+        k.where[0] = IN_OUT_BUF;
+        k.b_rows = (int)rows;
+        nn_run(c, &k, cfg, xv, (const float *const[]){xv, NULL}, 2e-5);
+    }
+    wgml_free(xv);
+}
+
+static void check_pool(ctx *c) {
+    static const int32_t one[] = {0, 1}, mixed[] = {0, 1, 4, 5, 12}, longer[] = {0, 40, 41, 300};
+    for (int mode = 0; mode < 3; mode++) {
+        for (int s = 0; s < 4; s++) {
+            int64_t d = nn_sizes[s][0];
+            pool_case(c, (wgml_pool_mode)mode, d, one, 1, 0);   /* a single row */
+            pool_case(c, (wgml_pool_mode)mode, d, mixed, 4, 0); /* lengths 1 and more */
+        }
+        pool_case(c, (wgml_pool_mode)mode, 37, longer, 3, 0);
+    }
+    pool_case(c, WGML_POOL_MEAN, 37, mixed, 4, 1);
+}
+
+/* One grid per op of ops.h: an op without its check_<name> does not compile. */
+static void (*const grids[WGML_OP_COUNT])(ctx *c) = {
+#define OPCHECK_GRID(name, NAME, args) [WGML_OP_##NAME] = check_##name,
+    WGML_OPS(OPCHECK_GRID)
+#undef OPCHECK_GRID
+};
+
 int wgml_opcheck_run(wgml_backend *dev, wgml_backend *ref, const wgml_opcheck_options *opt, wgml_opcheck_fn fn,
                      void *user) {
     wgml_opcheck_options o = opt ? *opt : (wgml_opcheck_options){0};
     ctx c = {.be = {dev, ref}, .opt = &o, .fn = fn, .user = user, .rng = o.seed ? o.seed : 0x2545f4914f6cdd1dull};
-    matmul_grid(&c);
-    get_rows_grid(&c);
-    attention_grid(&c);
-    const int64_t sizes[][2] = {{1, 1}, {37, 3}, {1000, 2}, {4099, 1}};
-    const char *ops[] = {"rms_norm", "softmax", "add", "swiglu", "argmax"};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        for (int s = 0; s < 4; s++) check_simple(&c, ops[i], sizes[s][0], sizes[s][1]);
-    check_simple(&c, "rope", 48, 3);
-    check_simple(&c, "rope", 64, 2);
+    for (int op = 0; op < WGML_OP_COUNT; op++) {
+        const char *name = wgml_op_names[op];
+        if (skip(&c, name)) continue;
+        if (!dev->supports(dev, (wgml_op)op, NULL) || !ref->supports(ref, (wgml_op)op, NULL)) {
+            report(&c, name, "(all cases)", INFINITY, 0, WGML_ERR_UNSUPPORTED, "the backend does not implement it");
+            continue;
+        }
+        grids[op](&c);
+    }
     return c.failures;
 }

@@ -16,11 +16,17 @@
 
 typedef struct wgml_opcheck_options {
     int quick;          /* a smaller grid */
-    const char *filter; /* only ops whose name contains this */
+    const char *filter; /* only these ops: comma-separated names of wgml_op_names; NULL: all */
     const char *type;   /* only matmul and get_rows cases of these weight types: type names
                            as wgml_dtype_name gives them, comma-separated ("Q8_0" or
                            "F32,Q8_0,Q4_K"); NULL: all types */
     uint64_t seed;
+    /* The device rounds the activations of matmuls with block-quantized
+     * weights to 8 bits, one scale per block (the fast CPU backend): those
+     * cases are held to 7 standard deviations of the error that rounding
+     * makes (opcheck.c, act8_sigma) instead of the f32 tolerance. 0: the
+     * device computes in f32. */
+    int act8;
 } wgml_opcheck_options;
 
 typedef struct wgml_opcheck_result {

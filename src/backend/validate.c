@@ -1,14 +1,20 @@
 /*
- * validate.c - argument checks shared by every backend's ops, so that a bad
- * shape or type is reported the same way (and caught before any kernel runs)
- * on the CPU and on the GPU. Each returns WGML_OK or fills err.
- * Whether a view fits its buffer is checked by the backend (wgml_buffer is
- * backend-specific).
+ * validate.c - the argument check of every op (ops.h), run by every backend
+ * before the op itself, so that a bad shape or type is reported the same way
+ * (and caught before any kernel runs) on the CPU and on the GPU. Each returns
+ * WGML_OK or fills err. Whether a view fits its buffer is checked by the
+ * backend (wgml_buffer is backend-specific).
  */
 #include <math.h>
 
 #include "backend/backend.h"
 #include "core/error.h"
+
+const char *const wgml_op_names[WGML_OP_COUNT] = {
+#define WGML_OP_NAME(name, NAME, args) [WGML_OP_##NAME] = #name,
+    WGML_OPS(WGML_OP_NAME)
+#undef WGML_OP_NAME
+};
 
 static const char *nm(const wgml_tensor *t) { return t && t->name ? t->name : "?"; }
 
@@ -28,7 +34,24 @@ wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wg
     return WGML_OK;
 }
 
-wgml_status wgml_validate_matmul(const wgml_matmul *mm, wgml_error *err) {
+int wgml_tensors_overlap(const wgml_tensor *a, const wgml_tensor *b) {
+    if (!a || !b || !a->buf || a->buf != b->buf) return 0;
+    size_t na = wgml_tensor_nbytes(a), nb = wgml_tensor_nbytes(b);
+    return na && nb && a->offset < b->offset + nb && b->offset < a->offset + na;
+}
+
+wgml_status wgml_check_overlap(const char *op, const wgml_tensor *out, const wgml_tensor *in, int in_place,
+                               wgml_error *err) {
+    if (!wgml_tensors_overlap(out, in)) return WGML_OK;
+    if (in_place && out->offset == in->offset && out->type == in->type && out->ne[0] == in->ne[0] &&
+        wgml_tensor_nrows(out) == wgml_tensor_nrows(in))
+        return WGML_OK;
+    return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: output '%s' overlaps input '%s'%s", op, nm(out), nm(in),
+                     in_place ? " (only the same view may: in place)" : "");
+}
+
+wgml_status wgml_validate_matmul(const wgml_matmul_args *mm, int pos, wgml_error *err) {
+    (void)pos;
     wgml_status st;
     if (!mm) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: no arguments");
     if ((st = wgml_check_type("matmul", mm->x, WGML_F32, err))) return st;
@@ -65,7 +88,7 @@ wgml_status wgml_validate_matmul(const wgml_matmul *mm, wgml_error *err) {
     return WGML_OK;
 }
 
-wgml_status wgml_validate_rope(const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r, wgml_error *err) {
+static wgml_status check_rope(const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r, wgml_error *err) {
     wgml_status st = wgml_check_type("rope", x, WGML_F32, err);
     if (st) return st;
     if (!r || n_head <= 0 || head_dim <= 0 || (head_dim & 1) || r->n_rot < 0 || r->n_rot > head_dim || (r->n_rot & 1) ||
@@ -81,33 +104,102 @@ wgml_status wgml_validate_rope(const wgml_tensor *x, int n_head, int head_dim, c
     return WGML_OK;
 }
 
-wgml_status wgml_validate_attention(const wgml_attention *a, int pos, wgml_error *err) {
+wgml_status wgml_validate_rope(const wgml_rope_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: no arguments");
+    return check_rope(a->x, a->n_head, a->head_dim, a->rope, err);
+}
+
+/* An optional i32 (or f32) tensor of `count` elements, apart from out. */
+static wgml_status check_att_table(const char *what, const wgml_tensor *t, uint32_t type, int64_t count,
+                                   const wgml_tensor *out, wgml_error *err) {
+    wgml_status st = wgml_check_type("attention", t, type, err);
+    if (st) return st;
+    if (wgml_tensor_nelements(t) != count)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: %s '%s' has %lld elements, needs %lld", what,
+                         nm(t), (long long)wgml_tensor_nelements(t), (long long)count);
+    return wgml_check_overlap("attention", out, t, 0, err);
+}
+
+wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_error *err) {
     wgml_status st;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: no arguments");
-    if ((st = wgml_check_type("attention", a->q, WGML_F32, err)) || (st = wgml_check_type("attention", a->k, WGML_F32, err)) ||
+    if ((st = wgml_check_type("attention", a->q, WGML_F32, err)) ||
+        (st = wgml_check_type("attention", a->k, WGML_F32, err)) ||
         (st = wgml_check_type("attention", a->v, WGML_F32, err)) ||
         (st = wgml_check_type("attention", a->out, WGML_F32, err)))
         return st;
-    if (!a->k_cache || !a->v_cache || !a->k_cache->buf || !a->v_cache->buf)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: missing KV cache");
-    int64_t n = wgml_tensor_nrows(a->q), qd = (int64_t)a->n_head * a->head_dim, kvd = (int64_t)a->n_head_kv * a->head_dim;
-    int64_t n_ctx = wgml_tensor_nrows(a->k_cache);
+    const int cache = a->k_cache || a->v_cache, general = wgml_attention_is_general(a);
+    if (cache && (!a->k_cache || !a->v_cache || !a->k_cache->buf || !a->v_cache->buf))
+        return wgml_fail(
+            err, WGML_ERR_INVALID_ARGUMENT,
+            "attention: missing KV cache (k_cache and v_cache go together: both, or neither for no cache)");
+    int64_t n = wgml_tensor_nrows(a->q), n_k = wgml_tensor_nrows(a->k), qd = (int64_t)a->n_head * a->head_dim,
+            kvd = (int64_t)a->n_head_kv * a->head_dim;
     if (a->n_head <= 0 || a->n_head_kv <= 0 || a->n_head % a->n_head_kv || a->head_dim <= 0 || a->q->ne[0] != qd ||
-        a->out->ne[0] != qd || a->k->ne[0] != kvd || a->v->ne[0] != kvd || a->k_cache->ne[0] != kvd ||
-        a->v_cache->ne[0] != kvd || a->k_cache->type != a->v_cache->type ||
-        (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16) || wgml_tensor_nrows(a->k) != n ||
-        wgml_tensor_nrows(a->v) != n || wgml_tensor_nrows(a->out) != n || wgml_tensor_nrows(a->v_cache) != n_ctx ||
-        !(a->scale > 0) || !isfinite(a->scale))
+        a->out->ne[0] != qd || a->k->ne[0] != kvd || a->v->ne[0] != kvd || wgml_tensor_nrows(a->v) != n_k ||
+        wgml_tensor_nrows(a->out) != n || !(a->scale > 0) || !isfinite(a->scale))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
-    if (a->rope && (st = wgml_validate_rope(a->q, a->n_head, a->head_dim, a->rope, err))) return st;
-    if (pos < 0 || pos + n > n_ctx)
+    int64_t n_ctx = 0;
+    if (cache) {
+        n_ctx = wgml_tensor_nrows(a->k_cache);
+        if (a->k_cache->ne[0] != kvd || a->v_cache->ne[0] != kvd || a->k_cache->type != a->v_cache->type ||
+            (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16) || wgml_tensor_nrows(a->v_cache) != n_ctx)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
+        if (n_k != n)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "attention: with a KV cache k and v need the %lld rows of q, have %lld", (long long)n,
+                             (long long)n_k);
+    }
+    if (a->rope && (st = check_rope(a->q, a->n_head, a->head_dim, a->rope, err))) return st;
+    if (a->bidirectional != 0 && a->bidirectional != 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: bidirectional is %d (0: causal, 1: bidirectional)",
+                         a->bidirectional);
+    if (a->bidirectional && cache)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: bidirectional attention takes no KV cache");
+    if (n_k != n && (!a->bidirectional || a->rope || a->pos))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "attention: cross-attention (k and v with %lld rows, q with %lld) must be bidirectional, "
+                         "without rope and pos",
+                         (long long)n_k, (long long)n);
+    /* the key rows: the cache's with a cache, else k's */
+    const int64_t n_keys = cache ? n_ctx : n_k;
+    if (a->kv_seq && !a->seq)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: kv_seq needs seq (the query rows' ids)");
+    if (a->seq && !a->kv_seq && (cache || n_k != n))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: seq needs kv_seq here: the sequence id of each %s",
+                         cache ? "cache row" : "key row (cross-attention)");
+    if ((a->seq && (st = check_att_table("seq", a->seq, WGML_I32, n, a->out, err))) ||
+        (a->kv_seq && (st = check_att_table("kv_seq", a->kv_seq, WGML_I32, n_keys, a->out, err))) ||
+        (a->pos && (st = check_att_table("pos", a->pos, WGML_I32, n, a->out, err))))
+        return st;
+    if (a->mask) {
+        if ((st = wgml_check_type("attention", a->mask, WGML_F32, err))) return st;
+        if (a->mask->ne[0] != n_keys || wgml_tensor_nrows(a->mask) != n)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "attention: mask '%s' is [%lld x %lld], needs [%lld x %lld] (query rows x %s)",
+                             nm(a->mask), (long long)wgml_tensor_nrows(a->mask), (long long)a->mask->ne[0],
+                             (long long)n, (long long)n_keys, cache ? "cache rows" : "key rows");
+        if ((st = wgml_check_overlap("attention", a->out, a->mask, 0, err))) return st;
+    }
+    if (general && ((st = wgml_check_overlap("attention", a->out, a->q, 0, err)) ||
+                    (st = wgml_check_overlap("attention", a->out, a->k, 0, err)) ||
+                    (st = wgml_check_overlap("attention", a->out, a->v, 0, err))))
+        return st;
+    if (cache && !a->pos && (pos < 0 || pos + n > n_ctx))
         return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "attention: positions %d..%lld exceed the cache of %lld", pos,
                          (long long)(pos + n - 1), (long long)n_ctx);
+    if (pos < 0) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: the step's position is %d", pos);
+    if (general && !a->pos && pos + n > WGML_ATTN_MAX_POS)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: positions %d..%lld beyond %d", pos,
+                         (long long)(pos + n - 1), WGML_ATTN_MAX_POS - 1);
     return WGML_OK;
 }
 
-wgml_status wgml_validate_get_rows(const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids,
-                                   wgml_error *err) {
+wgml_status wgml_validate_get_rows(const wgml_get_rows_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: no arguments");
+    const wgml_tensor *out = a->out, *table = a->table, *ids = a->ids;
     wgml_status st;
     if ((st = wgml_check_type("get_rows", out, WGML_F32, err)) || (st = wgml_check_type("get_rows", ids, WGML_I32, err)))
         return st;
@@ -118,6 +210,166 @@ wgml_status wgml_validate_get_rows(const wgml_tensor *out, const wgml_tensor *ta
     return WGML_OK;
 }
 
+/* f32 tensors of one shape (out first). */
+static wgml_status same_f32(const char *op, int n, const wgml_tensor *const *t, wgml_error *err) {
+    wgml_status st;
+    for (int i = 0; i < n; i++)
+        if ((st = wgml_check_type(op, t[i], WGML_F32, err))) return st;
+    for (int i = 1; i < n; i++)
+        if ((st = wgml_check_same_shape(op, t[0], t[i], err))) return st;
+    return WGML_OK;
+}
+
+wgml_status wgml_validate_rms_norm(const wgml_rms_norm_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rms_norm: no arguments");
+    wgml_status st;
+    if ((st = same_f32("rms_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = wgml_check_type("rms_norm", a->w, WGML_F32, err)))
+        return st;
+    if (a->w->ne[0] != a->x->ne[0])
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rms_norm: weight has %lld elements, rows have %lld",
+                         (long long)a->w->ne[0], (long long)a->x->ne[0]);
+    return WGML_OK;
+}
+
+wgml_status wgml_validate_softmax(const wgml_softmax_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "softmax: no arguments");
+    return same_f32("softmax", 2, (const wgml_tensor *const[]){a->out, a->x}, err);
+}
+
+/* add and mul: out and a of one shape; b of that shape, or one row of a's row length. */
+static wgml_status check_binary(const char *op, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b,
+                                wgml_error *err) {
+    wgml_status st;
+    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){out, a}, err)) ||
+        (st = wgml_check_type(op, b, WGML_F32, err)))
+        return st;
+    int64_t rows = wgml_tensor_nrows(a), b_rows = wgml_tensor_nrows(b);
+    if (b->ne[0] != a->ne[0] || (b_rows != rows && b_rows != 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "%s: '%s' [%lld x %lld] is neither the shape of '%s' [%lld x %lld] nor one row of it", op,
+                         nm(b), (long long)b_rows, (long long)b->ne[0], nm(a), (long long)rows, (long long)a->ne[0]);
+    if ((st = wgml_check_overlap(op, out, a, 1, err))) return st;
+    return wgml_check_overlap(op, out, b, b_rows == rows, err);
+}
+
+wgml_status wgml_validate_add(const wgml_add_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "add: no arguments");
+    return check_binary("add", a->out, a->a, a->b, err);
+}
+
+wgml_status wgml_validate_mul(const wgml_mul_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "mul: no arguments");
+    return check_binary("mul", a->out, a->a, a->b, err);
+}
+
+/* An f32 row of n values (a vector argument: weight or activation) that out does not overlap. */
+static wgml_status check_vector(const char *op, const char *what, const wgml_tensor *v, int64_t n,
+                                const wgml_tensor *out, wgml_error *err) {
+    wgml_status st = wgml_check_type(op, v, WGML_F32, err);
+    if (st) return st;
+    if (v->ne[0] != n || wgml_tensor_nrows(v) != 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s '%s' must be one row of %lld values, is [%lld x %lld]",
+                         op, what, nm(v), (long long)n, (long long)wgml_tensor_nrows(v), (long long)v->ne[0]);
+    return wgml_check_overlap(op, out, v, 0, err);
+}
+
+wgml_status wgml_validate_layer_norm(const wgml_layer_norm_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "layer_norm: no arguments");
+    wgml_status st;
+    if ((st = same_f32("layer_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = wgml_check_overlap("layer_norm", a->out, a->x, 1, err)) ||
+        (a->w && (st = check_vector("layer_norm", "weight", a->w, a->x->ne[0], a->out, err))) ||
+        (a->b && (st = check_vector("layer_norm", "bias", a->b, a->x->ne[0], a->out, err))))
+        return st;
+    if (!(a->eps >= 0) || !isfinite(a->eps))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "layer_norm: eps %g", (double)a->eps);
+    return WGML_OK;
+}
+
+wgml_status wgml_validate_l2_norm(const wgml_l2_norm_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "l2_norm: no arguments");
+    wgml_status st;
+    if ((st = same_f32("l2_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = wgml_check_overlap("l2_norm", a->out, a->x, 1, err)))
+        return st;
+    if (!(a->eps >= 0) || !isfinite(a->eps))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "l2_norm: eps %g", (double)a->eps);
+    return WGML_OK;
+}
+
+wgml_status wgml_validate_unary(const wgml_unary_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: no arguments");
+    wgml_status st;
+    if ((st = same_f32("unary", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = wgml_check_overlap("unary", a->out, a->x, 1, err)))
+        return st;
+    if ((unsigned)a->kind >= WGML_UNARY_COUNT)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: unknown kind %d", (int)a->kind);
+    int takes_v = a->kind == WGML_UNARY_SNAKE;
+    if (takes_v != (a->v != NULL))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: kind %d %s a per-column tensor", (int)a->kind,
+                         takes_v ? "needs" : "takes no");
+    return a->v ? check_vector("unary", "parameter", a->v, a->x->ne[0], a->out, err) : WGML_OK;
+}
+
+wgml_status wgml_validate_pool(const wgml_pool_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "pool: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type("pool", a->out, WGML_F32, err)) || (st = wgml_check_type("pool", a->x, WGML_F32, err)) ||
+        (st = wgml_check_type("pool", a->seq, WGML_I32, err)))
+        return st;
+    int64_t n_seq = wgml_tensor_nrows(a->out);
+    if (a->out->ne[0] != a->x->ne[0] || wgml_tensor_nelements(a->seq) != n_seq + 1 || wgml_tensor_nrows(a->x) < n_seq)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "pool: %lld sequences of rows of %lld need a table of %lld offsets and %lld rows or more; "
+                         "have %lld offsets, [%lld x %lld]",
+                         (long long)n_seq, (long long)a->out->ne[0], (long long)(n_seq + 1), (long long)n_seq,
+                         (long long)wgml_tensor_nelements(a->seq), (long long)wgml_tensor_nrows(a->x),
+                         (long long)a->x->ne[0]);
+    if ((unsigned)a->mode > WGML_POOL_LAST)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "pool: unknown mode %d", (int)a->mode);
+    if ((st = wgml_check_overlap("pool", a->out, a->x, 0, err))) return st;
+    return wgml_check_overlap("pool", a->out, a->seq, 0, err);
+}
+
+wgml_status wgml_validate_swiglu(const wgml_swiglu_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "swiglu: no arguments");
+    return same_f32("swiglu", 3, (const wgml_tensor *const[]){a->out, a->gate, a->up}, err);
+}
+
+wgml_status wgml_validate_argmax(const wgml_argmax_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type("argmax", a->x, WGML_F32, err))) return st;
+    int64_t rows = wgml_tensor_nrows(a->x);
+    if (!a->out || !a->out->buf || a->out->type != WGML_I32 || wgml_tensor_nelements(a->out) < rows)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements",
+                         (long long)rows);
+    return WGML_OK;
+}
+
+wgml_status wgml_op_validate(wgml_op op, const void *args, int pos, wgml_error *err) {
+    switch (op) {
+#define WGML_OP_CASE(name, NAME, args_t)                                                                              \
+    case WGML_OP_##NAME: return wgml_validate_##name((const args_t *)args, pos, err);
+        WGML_OPS(WGML_OP_CASE)
+#undef WGML_OP_CASE
+    case WGML_OP_COUNT: break;
+    }
+    return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown op %d", (int)op);
+}
+
 void wgml_rope_angles(const wgml_rope *r, const float *freq_factors, int pos, float *cs) {
     for (int i = 0; i < r->n_rot / 2; i++) {
         /* theta_i = pos * scale * base^(-2i/n_rot) / factor_i, in double: the reference values */
@@ -126,4 +378,18 @@ void wgml_rope_angles(const wgml_rope *r, const float *freq_factors, int pos, fl
         cs[2 * i] = (float)cos(theta);
         cs[2 * i + 1] = (float)sin(theta);
     }
+}
+
+int wgml_op_weight_types_supported(wgml_backend *be, wgml_op op, const void *args) {
+    if ((unsigned)op >= WGML_OP_COUNT) return 0;
+    if (op == WGML_OP_MATMUL && args) {
+        const wgml_matmul_args *mm = args;
+        for (int i = 0; i < mm->n_w && i < WGML_MATMUL_MAX; i++)
+            if (!mm->w[i] || !be->supports_type(be, mm->w[i]->type)) return 0;
+    }
+    if (op == WGML_OP_GET_ROWS && args) {
+        const wgml_get_rows_args *g = args;
+        if (!g->table || !be->supports_type(be, g->table->type)) return 0;
+    }
+    return 1;
 }

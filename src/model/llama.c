@@ -127,29 +127,32 @@ wgml_status llama_eval(llama_model *m, llama_state *s, const int32_t *tokens, in
 
     be->begin(be, &(wgml_step){.pos = pos, .n_tokens = n});
     be->upload(be, &ids, tokens, (size_t)n * sizeof(int32_t));
-    be->get_rows(be, &x, &m->tok_embd, &ids);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = &x, .table = &m->tok_embd, .ids = &ids});
     for (int l = 0; l < hp->n_layer; l++) {
         const llama_layer *L = &m->layers[l];
         /* attention block */
-        be->matmul(be, &(wgml_matmul){.x = &x, .norm = &L->attn_norm, .eps = hp->eps, .n_w = 3,
-                                      .w = {&L->wq, &L->wk, &L->wv},
-                                      .bias = {opt(&L->bq), opt(&L->bk), opt(&L->bv)},
-                                      .out = {&q, &k, &v}});
-        be->attention(be, &(wgml_attention){.q = &q, .k = &k, .v = &v, .k_cache = &s->k_cache[l],
-                                            .v_cache = &s->v_cache[l], .out = &att, .n_head = hp->n_head,
-                                            .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-                                            .scale = 1.0f / sqrtf((float)hp->head_dim), .rope = &rope});
-        be->matmul(be, &(wgml_matmul){.x = &att, .n_w = 1, .w = {&L->wo}, .out = {&x}, .epilogue = WGML_EPI_ADD});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .norm = &L->attn_norm, .eps = hp->eps, .n_w = 3,
+                                               .w = {&L->wq, &L->wk, &L->wv},
+                                               .bias = {opt(&L->bq), opt(&L->bk), opt(&L->bv)},
+                                               .out = {&q, &k, &v}});
+        wgml_op_attention(be, &(wgml_attention_args){.q = &q, .k = &k, .v = &v, .k_cache = &s->k_cache[l],
+                                                     .v_cache = &s->v_cache[l], .out = &att, .n_head = hp->n_head,
+                                                     .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+                                                     .scale = 1.0f / sqrtf((float)hp->head_dim), .rope = &rope});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &att, .n_w = 1, .w = {&L->wo}, .out = {&x},
+                                               .epilogue = WGML_EPI_ADD});
         /* feed-forward block: SwiGLU */
-        be->matmul(be, &(wgml_matmul){.x = &x, .norm = &L->ffn_norm, .eps = hp->eps, .n_w = 2,
-                                      .w = {&L->w_gate, &L->w_up}, .out = {&h}, .epilogue = WGML_EPI_SWIGLU});
-        be->matmul(be, &(wgml_matmul){.x = &h, .n_w = 1, .w = {&L->w_down}, .out = {&x}, .epilogue = WGML_EPI_ADD});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .norm = &L->ffn_norm, .eps = hp->eps, .n_w = 2,
+                                               .w = {&L->w_gate, &L->w_up}, .out = {&h},
+                                               .epilogue = WGML_EPI_SWIGLU});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &h, .n_w = 1, .w = {&L->w_down}, .out = {&x},
+                                               .epilogue = WGML_EPI_ADD});
     }
     wgml_tensor last = wgml_tensor_rows(&s->x, n - 1, 1);
-    be->matmul(be, &(wgml_matmul){.x = &last, .norm = &m->out_norm, .eps = hp->eps, .n_w = 1, .w = {&m->output},
-                                  .out = {&s->logits}});
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = &last, .norm = &m->out_norm, .eps = hp->eps, .n_w = 1,
+                                           .w = {&m->output}, .out = {&s->logits}});
     if (argmax) {
-        be->argmax(be, &s->out_id, &s->logits);
+        wgml_op_argmax(be, &(wgml_argmax_args){.out = &s->out_id, .x = &s->logits});
         be->download(be, &s->out_id, argmax, sizeof(int32_t));
     }
     if (logits) be->download(be, &s->logits, logits, (size_t)hp->n_vocab * sizeof(float));

@@ -33,6 +33,7 @@ typedef struct llama_model {
     const gguf_tensor **buf_src; /* the GGUF tensor each buffer holds */
     int n_bufs;
     uint64_t n_params, weights_bytes;
+    void *fault_copy; /* the bytes of a weight with a planted fault (llama_fault), owned */
 } llama_model;
 
 typedef struct llama_state llama_state;
@@ -51,6 +52,21 @@ int llama_arch_supported(const char *arch);
  * fills them afterwards. */
 wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progress_fn progress, void *user,
                              llama_model **out, wgml_error *err);
+
+/* A planted fault, for testing `wgml verify` (api_internal.h): the weight
+ * named `tensor` reaches the backend with the scale of one block (the f16 d of
+ * block `block` of a quantized type; element `block` of a float type)
+ * multiplied by `factor`, as a device that decoded that one scale wrongly
+ * would see it. The file's bytes stay as they are. */
+typedef struct llama_fault {
+    const char *tensor;
+    float factor;
+    int64_t block;
+} llama_fault;
+/* llama_model_load with an optional fault (NULL: none). A fault naming a
+ * tensor the model does not have, or a block past its end, is an error. */
+wgml_status llama_model_load_fault(const gguf_file *f, wgml_backend *be, const llama_fault *fault,
+                                   llama_progress_fn progress, void *user, llama_model **out, wgml_error *err);
 
 /* Reads the bytes of file_size bytes through read(offset, buf, len) and fills the weights
  * of a model loaded from a header-only file, tensor by tensor in file order,

@@ -6,11 +6,14 @@
  * backend can compute with, then handed to the backend (the CPU backend uses
  * it in place in the mapping; a GPU backend uploads it once).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "model/llama.h"
 
 int llama_arch_supported(const char *arch) { return strcmp(arch, "llama") == 0 || strcmp(arch, "qwen2") == 0; }
@@ -128,7 +131,57 @@ typedef struct loader {
     void *user;
     uint64_t done, total;
     int cap_bufs;
+    const llama_fault *fault;
+    int fault_planted;
 } loader;
+
+/* Byte offset of the f16 scale d in a block of a quantized type; -1 for none. */
+static long scale_offset(uint32_t type) {
+    switch (type) {
+    case WGML_Q4_0: return (long)offsetof(block_q4_0, d);
+    case WGML_Q4_1: return (long)offsetof(block_q4_1, d);
+    case WGML_Q5_0: return (long)offsetof(block_q5_0, d);
+    case WGML_Q5_1: return (long)offsetof(block_q5_1, d);
+    case WGML_Q8_0: return (long)offsetof(block_q8_0, d);
+    case WGML_Q2_K: return (long)offsetof(block_q2_K, d);
+    case WGML_Q3_K: return (long)offsetof(block_q3_K, d);
+    case WGML_Q4_K: return (long)offsetof(block_q4_K, d);
+    case WGML_Q5_K: return (long)offsetof(block_q5_K, d);
+    case WGML_Q6_K: return (long)offsetof(block_q6_K, d);
+    default: return -1;
+    }
+}
+
+/* A copy of g's bytes with the planted fault (llama_fault) in it, kept by the model. */
+static wgml_status plant_fault(loader *L, const gguf_tensor *g, const void **data) {
+    const llama_fault *f = L->fault;
+    const wgml_dtype_traits *tr = wgml_dtype_get(g->type);
+    int64_t blocks = tr ? g->n_elements / tr->block_size : 0;
+    long off = tr && tr->quantized ? scale_offset(g->type) : 0;
+    if (!tr || off < 0 || f->block < 0 || f->block >= blocks || L->m->fault_copy)
+        return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "fault: tensor '%s' (%s) has no block %lld", g->name,
+                         wgml_dtype_name(g->type), (long long)f->block);
+    uint8_t *copy = wgml_malloc(g->size);
+    if (!copy) return wgml_fail(L->err, WGML_ERR_OUT_OF_MEMORY, "out of memory copying '%s'", g->name);
+    memcpy(copy, g->data, g->size);
+    uint8_t *p = copy + (size_t)f->block * (size_t)tr->type_size + (size_t)off;
+    if (g->type == WGML_F32) {
+        float v;
+        memcpy(&v, p, 4);
+        v *= f->factor;
+        memcpy(p, &v, 4);
+    } else {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        h = g->type == WGML_BF16 ? wgml_f32_to_bf16(wgml_bf16_to_f32(h) * f->factor)
+                                 : wgml_f32_to_f16(wgml_f16_to_f32(h) * f->factor);
+        memcpy(p, &h, 2);
+    }
+    L->m->fault_copy = copy;
+    L->fault_planted = 1;
+    *data = copy;
+    return WGML_OK;
+}
 
 /* Looks up a weight, checks its shape [ne0, ne1] (ne1 = 1 for vectors) and
  * type, and creates its backend buffer. required = 0 leaves t zeroed if absent. */
@@ -161,8 +214,12 @@ static wgml_status load_tensor(loader *L, wgml_tensor *t, const char *name, int6
         L->m->buf_src = src;
         L->cap_bufs = cap;
     }
+    const void *data = g->data;
+    wgml_status st = WGML_OK;
+    if (L->fault && L->fault->tensor && data && !strcmp(name, L->fault->tensor) && (st = plant_fault(L, g, &data)))
+        return st;
     wgml_buffer *buf;
-    wgml_status st = L->m->be->weight_create(L->m->be, g->type, ne0, ne1, g->data, name, &buf, L->err);
+    st = L->m->be->weight_create(L->m->be, g->type, ne0, ne1, data, name, &buf, L->err);
     if (st) {
         wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, g->size);
         return st;
@@ -215,6 +272,11 @@ static wgml_status load_layer(loader *L, int i) {
 
 wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progress_fn progress, void *user,
                              llama_model **out, wgml_error *err) {
+    return llama_model_load_fault(f, be, NULL, progress, user, out, err);
+}
+
+wgml_status llama_model_load_fault(const gguf_file *f, wgml_backend *be, const llama_fault *fault,
+                                   llama_progress_fn progress, void *user, llama_model **out, wgml_error *err) {
     *out = NULL;
     llama_model *m = wgml_calloc(1, sizeof *m);
     if (!m) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading the model");
@@ -236,7 +298,7 @@ wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progres
         st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading the model");
         goto fail;
     }
-    loader L = {f, m, err, progress, user, 0, 0, 0};
+    loader L = {f, m, err, progress, user, 0, 0, 0, fault, 0};
     for (int64_t i = 0; i < gguf_n_tensors(f); i++) L.total += gguf_tensor_at(f, i)->size;
     const llama_hparams *hp = &m->hp;
     if ((st = load_tensor(&L, &m->tok_embd, "token_embd.weight", hp->n_embd, hp->n_vocab, 1))) goto fail;
@@ -246,6 +308,11 @@ wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progres
     if ((st = load_tensor(&L, &m->rope_freqs, "rope_freqs.weight", hp->rope.n_rot / 2, 1, 0))) goto fail;
     for (int i = 0; i < hp->n_layer; i++)
         if ((st = load_layer(&L, i))) goto fail;
+    if (fault && fault->tensor && !L.fault_planted) {
+        st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "fault: the model has no weight '%s' to plant it in",
+                       fault->tensor);
+        goto fail;
+    }
     if (progress && L.done == L.total) progress(user, L.total, L.total);
     *out = m;
     return WGML_OK;
@@ -260,6 +327,7 @@ void llama_model_free(llama_model *m) {
     wgml_free(m->bufs);
     wgml_free(m->buf_src);
     wgml_free(m->layers);
+    wgml_free(m->fault_copy);
     wgml_free(m);
 }
 

@@ -6,6 +6,11 @@
  *   out_t[h] = sum_j softmax_j(scale * q_t[h] . K[j][g]) V[j][g],  j = 0..p,
  * where g = h / (n_head / n_head_kv) is the KV head that query head h shares.
  * Work is split over (token, head) pairs; each thread keeps its own score row.
+ *
+ * General attention (ops.h: no cache, bidirectional, sequence ids, explicit
+ * positions, a mask, cross-attention) takes att_general: plain C in double,
+ * one (query row, KV head) per job, the reference every GPU is compared with.
+ * Today's arguments never reach it.
  */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/kernels.h"
@@ -124,26 +129,189 @@ static void store_rows(uint8_t *cache, int f16, size_t row_elems, int first, con
     }
 }
 
-void cpu_attention(wgml_backend *be, const wgml_attention *a) {
-    cpu_backend *cb = (cpu_backend *)be;
-    double t0 = cb->profiling ? cpu_now_ms() : 0;
-    if (!a || !cpu_check(cb, "attention", a->q) || !cpu_check(cb, "attention", a->k) ||
-        !cpu_check(cb, "attention", a->v) || !cpu_check(cb, "attention", a->out) ||
-        !cpu_check(cb, "attention", a->k_cache) || !cpu_check(cb, "attention", a->v_cache))
-        return;
-    wgml_error e;
-    wgml_status st = wgml_validate_attention(a, cb->step.pos, &e);
-    if (st) {
-        cpu_error(cb, st, "%s", e.message);
+/* ---- general attention (ops.h): the exact reference, plain C ---- */
+
+typedef struct {
+    const float *q;
+    float *out;
+    const uint8_t *kb, *vb; /* key row 0 of K and V: the caches' or k's and v's */
+    size_t krow;            /* bytes from one key row to the next */
+    int f16;                /* key rows in fp16 (an f16 cache) */
+    int n, n_keys, n_head, n_kv, hd, group, causal, cache;
+    const int32_t *qpos;         /* position of each query row */
+    const int32_t *seq, *kv_seq; /* NULL: no sequence ids */
+    const float *mask;           /* NULL: none; else [n][n_keys] */
+    float scale;
+    double *work;    /* per thread: group * n_keys scores, group * hd sums, hd floats of a row */
+    size_t work_len; /* doubles per thread */
+} gen_task;
+
+/* key row j as floats (into tmp when the cache holds fp16) */
+static const float *gen_row(const gen_task *t, const uint8_t *base, int j, int g, float *tmp) {
+    const uint8_t *row = base + (size_t)j * t->krow;
+    if (!t->f16) return (const float *)row + (size_t)g * t->hd;
+    const uint16_t *h = (const uint16_t *)row + (size_t)g * t->hd;
+    for (int d = 0; d < t->hd; d++)
+        tmp[d] = wgml_f16_to_f32(h[d]);
+    return tmp;
+}
+
+/* one (query row, KV head) job per step: scores in double for the group's heads over the visible key rows */
+static void gen_run(void *p, int ith, int nth) {
+    const gen_task *t = p;
+    double *s = t->work + (size_t)ith * t->work_len, *acc = s + (size_t)t->group * t->n_keys;
+    float *tmp = (float *)(acc + (size_t)t->group * t->hd);
+    for (int job = ith; job < t->n * t->n_kv; job += nth) {
+        const int r = job / t->n_kv, g = job % t->n_kv, qp = t->qpos[r];
+        /* with a cache key row j is at position j; without, causal keys are q's rows (positions qpos) */
+        int end = t->n_keys;
+        if (t->causal && t->cache && qp + 1 < end) end = qp + 1;
+        const float *qh = t->q + ((size_t)r * t->n_head + (size_t)g * t->group) * t->hd;
+        int any = 0;
+        for (int j = 0; j < end; j++) {
+            double *sj = s + j; /* head h's score at s[h * n_keys + j] */
+            int vis = 1;
+            if (t->seq && t->kv_seq[j] != t->seq[r]) vis = 0;
+            if (vis && t->causal && !t->cache && t->qpos[j] > qp) vis = 0;
+            const float mk = t->mask ? t->mask[(size_t)r * t->n_keys + j] : 0.0f;
+            if (mk < WGML_ATTN_MASK_HIDE) vis = 0;
+            if (!vis) {
+                for (int h = 0; h < t->group; h++)
+                    sj[(size_t)h * t->n_keys] = -INFINITY;
+                continue;
+            }
+            any = 1;
+            const float *k = gen_row(t, t->kb, j, g, tmp);
+            for (int h = 0; h < t->group; h++) {
+                const float *qq = qh + (size_t)h * t->hd;
+                double dot = 0;
+                for (int d = 0; d < t->hd; d++)
+                    dot += (double)qq[d] * k[d];
+                sj[(size_t)h * t->n_keys] = dot * t->scale + mk;
+            }
+        }
+        float *o = t->out + ((size_t)r * t->n_head + (size_t)g * t->group) * t->hd;
+        if (!any) { /* no key row visible: zeros */
+            memset(o, 0, (size_t)t->group * t->hd * sizeof(float));
+            continue;
+        }
+        for (int h = 0; h < t->group; h++) {
+            double *sh = s + (size_t)h * t->n_keys, mx = -INFINITY, sum = 0;
+            for (int j = 0; j < end; j++)
+                mx = sh[j] > mx ? sh[j] : mx;
+            for (int j = 0; j < end; j++)
+                sum += sh[j] = sh[j] == -INFINITY ? 0 : exp(sh[j] - mx);
+            for (int j = 0; j < end; j++)
+                sh[j] /= sum;
+        }
+        memset(acc, 0, (size_t)t->group * t->hd * sizeof(double));
+        for (int j = 0; j < end; j++) {
+            int used = 0; /* not hidden (nor underflowed) for some head of the group */
+            for (int h = 0; h < t->group; h++)
+                used |= s[(size_t)h * t->n_keys + j] != 0;
+            if (!used) continue;
+            const float *v = gen_row(t, t->vb, j, g, tmp);
+            for (int h = 0; h < t->group; h++) {
+                const double pj = s[(size_t)h * t->n_keys + j];
+                double *ah = acc + (size_t)h * t->hd;
+                for (int d = 0; d < t->hd; d++)
+                    ah[d] += pj * v[d];
+            }
+        }
+        for (int i = 0; i < t->group * t->hd; i++)
+            o[i] = (float)acc[i];
+    }
+}
+
+static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
+    const wgml_tensor *opt[] = {a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask};
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
+        if (opt[i] && !cpu_check(cb, "attention", opt[i])) return;
+    const int n = (int)wgml_tensor_nrows(a->q), n_k = (int)wgml_tensor_nrows(a->k), cache = a->k_cache != NULL;
+    const int n_ctx = cache ? (int)wgml_tensor_nrows(a->k_cache) : 0, n_keys = cache ? n_ctx : n_k;
+    const int hd = a->head_dim, group = a->n_head / a->n_head_kv, nth = cb->n_threads;
+    const int64_t kv_row = (int64_t)a->n_head_kv * hd;
+    if (a->rope && a->rope->n_rot > 1024) {
+        cpu_error(cb, WGML_ERR_UNSUPPORTED, "attention: %d rotated dims (at most 1024)", a->rope->n_rot);
         return;
     }
+    gen_task t = {
+        .q = cpu_ptr(a->q),
+        .out = cpu_ptr(a->out),
+        .f16 = cache && a->k_cache->type == WGML_F16,
+        .n = n,
+        .n_keys = n_keys,
+        .n_head = a->n_head,
+        .n_kv = a->n_head_kv,
+        .hd = hd,
+        .group = group,
+        .causal = !a->bidirectional,
+        .cache = cache,
+        .seq = a->seq ? cpu_ptr(a->seq) : NULL,
+        .kv_seq = a->kv_seq ? cpu_ptr(a->kv_seq)
+                  : a->seq  ? cpu_ptr(a->seq)
+                            : NULL,
+        .mask = a->mask ? cpu_ptr(a->mask) : NULL,
+        .scale = a->scale,
+        .work_len = (size_t)group * ((size_t)n_keys + (size_t)hd) + (size_t)hd / 2 + 9,
+    };
+    double *scratch = cpu_scratch(cb, ((size_t)nth * t.work_len) * sizeof(double) + (size_t)n * sizeof(int32_t));
+    if (!scratch) return;
+    t.work = scratch;
+    int32_t *qpos = (int32_t *)(scratch + (size_t)nth * t.work_len);
+    for (int r = 0; r < n; r++) {
+        const int32_t p = a->pos ? ((const int32_t *)cpu_ptr(a->pos))[r] : cb->step.pos + r;
+        if (p < 0 || p >= WGML_ATTN_MAX_POS || (cache && p >= n_ctx)) {
+            cpu_error(cb, cache && p >= n_ctx ? WGML_ERR_CONTEXT_FULL : WGML_ERR_INVALID_ARGUMENT,
+                      "attention: position %d of row %d is outside [0, %d)", (int)p, r,
+                      cache && n_ctx < WGML_ATTN_MAX_POS ? n_ctx : WGML_ATTN_MAX_POS);
+            return;
+        }
+        qpos[r] = p;
+    }
+    t.qpos = qpos;
+    if (a->rope) {
+        if (a->rope->freq_factors && !cpu_check(cb, "attention", a->rope->freq_factors)) return;
+        const float *ff = a->rope->freq_factors ? cpu_ptr(a->rope->freq_factors) : NULL;
+        for (int r = 0; r < n; r++) { /* n_k == n: validated */
+            cpu_rope_row((float *)cpu_ptr(a->q) + (size_t)r * a->q->ne[0], a->n_head, hd, qpos[r], a->rope, ff);
+            cpu_rope_row((float *)cpu_ptr(a->k) + (size_t)r * a->k->ne[0], a->n_head_kv, hd, qpos[r], a->rope, ff);
+        }
+    }
+    if (cache) {
+        for (int r = 0; r < n; r++) {
+            store_rows(cpu_ptr(a->k_cache), t.f16, (size_t)kv_row, qpos[r], (const float *)cpu_ptr(a->k) + r * kv_row,
+                       1);
+            store_rows(cpu_ptr(a->v_cache), t.f16, (size_t)kv_row, qpos[r], (const float *)cpu_ptr(a->v) + r * kv_row,
+                       1);
+        }
+        t.kb = cpu_ptr(a->k_cache), t.vb = cpu_ptr(a->v_cache);
+        t.krow = wgml_row_size(a->k_cache->type, kv_row);
+    } else {
+        t.kb = cpu_ptr(a->k), t.vb = cpu_ptr(a->v);
+        t.krow = (size_t)kv_row * sizeof(float);
+    }
+    wgml_threadpool_run(cb->pool, gen_run, &t);
+}
+
+void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
+    if (wgml_attention_is_general(a)) {
+        if (cpu_check(cb, "attention", a->q) && cpu_check(cb, "attention", a->k) && cpu_check(cb, "attention", a->v) &&
+            cpu_check(cb, "attention", a->out))
+            att_general(cb, a);
+        return;
+    }
+    if (!cpu_check(cb, "attention", a->q) || !cpu_check(cb, "attention", a->k) || !cpu_check(cb, "attention", a->v) ||
+        !cpu_check(cb, "attention", a->out) || !cpu_check(cb, "attention", a->k_cache) ||
+        !cpu_check(cb, "attention", a->v_cache))
+        return;
     int n = (int)wgml_tensor_nrows(a->q), pos = cb->step.pos;
     int64_t kv_row = (int64_t)a->n_head_kv * a->head_dim;
     int n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     int f16 = a->k_cache->type == WGML_F16;
     if (a->rope) {
-        cpu_rope(be, a->q, a->n_head, a->head_dim, a->rope);
-        cpu_rope(be, a->k, a->n_head_kv, a->head_dim, a->rope);
+        cpu_op_rope(cb, &(wgml_rope_args){a->q, a->n_head, a->head_dim, a->rope});
+        cpu_op_rope(cb, &(wgml_rope_args){a->k, a->n_head_kv, a->head_dim, a->rope});
         if (cb->status) return;
     }
     store_rows(cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
@@ -189,5 +357,4 @@ void cpu_attention(wgml_backend *be, const wgml_attention *a) {
     t.part = scratch + (size_t)nth * t.work_len;
     wgml_threadpool_run(cb->pool, att_run, &t);
     if (nchunk > 1) wgml_threadpool_run(cb->pool, att_merge, &t);
-    if (cb->profiling) cpu_profile_add(cb, "attention", cpu_now_ms() - t0);
 }

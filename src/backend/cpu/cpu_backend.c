@@ -297,15 +297,8 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->end = end;
     b->upload = upload;
     b->download = download;
-    b->get_rows = cpu_get_rows;
-    b->matmul = cpu_matmul;
-    b->attention = cpu_attention;
-    b->rms_norm = cpu_rms_norm;
-    b->rope = cpu_rope;
-    b->softmax = cpu_softmax;
-    b->swiglu = cpu_swiglu;
-    b->add = cpu_add;
-    b->argmax = cpu_argmax;
+    b->run = cpu_run;
+    b->supports = cpu_supports;
     b->get_stats = get_stats;
     b->set_profiling = set_profiling;
     b->get_kernel_times = get_kernel_times;

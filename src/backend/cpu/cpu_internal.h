@@ -2,8 +2,9 @@
  * cpu_internal.h - state shared by the CPU backend's files.
  *
  * cpu_backend.c owns the backend object (buffers, steps, counters, timing);
- * cpu_ops.c holds the op implementations, which run immediately on the
- * thread pool when the model calls them.
+ * cpu_ops.c holds the op implementations (cpu_ops_nn.c those for encoders,
+ * cpu_attention.c attention), which run immediately on the thread pool when
+ * the model calls them.
  */
 #ifndef WGML_CPU_INTERNAL_H
 #define WGML_CPU_INTERNAL_H
@@ -57,21 +58,21 @@ int cpu_check(cpu_backend *cb, const char *op, const wgml_tensor *t);
 double cpu_now_ms(void);
 void cpu_profile_add(cpu_backend *cb, const char *name, double ms);
 
-/* ops (cpu_ops.c, cpu_attention.c) */
-void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids);
-void cpu_matmul(wgml_backend *be, const wgml_matmul *mm);
-void cpu_attention(wgml_backend *be, const wgml_attention *att);
-void cpu_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps);
-void cpu_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *rope);
-void cpu_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale);
-void cpu_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up);
-void cpu_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b);
-void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x);
+/* The ops: cpu_run is the backend's entry point (be->run); it validates the
+ * arguments and calls cpu_op_<name> (cpu_ops.c; attention in cpu_attention.c;
+ * the encoders' ops in cpu_ops_nn.c), one per line of ops.h. */
+void cpu_run(wgml_backend *be, wgml_op op, const void *args);
+int cpu_supports(wgml_backend *be, wgml_op op, const void *args);
+#define CPU_OP_DECL(name, NAME, args) void cpu_op_##name(cpu_backend *cb, const args *a);
+WGML_OPS(CPU_OP_DECL)
+#undef CPU_OP_DECL
 
 wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
 
 /* Math shared by the ops and by other CPU code (reference implementations). */
 void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *rope, const float *freq_factors);
 float cpu_rms_scale(const float *x, int64_t n, float eps);
+/* out[r] = a[r] + b[r] (or *, with mul) for rows r < rows of n values; b has b_rows rows: rows or 1 (broadcast). */
+void cpu_binary_rows(float *out, const float *a, const float *b, int64_t n, int64_t rows, int64_t b_rows, int mul);
 
 #endif

@@ -1,7 +1,10 @@
 /*
- * cpu_ops.c - the CPU backend's ops (all but attention, see cpu_attention.c).
+ * cpu_ops.c - the CPU backend's ops (all but attention, see cpu_attention.c),
+ * and its one entry point, cpu_run, over the op list (ops.h).
  *
- * Each op checks its tensors, then runs on the thread pool. matmul is the one
+ * cpu_run checks an op's arguments (wgml_op_validate), times it when
+ * profiling, and calls cpu_op_<name>; each of those checks that its views lie
+ * in their buffers, then runs on the thread pool. matmul is the one
  * that matters for speed: it converts the activations once into the weight
  * type's activation format (e.g. Q8_0 blocks for Q4_0 weights, see
  * kernels.h), then shares the weight rows out across threads; every weight row is
@@ -15,27 +18,15 @@
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/kernels.h"
 
-#define PROFILE_BEGIN(cb) double t0_ = (cb)->profiling ? cpu_now_ms() : 0
-#define PROFILE_END(cb, name)                                            \
-    do {                                                                 \
-        if ((cb)->profiling) cpu_profile_add((cb), (name), cpu_now_ms() - t0_); \
-    } while (0)
-
-/* Records a failed validation as the step's error; returns 1 when st is OK. */
-static int valid(cpu_backend *cb, wgml_status st, const wgml_error *e) {
-    if (st) cpu_error(cb, st, "%s", e->message);
-    return st == WGML_OK;
+/* Each view of an op lies in its buffer (cpu_check records the error). */
+static int views_ok(cpu_backend *cb, const char *op, int n, const wgml_tensor *const *t) {
+    for (int i = 0; i < n; i++)
+        if (!cpu_check(cb, op, t[i])) return 0;
+    return 1;
 }
-
-static int is_f32(cpu_backend *cb, const char *op, const wgml_tensor *t) {
-    wgml_error e;
-    return valid(cb, wgml_check_type(op, t, WGML_F32, &e), &e) && cpu_check(cb, op, t);
-}
-
-static int same_shape(cpu_backend *cb, const char *op, const wgml_tensor *a, const wgml_tensor *b) {
-    wgml_error e;
-    return valid(cb, wgml_check_same_shape(op, a, b, &e), &e);
-}
+#define VIEWS_OK(cb, op, ...)                                                                                          \
+    views_ok(cb, op, (int)(sizeof((const wgml_tensor *const[]){__VA_ARGS__}) / sizeof(const wgml_tensor *)),          \
+             (const wgml_tensor *const[]){__VA_ARGS__})
 
 static void split(int64_t n, int ith, int nth, int64_t *lo, int64_t *hi) {
     int64_t per = (n + nth - 1) / nth;
@@ -67,13 +58,9 @@ const cpu_type_kernels *cpu_weight_kernels(const wgml_tensor *w) {
     return w->buf && w->buf->packed ? w->buf->packed : cpu_kernels_get(w->type);
 }
 
-void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    wgml_error e;
-    if (!valid(cb, wgml_validate_get_rows(out, table, ids, &e), &e) || !cpu_check(cb, "get_rows", out) ||
-        !cpu_check(cb, "get_rows", table) || !cpu_check(cb, "get_rows", ids))
-        return;
+void cpu_op_get_rows(cpu_backend *cb, const wgml_get_rows_args *a) {
+    const wgml_tensor *out = a->out, *table = a->table, *ids = a->ids;
+    if (!VIEWS_OK(cb, "get_rows", out, table, ids)) return;
     const cpu_type_kernels *k = cpu_weight_kernels(table);
     int64_t n = wgml_tensor_nrows(out), n_rows = wgml_tensor_nrows(table);
     if (!k) {
@@ -89,7 +76,6 @@ void cpu_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *t
     }
     rows_task t = {cpu_ptr(out), cpu_ptr(table), wgml_row_size(table->type, table->ne[0]), id, n, out->ne[0], k};
     wgml_threadpool_run(cb->pool, rows_run, &t);
-    PROFILE_END(cb, "get_rows");
 }
 
 /* ---- rms_norm ---- */
@@ -100,17 +86,10 @@ float cpu_rms_scale(const float *x, int64_t n, float eps) {
     return (float)(1.0 / sqrt(ss / (double)n + eps));
 }
 
-void cpu_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "rms_norm", out) || !is_f32(cb, "rms_norm", x) || !is_f32(cb, "rms_norm", w) ||
-        !same_shape(cb, "rms_norm", out, x))
-        return;
-    if (w->ne[0] != x->ne[0]) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "rms_norm: weight has %lld elements, rows have %lld",
-                  (long long)w->ne[0], (long long)x->ne[0]);
-        return;
-    }
+void cpu_op_rms_norm(cpu_backend *cb, const wgml_rms_norm_args *a) {
+    const wgml_tensor *out = a->out, *x = a->x, *w = a->w;
+    float eps = a->eps;
+    if (!VIEWS_OK(cb, "rms_norm", out, x, w)) return;
     int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
     const float *g = cpu_ptr(w);
     for (int64_t r = 0; r < rows; r++) {
@@ -119,7 +98,6 @@ void cpu_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x
         float s = cpu_rms_scale(xr, n, eps);
         for (int64_t i = 0; i < n; i++) o[i] = xr[i] * s * g[i];
     }
-    PROFILE_END(cb, "rms_norm");
 }
 
 /* ---- matmul ---- */
@@ -258,10 +236,8 @@ static void prep_pieces(void *p, int64_t lo, int64_t hi, int ith) {
     }
 }
 
-static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
-    wgml_error e;
-    if (!valid(cb, wgml_validate_matmul(mm, &e), &e) || !cpu_check(cb, "matmul", mm->x) ||
-        (mm->norm && !cpu_check(cb, "matmul", mm->norm)))
+static int mm_check(cpu_backend *cb, const wgml_matmul_args *mm) {
+    if (!cpu_check(cb, "matmul", mm->x) || (mm->norm && !cpu_check(cb, "matmul", mm->norm)))
         return 0;
     for (int i = 0; i < mm->n_w; i++) {
         if (!cpu_check(cb, "matmul", mm->w[i]) || !cpu_check(cb, "matmul", mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i]) ||
@@ -277,7 +253,7 @@ static int mm_check(cpu_backend *cb, const wgml_matmul *mm) {
 }
 
 /* The profile's name for a matmul: by weight type, so that a table shows which kernels the time went to. */
-static const char *mm_profile_name(const wgml_matmul *mm) {
+static const char *mm_profile_name(const wgml_matmul_args *mm) {
     for (int i = 1; i < mm->n_w; i++)
         if (mm->w[i]->type != mm->w[0]->type) return "matmul mixed";
     switch (mm->w[0]->type) {
@@ -298,9 +274,7 @@ static const char *mm_profile_name(const wgml_matmul *mm) {
     }
 }
 
-void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
+void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
     if (!mm_check(cb, mm)) return;
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
 
@@ -368,7 +342,6 @@ void cpu_matmul(wgml_backend *be, const wgml_matmul *mm) {
     for (int i = 0; i < mm->n_w; i++) t.total_rows += t.part[i].M;
     int64_t rows = mm->epilogue == WGML_EPI_SWIGLU ? t.part[0].M : t.total_rows;
     wgml_threadpool_run_range(cb->pool, mm_rows, &t, rows, MM_CHUNK_ROWS);
-    PROFILE_END(cb, mm_profile_name(mm));
 }
 
 /* ---- rope ---- */
@@ -389,11 +362,11 @@ void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *
     }
 }
 
-void cpu_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    wgml_error e;
-    if (!valid(cb, wgml_validate_rope(x, n_head, head_dim, r, &e), &e) || !cpu_check(cb, "rope", x)) return;
+void cpu_op_rope(cpu_backend *cb, const wgml_rope_args *a) {
+    const wgml_tensor *x = a->x;
+    const wgml_rope *r = a->rope;
+    int n_head = a->n_head, head_dim = a->head_dim;
+    if (!cpu_check(cb, "rope", x)) return;
     if (r->n_rot > 1024) {
         cpu_error(cb, WGML_ERR_UNSUPPORTED, "rope: %d rotated dims (at most 1024)", r->n_rot);
         return;
@@ -406,15 +379,14 @@ void cpu_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, 
     int64_t rows = wgml_tensor_nrows(x);
     for (int64_t t = 0; t < rows; t++)
         cpu_rope_row((float *)cpu_ptr(x) + t * x->ne[0], n_head, head_dim, cb->step.pos + (int)t, r, ff);
-    PROFILE_END(cb, "rope");
 }
 
 /* ---- elementwise and row ops ---- */
 
-void cpu_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "softmax", out) || !is_f32(cb, "softmax", x) || !same_shape(cb, "softmax", out, x)) return;
+void cpu_op_softmax(cpu_backend *cb, const wgml_softmax_args *args) {
+    const wgml_tensor *out = args->out, *x = args->x;
+    float scale = args->scale;
+    if (!VIEWS_OK(cb, "softmax", out, x)) return;
     int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
     for (int64_t r = 0; r < rows; r++) {
         const float *a = (const float *)cpu_ptr(x) + r * n;
@@ -429,44 +401,33 @@ void cpu_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x,
         float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < n; i++) o[i] *= inv;
     }
-    PROFILE_END(cb, "softmax");
 }
 
-void cpu_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "swiglu", out) || !is_f32(cb, "swiglu", gate) || !is_f32(cb, "swiglu", up) ||
-        !same_shape(cb, "swiglu", out, gate) || !same_shape(cb, "swiglu", out, up))
-        return;
+void cpu_op_swiglu(cpu_backend *cb, const wgml_swiglu_args *a) {
+    const wgml_tensor *out = a->out, *gate = a->gate, *up = a->up;
+    if (!VIEWS_OK(cb, "swiglu", out, gate, up)) return;
     int64_t n = wgml_tensor_nelements(out);
     float *o = cpu_ptr(out);
     const float *g = cpu_ptr(gate), *u = cpu_ptr(up);
     for (int64_t i = 0; i < n; i++) o[i] = silu(g[i]) * u[i];
-    PROFILE_END(cb, "swiglu");
 }
 
-void cpu_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "add", out) || !is_f32(cb, "add", a) || !is_f32(cb, "add", b) || !same_shape(cb, "add", out, a) ||
-        !same_shape(cb, "add", out, b))
-        return;
-    int64_t n = wgml_tensor_nelements(out);
-    float *o = cpu_ptr(out);
-    const float *x = cpu_ptr(a), *y = cpu_ptr(b);
-    for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];
-    PROFILE_END(cb, "add");
-}
-
-void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x) {
-    cpu_backend *cb = (cpu_backend *)be;
-    PROFILE_BEGIN(cb);
-    if (!is_f32(cb, "argmax", x) || !cpu_check(cb, "argmax", out)) return;
-    int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
-    if (out->type != WGML_I32 || wgml_tensor_nelements(out) < rows) {
-        cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements", (long long)rows);
+void cpu_op_add(cpu_backend *cb, const wgml_add_args *a) {
+    if (!VIEWS_OK(cb, "add", a->out, a->a, a->b)) return;
+    int64_t n = wgml_tensor_nelements(a->out);
+    float *o = cpu_ptr(a->out);
+    const float *x = cpu_ptr(a->a), *y = cpu_ptr(a->b);
+    if (wgml_tensor_nrows(a->b) != wgml_tensor_nrows(a->a)) { /* b: one row, added to every row (cpu_ops_nn.c) */
+        cpu_binary_rows(o, x, y, a->a->ne[0], wgml_tensor_nrows(a->a), 1, 0);
         return;
     }
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] + y[i];
+}
+
+void cpu_op_argmax(cpu_backend *cb, const wgml_argmax_args *args) {
+    const wgml_tensor *out = args->out, *x = args->x;
+    if (!VIEWS_OK(cb, "argmax", out, x)) return;
+    int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
     for (int64_t r = 0; r < rows; r++) {
         const float *a = (const float *)cpu_ptr(x) + r * n;
         int64_t best = -1;
@@ -474,5 +435,30 @@ void cpu_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x) 
             if (!isnan(a[i]) && (best < 0 || a[i] > a[best])) best = i;
         ((int32_t *)cpu_ptr(out))[r] = (int32_t)(best < 0 ? 0 : best);
     }
-    PROFILE_END(cb, "argmax");
 }
+
+/* ---- the entry point ---- */
+
+#define OP_TABLE_CTX        cpu_backend
+#define OP_TABLE_IMPL(name) cpu_op_##name
+#include "backend/op_table.inc"
+
+void cpu_run(wgml_backend *be, wgml_op op, const void *args) {
+    cpu_backend *cb = (cpu_backend *)be;
+    wgml_error e;
+    wgml_status st = wgml_op_validate(op, args, cb->step.pos, &e);
+    if (st) {
+        cpu_error(cb, st, "%s", e.message);
+        return;
+    }
+    if (!cb->profiling) {
+        op_table[op](cb, args);
+        return;
+    }
+    double t0 = cpu_now_ms();
+    op_table[op](cb, args);
+    /* matmuls by weight type, so that a table shows which kernels the time went to */
+    cpu_profile_add(cb, op == WGML_OP_MATMUL ? mm_profile_name(args) : wgml_op_names[op], cpu_now_ms() - t0);
+}
+
+int cpu_supports(wgml_backend *be, wgml_op op, const void *args) { return wgml_op_weight_types_supported(be, op, args); }

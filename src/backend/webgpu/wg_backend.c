@@ -316,6 +316,7 @@ static void wg_free(wgml_backend *be) {
     wg_pipelines_free(wb);
     wgml_gpu_buffer_destroy(wb->part);
     wgml_gpu_buffer_destroy(wb->rope);
+    wgml_gpu_buffer_destroy(wb->rope_pos);
     wgml_gpu_destroy(wb->gpu);
     wgml_free(wb);
 }
@@ -380,15 +381,8 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     b->end = end;
     b->upload = upload;
     b->download = download;
-    b->get_rows = wg_op_get_rows;
-    b->matmul = wg_op_matmul;
-    b->attention = wg_op_attention;
-    b->rms_norm = wg_op_rms_norm;
-    b->rope = wg_op_rope;
-    b->softmax = wg_op_softmax;
-    b->swiglu = wg_op_swiglu;
-    b->add = wg_op_add;
-    b->argmax = wg_op_argmax;
+    b->run = wg_run;
+    b->supports = wg_supports;
     b->get_stats = get_stats;
     b->set_profiling = set_profiling;
     b->get_kernel_times = get_kernel_times;

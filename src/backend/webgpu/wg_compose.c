@@ -154,12 +154,18 @@ static const char *kind_file(wg_kind k) {
         [WGK_ROPE_STORE] = "rope_store",
         [WGK_ATTENTION] = "attention",
         [WGK_ATTN_COMBINE] = "attention_combine",
+        [WGK_ATTN_GENERAL] = "attention_general",
         [WGK_RMS_NORM] = "rows",
         [WGK_SOFTMAX] = "rows",
         [WGK_ARGMAX] = "rows",
         [WGK_ADD] = "elementwise",
         [WGK_SWIGLU] = "elementwise",
         [WGK_BENCH_READ] = "bench_read",
+        [WGK_MUL] = "elementwise",
+        [WGK_LAYER_NORM] = "norm",
+        [WGK_L2_NORM] = "norm",
+        [WGK_UNARY] = "unary",
+        [WGK_POOL] = "pool",
     };
     return (unsigned)k < WGK_COUNT ? files[k] : NULL;
 }
@@ -173,21 +179,45 @@ static const char *kind_label(wg_kind k) {
         [WGK_ROPE_STORE] = "rope_kv_store",
         [WGK_ATTENTION] = "attention",
         [WGK_ATTN_COMBINE] = "attention_combine",
+        [WGK_ATTN_GENERAL] = "attention_general",
         [WGK_RMS_NORM] = "rms_norm",
         [WGK_SOFTMAX] = "softmax",
         [WGK_ARGMAX] = "argmax",
         [WGK_ADD] = "add",
         [WGK_SWIGLU] = "swiglu",
         [WGK_BENCH_READ] = "bench_read",
+        [WGK_MUL] = "mul",
+        [WGK_LAYER_NORM] = "layer_norm",
+        [WGK_L2_NORM] = "l2_norm",
+        [WGK_UNARY] = "unary",
+        [WGK_POOL] = "pool",
     };
     return (unsigned)k < WGK_COUNT ? names[k] : "?";
+}
+
+/* The names a kernel of the encoders' ops gives its inputs 0..2 read through
+ * the output's binding (WGF_IN0_IS_OUT...), NULL where it has none. */
+static const char *in_is_out(wg_kind k, int i) {
+    static const char *const ew[3] = {"A_IS_OUT", "B_IS_OUT", NULL};
+    static const char *const norm[3] = {"X_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
+    static const char *const unary[3] = {"X_IS_OUT", "V_IS_OUT", NULL};
+    static const char *const pool[3] = {"X_IS_OUT", NULL, NULL};
+    switch (k) {
+    case WGK_ADD:
+    case WGK_MUL: return ew[i];
+    case WGK_LAYER_NORM:
+    case WGK_L2_NORM: return norm[i];
+    case WGK_UNARY: return unary[i];
+    case WGK_POOL: return pool[i];
+    default: return NULL;
+    }
 }
 
 static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_GET_ROWS; }
 
 static int uses_reduce(wg_kind k) {
-    return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_ATTENTION || k == WGK_RMS_NORM || k == WGK_SOFTMAX ||
-           k == WGK_ARGMAX || k == WGK_BENCH_READ;
+    return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_ATTENTION || k == WGK_ATTN_GENERAL || k == WGK_RMS_NORM ||
+           k == WGK_SOFTMAX || k == WGK_ARGMAX || k == WGK_BENCH_READ;
 }
 
 /* Bindings and accessors of a matrix kernel variant (see mm_common.wgsl). */
@@ -313,11 +343,23 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     }
     if (kind == WGK_BENCH_READ && (flags & WGF_CHUNKED)) def(&d, "CHUNKED");
     if (kind == WGK_ROPE_STORE) def(&d, "STORE");
+    if ((kind == WGK_ROPE || kind == WGK_ROPE_STORE) && (flags & WGF_ROPE_POS)) def(&d, "POS");
+    if (kind == WGK_ATTN_GENERAL) {
+        static const char *const att[] = {"CACHE", "CAUSAL", "SEQ", "KV_SEQ", "POS", "MASK"};
+        for (int i = 0; i < 6; i++)
+            if (flags & (WGF_ATT_CACHE << i)) def(&d, att[i]);
+    }
     if (kind == WGK_RMS_NORM) def(&d, "RMS_NORM");
     if (kind == WGK_SOFTMAX) def(&d, "SOFTMAX");
     if (kind == WGK_ARGMAX) def(&d, "ARGMAX");
     if (kind == WGK_ADD) def(&d, "ADD");
     if (kind == WGK_SWIGLU) def(&d, "SWIGLU");
+    if (kind == WGK_MUL) def(&d, "MUL");
+    if (kind == WGK_LAYER_NORM) def(&d, "LAYER_NORM");
+    if (kind == WGK_L2_NORM) def(&d, "L2_NORM");
+    if ((kind == WGK_ADD || kind == WGK_MUL) && (flags & WGF_EW_ROWS)) def(&d, "ROWS");
+    for (int i = 0; i < 3; i++)
+        if ((flags & (WGF_IN0_IS_OUT << i)) && in_is_out(kind, i)) def(&d, in_is_out(kind, i));
     const char *sg_args =
         wb->tier_subgroups ? ", @builtin(subgroup_invocation_id) sgl: u32, @builtin(subgroup_size) sgs: u32" : "";
     int has_sg = wb->tier_subgroups && strstr(body, "SUBGROUP_ARGS") != NULL;

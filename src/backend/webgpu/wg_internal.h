@@ -6,6 +6,8 @@
  *   wg_compose.c  WGSL composition (prelude, snippets, #ifdef) and the pipeline cache
  *   wg_record.c   recording dispatches: per-dispatch parameter slots, bind-group cache
  *   wg_ops.c      the ops of backend.h as dispatches of the kernels in kernels/
+ *   wg_ops_attention.c  RoPE and attention (today's causal KV-cache path and general attention)
+ *   wg_ops_nn.c   the same for the encoders' ops (layer_norm, unary, mul, pool, ...)
  *
  * The static plan: weights are uploaded once; a session's activations and
  * KV cache are allocated when it is created; parameters of the n-th dispatch
@@ -100,6 +102,8 @@ typedef struct wg_backend {
     wgml_gpu_buffer *rope;      /* (cos, sin) table */
     uint64_t rope_key;          /* hash of the parameters the table was built for */
     int rope_rows;
+    wgml_gpu_buffer *rope_pos; /* (cos, sin) table for explicit positions (rope_store.wgsl, POS) */
+    uint64_t rope_pos_key;
     wgml_gpu_buffer *dummy;     /* bound where a kernel needs a buffer that is unused */
     wgml_buffer *tmp[2];        /* SwiGLU products when they cannot be fused */
 
@@ -130,12 +134,18 @@ typedef enum wg_kind {
     WGK_ROPE_STORE,
     WGK_ATTENTION,
     WGK_ATTN_COMBINE,
+    WGK_ATTN_GENERAL,
     WGK_RMS_NORM,
     WGK_SOFTMAX,
     WGK_ARGMAX,
     WGK_ADD,
     WGK_SWIGLU,
     WGK_BENCH_READ,
+    WGK_MUL,
+    WGK_LAYER_NORM,
+    WGK_L2_NORM,
+    WGK_UNARY,
+    WGK_POOL,
     WGK_COUNT
 } wg_kind;
 
@@ -149,6 +159,27 @@ typedef enum wg_kind {
 #define WGF_NW_SHIFT 8 /* number of weights << 8 */
 /* bench_read variant flag: per-invocation contiguous chunks */
 #define WGF_CHUNKED 1u
+/* Variants of the encoders' kernels (wg_ops_nn.c; bits that no other kind uses):
+ * input i of the dispatch lies in the output's buffer and is read through the
+ * output's read_write binding (WebGPU forbids binding a buffer that a
+ * dispatch writes a second time); the names the kernel sees are per kind
+ * (wg_compose.c: X_IS_OUT, W_IS_OUT, ...). */
+#define WGF_IN0_IS_OUT (1u << 16)
+#define WGF_IN1_IS_OUT (1u << 17)
+#define WGF_IN2_IS_OUT (1u << 18)
+/* elementwise.wgsl (add, mul): rows of a [rows][cols] grid, b one row or a's shape (ROWS) */
+#define WGF_EW_ROWS (1u << 19)
+/* rope_store.wgsl (WGK_ROPE, WGK_ROPE_STORE): positions from an i32 tensor (POS) */
+#define WGF_ROPE_POS (1u << 24)
+/* attention_general.wgsl (WGK_ATTN_GENERAL): key rows from the KV cache (CACHE), causal
+ * (CAUSAL), sequence ids of the query rows (SEQ) and of the key rows apart (KV_SEQ),
+ * positions from a tensor (POS), an additive mask (MASK) */
+#define WGF_ATT_CACHE (1u << 24)
+#define WGF_ATT_CAUSAL (1u << 25)
+#define WGF_ATT_SEQ (1u << 26)
+#define WGF_ATT_KV_SEQ (1u << 27)
+#define WGF_ATT_POS (1u << 28)
+#define WGF_ATT_MASK (1u << 29)
 
 /* Rows per matvec invocation (lane rows) or workgroup (GPU layout) of a variant. */
 int wg_matvec_rows(const wg_backend *wb, uint32_t flags);
@@ -176,21 +207,76 @@ void wg_record_flush(wg_backend *wb);
 /* Drops cached bind groups that use buf (before it is destroyed). */
 void wg_record_forget(wg_backend *wb, const wgml_gpu_buffer *buf);
 
-/* ---- wg_ops.c ---- */
-void wg_op_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids);
-void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm);
-void wg_op_attention(wgml_backend *be, const wgml_attention *att);
-void wg_op_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps);
-void wg_op_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *rope);
-void wg_op_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale);
-void wg_op_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up);
-void wg_op_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b);
-void wg_op_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x);
+/* ---- wg_ops.c: the backend's entry point (be->run) and one wg_op_<name> per line of ops.h
+ * (wg_ops_nn.c: the encoders' ops; wg_ops_attention.c: rope and attention) ---- */
+void wg_run(wgml_backend *be, wgml_op op, const void *args);
+int wg_supports(wgml_backend *be, wgml_op op, const void *args);
+#define WG_OP_DECL(name, NAME, args) void wg_op_##name(wg_backend *wb, const args *a);
+WGML_OPS(WG_OP_DECL)
+#undef WG_OP_DECL
+/* add and mul (wg_ops_nn.c): out = a (op) b with b one row or a's shape, a weight or an
+ * activation, any of them in out's buffer (validated: the same view or apart). */
+void wg_binary_rows(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *a,
+                    const wgml_tensor *b);
 
 /* ---- wg_measure.c ---- */
 wgml_status wg_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
 
 /* The whole GPU buffer behind a (non-weight) tensor, with the tensor's byte offset. */
 static inline wgml_gpu_buffer *wg_gpu_of(const wgml_tensor *t) { return t->buf->gpu; }
+
+/* ---- what the op files (wg_ops.c, wg_ops_nn.c) share ---- */
+
+/* An activation/KV tensor: inside its buffer, 4-byte aligned; *elem_off: its offset in elements. */
+static inline int wg_act(wg_backend *wb, const char *op, const wgml_tensor *t, uint32_t *elem_off) {
+    if (!t || !t->buf || t->buf->is_weight) {
+        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be an activation", op,
+                 t && t->name ? t->name : "?");
+        return 0;
+    }
+    size_t n = wgml_tensor_nbytes(t);
+    if (t->offset > t->buf->size || n > t->buf->size - t->offset || (t->offset & 3)) {
+        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' at offset %zu exceeds its buffer of %zu bytes", op,
+                 t->name ? t->name : "?", t->offset, t->buf->size);
+        return 0;
+    }
+    if (elem_off) *elem_off = (uint32_t)(t->offset / (t->type == WGML_F16 ? 2 : 4));
+    return 1;
+}
+
+/* A weight tensor: whole, uploaded by weight_create. */
+static inline int wg_weight(wg_backend *wb, const char *op, const wgml_tensor *t) {
+    if (!t || !t->buf || !t->buf->is_weight || t->offset != 0 || t->ne[0] != t->buf->ne0 ||
+        wgml_tensor_nrows(t) != t->buf->ne1) {
+        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be a whole weight tensor", op,
+                 t && t->name ? t->name : "?");
+        return 0;
+    }
+    return 1;
+}
+
+/* The whole buffer of an activation tensor (its offset goes in the parameters). */
+static inline wgml_gpu_binding wg_bind(uint32_t binding, const wgml_tensor *t) {
+    return (wgml_gpu_binding){binding, t->buf->gpu, 0, 0};
+}
+
+/* Records one dispatch of kernel k with its parameters and bindings (2..). */
+static inline void wg_dispatch_kernel(wg_backend *wb, wgml_gpu_kernel *k, const void *params, size_t psize,
+                                      const wgml_gpu_binding *b, int nb, uint32_t gx, uint32_t gy, uint32_t gz) {
+    wg_dispatch d = {.kernel = k, .params = params, .params_size = psize, .n_bind = nb, .grid = {gx, gy, gz}};
+    for (int i = 0; i < nb; i++) d.bind[i] = b[i];
+    wg_record(wb, &d);
+}
+
+/* The pipeline of a kernel variant (wg_kernel), or NULL with the error recorded (or one recorded before). */
+static inline wgml_gpu_kernel *wg_get_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags) {
+    if (wb->status) return NULL;
+    wgml_error e;
+    wgml_gpu_kernel *k = wg_kernel(wb, kind, wtype, flags, &e);
+    if (!k) wg_error(wb, e.code, "%s", e.message);
+    return k;
+}
+
+static inline uint32_t wg_div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
 #endif

@@ -1,7 +1,13 @@
 /*
- * wg_ops.c - the ops of backend.h as dispatches of the kernels in kernels/.
+ * wg_ops.c - the ops of ops.h as dispatches of the kernels in kernels/, and
+ * the backend's one entry point, wg_run.
  *
- * Every op validates its arguments (validate.c), then fills a kernel's
+ * wg_run checks an op's arguments (wgml_op_validate) and calls wg_op_<name>
+ * (those of the encoders' ops are in wg_ops_nn.c, rope and attention in
+ * wg_ops_attention.c);
+ * each checks what only this backend needs (weights whole, activations
+ * 4-byte aligned in their buffers, inputs and outputs in distinct buffers),
+ * then fills a kernel's
  * parameter struct (laid out as the WGSL struct: 4-byte fields, vec4s at
  * 16-byte offsets) and records the dispatch. Activation and KV tensors bind
  * their whole GPU buffer and pass their offset as a parameter, so the bind
@@ -23,64 +29,11 @@
 #include "core/error.h"
 
 #define MATVEC_MAX_TOKENS 2
-#define ATTN_CHUNK 256 /* cache rows per split in decode attention */
 
 static wg_backend *WB(wgml_backend *be) { return (wg_backend *)be; }
 
-static int valid(wg_backend *wb, wgml_status st, const wgml_error *e) {
-    if (st) wg_error(wb, st, "%s", e->message);
-    return st == WGML_OK;
-}
-
-/* An activation/KV tensor: inside its buffer, 4-byte aligned; returns its element offset. */
-static int act(wg_backend *wb, const char *op, const wgml_tensor *t, uint32_t *elem_off) {
-    if (!t || !t->buf || t->buf->is_weight) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be an activation", op, t && t->name ? t->name : "?");
-        return 0;
-    }
-    size_t n = wgml_tensor_nbytes(t);
-    if (t->offset > t->buf->size || n > t->buf->size - t->offset || (t->offset & 3)) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' at offset %zu exceeds its buffer of %zu bytes", op,
-                 t->name ? t->name : "?", t->offset, t->buf->size);
-        return 0;
-    }
-    if (elem_off) *elem_off = (uint32_t)(t->offset / (t->type == WGML_F16 ? 2 : 4));
-    return 1;
-}
-
-/* A weight tensor: whole, uploaded by weight_create. */
-static int weight(wg_backend *wb, const char *op, const wgml_tensor *t) {
-    if (!t || !t->buf || !t->buf->is_weight || t->offset != 0 || t->ne[0] != t->buf->ne0 ||
-        wgml_tensor_nrows(t) != t->buf->ne1) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be a whole weight tensor", op, t && t->name ? t->name : "?");
-        return 0;
-    }
-    return 1;
-}
-
-static wgml_gpu_binding bind(uint32_t binding, const wgml_tensor *t) {
-    return (wgml_gpu_binding){binding, t->buf->gpu, 0, 0};
-}
-
 /* Host values of a small f32 weight (the upload source stays valid). */
 static uint32_t elem_off_of_weight(const wgml_tensor *t) { return (uint32_t)(t->offset / 4); }
-
-static void dispatch(wg_backend *wb, wgml_gpu_kernel *k, const void *params, size_t psize, const wgml_gpu_binding *b,
-                     int nb, uint32_t gx, uint32_t gy, uint32_t gz) {
-    wg_dispatch d = {.kernel = k, .params = params, .params_size = psize, .n_bind = nb, .grid = {gx, gy, gz}};
-    memcpy(d.bind, b, (size_t)nb * sizeof *b);
-    wg_record(wb, &d);
-}
-
-static wgml_gpu_kernel *kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags) {
-    if (wb->status) return NULL;
-    wgml_error e;
-    wgml_gpu_kernel *k = wg_kernel(wb, kind, wtype, flags, &e);
-    if (!k) wg_error(wb, e.code, "%s", e.message);
-    return k;
-}
-
-static uint32_t div_up(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
 /* ---- matrix products ---- */
 
@@ -94,7 +47,7 @@ _Static_assert(sizeof(mm_params) == 144, "mm_params must match MMParams in mm_co
 
 static uint32_t groups_per_row(uint32_t type, int64_t K) {
     const wgml_dtype_traits *tr = wgml_dtype_get(type);
-    return tr->block_size == 1 ? div_up((uint64_t)K, 4) : (uint32_t)(K / 32);
+    return tr->block_size == 1 ? wg_div_up((uint64_t)K, 4) : (uint32_t)(K / 32);
 }
 
 /* One dispatch: weights w[0..nw) (window `win` of each), sharing x and the norm. */
@@ -109,7 +62,7 @@ typedef struct {
 static int n_out_of(const mm_group *g, wgml_epilogue epi) { return epi == WGML_EPI_SWIGLU ? 1 : g->nw; }
 static int distinct(wg_backend *wb, const char *op, const wgml_tensor *out, const wgml_tensor *in);
 
-static void mm_dispatch(wg_backend *wb, const wgml_matmul *mm, const mm_group *g, wgml_epilogue epi) {
+static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_group *g, wgml_epilogue epi) {
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
     uint32_t type = g->w[0]->type;
     uint32_t flags = (uint32_t)g->nw << WGF_NW_SHIFT;
@@ -119,17 +72,17 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul *mm, const mm_group *g
     for (int k = 0; k < g->nw; k++)
         if (g->bias[k]) flags |= WGF_BIAS0 << k;
     wg_kind kind = n <= MATVEC_MAX_TOKENS ? WGK_MATVEC : WGK_MATMUL;
-    wgml_gpu_kernel *kr = kernel(wb, kind, type, flags);
+    wgml_gpu_kernel *kr = wg_get_kernel(wb, kind, type, flags);
     if (!kr) return;
 
     mm_params p = {.K = (uint32_t)K, .n = (uint32_t)n, .x_stride = (uint32_t)K, .eps = mm->eps,
                    .bpr = (uint32_t)(K / wgml_dtype_get(type)->block_size), .ngroups = groups_per_row(type, K)};
     wgml_gpu_binding b[WG_MAX_BINDINGS];
     int nb = 0;
-    if (!act(wb, "matmul", mm->x, &p.x_off)) return;
+    if (!wg_act(wb, "matmul", mm->x, &p.x_off)) return;
     for (int k = 0; k < n_out_of(g, epi); k++)
         if (!distinct(wb, "matmul", g->out[k], mm->x)) return;
-    b[nb++] = bind(2, mm->x);
+    b[nb++] = wg_bind(2, mm->x);
     if (mm->norm) {
         p.norm_off = elem_off_of_weight(mm->norm);
         b[nb++] = (wgml_gpu_binding){3, mm->norm->buf->win[0].gpu, 0, 0};
@@ -149,21 +102,21 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul *mm, const mm_group *g
         }
     }
     for (int k = 0; k < n_out; k++) {
-        if (!act(wb, "matmul", g->out[k], &p.oo[k])) return;
+        if (!wg_act(wb, "matmul", g->out[k], &p.oo[k])) return;
         p.os[k] = (uint32_t)g->out[k]->ne[0];
-        b[nb++] = bind(10 + (uint32_t)k, g->out[k]);
+        b[nb++] = wg_bind(10 + (uint32_t)k, g->out[k]);
     }
     if (epi == WGML_EPI_SWIGLU) p.row0[1] = p.row0[0];
     int nz = epi == WGML_EPI_SWIGLU ? 1 : g->nw;
     /* rows per matvec workgroup: R, or R per lane in lane rows */
     uint64_t mv_rows = (uint64_t)wg_matvec_rows(wb, flags) * (wb->mv_lane_rows ? (uint64_t)wb->mv_lane_wg : 1);
     if (kind == WGK_MATVEC)
-        dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, mv_rows), (uint32_t)n, (uint32_t)nz);
+        wg_dispatch_kernel(wb, kr, &p, sizeof p, b, nb, wg_div_up(max_m, mv_rows), (uint32_t)n, (uint32_t)nz);
     else
-        dispatch(wb, kr, &p, sizeof p, b, nb, div_up(max_m, 32), div_up((uint64_t)n, 32), (uint32_t)nz);
+        wg_dispatch_kernel(wb, kr, &p, sizeof p, b, nb, wg_div_up(max_m, 32), wg_div_up((uint64_t)n, 32), (uint32_t)nz);
 }
 
-static int storage_bindings(const wgml_matmul *mm, int nw, int nbias, int nout) {
+static int storage_bindings(const wgml_matmul_args *mm, int nw, int nbias, int nout) {
     return 1 + (mm->norm ? 1 : 0) + nw + nbias + nout;
 }
 
@@ -172,7 +125,7 @@ static void elementwise(wg_backend *wb, wg_kind kind, const char *op, const wgml
 
 /* SwiGLU whose weights cannot share one dispatch (different types, or split
  * into windows): gate and up products into backend scratch, then silu(g) * u. */
-static void swiglu_unfused(wg_backend *wb, const wgml_matmul *mm) {
+static void swiglu_unfused(wg_backend *wb, const wgml_matmul_args *mm) {
     int64_t M = wgml_tensor_nrows(mm->w[0]), n = wgml_tensor_nrows(mm->x);
     size_t need = (size_t)(M * n) * sizeof(float);
     for (int i = 0; i < 2; i++) {
@@ -196,25 +149,23 @@ static void swiglu_unfused(wg_backend *wb, const wgml_matmul *mm) {
     elementwise(wb, WGK_SWIGLU, "matmul", mm->out[0], &t[0], &t[1]);
 }
 
-void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm) {
-    wg_backend *wb = WB(be);
-    wgml_error e;
-    if (!valid(wb, wgml_validate_matmul(mm, &e), &e)) return;
+void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
+    wgml_backend *be = &wb->base;
     int swiglu = mm->epilogue == WGML_EPI_SWIGLU;
     int same_type = 1, single = 1, nbias = 0;
     for (int i = 0; i < mm->n_w; i++) {
-        if (!weight(wb, "matmul", mm->w[i])) return;
+        if (!wg_weight(wb, "matmul", mm->w[i])) return;
         if (!be->supports_type(be, mm->w[i]->type)) {
             wg_error(wb, WGML_ERR_UNSUPPORTED, "matmul: weight '%s' has type %s, which the WebGPU backend cannot use",
                      mm->w[i]->name ? mm->w[i]->name : "?", wgml_dtype_name(mm->w[i]->type));
             return;
         }
-        if (mm->bias[i] && !weight(wb, "matmul", mm->bias[i])) return;
+        if (mm->bias[i] && !wg_weight(wb, "matmul", mm->bias[i])) return;
         same_type &= mm->w[i]->type == mm->w[0]->type;
         single &= mm->w[i]->buf->n_windows == 1;
         nbias += mm->bias[i] != NULL;
     }
-    if (mm->norm && !weight(wb, "matmul", mm->norm)) return;
+    if (mm->norm && !wg_weight(wb, "matmul", mm->norm)) return;
     int n_out = swiglu ? 1 : mm->n_w;
     int fused = mm->n_w == 1 ||
                 (same_type && single &&
@@ -240,14 +191,13 @@ void wg_op_matmul(wgml_backend *be, const wgml_matmul *mm) {
 
 /* ---- embedding lookup ---- */
 
-void wg_op_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *table, const wgml_tensor *ids) {
-    wg_backend *wb = WB(be);
-    wgml_error e;
+void wg_op_get_rows(wg_backend *wb, const wgml_get_rows_args *a) {
+    const wgml_tensor *out = a->out, *table = a->table, *ids = a->ids;
     mm_params p = {0};
-    if (!valid(wb, wgml_validate_get_rows(out, table, ids, &e), &e) || !weight(wb, "get_rows", table) ||
-        !act(wb, "get_rows", out, &p.oo[0]) || !act(wb, "get_rows", ids, &p.x_off))
+    if (!wg_weight(wb, "get_rows", table) || !wg_act(wb, "get_rows", out, &p.oo[0]) ||
+        !wg_act(wb, "get_rows", ids, &p.x_off))
         return;
-    wgml_gpu_kernel *k = kernel(wb, WGK_GET_ROWS, table->type, 1u << WGF_NW_SHIFT);
+    wgml_gpu_kernel *k = wg_get_kernel(wb, WGK_GET_ROWS, table->type, 1u << WGF_NW_SHIFT);
     if (!k) return;
     int64_t K = table->ne[0], n = wgml_tensor_nrows(out);
     p.K = (uint32_t)K;
@@ -260,153 +210,8 @@ void wg_op_get_rows(wgml_backend *be, const wgml_tensor *out, const wgml_tensor 
         p.m[0] = (uint32_t)win->rows;
         p.row0[0] = (uint32_t)win->row0;
         p.sb[0] = win->sb_word;
-        wgml_gpu_binding b[3] = {{13, ids->buf->gpu, 0, 0}, {4, win->gpu, 0, 0}, bind(10, out)};
-        dispatch(wb, k, &p, sizeof p, b, 3, div_up(div_up((uint64_t)K, 4), 64), (uint32_t)n, 1);
-    }
-}
-
-/* ---- RoPE table, attention ---- */
-
-typedef struct {
-    uint32_t n, n_head, n_kv, hd, n_rot, neox, q_off, q_stride, k_off, k_stride, v_off, v_stride;
-} rope_params;
-
-/* The (cos, sin) table for positions [0, rows), rebuilt when the parameters change or more rows are needed. */
-static wgml_gpu_buffer *rope_table(wg_backend *wb, const wgml_rope *r, int rows) {
-    const float *ff = r->freq_factors ? (const float *)r->freq_factors->buf->host : NULL; /* upload source, still valid */
-    uint64_t key = 0xcbf29ce484222325ull;
-    float fields[3] = {(float)r->n_rot, r->freq_base, r->freq_scale};
-    const uint8_t *bytes = (const uint8_t *)fields;
-    for (size_t i = 0; i < sizeof fields; i++) key = (key ^ bytes[i]) * 0x100000001b3ull;
-    for (int i = 0; ff && i < r->n_rot / 2; i++) {
-        bytes = (const uint8_t *)&ff[i];
-        for (int j = 0; j < 4; j++) key = (key ^ bytes[j]) * 0x100000001b3ull;
-    }
-    if (wb->rope && wb->rope_key == key && wb->rope_rows >= rows) return wb->rope;
-    int half = r->n_rot / 2 > 0 ? r->n_rot / 2 : 1;
-    size_t size = (size_t)rows * (size_t)half * 2 * sizeof(float);
-    float *tab = wgml_malloc(size);
-    if (!tab) {
-        wg_error(wb, WGML_ERR_OUT_OF_MEMORY, "webgpu: out of memory for a RoPE table of %d positions", rows);
-        return NULL;
-    }
-    for (int pos = 0; pos < rows; pos++) wgml_rope_angles(r, ff, pos, tab + (size_t)pos * half * 2);
-    wgml_error e;
-    wgml_gpu_buffer *buf;
-    if (wgml_gpu_buffer_create(wb->gpu, size, WGML_GPU_STORAGE, "wgml rope table", &buf, &e)) {
-        wgml_free(tab);
-        wg_error(wb, e.code, "%s", e.message);
-        return NULL;
-    }
-    wgml_gpu_write(wb->gpu, buf, 0, tab, size);
-    wgml_free(tab);
-    if (wb->rope) {
-        wg_record_forget(wb, wb->rope);
-        wgml_gpu_buffer_destroy(wb->rope);
-    }
-    wb->rope = buf;
-    wb->rope_key = key;
-    wb->rope_rows = rows;
-    return buf;
-}
-
-static void rope_dispatch(wg_backend *wb, const wgml_tensor *q, const wgml_tensor *k, const wgml_tensor *v,
-                          const wgml_tensor *kc, const wgml_tensor *vc, int n_head, int n_kv, int hd,
-                          const wgml_rope *r, int table_rows) {
-    int store = kc != NULL;
-    rope_params p = {.n = (uint32_t)wgml_tensor_nrows(q), .n_head = (uint32_t)n_head, .n_kv = store ? (uint32_t)n_kv : 0,
-                     .hd = (uint32_t)hd, .n_rot = r ? (uint32_t)r->n_rot : 0, .neox = r ? (uint32_t)r->neox : 0,
-                     .q_stride = (uint32_t)q->ne[0]};
-    if (!act(wb, "rope", q, &p.q_off)) return;
-    wgml_gpu_buffer *tab = r && r->n_rot > 0 ? rope_table(wb, r, table_rows) : wb->dummy;
-    if (!tab) return;
-    wgml_gpu_binding b[6] = {bind(2, q), {3, tab, 0, 0}};
-    int nb = 2;
-    if (store) {
-        uint32_t kc_off, vc_off;
-        if (!act(wb, "attention", k, &p.k_off) || !act(wb, "attention", v, &p.v_off) ||
-            !act(wb, "attention", kc, &kc_off) || !act(wb, "attention", vc, &vc_off))
-            return;
-        if (kc_off || vc_off) { /* the kernel addresses cache rows from element 0 */
-            wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "attention: KV caches must start at the start of their buffers");
-            return;
-        }
-        p.k_stride = (uint32_t)k->ne[0];
-        p.v_stride = (uint32_t)v->ne[0];
-        b[nb++] = bind(4, k);
-        b[nb++] = bind(5, v);
-        b[nb++] = bind(6, kc);
-        b[nb++] = bind(7, vc);
-    }
-    wgml_gpu_kernel *kr = kernel(wb, store ? WGK_ROPE_STORE : WGK_ROPE, 0, 0);
-    if (!kr) return;
-    uint64_t threads = (uint64_t)p.n * (p.n_head + p.n_kv) * (p.hd / 2);
-    dispatch(wb, kr, &p, sizeof p, b, nb, div_up(threads, 64), 1, 1);
-}
-
-void wg_op_rope(wgml_backend *be, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r) {
-    wg_backend *wb = WB(be);
-    wgml_error e;
-    if (!valid(wb, wgml_validate_rope(x, n_head, head_dim, r, &e), &e)) return;
-    if (r->freq_factors && !weight(wb, "rope", r->freq_factors)) return;
-    rope_dispatch(wb, x, NULL, NULL, NULL, NULL, n_head, 0, head_dim, r, wb->step.pos + (int)wgml_tensor_nrows(x));
-}
-
-typedef struct {
-    uint32_t n_head, n_kv, hd, n_splits, q_off, q_stride, o_off, o_stride, chunk;
-    float scale;
-    uint32_t pad0, pad1;
-} attn_params;
-
-void wg_op_attention(wgml_backend *be, const wgml_attention *a) {
-    wg_backend *wb = WB(be);
-    wgml_error e;
-    if (!valid(wb, wgml_validate_attention(a, wb->step.pos, &e), &e)) return;
-    if (a->k_cache->type != be->kv_type) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "attention: this device's KV cache must be %s", wgml_dtype_name(be->kv_type));
-        return;
-    }
-    if (a->head_dim > 256 || (a->head_dim & 1)) {
-        wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: head size %d (even, at most 256 on WebGPU)", a->head_dim);
-        return;
-    }
-    if (a->rope && a->rope->freq_factors && !weight(wb, "attention", a->rope->freq_factors)) return;
-    int n = (int)wgml_tensor_nrows(a->q), n_ctx = (int)wgml_tensor_nrows(a->k_cache);
-    rope_dispatch(wb, a->q, a->k, a->v, a->k_cache, a->v_cache, a->n_head, a->n_head_kv, a->head_dim, a->rope, n_ctx);
-
-    int kv_len = wb->step.pos + n;
-    uint32_t splits = n == 1 ? div_up((uint64_t)kv_len, ATTN_CHUNK) : 1;
-    attn_params p = {.n_head = (uint32_t)a->n_head, .n_kv = (uint32_t)a->n_head_kv, .hd = (uint32_t)a->head_dim,
-                     .n_splits = splits, .q_stride = (uint32_t)a->q->ne[0], .o_stride = (uint32_t)a->out->ne[0],
-                     .chunk = splits > 1 ? ATTN_CHUNK : (uint32_t)n_ctx, .scale = a->scale};
-    if (!act(wb, "attention", a->q, &p.q_off) || !act(wb, "attention", a->out, &p.o_off)) return;
-    wgml_gpu_buffer *part = wb->dummy;
-    if (splits > 1) {
-        /* room for the most splits this cache can need, so it is allocated once */
-        uint64_t need = (uint64_t)a->n_head * div_up((uint64_t)n_ctx, ATTN_CHUNK) * (uint64_t)(a->head_dim + 2) * 4;
-        if (!wb->part || wb->part_size < need) {
-            if (wb->part) {
-                wg_record_forget(wb, wb->part);
-                wgml_gpu_buffer_destroy(wb->part);
-                wb->part = NULL;
-            }
-            if (wgml_gpu_buffer_create(wb->gpu, need, WGML_GPU_STORAGE, "wgml attention partials", &wb->part, &e)) {
-                wg_error(wb, e.code, "%s", e.message);
-                return;
-            }
-            wb->part_size = need;
-        }
-        part = wb->part;
-    }
-    wgml_gpu_kernel *k = kernel(wb, WGK_ATTENTION, 0, 0);
-    if (!k) return;
-    wgml_gpu_binding b[5] = {bind(2, a->q), bind(3, a->k_cache), bind(4, a->v_cache), bind(5, a->out), {6, part, 0, 0}};
-    dispatch(wb, k, &p, sizeof p, b, 5, (uint32_t)a->n_head, (uint32_t)n, splits);
-    if (splits > 1) {
-        wgml_gpu_kernel *c = kernel(wb, WGK_ATTN_COMBINE, 0, 0);
-        if (!c) return;
-        wgml_gpu_binding cb[2] = {bind(5, a->out), {6, part, 0, 0}};
-        dispatch(wb, c, &p, sizeof p, cb, 2, (uint32_t)a->n_head, (uint32_t)n, 1);
+        wgml_gpu_binding b[3] = {{13, ids->buf->gpu, 0, 0}, {4, win->gpu, 0, 0}, wg_bind(10, out)};
+        wg_dispatch_kernel(wb, k, &p, sizeof p, b, 3, wg_div_up(wg_div_up((uint64_t)K, 4), 64), (uint32_t)n, 1);
     }
 }
 
@@ -418,48 +223,33 @@ typedef struct {
     uint32_t pad0, pad1;
 } row_params;
 
+/* One workgroup per row of x (shapes and types were validated). */
 static void row_op(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *x,
                    const wgml_tensor *w, float eps, float scale) {
-    wgml_error e;
-    if (!valid(wb, wgml_check_type(op, x, WGML_F32, &e), &e)) return;
     if (!distinct(wb, op, out, x)) return;
     row_params p = {.n = (uint32_t)x->ne[0], .eps = eps, .scale = scale};
-    if (!act(wb, op, x, &p.x_off) || !act(wb, op, out, &p.o_off)) return;
+    if (!wg_act(wb, op, x, &p.x_off) || !wg_act(wb, op, out, &p.o_off)) return;
     int64_t rows = wgml_tensor_nrows(x);
-    if (kind == WGK_ARGMAX) {
-        if (out->type != WGML_I32 || wgml_tensor_nelements(out) < rows) {
-            wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements", (long long)rows);
-            return;
-        }
-    } else if (!valid(wb, wgml_check_type(op, out, WGML_F32, &e), &e) ||
-               !valid(wb, wgml_check_same_shape(op, out, x, &e), &e)) {
-        return;
-    }
-    wgml_gpu_binding b[3] = {bind(2, x), bind(3, out)};
+    wgml_gpu_binding b[3] = {wg_bind(2, x), wg_bind(3, out)};
     int nb = 2;
     if (w) {
-        if (!valid(wb, wgml_check_type(op, w, WGML_F32, &e), &e) || !weight(wb, op, w)) return;
-        if (w->ne[0] != x->ne[0]) {
-            wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: weight has %lld elements, rows have %lld", op,
-                     (long long)w->ne[0], (long long)x->ne[0]);
-            return;
-        }
+        if (!wg_weight(wb, op, w)) return;
         b[nb++] = (wgml_gpu_binding){4, w->buf->win[0].gpu, 0, 0};
     }
-    wgml_gpu_kernel *k = kernel(wb, kind, 0, 0);
-    if (k) dispatch(wb, k, &p, sizeof p, b, nb, (uint32_t)rows, 1, 1);
+    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, 0);
+    if (k) wg_dispatch_kernel(wb, k, &p, sizeof p, b, nb, (uint32_t)rows, 1, 1);
 }
 
-void wg_op_rms_norm(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, const wgml_tensor *w, float eps) {
-    row_op(WB(be), WGK_RMS_NORM, "rms_norm", out, x, w, eps, 1);
+void wg_op_rms_norm(wg_backend *wb, const wgml_rms_norm_args *a) {
+    row_op(wb, WGK_RMS_NORM, "rms_norm", a->out, a->x, a->w, a->eps, 1);
 }
 
-void wg_op_softmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x, float scale) {
-    row_op(WB(be), WGK_SOFTMAX, "softmax", out, x, NULL, 0, scale);
+void wg_op_softmax(wg_backend *wb, const wgml_softmax_args *a) {
+    row_op(wb, WGK_SOFTMAX, "softmax", a->out, a->x, NULL, 0, a->scale);
 }
 
-void wg_op_argmax(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *x) {
-    row_op(WB(be), WGK_ARGMAX, "argmax", out, x, NULL, 0, 1);
+void wg_op_argmax(wg_backend *wb, const wgml_argmax_args *a) {
+    row_op(wb, WGK_ARGMAX, "argmax", a->out, a->x, NULL, 0, 1);
 }
 
 typedef struct {
@@ -476,28 +266,55 @@ static int distinct(wg_backend *wb, const char *op, const wgml_tensor *out, cons
     return 1;
 }
 
+/* out = a (op) b over f32 tensors of one shape (validated, or made so by the caller). */
 static void elementwise(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *a,
                         const wgml_tensor *b) {
-    wgml_error e;
     if (!distinct(wb, op, out, a) || !distinct(wb, op, out, b)) return;
-    if (!valid(wb, wgml_check_type(op, out, WGML_F32, &e), &e) || !valid(wb, wgml_check_type(op, a, WGML_F32, &e), &e) ||
-        !valid(wb, wgml_check_type(op, b, WGML_F32, &e), &e) || !valid(wb, wgml_check_same_shape(op, out, a, &e), &e) ||
-        !valid(wb, wgml_check_same_shape(op, out, b, &e), &e))
-        return;
     int64_t n = wgml_tensor_nelements(out);
     ew_params p = {.n = (uint32_t)n, .row_len = 64u * 32768u};
-    if (!act(wb, op, a, &p.a_off) || !act(wb, op, b, &p.b_off) || !act(wb, op, out, &p.o_off)) return;
-    wgml_gpu_kernel *k = kernel(wb, kind, 0, 0);
+    if (!wg_act(wb, op, a, &p.a_off) || !wg_act(wb, op, b, &p.b_off) || !wg_act(wb, op, out, &p.o_off)) return;
+    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, 0);
     if (!k) return;
-    wgml_gpu_binding bd[3] = {bind(2, a), bind(3, b), bind(4, out)};
+    wgml_gpu_binding bd[3] = {wg_bind(2, a), wg_bind(3, b), wg_bind(4, out)};
     uint64_t first = (uint64_t)n < p.row_len ? (uint64_t)n : p.row_len;
-    dispatch(wb, k, &p, sizeof p, bd, 3, div_up(first, 64), div_up((uint64_t)n, p.row_len), 1);
+    wg_dispatch_kernel(wb, k, &p, sizeof p, bd, 3, wg_div_up(first, 64), wg_div_up((uint64_t)n, p.row_len), 1);
 }
 
-void wg_op_add(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b) {
-    elementwise(WB(be), WGK_ADD, "add", out, a, b);
+void wg_op_add(wg_backend *wb, const wgml_add_args *a) {
+    /* b of a's shape, and three activations in buffers of their own (decode's adds): the plain kernel */
+    if (wgml_tensor_nrows(a->b) == wgml_tensor_nrows(a->a) && !a->b->buf->is_weight && a->out->buf != a->a->buf &&
+        a->out->buf != a->b->buf)
+        elementwise(wb, WGK_ADD, "add", a->out, a->a, a->b);
+    else /* one row of b for all rows of a, a weight b, or in place (wg_ops_nn.c) */
+        wg_binary_rows(wb, WGK_ADD, "add", a->out, a->a, a->b);
 }
 
-void wg_op_swiglu(wgml_backend *be, const wgml_tensor *out, const wgml_tensor *gate, const wgml_tensor *up) {
-    elementwise(WB(be), WGK_SWIGLU, "swiglu", out, gate, up);
+void wg_op_swiglu(wg_backend *wb, const wgml_swiglu_args *a) {
+    elementwise(wb, WGK_SWIGLU, "swiglu", a->out, a->gate, a->up);
+}
+
+/* ---- the entry point ---- */
+
+#define OP_TABLE_CTX        wg_backend
+#define OP_TABLE_IMPL(name) wg_op_##name
+#include "backend/op_table.inc"
+
+void wg_run(wgml_backend *be, wgml_op op, const void *args) {
+    wg_backend *wb = WB(be);
+    wgml_error e;
+    wgml_status st = wgml_op_validate(op, args, wb->step.pos, &e);
+    if (st) {
+        wg_error(wb, st, "%s", e.message);
+        return;
+    }
+    op_table[op](wb, args);
+}
+
+int wg_supports(wgml_backend *be, wgml_op op, const void *args) {
+    if (!wgml_op_weight_types_supported(be, op, args)) return 0;
+    if (op == WGML_OP_ATTENTION && args) {
+        const wgml_attention_args *a = args;
+        if (a->head_dim > 256 || (a->head_dim & 1) || (a->k_cache && a->k_cache->type != be->kv_type)) return 0;
+    }
+    return 1;
 }

@@ -1,0 +1,269 @@
+/*
+ * ops.h - the one list of ops, and each op's arguments.
+ *
+ * WGML_OPS below is the list. Everything else is generated from it:
+ *   - enum wgml_op (WGML_OP_MATMUL, ...) and wgml_op_names[] (profiles, messages),
+ *   - the typed call a model makes, wgml_op_<name>(be, &args) (backend.h), which
+ *     goes through the backend's one entry point, be->run(be, op, args),
+ *   - the argument check every backend runs first, wgml_op_validate (validate.c
+ *     holds one wgml_validate_<name> per op; a missing one does not link),
+ *   - each backend's table of implementations (cpu_op_<name>, wg_op_<name>:
+ *     a missing one does not compile),
+ *   - the op-by-op test grid (opcheck.c: one check_<name> per op).
+ *
+ * Adding an op (docs/ARCHITECTURE.md, "Adding an op"): a line here and its
+ * arguments struct; wgml_validate_<name> in validate.c; the CPU reference
+ * cpu_op_<name>; the WGSL kernel and wg_op_<name>; check_<name> in opcheck.c.
+ */
+#ifndef WGML_BACKEND_OPS_H
+#define WGML_BACKEND_OPS_H
+
+#include "backend/tensor.h"
+
+/* X(name, NAME, arguments type): the ops, in the order the tests run them. */
+#define WGML_OPS(X)                                                                                                    \
+    X(matmul, MATMUL, wgml_matmul_args)          /* up to 3 products of one input, fused norm and epilogue */          \
+    X(get_rows, GET_ROWS, wgml_get_rows_args)    /* rows of a table by id, dequantized */                              \
+    X(attention, ATTENTION, wgml_attention_args) /* attention: causal over the KV cache, or general */                 \
+    X(rms_norm, RMS_NORM, wgml_rms_norm_args)    /* x / rms(x) * w per row */                                          \
+    X(softmax, SOFTMAX, wgml_softmax_args)       /* softmax(x * scale) per row */                                      \
+    X(add, ADD, wgml_add_args)                   /* a + b, b of a's shape or one row */                                \
+    X(swiglu, SWIGLU, wgml_swiglu_args)          /* silu(gate) * up */                                                 \
+    X(argmax, ARGMAX, wgml_argmax_args)          /* index of each row's largest value */                               \
+    X(rope, ROPE, wgml_rope_args)                /* rotary position embedding, in place */                             \
+    X(layer_norm, LAYER_NORM, wgml_layer_norm_args) /* (x - mean) / sqrt(var + eps) * w + b per row */                 \
+    X(l2_norm, L2_NORM, wgml_l2_norm_args)       /* x / max(||x||, eps) per row */                                     \
+    X(unary, UNARY, wgml_unary_args)             /* f(x) elementwise: GELU, tanh, a x + b, ... */                      \
+    X(mul, MUL, wgml_mul_args)                   /* a * b, b of a's shape or one row */                                \
+    X(pool, POOL, wgml_pool_args)                /* mean, first or last row of each sequence */
+
+typedef enum wgml_op {
+#define WGML_OP_ENUM(name, NAME, args) WGML_OP_##NAME,
+    WGML_OPS(WGML_OP_ENUM)
+#undef WGML_OP_ENUM
+        WGML_OP_COUNT
+} wgml_op;
+
+/* "matmul", "get_rows", ...: the names in profiles, messages and tests. */
+extern const char *const wgml_op_names[WGML_OP_COUNT];
+
+/* ---- each op's arguments (the math is in the comments) ---- */
+
+/* Rotary position embedding. The rotation angle of pair i at position p is
+ * p * freq_scale * freq_base^(-2i/n_rot) / freq_factors[i]. */
+typedef struct wgml_rope {
+    int n_rot;  /* rotated dims per head (<= head_dim, even) */
+    int neox;   /* 0: pairs (x[2i], x[2i+1]) as Llama; 1: (x[i], x[i+n_rot/2]) as NeoX/Qwen2 */
+    float freq_base;
+    float freq_scale;
+    const wgml_tensor *freq_factors; /* optional f32 [n_rot/2] (Llama 3 scaling) */
+} wgml_rope;
+
+typedef enum wgml_epilogue {
+    WGML_EPI_STORE = 0, /* out = W x (+ bias) */
+    WGML_EPI_ADD,       /* out += W x (+ bias): residual connection */
+    WGML_EPI_SWIGLU,    /* two weights: out[0] = silu(W0 x) * (W1 x) */
+} wgml_epilogue;
+
+#define WGML_MATMUL_MAX 3
+
+/* Up to three matrix products sharing one input: out_i[t][r] = sum_c W_i[r][c] x[t][c]. */
+typedef struct wgml_matmul_args {
+    const wgml_tensor *x;    /* f32 [n][K] */
+    const wgml_tensor *norm; /* optional f32 [K]: use rmsnorm(x) * norm instead of x */
+    float eps;               /* for norm */
+    int n_w;                 /* 1..3 */
+    const wgml_tensor *w[WGML_MATMUL_MAX];    /* [M_i][K] */
+    const wgml_tensor *bias[WGML_MATMUL_MAX]; /* optional f32 [M_i] */
+    const wgml_tensor *out[WGML_MATMUL_MAX];  /* f32 [n][M_i]; SWIGLU uses out[0] only */
+    wgml_epilogue epilogue;
+} wgml_matmul_args;
+
+/* Grouped-query attention: head h of a query row uses KV head
+ * h / (n_head / n_head_kv), and out[t] = softmax_j(scale * q[t] . K[j] + mask[t][j]) V[j]
+ * over the key rows j that query row t sees.
+ *
+ * Today's case (every field below `rope` zero): causal self-attention over
+ * the KV cache for the step's tokens, at positions pos..pos+n-1 (the step's
+ * pos). In order: q and k are rotated in place (if rope), k and v are stored
+ * into the caches at rows pos..pos+n-1, then query t sees cache rows
+ * 0..pos+t. This is the fast path (decode and prompts of the LLMs).
+ *
+ * General attention (any field below `rope` set, or no cache); "key rows"
+ * are the cache's rows with a cache, else the rows of k and v:
+ *   - positions: pos[t] when `pos` is given, else step pos + t. RoPE rotates
+ *     q and k in place at those positions; a cache stores k and v at cache
+ *     row = position (0 <= pos[t] < cache rows). Key row j's position is j
+ *     with a cache, else its row's position (pos[j], or step pos + j).
+ *     Positions lie in [0, WGML_ATTN_MAX_POS).
+ *   - causal (bidirectional = 0): query t sees key j iff position(j) <=
+ *     position(t); bidirectional (= 1, no cache): every key row.
+ *   - seq: query t sees only the key rows of its sequence id: seq[t] ==
+ *     kv_seq[j] (kv_seq defaults to seq itself where the key rows are q's
+ *     rows: no cache, as many k rows as q rows). This packs independent
+ *     sequences in one step without padding.
+ *   - mask: added to the scores before the softmax; an entry below -1e30
+ *     (-INFINITY, -FLT_MAX) hides the key outright.
+ *   - cross-attention: without a cache, k and v may have n_k != n rows (keys
+ *     from another sequence: an encoder's output); it must be bidirectional,
+ *     without rope and pos (kv_seq pairs queries with key rows by id).
+ * A query row that sees no key row gets zeros. The CPU reports positions
+ * out of range; a GPU gives unspecified values for them (no access outside
+ * the tensors). Positions repeated within one step's cache writes race. */
+#define WGML_ATTN_MAX_POS (1 << 20)
+#define WGML_ATTN_MASK_HIDE (-1e30f) /* mask entries below it hide the key */
+typedef struct wgml_attention_args {
+    const wgml_tensor *q;       /* f32 [n][n_head*head_dim] */
+    const wgml_tensor *k, *v;   /* f32 [n_k][n_head_kv*head_dim]; n_k = n except cross-attention */
+    const wgml_tensor *k_cache; /* [n_ctx][n_head_kv*head_dim], f32 or f16; NULL (with v_cache): no cache */
+    const wgml_tensor *v_cache;
+    const wgml_tensor *out;     /* f32 [n][n_head*head_dim], apart from every input (general path) */
+    int n_head, n_head_kv, head_dim;
+    float scale;
+    const wgml_rope *rope; /* NULL: no rotary embedding */
+    /* general attention: zero/NULL for today's behaviour */
+    int bidirectional;          /* 1: every key row of the query's sequence (no cache); 0: causal */
+    const wgml_tensor *seq;     /* optional i32 [n]: sequence id of each query row */
+    const wgml_tensor *kv_seq;  /* optional i32 [key rows]: of each key row (needs seq); required with seq
+                                   and a cache (the cache rows' ids) or with cross-attention */
+    const wgml_tensor *pos;     /* optional i32 [n]: position of each row of q (and k) */
+    const wgml_tensor *mask;    /* optional f32 [n][key rows]: additive */
+} wgml_attention_args;
+
+/* Whether attention takes the general path (not today's causal KV-cache one). */
+static inline int wgml_attention_is_general(const wgml_attention_args *a) {
+    return a->bidirectional || a->seq || a->kv_seq || a->pos || a->mask || !a->k_cache || !a->v_cache;
+}
+
+/* out[i] = dequantize(table row ids[i]); ids: i32 [n] */
+typedef struct wgml_get_rows_args {
+    const wgml_tensor *out, *table, *ids;
+} wgml_get_rows_args;
+
+/* out = x / sqrt(mean(x^2) + eps) * w, per row */
+typedef struct wgml_rms_norm_args {
+    const wgml_tensor *out, *x, *w;
+    float eps;
+} wgml_rms_norm_args;
+
+/* out = softmax(x * scale) per row */
+typedef struct wgml_softmax_args {
+    const wgml_tensor *out, *x;
+    float scale;
+} wgml_softmax_args;
+
+/* out = a + b, elementwise. b has a's shape, or is one row added to every row
+ * of a (a bias); b may be a weight or an activation. out may be a or b itself
+ * (in place). */
+typedef struct wgml_add_args {
+    const wgml_tensor *out, *a, *b;
+} wgml_add_args;
+
+/* out = silu(gate) * up, elementwise */
+typedef struct wgml_swiglu_args {
+    const wgml_tensor *out, *gate, *up;
+} wgml_swiglu_args;
+
+/* out[r] = index of the largest x[r][:] (first on ties, NaN never); out: i32 [rows] */
+typedef struct wgml_argmax_args {
+    const wgml_tensor *out, *x;
+} wgml_argmax_args;
+
+/* x rotated in place; rows are tokens at positions pos.., n_head heads per row */
+typedef struct wgml_rope_args {
+    const wgml_tensor *x;
+    int n_head, head_dim;
+    const wgml_rope *rope;
+} wgml_rope_args;
+
+/* The ops for encoders (BERT-family text encoders, Kokoro, Whisper). Their
+ * vector arguments (w, b, v below) are f32 rows of the input's row length,
+ * weights or activations (computed at run time, as Kokoro's AdaLayerNorm
+ * does). out may be the very view of the input x (or a) it replaces (in
+ * place); otherwise it must not overlap any input. */
+
+/* out = (x - mean(x)) / sqrt(var(x) + eps) * w + b per row, with the biased
+ * variance (as torch.nn.LayerNorm); w and b optional (NULL: 1 and 0). */
+typedef struct wgml_layer_norm_args {
+    const wgml_tensor *out, *x;
+    const wgml_tensor *w, *b; /* optional f32 [ne0 of x] */
+    float eps;
+} wgml_layer_norm_args;
+
+/* out = x / max(||x||_2, eps) per row (as torch.nn.functional.normalize) */
+typedef struct wgml_l2_norm_args {
+    const wgml_tensor *out, *x;
+    float eps;
+} wgml_l2_norm_args;
+
+/* The functions of wgml_op_unary. A new one is a value here and a case in
+ * each backend's switch (cpu_ops_nn.c, unary.wgsl). */
+typedef enum wgml_unary_kind {
+    WGML_UNARY_GELU = 0,   /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (gelu_pytorch_tanh) */
+    WGML_UNARY_GELU_ERF,   /* 0.5 x (1 + erf(x / sqrt(2))) (exact GELU, torch's default) */
+    WGML_UNARY_TANH,       /* tanh(x) */
+    WGML_UNARY_SCALE,      /* a x + b */
+    WGML_UNARY_SIGMOID,    /* 1 / (1 + exp(-x)) */
+    WGML_UNARY_LEAKY_RELU, /* x > 0 ? x : a x */
+    WGML_UNARY_SIN,        /* sin(x) */
+    WGML_UNARY_EXP,        /* exp(x) */
+    WGML_UNARY_SNAKE,      /* x + sin(v x)^2 / v, v per column (Snake1d's alpha, channels last) */
+    WGML_UNARY_COUNT
+} wgml_unary_kind;
+
+/* out = f(x), elementwise, with f given by kind and its parameters. */
+typedef struct wgml_unary_args {
+    const wgml_tensor *out, *x;
+    wgml_unary_kind kind;
+    float a, b;           /* scalar parameters of the kind (SCALE, LEAKY_RELU); others ignore them */
+    const wgml_tensor *v; /* f32 [ne0 of x]: one parameter per column, for the kinds that take
+                             one (SNAKE); NULL for the others */
+} wgml_unary_args;
+
+/* out = a * b, elementwise; b has a's shape or is one row (a per-column scale), as in add */
+typedef struct wgml_mul_args {
+    const wgml_tensor *out, *a, *b;
+} wgml_mul_args;
+
+typedef enum wgml_pool_mode {
+    WGML_POOL_MEAN = 0, /* mean of the sequence's rows */
+    WGML_POOL_FIRST,    /* its first row ([CLS]) */
+    WGML_POOL_LAST,     /* its last row */
+} wgml_pool_mode;
+
+/* Pooling over sequences packed in one tensor: sequence s is rows
+ * seq[s] .. seq[s+1]-1 of x, and out[s] = mode over those rows. seq: i32
+ * [n_seq + 1] row offsets, seq[0] = 0, increasing (every sequence has a
+ * row), seq[n_seq] = rows of x; the CPU reports a bad table, a GPU gives
+ * unspecified values for it (no access outside x). out must not overlap x. */
+typedef struct wgml_pool_args {
+    const wgml_tensor *out; /* f32 [n_seq][d] */
+    const wgml_tensor *x;   /* f32 [rows][d] */
+    const wgml_tensor *seq; /* i32 [n_seq + 1] */
+    wgml_pool_mode mode;
+} wgml_pool_args;
+
+/* ---- argument checks (validate.c) ---- */
+
+/* Shapes, types and parameters of op's arguments, the same on every backend
+ * (whether a view fits its buffer is the backend's check). pos is the step's
+ * first position. Every backend's run() calls it first. */
+wgml_status wgml_op_validate(wgml_op op, const void *args, int pos, wgml_error *err);
+#define WGML_OP_VALIDATOR(name, NAME, args) wgml_status wgml_validate_##name(const args *a, int pos, wgml_error *err);
+WGML_OPS(WGML_OP_VALIDATOR)
+#undef WGML_OP_VALIDATOR
+
+/* Helpers the validators share. */
+wgml_status wgml_check_type(const char *op, const wgml_tensor *t, uint32_t type, wgml_error *err);
+wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wgml_tensor *b, wgml_error *err);
+/* out and an input in one buffer: the same view (when in_place is allowed) or
+ * apart; a partial overlap would race on a GPU. */
+wgml_status wgml_check_overlap(const char *op, const wgml_tensor *out, const wgml_tensor *in, int in_place,
+                               wgml_error *err);
+/* Whether two views share bytes of one buffer. */
+int wgml_tensors_overlap(const wgml_tensor *a, const wgml_tensor *b);
+/* (cos, sin) of the rotation angles of position pos: cs[2i], cs[2i+1] for
+ * i < n_rot/2, computed in double (the values every backend uses). */
+void wgml_rope_angles(const wgml_rope *r, const float *freq_factors, int pos, float *cs);
+
+#endif
