@@ -26,7 +26,8 @@ struct wgml_buffer {
 /* The kernels for weight w: its buffer's packed ones, else those of its type (NULL if none). */
 const struct cpu_type_kernels *cpu_weight_kernels(const wgml_tensor *w);
 
-#define CPU_MAX_PROFILE 16
+/* every op, and matmul once per weight type (mm_profile_name), as names in the profile */
+#define CPU_MAX_PROFILE (WGML_OP_COUNT + 16)
 
 typedef struct cpu_backend {
     wgml_backend base;
