@@ -121,16 +121,31 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
 
 void wgml_model_free(wgml_model *model);
 
+/* What a model can be used for: a family's tasks, as bits. Only
+ * WGML_TASK_GENERATE has an API today (sessions and wgml_generate); the other
+ * bits name the tasks of families to come (BERT, Kokoro, Whisper). */
+typedef enum wgml_task {
+    WGML_TASK_GENERATE = 1u << 0,   /* text generation: sessions, wgml_generate (the LLM family) */
+    WGML_TASK_EMBED = 1u << 1,      /* text to an embedding vector */
+    WGML_TASK_RERANK = 1u << 2,     /* a relevance score for a query and a document */
+    WGML_TASK_SPEECH = 1u << 3,     /* text to speech */
+    WGML_TASK_TRANSCRIBE = 1u << 4, /* speech to text */
+} wgml_task;
+
 typedef struct wgml_model_info {
-    const char *architecture; /* "llama", "qwen2" */
+    /* every model */
+    const char *family;       /* the model family that runs it: "llama" */
+    uint32_t tasks;           /* what it can do: wgml_task bits (llama: WGML_TASK_GENERATE) */
+    const char *architecture; /* general.architecture: "llama", "qwen2" */
     const char *name;         /* general.name or "" */
     const char *backend;      /* "cpu" or "webgpu" */
     const char *adapter;      /* adapter name; on the CPU the instruction set ("avx2", ...) */
     int n_threads;            /* CPU threads (CPU backend) */
-    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
     uint64_t n_params;
     uint64_t weights_bytes; /* bytes of all weight tensors as stored */
     int32_t bos, eos;       /* -1 when the vocabulary has none */
+    /* the LLM family's section (family "llama"; zero for other families) */
+    int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
     int tied_embeddings;    /* the output projection reuses the token embedding */
     uint64_t matmul_params; /* weights used in matrix products per prompt token (all but embedding and output) */
 } wgml_model_info;

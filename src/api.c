@@ -19,7 +19,8 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "format/gguf.h"
-#include "model/llama.h"
+#include "model/family.h"
+#include "model/llama/llama.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 #include "wgml.h"
@@ -28,7 +29,9 @@ struct wgml_model {
     gguf_file *gguf;
     wgml_backend *be;
     wgml_tokenizer *tok;
-    llama_model *llm;
+    const wgml_family *fam; /* the model family that runs it (model/family.h) */
+    void *impl;             /* the family's model */
+    llama_model *llm;       /* = impl for the llama family (the generation task), else NULL */
     char name[128];
 };
 
@@ -110,8 +113,10 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, co
     }
     if (st) return st;
     progress_ctx pc = {p};
-    llama_fault fault = {x ? x->fault_tensor : NULL, x ? x->fault_factor : 1.0f, x ? x->fault_block : 0};
-    st = llama_model_load_fault(m->gguf, m->be, fault.tensor ? &fault : NULL, load_progress, &pc, &m->llm, err);
+    wgml_weight_fault fault = {x ? x->fault_tensor : NULL, x ? x->fault_factor : 1.0f, x ? x->fault_block : 0};
+    wgml_family_load_params lp = {fault.tensor ? &fault : NULL, load_progress, &pc};
+    st = m->fam->load(m->gguf, m->be, &lp, &m->impl, err);
+    m->llm = !st && m->fam == &wgml_family_llama ? m->impl : NULL;
     if (st) {
         m->be->free(m->be);
         m->be = NULL;
@@ -139,8 +144,9 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading a model");
     }
     m->gguf = g;
-    llama_hparams hp;
-    wgml_status st = llama_read_hparams(g, &hp, err);
+    char arch[64];
+    wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
+    if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
     if (!st) st = wgml_tokenizer_load(g, &m->tok, err);
     if (!st) {
         gguf_str name;
@@ -162,7 +168,7 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     }
     if (!st && src) {
         progress_ctx pc = {p};
-        st = llama_model_stream(m->llm, g, stream_read, (void *)src, load_progress, &pc, err);
+        st = wgml_weights_stream(m->fam->weights(m->impl), g, stream_read, (void *)src, load_progress, &pc, err);
     }
     if (st) {
         wgml_model_free(m);
@@ -227,7 +233,7 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
 
 void wgml_model_free(wgml_model *m) {
     if (!m) return;
-    llama_model_free(m->llm);
+    if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
     wgml_tokenizer_free(m->tok);
     gguf_close(m->gguf);
@@ -236,25 +242,13 @@ void wgml_model_free(wgml_model *m) {
 
 void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
     memset(info, 0, sizeof *info);
-    const llama_hparams *hp = &m->llm->hp;
-    info->architecture = hp->arch;
+    m->fam->get_info(m->impl, info); /* architecture, sizes, the family's section */
+    info->family = m->fam->name;
+    info->tasks = m->fam->tasks;
     info->name = m->name;
     info->backend = m->be->name;
     info->adapter = m->be->device_name ? m->be->device_name : "";
     info->n_threads = m->be->n_threads;
-    info->n_vocab = hp->n_vocab;
-    info->n_ctx_train = hp->n_ctx_train;
-    info->n_embd = hp->n_embd;
-    info->n_layer = hp->n_layer;
-    info->n_head = hp->n_head;
-    info->n_head_kv = hp->n_head_kv;
-    info->n_ff = hp->n_ff;
-    info->head_dim = hp->head_dim;
-    info->n_params = m->llm->n_params;
-    info->weights_bytes = m->llm->weights_bytes;
-    info->tied_embeddings = m->llm->output.buf == m->llm->tok_embd.buf;
-    uint64_t table = (uint64_t)hp->n_vocab * (uint64_t)hp->n_embd;
-    info->matmul_params = m->llm->n_params - table * (info->tied_embeddings ? 1 : 2);
     info->bos = wgml_tokenizer_bos(m->tok);
     info->eos = wgml_tokenizer_eos(m->tok);
 }
@@ -277,6 +271,9 @@ int wgml_token_to_piece(const wgml_model *m, int32_t token, char *buf, int cap) 
 wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params, wgml_session **out, wgml_error *err) {
     if (!m || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_create: NULL argument");
     *out = NULL;
+    if (!(m->fam->tasks & WGML_TASK_GENERATE) || !m->llm)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not generate text (sessions are for generation)",
+                         m->fam->name);
     wgml_session_params sp = params ? *params : wgml_session_default_params();
     if (sp.n_ctx < 0 || sp.n_batch < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d and batch %d must not be negative", sp.n_ctx,
@@ -538,6 +535,7 @@ wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
 
 int wgml_model_quantized_matmuls(const wgml_model *m) {
     const llama_model *l = m->llm;
+    if (!l) return 0;
     int q = wgml_dtype_get(l->output.type)->quantized;
     for (int i = 0; i < l->hp.n_layer; i++) {
         const llama_layer *y = &l->layers[i];
@@ -551,7 +549,7 @@ uint64_t wgml_session_decode_bytes(const wgml_session *s, int kv_len) {
     const llama_model *l = s->m->llm;
     const llama_hparams *hp = &l->hp;
     uint64_t embd = wgml_row_size(l->tok_embd.type, hp->n_embd);
-    uint64_t weights = l->weights_bytes - embd * (uint64_t)hp->n_vocab + embd;
+    uint64_t weights = l->w.bytes - embd * (uint64_t)hp->n_vocab + embd;
     if (l->output.buf == l->tok_embd.buf) weights += embd * (uint64_t)(hp->n_vocab - 1); /* tied: the output reads it all */
     uint64_t kv = 2ull * (uint64_t)hp->n_layer * (uint64_t)(kv_len > 0 ? kv_len : 0) *
                   wgml_row_size(llama_state_kv_type(s->st), (int64_t)hp->n_head_kv * hp->head_dim);

@@ -20,7 +20,7 @@ typedef struct wgml_model_load_options {
     /* A planted fault, to show that verify catches a wrong device: the weight
      * named fault_tensor reaches this model's backend with the f16 scale of
      * block fault_block (a float type: that element) multiplied by
-     * fault_factor (llama_fault in model/llama.h). NULL: none. */
+     * fault_factor (wgml_weight_fault in model/weights.h). NULL: none. */
     const char *fault_tensor;
     float fault_factor;
     int64_t fault_block;

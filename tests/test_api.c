@@ -60,6 +60,8 @@ static void test_info(void **state) {
     wgml_model_info info;
     wgml_model_get_info(model, &info);
     assert_string_equal(info.architecture, "llama");
+    assert_string_equal(info.family, "llama");
+    assert_int_equal(info.tasks, WGML_TASK_GENERATE);
     assert_string_equal(info.backend, "cpu");
     assert_int_equal(info.n_vocab, 512);
     assert_int_equal(info.n_layer, 5);

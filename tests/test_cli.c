@@ -146,6 +146,9 @@ static void test_info(void **state) {
     run(&r, args);
     expect_exit(&r, 0);
     assert_non_null(strstr(r.out, "architecture:  llama"));
+    assert_non_null(strstr(r.out, "family:        llama\n"));
+    assert_non_null(strstr(r.out, "tasks:         generate\n"));
+    assert_non_null(strstr(r.out, "layers:        5\n"));
     assert_non_null(strstr(r.out, "blk.4.ffn_down.weight"));
     assert_non_null(strstr(r.out, "F32"));
 }

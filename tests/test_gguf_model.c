@@ -18,7 +18,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "format/gguf.h"
-#include "model/llama.h"
+#include "model/llama/llama.h"
 #include "testutil.h"
 #include "wgml.h"
 
@@ -179,6 +179,9 @@ static void test_architecture(void **state) {
     (void)state;
     expect_load("gpt2", V(.str_key = "general.architecture", .str_val = "gpt2"), WGML_ERR_UNSUPPORTED,
                 "architecture 'gpt2' is not supported", NULL);
+    /* the family registry (model/family.h) refuses an architecture by name, listing the known ones */
+    expect_load("foo", V(.str_key = "general.architecture", .str_val = "foo"), WGML_ERR_UNSUPPORTED,
+                "architecture 'foo' is not supported", "known: llama, qwen2");
     expect_load("mamba", V(.str_key = "general.architecture", .str_val = "mamba"), WGML_ERR_UNSUPPORTED,
                 "architecture 'mamba'", NULL);
     expect_load("empty", V(.str_key = "general.architecture", .str_val = ""), WGML_ERR_UNSUPPORTED, "architecture ''",

@@ -22,7 +22,7 @@
 #include "core/alloc.h"
 #include "format/gguf.h"
 #include "gpu/gpu.h"
-#include "model/llama.h"
+#include "model/llama/llama.h"
 #include "testutil.h"
 #include "wgml.h"
 

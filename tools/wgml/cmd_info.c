@@ -1,9 +1,9 @@
 /*
  * cmd_info.c - `wgml info MODEL`: what a GGUF file holds.
  *
- * Reads only the header (no backend is created): format version, the
- * architecture's hyper-parameters, tokenizer, and a table of tensors with
- * their types, shapes and sizes, summed by type.
+ * Reads only the header (no backend is created): format version, the model
+ * family (model/family.h) with its tasks and hyper-parameters, tokenizer, and
+ * a table of tensors with their types, shapes and sizes, summed by type.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "core/dtype.h"
 #include "format/gguf.h"
-#include "model/llama.h"
+#include "model/family.h"
 
 static const char *help =
     "usage: wgml info [MODEL] [--tensors] [--metadata]\n"
@@ -41,6 +41,14 @@ static void print_value(const gguf_value *v) {
     case GGUF_TYPE_INT64: printf("%" PRId64, v->v.i64); break;
     default: printf("%" PRIu64, v->v.u64); break;
     }
+}
+
+/* One hyper-parameter of the family's description, aligned with the other lines. */
+static void print_field(void *user, const char *key, const char *value) {
+    (void)user;
+    char k[64];
+    snprintf(k, sizeof k, "%s:", key);
+    printf("%-14s %s\n", k, value);
 }
 
 static void human(double bytes, char *buf, size_t n) {
@@ -85,17 +93,16 @@ int cmd_info(int argc, char **argv) {
     gguf_str s;
     if (gguf_get_str(f, "general.name", &s, NULL) == 1) printf("name:          %.*s\n", (int)s.len, s.ptr);
     if (gguf_get_str(f, "general.architecture", &s, NULL) == 1) printf("architecture:  %.*s\n", (int)s.len, s.ptr);
-    llama_hparams hp;
+    const wgml_family *fam;
+    char arch[64];
     wgml_error herr;
-    if (llama_read_hparams(f, &hp, &herr) == WGML_OK) {
-        printf("layers:        %d\nembedding:     %d\nfeed-forward:  %d\nheads:         %d (KV heads %d, head size %d)\n",
-               hp.n_layer, hp.n_embd, hp.n_ff, hp.n_head, hp.n_head_kv, hp.head_dim);
-        printf("context:       %d (training)\nrms norm eps:  %g\n", hp.n_ctx_train, hp.eps);
-        printf("rope:          %s, %d dims, base %g, scale %g\n", hp.rope.neox ? "neox" : "normal", hp.rope.n_rot,
-               hp.rope.freq_base, hp.rope.freq_scale);
-    } else {
-        printf("model:         not runnable: %s\n", herr.message);
+    wgml_status st = wgml_family_of(f, arch, sizeof arch, &fam, &herr);
+    if (!st) {
+        char tasks[128];
+        printf("family:        %s\ntasks:         %s\n", fam->name, wgml_tasks_format(fam->tasks, tasks, sizeof tasks));
+        st = fam->describe(f, print_field, NULL, &herr);
     }
+    if (st) printf("model:         not runnable: %s\n", herr.message);
     if (gguf_get_str(f, "tokenizer.ggml.model", &s, NULL) == 1) {
         const gguf_value *toks;
         int64_t n_tok = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &toks, NULL) == 1 ? (int64_t)toks->v.arr.n : 0;

@@ -16,7 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
-#include "model/llama.h"
+#include "model/llama/llama.h"
 
 struct llama_state {
     llama_model *m;

@@ -10,6 +10,11 @@
 
 #include "backend/backend.h"
 #include "format/gguf.h"
+#include "model/family.h"
+#include "model/weights.h"
+
+/* The family's registry entry (model/family.h): architectures "llama" and "qwen2", task generate. */
+extern const wgml_family wgml_family_llama;
 
 typedef struct llama_hparams {
     char arch[32];
@@ -29,19 +34,16 @@ typedef struct llama_model {
     wgml_backend *be; /* borrowed */
     wgml_tensor tok_embd, out_norm, output, rope_freqs;
     llama_layer *layers;
-    wgml_buffer **bufs;
-    const gguf_tensor **buf_src; /* the GGUF tensor each buffer holds */
-    int n_bufs;
-    uint64_t n_params, weights_bytes;
-    void *fault_copy; /* the bytes of a weight with a planted fault (llama_fault), owned */
+    wgml_weights w; /* the buffers, parameter and byte counts (model/weights.h) */
 } llama_model;
 
 typedef struct llama_state llama_state;
 
 /* Progress callback during loading (bytes done of total); non-zero cancels. */
-typedef int (*llama_progress_fn)(void *user, uint64_t done, uint64_t total);
+typedef wgml_load_progress_fn llama_progress_fn;
 
-/* Reads hyper-parameters from f's metadata (no tensors); errors name the missing key. */
+/* Reads hyper-parameters from f's metadata (no tensors); errors name the missing
+ * key. An architecture no family knows is refused by the registry's message. */
 wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error *err);
 /* Whether the architecture is one we run ("llama", "qwen2"). */
 int llama_arch_supported(const char *arch);
@@ -53,16 +55,8 @@ int llama_arch_supported(const char *arch);
 wgml_status llama_model_load(const gguf_file *f, wgml_backend *be, llama_progress_fn progress, void *user,
                              llama_model **out, wgml_error *err);
 
-/* A planted fault, for testing `wgml verify` (api_internal.h): the weight
- * named `tensor` reaches the backend with the scale of one block (the f16 d of
- * block `block` of a quantized type; element `block` of a float type)
- * multiplied by `factor`, as a device that decoded that one scale wrongly
- * would see it. The file's bytes stay as they are. */
-typedef struct llama_fault {
-    const char *tensor;
-    float factor;
-    int64_t block;
-} llama_fault;
+/* A planted fault, for testing `wgml verify` (wgml_weight_fault in model/weights.h). */
+typedef wgml_weight_fault llama_fault;
 /* llama_model_load with an optional fault (NULL: none). A fault naming a
  * tensor the model does not have, or a block past its end, is an error. */
 wgml_status llama_model_load_fault(const gguf_file *f, wgml_backend *be, const llama_fault *fault,
@@ -71,7 +65,7 @@ wgml_status llama_model_load_fault(const gguf_file *f, wgml_backend *be, const l
 /* Reads the bytes of file_size bytes through read(offset, buf, len) and fills the weights
  * of a model loaded from a header-only file, tensor by tensor in file order,
  * in chunks of at most a few MiB. */
-typedef int64_t (*llama_read_fn)(void *user, uint64_t offset, void *buf, size_t len);
+typedef wgml_weights_read_fn llama_read_fn;
 wgml_status llama_model_stream(llama_model *m, const gguf_file *f, llama_read_fn read, void *read_user,
                                llama_progress_fn progress, void *user, wgml_error *err);
 void llama_model_free(llama_model *m);
