@@ -206,6 +206,7 @@ static void test_stream_too_large(void **state) {
 static void test_backend_weights(void **state) {
     (void)state;
     if (!need_adapter()) skip();
+    if (!tu_shared_present()) skip(); /* before anything is allocated: a skip later would leak it */
     wgml_webgpu_options o = {.adapter = adapter, .allow_software = 1};
     wgml_backend *be;
     wgml_error err;
