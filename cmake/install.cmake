@@ -70,21 +70,14 @@ endif()
 
 # ---- pkg-config ------------------------------------------------------------------------
 # Written at install time, so that it names the prefix installed to (--prefix).
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
-  set(WGML_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
-else()
-  set(WGML_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
-endif()
-if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
-  set(WGML_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
-else()
-  set(WGML_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
-endif()
-if(IS_ABSOLUTE "${CMAKE_INSTALL_DATADIR}")
-  set(WGML_PC_DATADIR "${CMAKE_INSTALL_DATADIR}")
-else()
-  set(WGML_PC_DATADIR "\${prefix}/${CMAKE_INSTALL_DATADIR}")
-endif()
+# libdir, includedir, datadir: relative to ${prefix} unless given absolute
+foreach(_d LIBDIR INCLUDEDIR DATADIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${_d}}")
+    set(WGML_PC_${_d} "${CMAKE_INSTALL_${_d}}")
+  else()
+    set(WGML_PC_${_d} "\${prefix}/${CMAKE_INSTALL_${_d}}")
+  endif()
+endforeach()
 # A shared libwgml needs only itself on the link line (Dawn and the rest are its
 # own dependencies); the static one needs them all. Programs need the rpath to find
 # libwgml.so.0 or Dawn's library at run time.

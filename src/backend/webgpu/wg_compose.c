@@ -5,6 +5,7 @@
  *
  *   prelude      enables (f16, subgroups), const WG, alias KVT, the Step uniform
  *   reduce.wgsl  workgroup reductions (when the kernel uses them)
+ *   out_x.wgsl   the output and the input x of the kernels that may run in place
  *   [matrix kernels] mm_common.wgsl, generated bindings + accessors
  *                (ww, bias_at, out_get, out_set for the weights present),
  *                and the weight decoder w_<type>.wgsl
@@ -213,6 +214,9 @@ static const char *in_is_out(wg_kind k, int i) {
     }
 }
 
+/* Kernels whose output binding and input x come from out_x.wgsl. */
+static int uses_out_x(wg_kind k) { return k == WGK_LAYER_NORM || k == WGK_L2_NORM || k == WGK_UNARY || k == WGK_POOL; }
+
 static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_GET_ROWS; }
 
 static int uses_reduce(wg_kind k) {
@@ -376,6 +380,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     putf(&b, "struct Step { pos: u32, n_tokens: u32, kv_len: u32, pad: u32 }\n");
     putf(&b, "@group(0) @binding(0) var<uniform> S: Step;\n");
     if (uses_reduce(kind)) preprocess(&b, wgml_wgsl_source("reduce"), &d, sg_args, init);
+    if (uses_out_x(kind)) preprocess(&b, wgml_wgsl_source("out_x"), &d, sg_args, init);
     if (is_matrix(kind)) {
         preprocess(&b, wgml_wgsl_source("mm_common"), &d, sg_args, init);
         matrix_bindings(&b, kind, flags);

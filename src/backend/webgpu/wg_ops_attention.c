@@ -66,6 +66,15 @@ static wgml_gpu_buffer *rope_build(wg_backend *wb, const wgml_rope *r, const flo
     return buf;
 }
 
+/* Puts buf in a table's slot, destroying the table it replaces (and the bind groups that use it). */
+static void replace_table(wg_backend *wb, wgml_gpu_buffer **slot, wgml_gpu_buffer *buf) {
+    if (*slot) {
+        wg_record_forget(wb, *slot);
+        wgml_gpu_buffer_destroy(*slot);
+    }
+    *slot = buf;
+}
+
 /* The (cos, sin) table for positions [0, rows), rebuilt when the parameters change or more rows are needed. */
 static wgml_gpu_buffer *rope_table(wg_backend *wb, const wgml_rope *r, int rows) {
     const float *ff =
@@ -74,11 +83,7 @@ static wgml_gpu_buffer *rope_table(wg_backend *wb, const wgml_rope *r, int rows)
     if (wb->rope && wb->rope_key == key && wb->rope_rows >= rows) return wb->rope;
     wgml_gpu_buffer *buf = rope_build(wb, r, ff, rows, 1, rows);
     if (!buf) return NULL;
-    if (wb->rope) {
-        wg_record_forget(wb, wb->rope);
-        wgml_gpu_buffer_destroy(wb->rope);
-    }
-    wb->rope = buf;
+    replace_table(wb, &wb->rope, buf);
     wb->rope_key = key;
     wb->rope_rows = rows;
     return buf;
@@ -94,11 +99,7 @@ static wgml_gpu_buffer *rope_pos_table(wg_backend *wb, const wgml_rope *r) {
     if (wb->rope_pos && wb->rope_pos_key == key) return wb->rope_pos;
     wgml_gpu_buffer *buf = rope_build(wb, r, ff, 2 * ROPE_LO, ROPE_LO, ROPE_LO);
     if (!buf) return NULL;
-    if (wb->rope_pos) {
-        wg_record_forget(wb, wb->rope_pos);
-        wgml_gpu_buffer_destroy(wb->rope_pos);
-    }
-    wb->rope_pos = buf;
+    replace_table(wb, &wb->rope_pos, buf);
     wb->rope_pos_key = key;
     return buf;
 }
@@ -181,18 +182,9 @@ typedef struct {
     uint32_t pad0, pad1, pad2;
 } gen_params;
 
+/* The general case (wgml_attention_is_general), after wg_op_attention's checks. */
 static void attention_general(wg_backend *wb, const wgml_attention_args *a) {
-    wgml_backend *be = &wb->base;
     const int cache = a->k_cache != NULL, causal = !a->bidirectional;
-    if (cache && a->k_cache->type != be->kv_type) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "attention: this device's KV cache must be %s",
-                 wgml_dtype_name(be->kv_type));
-        return;
-    }
-    if (a->head_dim > 256 || (a->head_dim & 1)) {
-        wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: head size %d (even, at most 256 on WebGPU)", a->head_dim);
-        return;
-    }
     /* WebGPU forbids binding the buffer a dispatch writes a second time */
     const wgml_tensor *in[] = {a->q, a->k, a->v, a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
@@ -261,13 +253,8 @@ static void attention_general(wg_backend *wb, const wgml_attention_args *a) {
 /* ---- attention ---- */
 
 void wg_op_attention(wg_backend *wb, const wgml_attention_args *a) {
-    if (wgml_attention_is_general(a)) {
-        attention_general(wb, a);
-        return;
-    }
     wgml_backend *be = &wb->base;
-    wgml_error e;
-    if (a->k_cache->type != be->kv_type) {
+    if (a->k_cache && a->k_cache->type != be->kv_type) {
         wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "attention: this device's KV cache must be %s",
                  wgml_dtype_name(be->kv_type));
         return;
@@ -276,6 +263,11 @@ void wg_op_attention(wg_backend *wb, const wgml_attention_args *a) {
         wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: head size %d (even, at most 256 on WebGPU)", a->head_dim);
         return;
     }
+    if (wgml_attention_is_general(a)) {
+        attention_general(wb, a);
+        return;
+    }
+    wgml_error e;
     if (a->rope && a->rope->freq_factors && !wg_weight(wb, "attention", a->rope->freq_factors)) return;
     int n = (int)wgml_tensor_nrows(a->q), n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     rope_dispatch(wb, a->q, a->k, a->v, a->k_cache, a->v_cache, a->n_head, a->n_head_kv, a->head_dim, a->rope, n_ctx,

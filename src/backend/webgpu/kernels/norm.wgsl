@@ -8,7 +8,7 @@
 // workgroup barrier in all (wg_sum2: no tree, as llvmpipe compiles each
 // barrier as a coroutine suspension); one pass to write. Each element is read
 // and written by one invocation, so x may be out itself: x, w, b in o's
-// buffer are read through o (X_IS_OUT, W_IS_OUT, B_IS_OUT). Tier: all.
+// buffer are read through o (X_IS_OUT in out_x.wgsl, W_IS_OUT, B_IS_OUT). Tier: all.
 
 struct NormParams {
     n: u32, rows: u32, x_off: u32, o_off: u32,
@@ -16,13 +16,6 @@ struct NormParams {
     eps: f32, pad1: u32, pad2: u32, pad3: u32,
 }
 @group(0) @binding(1) var<uniform> P: NormParams;
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
-#ifdef X_IS_OUT
-fn xv(i: u32) -> f32 { return o[i]; }
-#else
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-fn xv(i: u32) -> f32 { return x[i]; }
-#endif
 #ifdef LAYER_NORM
 #ifdef W_IS_OUT
 fn wv(i: u32) -> f32 { return o[i]; }

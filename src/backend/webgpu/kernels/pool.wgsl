@@ -4,21 +4,14 @@
 // grid (ceil(d / WG), sequences over y and z, s = gid.z * 65535 + gid.y).
 // Offsets are clamped to x's rows, so that a bad table reads nothing outside
 // x (an empty sequence gives 0). x in o's buffer (apart from out) is read
-// through o (X_IS_OUT). Tier: all.
+// through o (X_IS_OUT, out_x.wgsl). Tier: all.
 
 struct PoolParams {
     d: u32, n_seq: u32, rows: u32, mode: u32,
     x_off: u32, o_off: u32, s_off: u32, pad0: u32,
 }
 @group(0) @binding(1) var<uniform> P: PoolParams;
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
 @group(0) @binding(4) var<storage, read> seq: array<i32>;
-#ifdef X_IS_OUT
-fn xv(i: u32) -> f32 { return o[i]; }
-#else
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-fn xv(i: u32) -> f32 { return x[i]; }
-#endif
 
 @compute @workgroup_size(WG)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

@@ -4,7 +4,7 @@
 // Grid: P.rows rows of P.cols (x: columns; rows over y and z, row = gid.z *
 // 65535 + gid.y), element i = row * cols + column < n: the tensor as flat rows
 // of 2^21 elements, or, for a kind with a per-column parameter v (SNAKE), as
-// its own rows. x and v in o's buffer are read through o (X_IS_OUT: in place,
+// its own rows. x and v in o's buffer are read through o (X_IS_OUT, out_x.wgsl: in place,
 // each element read and then written by one invocation; V_IS_OUT). Tier: all.
 
 struct UnaryParams {
@@ -13,13 +13,6 @@ struct UnaryParams {
     a: f32, b: f32, pad1: u32, pad2: u32,
 }
 @group(0) @binding(1) var<uniform> P: UnaryParams;
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
-#ifdef X_IS_OUT
-fn xv(i: u32) -> f32 { return o[i]; }
-#else
-@group(0) @binding(2) var<storage, read> x: array<f32>;
-fn xv(i: u32) -> f32 { return x[i]; }
-#endif
 #ifdef V_IS_OUT
 fn vv(i: u32) -> f32 { return o[i]; }
 #else
