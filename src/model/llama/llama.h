@@ -45,8 +45,6 @@ typedef wgml_load_progress_fn llama_progress_fn;
 /* Reads hyper-parameters from f's metadata (no tensors); errors name the missing
  * key. An architecture no family knows is refused by the registry's message. */
 wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error *err);
-/* Whether the architecture is one we run ("llama", "qwen2"). */
-int llama_arch_supported(const char *arch);
 
 /* Creates every weight on the backend. When the file's tensor data is present
  * (mapped or in memory) it is uploaded; for a header-only gguf_file

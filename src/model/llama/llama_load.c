@@ -14,8 +14,6 @@
 #include "model/family.h"
 #include "model/llama/llama.h"
 
-int llama_arch_supported(const char *arch) { return wgml_family_find(arch) == &wgml_family_llama; }
-
 static wgml_status req_int(const gguf_file *f, const char *arch, const char *suffix, int64_t lo, int64_t hi, int *out,
                            int required, wgml_error *err) {
     char key[128];
