@@ -366,7 +366,7 @@ typedef struct {
     int use_rope;
     int n_head, n_kv, hd;
     /* general attention (zero: today's causal attention over the cache) */
-    twin seq, kv_seq, pos, mask;
+    twin seq, kv_seq, pos, mask, range;
     int no_cache, bidirectional;
 } att_case;
 
@@ -383,7 +383,8 @@ static void att_side(wgml_backend *be, int s, void *arg) {
                                                  .scale = 1.0f / sqrtf((float)a->hd),
                                                  .rope = a->use_rope ? &r : NULL, .bidirectional = a->bidirectional,
                                                  .seq = att_opt(&a->seq, s), .kv_seq = att_opt(&a->kv_seq, s),
-                                                 .pos = att_opt(&a->pos, s), .mask = att_opt(&a->mask, s)});
+                                                 .pos = att_opt(&a->pos, s), .mask = att_opt(&a->mask, s),
+                                                 .kv_range = att_opt(&a->range, s)});
 }
 
 static void attention_case(ctx *c, int n_head, int n_kv, int hd, int pos, int n, int rope_kind) {
@@ -458,6 +459,7 @@ typedef struct {
     int n_head, n_kv, hd, n, n_k, n_ctx, step_pos, bidirectional, rope_kind;
     const int32_t *seq, *kv_seq, *pos; /* NULL: not given */
     int mask;                          /* 1: random, some entries hidden (-inf, -FLT_MAX); 2: and row 0 all hidden */
+    const int32_t *range;              /* NULL: not given; else [n][2] key windows */
 } gen_desc;
 
 static void general_case(ctx *c, const gen_desc *g) {
@@ -465,10 +467,10 @@ static void general_case(ctx *c, const gen_desc *g) {
     const int n = g->n, n_k = g->n_k, n_ctx = g->n_ctx, n_keys = n_ctx ? n_ctx : n_k;
     static const char *rk[] = {"", " rope", " rope neox n_rot=hd/2", " rope factors"};
     char cfg[160];
-    snprintf(cfg, sizeof cfg, "%s: heads=%d kv=%d hd=%d n=%d keys=%d%s%s%s%s%s%s", g->what, g->n_head, g->n_kv, g->hd,
+    snprintf(cfg, sizeof cfg, "%s: heads=%d kv=%d hd=%d n=%d keys=%d%s%s%s%s%s%s%s", g->what, g->n_head, g->n_kv, g->hd,
              n, n_keys, n_ctx ? (kvt == WGML_F16 ? " F16 cache" : " F32 cache") : "",
              g->bidirectional ? " bidirectional" : " causal", rk[g->rope_kind], g->seq ? " seq" : "",
-             g->pos ? " pos" : "", g->mask ? " mask" : "");
+             g->pos ? " pos" : "", g->mask ? " mask" : "", g->range ? " range" : "");
     att_case a;
     memset(&a, 0, sizeof a);
     a.n_head = g->n_head, a.n_kv = g->n_kv, a.hd = g->hd, a.use_rope = g->rope_kind != 0;
@@ -506,6 +508,7 @@ static void general_case(ctx *c, const gen_desc *g) {
     if (!st && g->kv_seq) st = twin_act(c, &a.kv_seq, WGML_I32, n_keys, 1, g->kv_seq, &err);
     if (!st && g->pos) st = twin_act(c, &a.pos, WGML_I32, n, 1, g->pos, &err);
     if (!st && mv) st = twin_act(c, &a.mask, WGML_F32, n_keys, n, mv, &err);
+    if (!st && g->range) st = twin_act(c, &a.range, WGML_I32, 2, n, g->range, &err);
     if (!st && g->rope_kind == 3) {
         st = twin_weight(c, &a.ff, WGML_F32, a.rope.n_rot / 2, 1, 1, &err);
         a.rope.freq_factors = &a.ff.t[0];
@@ -538,7 +541,7 @@ static void general_case(ctx *c, const gen_desc *g) {
             wgml_free(d), wgml_free(r), wgml_free(fd), wgml_free(fr);
         }
     }
-    twin *all[] = {&a.q, &a.k, &a.v, &a.kc, &a.vc, &a.out, &a.ff, &a.seq, &a.kv_seq, &a.pos, &a.mask};
+    twin *all[] = {&a.q, &a.k, &a.v, &a.kc, &a.vc, &a.out, &a.ff, &a.seq, &a.kv_seq, &a.pos, &a.mask, &a.range};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) twin_free(c, all[i]);
     wgml_free(qv), wgml_free(kv), wgml_free(vv), wgml_free(mv), wgml_free(tmp), wgml_free(kc), wgml_free(vc);
 }
@@ -551,42 +554,54 @@ static void check_attention_general(ctx *c) {
     for (int h = 0; h < 3; h++) /* BERT-like encoders */
         for (int n = 1; n <= 7; n += 6)
             general_case(c, &(gen_desc){"encoder", heads[h][0], heads[h][1], heads[h][2], n, n, 0, 0, 1,
-                                        n == 7 ? h % 4 : 0, NULL, NULL, NULL, 0});
+                                        n == 7 ? h % 4 : 0, NULL, NULL, NULL, 0, NULL});
     /* 3 sequences of 1, 5 and 9 rows packed in one step */
     static const int32_t seq3[15] = {0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2};
     static const int32_t pos3[15] = {0, 0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 6, 7, 8};
+    int32_t rng3[30];
+    for (int r = 0; r < 15; r++) {
+        rng3[2 * r] = r == 0 ? 0 : r < 6 ? 1 : 6;
+        rng3[2 * r + 1] = r == 0 ? 1 : r < 6 ? 6 : 15;
+    }
     for (int h = 0; h < 3; h++) {
         if (c->opt->quick && h == 2) continue;
         const int *hh = heads[h];
-        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 0, seq3, NULL, NULL, 0});
-        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 1, seq3, NULL, pos3, 0});
-        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 0, seq3, NULL, NULL, 0});
-        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 2, seq3, NULL, pos3, 0});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 0, seq3, NULL, NULL, 0, NULL});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 1, seq3, NULL, pos3, 0, NULL});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 0, seq3, NULL, NULL, 0, NULL});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 2, seq3, NULL, pos3, 0, NULL});
+        /* the same with each row's window of key rows: its sequence's */
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 1, 0, seq3, NULL, NULL, 0, rng3});
+        general_case(c, &(gen_desc){"packed", hh[0], hh[1], hh[2], 15, 15, 0, 0, 0, 2, seq3, NULL, pos3, 0, rng3});
     }
+    /* windows alone: clamped at both ends, empty (zeros), with a mask and a cache */
+    static const int32_t rngx[18] = {-3, 4, 5, 99, 7, 2, 0, 9, 3, 3, 2, 6, 8, 9, 1, 8, -5, -1};
+    general_case(c, &(gen_desc){"range", 4, 2, 64, 9, 9, 0, 0, 1, 0, NULL, NULL, NULL, 1, rngx});
+    general_case(c, &(gen_desc){"range", 8, 4, 8, 9, 9, 20, 4, 0, 1, NULL, NULL, NULL, 0, rngx});
     /* explicit positions: no cache (large ones: the positions table's upper rows), causal over them */
     static const int32_t posf[5] = {70000, 5, 2000, 1048575, 100};
-    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 0, 1, NULL, NULL, posf, 0});
-    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 1, 3, NULL, NULL, posf, 0});
+    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 0, 1, NULL, NULL, posf, 0, NULL});
+    general_case(c, &(gen_desc){"positions", 4, 2, 64, 5, 5, 0, 0, 1, 3, NULL, NULL, posf, 0, NULL});
     /* into a cache out of order, and two sessions in one step (cache rows [0, 24) and [24, 48)) */
     static const int32_t posc[3] = {7, 1, 4};
-    general_case(c, &(gen_desc){"cache positions", 8, 4, 8, 3, 3, 12, 0, 0, 1, NULL, NULL, posc, 0});
+    general_case(c, &(gen_desc){"cache positions", 8, 4, 8, 3, 3, 12, 0, 0, 1, NULL, NULL, posc, 0, NULL});
     static const int32_t seqs[4] = {0, 1, 1, 1}, poss[4] = {10, 27, 28, 29};
     int32_t kvseq[48];
     for (int j = 0; j < 48; j++) kvseq[j] = j < 24 ? 0 : 1;
-    general_case(c, &(gen_desc){"sessions", 4, 1, 64, 4, 4, 48, 0, 0, 2, seqs, kvseq, poss, 0});
-    general_case(c, &(gen_desc){"sessions", 2, 2, 128, 4, 4, 48, 0, 0, 0, seqs, kvseq, poss, 0});
+    general_case(c, &(gen_desc){"sessions", 4, 1, 64, 4, 4, 48, 0, 0, 2, seqs, kvseq, poss, 0, NULL});
+    general_case(c, &(gen_desc){"sessions", 2, 2, 128, 4, 4, 48, 0, 0, 0, seqs, kvseq, poss, 0, NULL});
     /* cross-attention: 5 query rows over 11 key rows, and two pairs of sequences packed */
-    general_case(c, &(gen_desc){"cross", 4, 2, 64, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 0});
-    general_case(c, &(gen_desc){"cross", 8, 4, 8, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 1});
+    general_case(c, &(gen_desc){"cross", 4, 2, 64, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 0, NULL});
+    general_case(c, &(gen_desc){"cross", 8, 4, 8, 5, 11, 0, 0, 1, 0, NULL, NULL, NULL, 1, NULL});
     static const int32_t qs2[5] = {0, 0, 1, 1, 1}, ks2[11] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1};
-    general_case(c, &(gen_desc){"cross", 2, 2, 128, 5, 11, 0, 0, 1, 0, qs2, ks2, NULL, 0});
+    general_case(c, &(gen_desc){"cross", 2, 2, 128, 5, 11, 0, 0, 1, 0, qs2, ks2, NULL, 0, NULL});
     /* additive masks: an encoder's, causal without a cache, and over a cache (row 0 all hidden: zeros) */
-    general_case(c, &(gen_desc){"mask", 4, 1, 64, 9, 9, 0, 0, 1, 0, NULL, NULL, NULL, 1});
-    general_case(c, &(gen_desc){"mask", 8, 4, 8, 9, 9, 0, 3, 0, 1, NULL, NULL, NULL, 1});
-    general_case(c, &(gen_desc){"mask", 2, 2, 128, 2, 2, 24, 20, 0, 1, NULL, NULL, NULL, 2});
-    general_case(c, &(gen_desc){"mask", 4, 2, 64, 9, 9, 0, 0, 1, 0, seq3 + 1, NULL, NULL, 2});
+    general_case(c, &(gen_desc){"mask", 4, 1, 64, 9, 9, 0, 0, 1, 0, NULL, NULL, NULL, 1, NULL});
+    general_case(c, &(gen_desc){"mask", 8, 4, 8, 9, 9, 0, 3, 0, 1, NULL, NULL, NULL, 1, NULL});
+    general_case(c, &(gen_desc){"mask", 2, 2, 128, 2, 2, 24, 20, 0, 1, NULL, NULL, NULL, 2, NULL});
+    general_case(c, &(gen_desc){"mask", 4, 2, 64, 9, 9, 0, 0, 1, 0, seq3 + 1, NULL, NULL, 2, NULL});
     /* a causal step without a cache: today's math over the step's rows only */
-    general_case(c, &(gen_desc){"no cache", 4, 2, 64, 7, 7, 0, 5, 0, 1, NULL, NULL, NULL, 0});
+    general_case(c, &(gen_desc){"no cache", 4, 2, 64, 7, 7, 0, 5, 0, 1, NULL, NULL, NULL, 0, NULL});
 }
 
 static void check_attention(ctx *c) {

@@ -104,6 +104,9 @@ typedef struct wgml_matmul_args {
  *     sequences in one step without padding.
  *   - mask: added to the scores before the softmax; an entry below -1e30
  *     (-INFINITY, -FLT_MAX) hides the key outright.
+ *   - kv_range: a window of key rows per query row, the only ones it looks
+ *     at (the rows of its sequence when sequences are packed one after
+ *     another): the same result as seq alone, at the cost of the window.
  *   - cross-attention: without a cache, k and v may have n_k != n rows (keys
  *     from another sequence: an encoder's output); it must be bidirectional,
  *     without rope and pos (kv_seq pairs queries with key rows by id).
@@ -128,11 +131,15 @@ typedef struct wgml_attention_args {
                                    and a cache (the cache rows' ids) or with cross-attention */
     const wgml_tensor *pos;     /* optional i32 [n]: position of each row of q (and k) */
     const wgml_tensor *mask;    /* optional f32 [n][key rows]: additive */
+    const wgml_tensor *kv_range; /* optional i32 [n][2]: query row t looks only at key rows
+                                    kv_range[t][0] <= j < kv_range[t][1] (clamped to the key rows),
+                                    on top of everything above: packed sequences then cost
+                                    their own length, not the step's */
 } wgml_attention_args;
 
 /* Whether attention takes the general path (not today's causal KV-cache one). */
 static inline int wgml_attention_is_general(const wgml_attention_args *a) {
-    return a->bidirectional || a->seq || a->kv_seq || a->pos || a->mask || !a->k_cache || !a->v_cache;
+    return a->bidirectional || a->seq || a->kv_seq || a->pos || a->mask || a->kv_range || !a->k_cache || !a->v_cache;
 }
 
 /* out[i] = dequantize(table row ids[i]); ids: i32 [n] */

@@ -171,7 +171,8 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
                          cache ? "cache row" : "key row (cross-attention)");
     if ((a->seq && (st = check_att_table("seq", a->seq, WGML_I32, n, a->out, err))) ||
         (a->kv_seq && (st = check_att_table("kv_seq", a->kv_seq, WGML_I32, n_keys, a->out, err))) ||
-        (a->pos && (st = check_att_table("pos", a->pos, WGML_I32, n, a->out, err))))
+        (a->pos && (st = check_att_table("pos", a->pos, WGML_I32, n, a->out, err))) ||
+        (a->kv_range && (st = check_att_table("kv_range", a->kv_range, WGML_I32, 2 * n, a->out, err))))
         return st;
     if (a->mask) {
         if ((st = wgml_check_type("attention", a->mask, WGML_F32, err))) return st;

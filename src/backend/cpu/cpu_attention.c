@@ -141,6 +141,7 @@ typedef struct {
     const int32_t *qpos;         /* position of each query row */
     const int32_t *seq, *kv_seq; /* NULL: no sequence ids */
     const float *mask;           /* NULL: none; else [n][n_keys] */
+    const int32_t *range;        /* NULL: all key rows; else [n][2] windows */
     float scale;
     double *work;    /* per thread: group * n_keys scores, group * hd sums, hd floats of a row */
     size_t work_len; /* doubles per thread */
@@ -166,9 +167,15 @@ static void gen_run(void *p, int ith, int nth) {
         /* with a cache key row j is at position j; without, causal keys are q's rows (positions qpos) */
         int end = t->n_keys;
         if (t->causal && t->cache && qp + 1 < end) end = qp + 1;
+        int lo = 0;
+        if (t->range) {
+            int64_t a = t->range[2 * r], b = t->range[2 * r + 1];
+            lo = a < 0 ? 0 : a > end ? end : (int)a;
+            if (b < end) end = b < lo ? lo : (int)b;
+        }
         const float *qh = t->q + ((size_t)r * t->n_head + (size_t)g * t->group) * t->hd;
         int any = 0;
-        for (int j = 0; j < end; j++) {
+        for (int j = lo; j < end; j++) {
             double *sj = s + j; /* head h's score at s[h * n_keys + j] */
             int vis = 1;
             if (t->seq && t->kv_seq[j] != t->seq[r]) vis = 0;
@@ -197,15 +204,15 @@ static void gen_run(void *p, int ith, int nth) {
         }
         for (int h = 0; h < t->group; h++) {
             double *sh = s + (size_t)h * t->n_keys, mx = -INFINITY, sum = 0;
-            for (int j = 0; j < end; j++)
+            for (int j = lo; j < end; j++)
                 mx = sh[j] > mx ? sh[j] : mx;
-            for (int j = 0; j < end; j++)
+            for (int j = lo; j < end; j++)
                 sum += sh[j] = sh[j] == -INFINITY ? 0 : exp(sh[j] - mx);
-            for (int j = 0; j < end; j++)
+            for (int j = lo; j < end; j++)
                 sh[j] /= sum;
         }
         memset(acc, 0, (size_t)t->group * t->hd * sizeof(double));
-        for (int j = 0; j < end; j++) {
+        for (int j = lo; j < end; j++) {
             int used = 0; /* not hidden (nor underflowed) for some head of the group */
             for (int h = 0; h < t->group; h++)
                 used |= s[(size_t)h * t->n_keys + j] != 0;
@@ -224,7 +231,7 @@ static void gen_run(void *p, int ith, int nth) {
 }
 
 static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
-    const wgml_tensor *opt[] = {a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask};
+    const wgml_tensor *opt[] = {a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask, a->kv_range};
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
         if (opt[i] && !cpu_check(cb, "attention", opt[i])) return;
     const int n = (int)wgml_tensor_nrows(a->q), n_k = (int)wgml_tensor_nrows(a->k), cache = a->k_cache != NULL;
@@ -252,6 +259,7 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
                   : a->seq  ? cpu_ptr(a->seq)
                             : NULL,
         .mask = a->mask ? cpu_ptr(a->mask) : NULL,
+        .range = a->kv_range ? cpu_ptr(a->kv_range) : NULL,
         .scale = a->scale,
         .work_len = (size_t)group * ((size_t)n_keys + (size_t)hd) + (size_t)hd / 2 + 9,
     };

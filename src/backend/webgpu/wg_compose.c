@@ -349,8 +349,8 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (kind == WGK_ROPE_STORE) def(&d, "STORE");
     if ((kind == WGK_ROPE || kind == WGK_ROPE_STORE) && (flags & WGF_ROPE_POS)) def(&d, "POS");
     if (kind == WGK_ATTN_GENERAL) {
-        static const char *const att[] = {"CACHE", "CAUSAL", "SEQ", "KV_SEQ", "POS", "MASK"};
-        for (int i = 0; i < 6; i++)
+        static const char *const att[] = {"CACHE", "CAUSAL", "SEQ", "KV_SEQ", "POS", "MASK", "RANGE"};
+        for (int i = 0; i < 7; i++)
             if (flags & (WGF_ATT_CACHE << i)) def(&d, att[i]);
     }
     if (kind == WGK_RMS_NORM) def(&d, "RMS_NORM");

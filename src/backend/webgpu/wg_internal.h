@@ -173,13 +173,14 @@ typedef enum wg_kind {
 #define WGF_ROPE_POS (1u << 24)
 /* attention_general.wgsl (WGK_ATTN_GENERAL): key rows from the KV cache (CACHE), causal
  * (CAUSAL), sequence ids of the query rows (SEQ) and of the key rows apart (KV_SEQ),
- * positions from a tensor (POS), an additive mask (MASK) */
+ * positions from a tensor (POS), an additive mask (MASK), a window of key rows per query (RANGE) */
 #define WGF_ATT_CACHE (1u << 24)
 #define WGF_ATT_CAUSAL (1u << 25)
 #define WGF_ATT_SEQ (1u << 26)
 #define WGF_ATT_KV_SEQ (1u << 27)
 #define WGF_ATT_POS (1u << 28)
 #define WGF_ATT_MASK (1u << 29)
+#define WGF_ATT_RANGE (1u << 30)
 
 /* Rows per matvec invocation (lane rows) or workgroup (GPU layout) of a variant. */
 int wg_matvec_rows(const wg_backend *wb, uint32_t flags);

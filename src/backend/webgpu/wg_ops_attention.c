@@ -179,14 +179,14 @@ typedef struct {
     uint32_t n_head, n_kv, hd, n_keys, q_off, q_stride, o_off, o_stride, k_off, v_off, kv_stride, seq_off, kseq_off,
         pos_off, mask_off, mask_stride;
     float scale;
-    uint32_t pad0, pad1, pad2;
+    uint32_t range_off, pad1, pad2;
 } gen_params;
 
 /* The general case (wgml_attention_is_general), after wg_op_attention's checks. */
 static void attention_general(wg_backend *wb, const wgml_attention_args *a) {
     const int cache = a->k_cache != NULL, causal = !a->bidirectional;
     /* WebGPU forbids binding the buffer a dispatch writes a second time */
-    const wgml_tensor *in[] = {a->q, a->k, a->v, a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask};
+    const wgml_tensor *in[] = {a->q, a->k, a->v, a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask, a->kv_range};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
         if (in[i] && in[i]->buf == a->out->buf) {
             wg_error(wb, WGML_ERR_UNSUPPORTED,
@@ -217,7 +217,7 @@ static void attention_general(wg_backend *wb, const wgml_attention_args *a) {
     if (!wg_act(wb, "attention", a->q, &p.q_off) || !wg_act(wb, "attention", a->out, &p.o_off) ||
         !wg_act(wb, "attention", kr, &p.k_off) || !wg_act(wb, "attention", vr, &p.v_off))
         return;
-    wgml_gpu_binding b[8] = {wg_bind(2, a->q), wg_bind(3, kr), wg_bind(4, vr), wg_bind(5, a->out)};
+    wgml_gpu_binding b[9] = {wg_bind(2, a->q), wg_bind(3, kr), wg_bind(4, vr), wg_bind(5, a->out)};
     int nb = 4;
     uint32_t flags = (cache ? WGF_ATT_CACHE : 0) | (causal ? WGF_ATT_CAUSAL : 0);
     if (a->seq) {
@@ -240,6 +240,11 @@ static void attention_general(wg_backend *wb, const wgml_attention_args *a) {
         p.mask_stride = (uint32_t)a->mask->ne[0];
         b[nb++] = wg_bind(9, a->mask);
         flags |= WGF_ATT_MASK;
+    }
+    if (a->kv_range) {
+        if (!wg_act(wb, "attention", a->kv_range, &p.range_off)) return;
+        b[nb++] = wg_bind(10, a->kv_range);
+        flags |= WGF_ATT_RANGE;
     }
     if (nb > (int)wb->info->max_storage_buffers_per_stage) {
         wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: %d storage buffers, the device allows %u per stage", nb,

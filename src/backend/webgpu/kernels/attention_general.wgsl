@@ -7,6 +7,7 @@
 //   CAUSAL  position(j) <= position(t); a row's position is pp[pos_off + r]
 //           with POS, else S.pos + r; the cache's row j is at position j
 //   MASK    mk[t][j] is added to the score; below -1e30 it hides the key
+//   RANGE   only key rows rg[2t] <= j < rg[2t+1] are looked at (clamped)
 // Key rows are the KV cache's (CACHE: KVT) or the rows of k and v (f32);
 // grouped-query: head h reads KV head h / (n_head / n_kv). A query row that
 // sees no key row gets zeros. Positions outside [0, n_keys) of a cache give
@@ -18,7 +19,7 @@ struct GenParams {
     q_off: u32, q_stride: u32, o_off: u32, o_stride: u32,
     k_off: u32, v_off: u32, kv_stride: u32, seq_off: u32,
     kseq_off: u32, pos_off: u32, mask_off: u32, mask_stride: u32,
-    scale: f32, pad0: u32, pad1: u32, pad2: u32,
+    scale: f32, range_off: u32, pad1: u32, pad2: u32,
 }
 @group(0) @binding(1) var<uniform> P: GenParams;
 @group(0) @binding(2) var<storage, read> q: array<f32>;
@@ -42,6 +43,9 @@ struct GenParams {
 #ifdef MASK
 @group(0) @binding(9) var<storage, read> mk: array<f32>;
 #endif
+#ifdef RANGE
+@group(0) @binding(10) var<storage, read> rg: array<i32>;
+#endif
 
 var<workgroup> qs: array<f32, 256>;
 var<workgroup> ps: array<f32, WG>;
@@ -59,7 +63,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #else
     let qp = i32(S.pos + t);
 #endif
-    // key rows [0, j_end): all, or those a causal query can see in order
+    // key rows [j_start, j_end): all, or those a causal query can see in order
+    var j_start = 0u;
     var j_end = P.n_keys;
 #ifdef CAUSAL
 #ifdef CACHE
@@ -69,6 +74,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     j_end = min(P.n_keys, t + 1u);
 #endif
 #endif
+#endif
+#ifdef RANGE
+    j_start = u32(clamp(rg[P.range_off + 2u * t], 0, i32(P.n_keys)));
+    j_end = min(j_end, u32(clamp(rg[P.range_off + 2u * t + 1u], 0, i32(P.n_keys))));
 #endif
 #ifdef SEQ
     let qsq = sq[P.seq_off + t];
@@ -80,7 +89,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var m = NEG;
     var l = 0.0;
     var acc: array<f32, 4>;
-    for (var j0 = 0u; j0 < j_end; j0 += WG) {
+    for (var j0 = j_start; j0 < j_end; j0 += WG) {
         let j = j0 + li;
         var vis = j < j_end;
 #ifdef SEQ
