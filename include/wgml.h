@@ -121,9 +121,10 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
 
 void wgml_model_free(wgml_model *model);
 
-/* What a model can be used for: a family's tasks, as bits. Only
- * WGML_TASK_GENERATE has an API today (sessions and wgml_generate); the other
- * bits name the tasks of families to come (BERT, Kokoro, Whisper). */
+/* What a model can be used for: a family's tasks, as bits. GENERATE has
+ * sessions and wgml_generate (the llama family), EMBED wgml_embed and RERANK
+ * wgml_rerank (the bert family); SPEECH and TRANSCRIBE name the tasks of
+ * families to come (Kokoro, Whisper). */
 typedef enum wgml_task {
     WGML_TASK_GENERATE = 1u << 0,   /* text generation: sessions, wgml_generate (the LLM family) */
     WGML_TASK_EMBED = 1u << 1,      /* text to an embedding vector */
@@ -143,11 +144,15 @@ typedef struct wgml_model_info {
     int n_threads;            /* CPU threads (CPU backend) */
     uint64_t n_params;
     uint64_t weights_bytes; /* bytes of all weight tensors as stored */
-    int32_t bos, eos;       /* -1 when the vocabulary has none */
-    /* the LLM family's section (family "llama"; zero for other families) */
+    int32_t bos, eos;       /* -1 when the vocabulary has none (BERT: [CLS] and [SEP]) */
+    /* transformers (families "llama" and "bert"; zero for others) */
     int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
+    uint64_t matmul_params; /* weights used in matrix products per token (all but embeddings and output) */
+    /* the LLM family's section (family "llama") */
     int tied_embeddings;    /* the output projection reuses the token embedding */
-    uint64_t matmul_params; /* weights used in matrix products per prompt token (all but embedding and output) */
+    /* the encoder family's section (family "bert") */
+    int pooling;            /* the file's pooling (wgml_pooling; WGML_POOLING_NONE: none given) */
+    int causal;             /* attention is causal (bert.attention.causal) */
 } wgml_model_info;
 
 void wgml_model_get_info(const wgml_model *model, wgml_model_info *info);
@@ -251,6 +256,54 @@ wgml_generate_params wgml_generate_default_params(void);
 wgml_status wgml_generate(wgml_session *session, const char *prompt,
                           const wgml_generate_params *params, wgml_generate_result *result,
                           wgml_error *err);
+
+/* ---- embeddings and reranking (task EMBED / RERANK: the bert family) ------- */
+
+/* How the token vectors of a text become one vector. */
+typedef enum wgml_pooling {
+    WGML_POOLING_MODEL = 0, /* the model file's (bert.pooling_type); mean when the file names none */
+    WGML_POOLING_MEAN,      /* the mean of every token's vector, [CLS] and [SEP] included */
+    WGML_POOLING_CLS,       /* the first token's ([CLS]) */
+    WGML_POOLING_LAST,      /* the last token's */
+    WGML_POOLING_NONE,      /* (wgml_model_info.pooling only: the file names none) */
+} wgml_pooling;
+
+typedef enum wgml_normalize {
+    WGML_NORMALIZE_L2 = 0, /* unit length (cosine similarity is then a dot product) */
+    WGML_NORMALIZE_NONE,   /* the pooled vector as it is */
+} wgml_normalize;
+
+typedef struct wgml_embed_params {
+    wgml_pooling pooling;     /* WGML_POOLING_MODEL */
+    wgml_normalize normalize; /* WGML_NORMALIZE_L2 */
+    int dimensions;           /* 0: the model's n_embd; else keep the first N values (Matryoshka
+                                 models), then normalize */
+    int truncate;             /* 1: a text longer than the model's context is cut to fit (a note
+                                 through the model's log); 0: it is an error */
+    int n_batch;              /* most tokens evaluated in one step, texts packed together; 0 = 2048 */
+} wgml_embed_params;
+
+wgml_embed_params wgml_embed_default_params(void);
+
+/* The length of one vector wgml_embed writes under these params (NULL:
+ * defaults); -1 when the model has no EMBED task or dimensions is out of range. */
+int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params);
+
+/* Embeds n UTF-8 texts: each becomes [CLS] text [SEP], texts are packed into
+ * steps of up to n_batch tokens (each attends to itself only), and vector i
+ * goes to out[i * dim .. (i+1) * dim). dim must be wgml_embed_dim(model,
+ * params). The same text gives the same vector alone or in any batch. */
+wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const wgml_embed_params *params,
+                       float *out, int dim, wgml_error *err);
+
+/* Scores n documents against a query with a reranker (task RERANK: a
+ * cross-encoder, pooling "rank"): each pair is [CLS] query [SEP] doc [SEP]
+ * (the document's tokens of token type 1), and scores[i] is the model's
+ * relevance logit for docs[i] (higher: more relevant; no sigmoid). A pair
+ * longer than the context keeps the query and cuts the document, with a
+ * note through the model's log. */
+wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const *docs, int n, float *scores,
+                        wgml_error *err);
 
 /* ---- performance monitor ---------------------------------------------------- */
 
