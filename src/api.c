@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "api_internal.h"
+#include "api_model.h"
 #include "backend/backend.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -25,15 +26,6 @@
 #include "text/tokenizer.h"
 #include "wgml.h"
 
-struct wgml_model {
-    gguf_file *gguf;
-    wgml_backend *be;
-    wgml_tokenizer *tok;
-    const wgml_family *fam; /* the model family that runs it (model/family.h) */
-    void *impl;             /* the family's model */
-    llama_model *llm;       /* = impl for the llama family (the generation task), else NULL */
-    char name[128];
-};
 
 struct wgml_session {
     wgml_model *m;
@@ -144,6 +136,8 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading a model");
     }
     m->gguf = g;
+    m->log = p->log;
+    m->log_user = p->log_user;
     char arch[64];
     wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
     if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
@@ -242,9 +236,9 @@ void wgml_model_free(wgml_model *m) {
 
 void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
     memset(info, 0, sizeof *info);
-    m->fam->get_info(m->impl, info); /* architecture, sizes, the family's section */
+    m->fam->get_info(m->impl, info); /* architecture, sizes, the family's section, perhaps its tasks */
     info->family = m->fam->name;
-    info->tasks = m->fam->tasks;
+    if (!info->tasks) info->tasks = m->fam->tasks;
     info->name = m->name;
     info->backend = m->be->name;
     info->adapter = m->be->device_name ? m->be->device_name : "";

@@ -7,10 +7,12 @@
 
 #include "core/error.h"
 #include "model/family.h"
+#include "model/bert/bert.h"
 #include "model/llama/llama.h"
 
 static const wgml_family *const families[] = {
     &wgml_family_llama,
+    &wgml_family_bert,
 };
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 
@@ -49,6 +51,41 @@ wgml_status wgml_family_of(const gguf_file *f, char *arch, size_t cap, const wgm
                          arch, known);
     }
     *out = fam;
+    return WGML_OK;
+}
+
+wgml_status wgml_hparam_int(const gguf_file *f, const char *arch, const char *suffix, int64_t lo, int64_t hi, int *out,
+                            int required, wgml_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int64_t v;
+    int r = gguf_get_int(f, key, lo, hi, &v, err);
+    if (r < 0) return WGML_ERR_FORMAT;
+    if (r == 0) {
+        if (required) return wgml_fail(err, WGML_ERR_FORMAT, "%s: missing required metadata '%s'", gguf_name(f), key);
+        return WGML_OK;
+    }
+    *out = (int)v;
+    return WGML_OK;
+}
+
+wgml_status wgml_hparam_float(const gguf_file *f, const char *arch, const char *suffix, float *out, wgml_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    double v;
+    int r = gguf_get_float(f, key, &v, err);
+    if (r < 0) return WGML_ERR_FORMAT;
+    if (r > 0) *out = (float)v;
+    return WGML_OK;
+}
+
+wgml_status wgml_hparam_bool(const gguf_file *f, const char *arch, const char *suffix, int *out, wgml_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int v;
+    int r = gguf_get_bool(f, key, &v, err);
+    if (r < 0) return WGML_ERR_FORMAT;
+    if (r > 0) *out = v != 0;
     return WGML_OK;
 }
 

@@ -43,7 +43,8 @@ typedef struct wgml_family {
     /* The model's weights (for streaming them in, model/weights.h). */
     wgml_weights *(*weights)(void *model);
     /* Fills info's architecture, n_params, weights_bytes and the family's
-     * section; the caller fills the rest (family, tasks, backend, tokens). */
+     * section, and tasks when this model serves fewer than the family's
+     * (a reranker); the caller fills the rest (family, backend, tokens). */
     void (*get_info)(const void *model, wgml_model_info *info);
 } wgml_family;
 
@@ -59,6 +60,15 @@ wgml_status wgml_family_of(const gguf_file *f, char *arch, size_t cap, const wgm
 /* The registered families: wgml_family_at(0 .. wgml_family_count()-1). */
 int wgml_family_count(void);
 const wgml_family *wgml_family_at(int i);
+
+/* Hyper-parameters from metadata keys "<arch>.<suffix>", for every family:
+ * an integer in [lo, hi] (required: a missing key is an error naming it;
+ * else *out stays as it was), a float, a bool (0/1). A key of the wrong type
+ * or out of range is an error naming the file and the key. */
+wgml_status wgml_hparam_int(const gguf_file *f, const char *arch, const char *suffix, int64_t lo, int64_t hi, int *out,
+                            int required, wgml_error *err);
+wgml_status wgml_hparam_float(const gguf_file *f, const char *arch, const char *suffix, float *out, wgml_error *err);
+wgml_status wgml_hparam_bool(const gguf_file *f, const char *arch, const char *suffix, int *out, wgml_error *err);
 
 /* "generate", "embed", "rerank", "speech", "transcribe" (one bit); "unknown" otherwise. */
 const char *wgml_task_name(uint32_t task);

@@ -43,6 +43,10 @@ static wgml_status plant_fault(wgml_weights_loader *L, const gguf_tensor *g, con
     const wgml_dtype_traits *tr = wgml_dtype_get(g->type);
     int64_t blocks = tr ? g->n_elements / tr->block_size : 0;
     long off = tr && tr->quantized ? scale_offset(g->type) : 0;
+    if (L->w->fault_copy && L->fault_src == g) { /* another part of the same tensor */
+        *data = L->w->fault_copy;
+        return WGML_OK;
+    }
     if (!tr || off < 0 || f->block < 0 || f->block >= blocks || L->w->fault_copy)
         return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "fault: tensor '%s' (%s) has no block %lld", g->name,
                          wgml_dtype_name(g->type), (long long)f->block);
@@ -63,72 +67,104 @@ static wgml_status plant_fault(wgml_weights_loader *L, const gguf_tensor *g, con
         memcpy(p, &h, 2);
     }
     L->w->fault_copy = copy;
+    L->fault_src = g;
     L->fault_planted = 1;
     *data = copy;
     return WGML_OK;
 }
 
-wgml_status wgml_weights_load(wgml_weights_loader *L, wgml_tensor *t, const char *name, int64_t ne0, int64_t ne1, int required) {
-    memset(t, 0, sizeof *t);
+/* Finds `name`, checks it is [ne0, ne1] and of a type it may have. */
+static wgml_status find_checked(wgml_weights_loader *L, const char *name, int64_t ne0, int64_t ne1, int required,
+                                const gguf_tensor **out) {
+    *out = NULL;
     const gguf_tensor *g = gguf_find_tensor(L->f, name);
     if (!g) {
         if (!required) return WGML_OK;
         return wgml_fail(L->err, WGML_ERR_FORMAT, "%s: missing tensor '%s'", gguf_name(L->f), name);
     }
-    int64_t want_rows = ne1;
-    int ok = g->ne[0] == ne0 && g->ne[1] * g->ne[2] * g->ne[3] == want_rows;
-    if (!ok)
+    if (g->ne[0] != ne0 || g->ne[1] * g->ne[2] * g->ne[3] != ne1)
         return wgml_fail(L->err, WGML_ERR_FORMAT, "%s: tensor '%s' has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                          gguf_name(L->f), name, (long long)g->ne[0], (long long)g->ne[1], (long long)g->ne[2],
                          (long long)g->ne[3], (long long)ne0, (long long)ne1);
-    int is_vector = ne1 == 1;
-    if (is_vector && g->type != WGML_F32)
+    if (ne1 == 1 && g->type != WGML_F32)
         return wgml_fail(L->err, WGML_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s; norms and biases must be F32",
                          gguf_name(L->f), name, wgml_dtype_name(g->type));
-    if (!is_vector && !L->w->be->supports_type(L->w->be, g->type))
+    if (ne1 != 1 && !L->w->be->supports_type(L->w->be, g->type))
         return wgml_fail(L->err, WGML_ERR_UNSUPPORTED, "%s: tensor '%s' has type %s, which the %s backend cannot use",
                          gguf_name(L->f), name, wgml_dtype_name(g->type), L->w->be->name);
+    *out = g;
+    return WGML_OK;
+}
+
+/* Creates rows [first, first + rows) of g as one backend weight into t. */
+static wgml_status create(wgml_weights_loader *L, wgml_tensor *t, const gguf_tensor *g, const char *name, int64_t first,
+                          int64_t rows) {
     wgml_weights *w = L->w;
     if (w->n == w->cap) {
         int cap = w->cap ? w->cap * 2 : 64;
         wgml_buffer **b = wgml_realloc(w->bufs, (size_t)cap * sizeof *b);
         if (b) w->bufs = b;
         const gguf_tensor **src = b ? wgml_realloc(w->src, (size_t)cap * sizeof *src) : NULL;
-        if (!b || !src) return wgml_fail(L->err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading '%s'", name);
-        w->src = src;
+        if (src) w->src = src;
+        int64_t *r0 = src ? wgml_realloc(w->first_row, (size_t)cap * sizeof *r0) : NULL;
+        if (r0) w->first_row = r0;
+        int64_t *nr = r0 ? wgml_realloc(w->n_rows, (size_t)cap * sizeof *nr) : NULL;
+        if (nr) w->n_rows = nr;
+        if (!nr) return wgml_fail(L->err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading '%s'", name);
         w->cap = cap;
     }
-    const void *data = g->data;
+    const int64_t ne0 = g->ne[0], all_rows = g->n_elements / ne0;
+    const size_t row_bytes = g->size / (size_t)all_rows, bytes = row_bytes * (size_t)rows;
+    const uint8_t *data = g->data;
     wgml_status st = WGML_OK;
-    if (L->fault && L->fault->tensor && data && !strcmp(name, L->fault->tensor) && (st = plant_fault(L, g, &data)))
+    if (L->fault && L->fault->tensor && data && !strcmp(name, L->fault->tensor) &&
+        (st = plant_fault(L, g, (const void **)&data)))
         return st;
+    if (data) data += row_bytes * (size_t)first;
     wgml_buffer *buf;
-    st = L->w->be->weight_create(L->w->be, g->type, ne0, ne1, data, name, &buf, L->err);
+    st = w->be->weight_create(w->be, g->type, ne0, rows, data, name, &buf, L->err);
     if (st) {
-        wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, g->size);
+        wgml_error_prefix(L->err, "loading tensor '%s' (%zu bytes)", name, bytes);
         return st;
     }
-    /* a backend that copied the bytes (into its own layout) does not need the mapping's pages */
-    if (g->data && L->w->be->weight_in_place && !L->w->be->weight_in_place(L->w->be, buf))
+    /* a backend that copied the bytes (into its own layout) does not need the mapping's pages
+       (a part's pages stay: the other parts read them too) */
+    if (g->data && rows == all_rows && w->be->weight_in_place && !w->be->weight_in_place(w->be, buf))
         gguf_release(L->f, g->data, g->size);
     w->src[w->n] = g;
+    w->first_row[w->n] = first;
+    w->n_rows[w->n] = rows;
     w->bufs[w->n++] = buf;
-    t->type = g->type;
-    t->ne[0] = ne0;
-    t->ne[1] = ne1;
-    t->ne[2] = t->ne[3] = 1;
-    t->buf = buf;
-    t->name = g->name;
-    w->n_params += (uint64_t)g->n_elements;
-    w->bytes += g->size;
+    *t = (wgml_tensor){.type = g->type, .ne = {ne0, rows, 1, 1}, .buf = buf, .name = g->name};
+    w->n_params += (uint64_t)(ne0 * rows);
+    w->bytes += bytes;
     if (g->data) { /* streamed tensors count when their bytes arrive */
-        L->done += g->size;
+        L->done += bytes;
         if (L->progress && L->progress(L->user, L->done, L->total))
             return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "loading cancelled");
     }
     return WGML_OK;
 }
 
+wgml_status wgml_weights_load(wgml_weights_loader *L, wgml_tensor *t, const char *name, int64_t ne0, int64_t ne1, int required) {
+    memset(t, 0, sizeof *t);
+    const gguf_tensor *g;
+    wgml_status st = find_checked(L, name, ne0, ne1, required, &g);
+    if (st || !g) return st;
+    return create(L, t, g, name, 0, ne1);
+}
+
+wgml_status wgml_weights_load_part(wgml_weights_loader *L, wgml_tensor *t, const char *name, int64_t ne0, int64_t ne1,
+                                   int64_t first, int64_t rows) {
+    memset(t, 0, sizeof *t);
+    if (first < 0 || rows < 1 || first + rows > ne1)
+        return wgml_fail(L->err, WGML_ERR_INVALID_ARGUMENT, "rows %lld..%lld of '%s' are outside its %lld rows",
+                         (long long)first, (long long)(first + rows - 1), name, (long long)ne1);
+    const gguf_tensor *g;
+    wgml_status st = find_checked(L, name, ne0, ne1, 1, &g);
+    if (st) return st;
+    return create(L, t, g, name, first, rows);
+}
 
 wgml_status wgml_weights_end(wgml_weights_loader *L) {
     if (L->fault && L->fault->tensor && !L->fault_planted)
@@ -143,6 +179,8 @@ void wgml_weights_free(wgml_weights *w) {
     for (int i = 0; i < w->n; i++) w->be->buffer_free(w->be, w->bufs[i]);
     wgml_free(w->bufs);
     wgml_free(w->src);
+    wgml_free(w->first_row);
+    wgml_free(w->n_rows);
     wgml_free(w->fault_copy);
     memset(w, 0, sizeof *w);
 }
@@ -164,14 +202,17 @@ wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weight
     for (int i = 0; i < w->n; i++) {
         /* a tensor used twice (tied output) is one buffer; skip duplicates */
         int dup = 0;
-        for (int j = 0; j < n; j++) dup |= w->src[order[j]] == w->src[i];
+        for (int j = 0; j < n; j++) dup |= w->src[order[j]] == w->src[i] && w->first_row[order[j]] == w->first_row[i];
         if (!dup && !w->src[i]->data) {
             order[n++] = i;
-            total += w->src[i]->size;
+            total += w->src[i]->size / (uint64_t)(w->src[i]->n_elements / w->src[i]->ne[0]) * (uint64_t)w->n_rows[i];
         }
     }
     for (int i = 1; i < n; i++) /* file order (insertion sort: a few hundred tensors) */
-        for (int j = i; j > 0 && w->src[order[j]]->offset < w->src[order[j - 1]]->offset; j--) {
+        for (int j = i; j > 0 && (w->src[order[j]]->offset < w->src[order[j - 1]]->offset ||
+                                  (w->src[order[j]] == w->src[order[j - 1]] &&
+                                   w->first_row[order[j]] < w->first_row[order[j - 1]]));
+             j--) {
             int t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
@@ -179,7 +220,7 @@ wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weight
     for (int k = 0; k < n && !st; k++) {
         const gguf_tensor *t = w->src[order[k]];
         size_t row = t->size / (size_t)(t->n_elements / t->ne[0]);
-        int64_t rows = (int64_t)(t->size / row);
+        int64_t rows = w->n_rows[order[k]], first = w->first_row[order[k]];
         /* an even number of rows per chunk (backends need even row starts), at least 2 */
         int64_t per = (int64_t)(STREAM_CHUNK / row) & ~(int64_t)1;
         if (per < 2) per = 2;
@@ -196,7 +237,7 @@ wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weight
         for (int64_t r = 0; r < rows && !st; r += per) {
             int64_t nr = rows - r < per ? rows - r : per;
             size_t len = (size_t)nr * row;
-            uint64_t off = gguf_data_offset(f) + t->offset + (uint64_t)r * row;
+            uint64_t off = gguf_data_offset(f) + t->offset + (uint64_t)(first + r) * row;
             int64_t got = read(read_user, off, buf, len);
             if (got != (int64_t)len) {
                 st = wgml_fail(err, WGML_ERR_IO, "%s: reading tensor '%s' at offset %llu failed (%lld of %zu bytes)",

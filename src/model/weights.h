@@ -36,7 +36,8 @@ typedef struct wgml_weight_fault {
 typedef struct wgml_weights {
     wgml_backend *be;            /* borrowed */
     wgml_buffer **bufs;
-    const gguf_tensor **src;     /* the GGUF tensor each buffer holds */
+    const gguf_tensor **src;     /* the GGUF tensor each buffer holds rows of */
+    int64_t *first_row, *n_rows; /* which rows of it (all of them, or a part: wgml_weights_load_part) */
     int n, cap;
     uint64_t n_params, bytes;    /* elements and stored bytes of every weight loaded */
     void *fault_copy;            /* the bytes of the weight with the planted fault, owned */
@@ -52,6 +53,7 @@ typedef struct wgml_weights_loader {
     uint64_t done, total;
     const wgml_weight_fault *fault; /* NULL: none */
     int fault_planted;
+    const gguf_tensor *fault_src; /* the tensor fault_copy copies */
 } wgml_weights_loader;
 
 /* Starts a load into w (zeroed here, on backend be); total = every tensor's bytes. */
@@ -63,6 +65,13 @@ void wgml_weights_begin(wgml_weights_loader *L, const gguf_file *f, wgml_backend
  * t zeroed when the file has no such tensor. */
 wgml_status wgml_weights_load(wgml_weights_loader *L, wgml_tensor *t, const char *name, int64_t ne0, int64_t ne1,
                               int required);
+
+/* Loads rows [first, first + rows) of the [ne0, ne1] matrix `name` as a
+ * weight of its own, [ne0, rows]: the parts of a fused tensor (nomic-bert's
+ * attn_qkv holds Wq, Wk and Wv one after another) become three weights with
+ * no copy at run time. */
+wgml_status wgml_weights_load_part(wgml_weights_loader *L, wgml_tensor *t, const char *name, int64_t ne0, int64_t ne1,
+                                   int64_t first, int64_t rows);
 
 /* Ends a load: a fault naming a tensor that was never loaded is an error;
  * reports the final progress. */

@@ -28,6 +28,8 @@ int cmd_devices(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
+int cmd_rerank(int argc, char **argv);
 
 extern const char *cli_cmd; /* the subcommand name, for messages */
 extern const char *cli_argv0;
@@ -101,6 +103,13 @@ typedef struct cli_model_opts {
 /* Consumes argv[*i] (and its value) if it is one of these options: returns 1
  * when consumed, 0 when not ours, -1 after printing a usage error. */
 int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o);
+/* The lines of a text file (without their line ends; a final empty line is
+ * dropped) into *lines, which points into one allocation: free(*lines[0]...)
+ * through cli_lines_free. Returns the count, or -1 after printing an error
+ * (unreadable file, a NUL byte). */
+int cli_read_lines(const char *path, char ***lines);
+void cli_lines_free(char **lines);
+
 /* Loads the model with a progress bar; prints the error and returns NULL on failure. */
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms);
 

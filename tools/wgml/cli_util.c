@@ -251,6 +251,65 @@ int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o) {
     return 1;
 }
 
+int cli_read_lines(const char *path, char ***lines) {
+    *lines = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return cli_fail("cannot open '%s'", path), -1;
+    size_t cap = 1 << 16, len = 0, r;
+    char *buf = malloc(cap + 1);
+    while (buf && (r = fread(buf + len, 1, cap - len, fp)) > 0) {
+        len += r;
+        if (len == cap) {
+            char *nb = realloc(buf, (cap *= 2) + 1);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (!buf || bad) {
+        free(buf);
+        return cli_fail("cannot read '%s'", path), -1;
+    }
+    if (memchr(buf, 0, len)) {
+        free(buf);
+        return cli_fail("'%s' contains a NUL byte; it must be text, one item per line", path), -1;
+    }
+    buf[len] = '\0';
+    if (len == 0) {
+        free(buf);
+        *lines = calloc(1, sizeof **lines);
+        return *lines ? 0 : (cli_fail("out of memory reading '%s'", path), -1);
+    }
+    size_t n = 1;
+    for (size_t i = 0; i < len; i++) n += buf[i] == '\n';
+    char **v = malloc((n + 1) * sizeof *v);
+    if (!v) {
+        free(buf);
+        return cli_fail("out of memory reading '%s'", path), -1;
+    }
+    size_t k = 0;
+    for (char *p = buf;;) {
+        char *e = strchr(p, '\n');
+        if (e) *e = '\0';
+        size_t l = strlen(p);
+        if (l && p[l - 1] == '\r') p[l - 1] = '\0';
+        v[k++] = p;
+        if (!e) break;
+        p = e + 1;
+        if (!*p) break; /* the final line end */
+    }
+    v[k] = NULL;
+    *lines = v;
+    return (int)k;
+}
+
+void cli_lines_free(char **lines) {
+    if (!lines) return;
+    free(lines[0]);
+    free(lines);
+}
+
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms) {
     wgml_model_params mp = wgml_model_default_params();
     cli_progress bar;

@@ -22,6 +22,8 @@ static const struct {
     {"verify", cmd_verify, "check a WebGPU device against the CPU reference"},
     {"quantize", cmd_quantize, "convert a GGUF model's weights to another type"},
     {"synth", cmd_synth, "write a random-weight model of a real architecture"},
+    {"embed", cmd_embed, "turn texts into embedding vectors (BERT-family models)"},
+    {"rerank", cmd_rerank, "score documents against a query (cross-encoder rerankers)"},
 };
 
 static void usage(FILE *f) {

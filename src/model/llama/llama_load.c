@@ -14,31 +14,6 @@
 #include "model/family.h"
 #include "model/llama/llama.h"
 
-static wgml_status req_int(const gguf_file *f, const char *arch, const char *suffix, int64_t lo, int64_t hi, int *out,
-                           int required, wgml_error *err) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    int64_t v;
-    int r = gguf_get_int(f, key, lo, hi, &v, err);
-    if (r < 0) return WGML_ERR_FORMAT;
-    if (r == 0) {
-        if (required) return wgml_fail(err, WGML_ERR_FORMAT, "%s: missing required metadata '%s'", gguf_name(f), key);
-        return WGML_OK;
-    }
-    *out = (int)v;
-    return WGML_OK;
-}
-
-static wgml_status opt_float(const gguf_file *f, const char *arch, const char *suffix, float *out, wgml_error *err) {
-    char key[128];
-    snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    double v;
-    int r = gguf_get_float(f, key, &v, err);
-    if (r < 0) return WGML_ERR_FORMAT;
-    if (r > 0) *out = (float)v;
-    return WGML_OK;
-}
-
 wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error *err) {
     memset(hp, 0, sizeof *hp);
     const wgml_family *fam;
@@ -49,15 +24,15 @@ wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error
                          hp->arch, fam->name);
     const char *arch = hp->arch;
     const int64_t big = 1 << 24;
-    if ((st = req_int(f, arch, "embedding_length", 1, big, &hp->n_embd, 1, err)) ||
-        (st = req_int(f, arch, "block_count", 1, 4096, &hp->n_layer, 1, err)) ||
-        (st = req_int(f, arch, "feed_forward_length", 1, big, &hp->n_ff, 1, err)) ||
-        (st = req_int(f, arch, "attention.head_count", 1, 4096, &hp->n_head, 1, err)))
+    if ((st = wgml_hparam_int(f, arch, "embedding_length", 1, big, &hp->n_embd, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "block_count", 1, 4096, &hp->n_layer, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "feed_forward_length", 1, big, &hp->n_ff, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "attention.head_count", 1, 4096, &hp->n_head, 1, err)))
         return st;
     hp->n_head_kv = hp->n_head;
     hp->n_ctx_train = 2048;
-    if ((st = req_int(f, arch, "attention.head_count_kv", 1, 4096, &hp->n_head_kv, 0, err)) ||
-        (st = req_int(f, arch, "context_length", 1, 1 << 24, &hp->n_ctx_train, 0, err)))
+    if ((st = wgml_hparam_int(f, arch, "attention.head_count_kv", 1, 4096, &hp->n_head_kv, 0, err)) ||
+        (st = wgml_hparam_int(f, arch, "context_length", 1, 1 << 24, &hp->n_ctx_train, 0, err)))
         return st;
     if (hp->n_head % hp->n_head_kv)
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: %d attention heads are not a multiple of %d KV heads", gguf_name(f),
@@ -68,27 +43,27 @@ wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: embedding %d is not divisible by %d heads", gguf_name(f),
                          hp->n_embd, hp->n_head);
     hp->head_dim = hp->n_embd / hp->n_head;
-    if ((st = req_int(f, arch, "attention.key_length", 1, 65536, &hp->head_dim, 0, err))) return st;
+    if ((st = wgml_hparam_int(f, arch, "attention.key_length", 1, 65536, &hp->head_dim, 0, err))) return st;
     int v_len = hp->head_dim;
-    if ((st = req_int(f, arch, "attention.value_length", 1, 65536, &v_len, 0, err))) return st;
+    if ((st = wgml_hparam_int(f, arch, "attention.value_length", 1, 65536, &v_len, 0, err))) return st;
     if (v_len != hp->head_dim)
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: key length %d differs from value length %d", gguf_name(f),
                          hp->head_dim, v_len);
     hp->eps = 1e-5f;
-    if ((st = opt_float(f, arch, "attention.layer_norm_rms_epsilon", &hp->eps, err))) return st;
+    if ((st = wgml_hparam_float(f, arch, "attention.layer_norm_rms_epsilon", &hp->eps, err))) return st;
     if (!(hp->eps > 0 && hp->eps < 1))
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: RMS norm epsilon %g is out of range", gguf_name(f), hp->eps);
 
     wgml_rope *rp = &hp->rope;
     rp->n_rot = hp->head_dim;
-    if ((st = req_int(f, arch, "rope.dimension_count", 2, 65536, &rp->n_rot, 0, err))) return st;
+    if ((st = wgml_hparam_int(f, arch, "rope.dimension_count", 2, 65536, &rp->n_rot, 0, err))) return st;
     if (rp->n_rot > hp->head_dim || (rp->n_rot & 1))
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: rope dimension %d does not fit head size %d", gguf_name(f),
                          rp->n_rot, hp->head_dim);
     rp->neox = strcmp(arch, "qwen2") == 0; /* Qwen2 rotates halves; Llama adjacent pairs */
     rp->freq_base = 10000.0f;
     rp->freq_scale = 1.0f;
-    if ((st = opt_float(f, arch, "rope.freq_base", &rp->freq_base, err))) return st;
+    if ((st = wgml_hparam_float(f, arch, "rope.freq_base", &rp->freq_base, err))) return st;
     if (!(rp->freq_base > 1.0f))
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: rope frequency base %g is out of range", gguf_name(f), rp->freq_base);
     char key[128];
@@ -97,12 +72,12 @@ wgml_status llama_read_hparams(const gguf_file *f, llama_hparams *hp, wgml_error
     int r = gguf_get_str(f, key, &stype, err);
     if (r < 0) return WGML_ERR_FORMAT;
     float factor = 0;
-    if ((st = opt_float(f, arch, "rope.scaling.factor", &factor, err))) return st;
+    if ((st = wgml_hparam_float(f, arch, "rope.scaling.factor", &factor, err))) return st;
     if (r > 0 && !gguf_str_eq(stype, "none") && !gguf_str_eq(stype, "linear"))
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: rope scaling '%.*s' is not supported (none and linear are)",
                          gguf_name(f), (int)stype.len, stype.ptr);
     if (r == 0) { /* older files: rope.scale_linear */
-        if ((st = opt_float(f, arch, "rope.scale_linear", &factor, err))) return st;
+        if ((st = wgml_hparam_float(f, arch, "rope.scale_linear", &factor, err))) return st;
     }
     if ((r == 0 || gguf_str_eq(stype, "linear")) && factor > 0) {
         if (!(factor >= 1e-3f && factor <= 1e3f))

@@ -1,0 +1,236 @@
+/*
+ * bert.c - the BERT-family forward pass (Hugging Face's BertModel math,
+ * post-norm), written once against backend ops. Rows are the tokens of
+ * several texts packed one after another; each attends to its own rows.
+ *
+ *   x = tok_embd[id] + token_types[type] + position_embd[pos]   (nomic-bert: no position table)
+ *   x = LayerNorm(x)
+ *   each layer:
+ *     q, k, v = Wq x + bq, Wk x + bk, Wv x + bv        (nomic-bert: RoPE on q and k)
+ *     x = LayerNorm(x + Wo attention(q, k, v) + bo)      bidirectional, within the text
+ *     h = GELU(Wup x + bup)                              (nomic-bert: silu(Wgate x) * Wup x)
+ *     x = LayerNorm(x + Wdown h + bdown)
+ *   pooled = mean / first / last row of each text;  L2-normalized on request
+ *   reranker: score = Wout tanh(Wcls pooled_first + bcls) + bout
+ */
+#include <math.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "model/bert/bert.h"
+
+/* Activations for up to `rows` token rows (and as many texts). */
+struct bert_state {
+    int rows;
+    wgml_tensor x, q, k, v, att, h, pooled, cls, score;
+    wgml_tensor ids, types, pos, seq, range, start; /* i32 tables uploaded per step */
+    wgml_buffer *bufs[16];
+    int n_bufs;
+    int32_t *host; /* staging for the tables: pos, seq, range */
+};
+
+static void state_free(wgml_backend *be, bert_state *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n_bufs; i++) be->buffer_free(be, s->bufs[i]);
+    wgml_free(s->host);
+    wgml_free(s);
+}
+
+void bert_model_free(bert_model *m) {
+    if (!m) return;
+    state_free(m->be, m->st);
+    wgml_weights_free(&m->w);
+    wgml_free(m->layers);
+    wgml_free(m);
+}
+
+static wgml_status new_tensor(wgml_backend *be, bert_state *s, wgml_tensor *t, const char *name, uint32_t type,
+                              int64_t ne0, int64_t ne1, wgml_error *err) {
+    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
+    wgml_buffer *b;
+    wgml_status st = be->buffer_create(be, size, WGML_BUFFER_ACTIVATIONS, &b, err);
+    if (st) {
+        wgml_error_prefix(err, "allocating '%s' (%zu bytes)", name, size);
+        return st;
+    }
+    s->bufs[s->n_bufs++] = b;
+    *t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = b, .offset = 0, .name = name};
+    return WGML_OK;
+}
+
+/* The scratch for `rows` rows: kept from the last step when large enough. */
+static wgml_status state_get(bert_model *m, int rows, bert_state **out, wgml_error *err) {
+    if (m->st && m->st->rows >= rows) {
+        *out = m->st;
+        return WGML_OK;
+    }
+    state_free(m->be, m->st);
+    m->st = NULL;
+    const bert_hparams *hp = &m->hp;
+    const int64_t E = hp->n_embd, R = rows;
+    bert_state *s = wgml_calloc(1, sizeof *s);
+    if (s) s->host = wgml_malloc((size_t)R * 5 * sizeof(int32_t));
+    if (!s || !s->host) {
+        wgml_free(s);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's scratch");
+    }
+    s->rows = rows;
+    wgml_backend *be = m->be;
+    wgml_status st;
+    if ((st = new_tensor(be, s, &s->x, "x", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->q, "q", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->k, "k", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->v, "v", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->att, "att", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->h, "h", WGML_F32, hp->n_ff, R, err)) ||
+        (st = new_tensor(be, s, &s->pooled, "pooled", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->cls, "cls", WGML_F32, E, R, err)) ||
+        (st = new_tensor(be, s, &s->score, "score", WGML_F32, 1, R, err)) ||
+        (st = new_tensor(be, s, &s->ids, "ids", WGML_I32, R, 1, err)) ||
+        (st = new_tensor(be, s, &s->types, "types", WGML_I32, R, 1, err)) ||
+        (st = new_tensor(be, s, &s->pos, "pos", WGML_I32, R, 1, err)) ||
+        (st = new_tensor(be, s, &s->seq, "seq", WGML_I32, R, 1, err)) ||
+        (st = new_tensor(be, s, &s->range, "range", WGML_I32, 2, R, err)) ||
+        (st = new_tensor(be, s, &s->start, "start", WGML_I32, R + 1, 1, err))) {
+        state_free(be, s);
+        return st;
+    }
+    m->st = *out = s;
+    return WGML_OK;
+}
+
+static const wgml_tensor *opt(const wgml_tensor *t) { return t->buf ? t : NULL; }
+
+/* A view of the first n elements of a one-row i32 table. */
+static wgml_tensor head(const wgml_tensor *t, int64_t n) {
+    wgml_tensor v = *t;
+    v.ne[0] = n;
+    return v;
+}
+
+static wgml_status check_batch(const bert_model *m, const bert_batch *b, wgml_error *err) {
+    const bert_hparams *hp = &m->hp;
+    if (b->n_seq < 1 || b->n_tokens < b->n_seq || !b->tokens || !b->start)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "encoder: a step of %d texts and %d tokens", b->n_seq,
+                         b->n_tokens);
+    if (b->start[0] != 0 || b->start[b->n_seq] != b->n_tokens)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "encoder: the texts do not cover the %d rows", b->n_tokens);
+    for (int s = 0; s < b->n_seq; s++) {
+        int len = b->start[s + 1] - b->start[s];
+        if (len < 1 || len > hp->n_ctx_train)
+            return wgml_fail(err, len < 1 ? WGML_ERR_INVALID_ARGUMENT : WGML_ERR_CONTEXT_FULL,
+                             "encoder: text %d is %d tokens (1..%d allowed)", s, len, hp->n_ctx_train);
+    }
+    for (int i = 0; i < b->n_tokens; i++) {
+        if (b->tokens[i] < 0 || b->tokens[i] >= hp->n_vocab)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "token id %d is outside the vocabulary of %d",
+                             b->tokens[i], hp->n_vocab);
+        if (b->types && (b->types[i] < 0 || b->types[i] >= (m->types.buf ? hp->n_types : 1)))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "token type %d is outside the model's %d", b->types[i],
+                             m->types.buf ? hp->n_types : 1);
+    }
+    return WGML_OK;
+}
+
+wgml_status bert_encode(bert_model *m, const bert_batch *b, wgml_pool_mode mode, bert_output what, float *out,
+                        wgml_error *err) {
+    const bert_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    wgml_status st = check_batch(m, b, err);
+    if (st) return st;
+    if (what == BERT_OUT_SCORE && !bert_is_reranker(m))
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this model has no reranking head (pooling rank, cls.output)");
+    bert_state *s = NULL;
+    if ((st = state_get(m, b->n_tokens, &s, err))) return st;
+    const int n = b->n_tokens, n_seq = b->n_seq;
+
+    /* per row: its position in its text, its text, and its text's rows (the attention window) */
+    int32_t *pos = s->host, *seq = pos + n, *range = seq + n, *types = range + 2 * n;
+    for (int t = 0; t < n_seq; t++)
+        for (int r = b->start[t]; r < b->start[t + 1]; r++) {
+            pos[r] = r - b->start[t];
+            seq[r] = t;
+            range[2 * r] = b->start[t];
+            range[2 * r + 1] = b->start[t + 1];
+        }
+    if (!b->types) memset(types, 0, (size_t)n * sizeof *types);
+    wgml_tensor x = wgml_tensor_rows(&s->x, 0, n), q = wgml_tensor_rows(&s->q, 0, n);
+    wgml_tensor k = wgml_tensor_rows(&s->k, 0, n), v = wgml_tensor_rows(&s->v, 0, n);
+    wgml_tensor att = wgml_tensor_rows(&s->att, 0, n), h = wgml_tensor_rows(&s->h, 0, n);
+    wgml_tensor ids = head(&s->ids, n), typ = head(&s->types, n), tpos = head(&s->pos, n), tseq = head(&s->seq, n);
+    wgml_tensor trange = wgml_tensor_rows(&s->range, 0, n), tstart = head(&s->start, n_seq + 1);
+    wgml_tensor pooled = wgml_tensor_rows(&s->pooled, 0, n_seq);
+
+    be->begin(be, &(wgml_step){.pos = 0, .n_tokens = n});
+    be->upload(be, &ids, b->tokens, (size_t)n * sizeof(int32_t));
+    be->upload(be, &typ, b->types ? b->types : types, (size_t)n * sizeof(int32_t));
+    be->upload(be, &tpos, pos, (size_t)n * sizeof(int32_t));
+    be->upload(be, &tseq, seq, (size_t)n * sizeof(int32_t));
+    be->upload(be, &trange, range, (size_t)n * 2 * sizeof(int32_t));
+    be->upload(be, &tstart, b->start, (size_t)(n_seq + 1) * sizeof(int32_t));
+
+    /* embeddings: token + token type + position, then LayerNorm */
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = &x, .table = &m->tok_embd, .ids = &ids});
+    if (m->types.buf) {
+        wgml_op_get_rows(be, &(wgml_get_rows_args){.out = &att, .table = &m->types, .ids = &typ});
+        wgml_op_add(be, &(wgml_add_args){.out = &x, .a = &x, .b = &att});
+    }
+    if (m->pos_embd.buf) {
+        wgml_op_get_rows(be, &(wgml_get_rows_args){.out = &att, .table = &m->pos_embd, .ids = &tpos});
+        wgml_op_add(be, &(wgml_add_args){.out = &x, .a = &x, .b = &att});
+    }
+    wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &m->embd_norm_w,
+                                                   .b = opt(&m->embd_norm_b), .eps = hp->eps});
+    wgml_rope rope = hp->rope;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const bert_layer *L = &m->layers[l];
+        /* self-attention within each text, then the post-norm residual */
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 3, .w = {&L->wq, &L->wk, &L->wv},
+                                               .bias = {opt(&L->bq), opt(&L->bk), opt(&L->bv)},
+                                               .out = {&q, &k, &v}});
+        wgml_op_attention(be, &(wgml_attention_args){.q = &q, .k = &k, .v = &v, .out = &att, .n_head = hp->n_head,
+                                                     .n_head_kv = hp->n_head, .head_dim = hp->head_dim,
+                                                     .scale = 1.0f / sqrtf((float)hp->head_dim),
+                                                     .rope = hp->nomic ? &rope : NULL,
+                                                     .bidirectional = !hp->causal, .seq = &tseq,
+                                                     .pos = hp->nomic || hp->causal ? &tpos : NULL,
+                                                     .kv_range = &trange});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &att, .n_w = 1, .w = {&L->wo}, .bias = {opt(&L->bo)},
+                                               .out = {&x}, .epilogue = WGML_EPI_ADD});
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &L->attn_norm_w,
+                                                       .b = opt(&L->attn_norm_b), .eps = hp->eps});
+        /* feed-forward, then the post-norm residual */
+        if (L->gate.buf) {
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 2, .w = {&L->gate, &L->up}, .out = {&h},
+                                                   .epilogue = WGML_EPI_SWIGLU});
+        } else {
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 1, .w = {&L->up}, .bias = {opt(&L->b_up)},
+                                                   .out = {&h}});
+            wgml_op_unary(be, &(wgml_unary_args){.out = &h, .x = &h, .kind = WGML_UNARY_GELU_ERF});
+        }
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &h, .n_w = 1, .w = {&L->down}, .bias = {opt(&L->b_down)},
+                                               .out = {&x}, .epilogue = WGML_EPI_ADD});
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &L->out_norm_w,
+                                                       .b = opt(&L->out_norm_b), .eps = hp->eps});
+    }
+    if (what == BERT_OUT_SCORE) {
+        wgml_tensor cls = wgml_tensor_rows(&s->cls, 0, n_seq), score = wgml_tensor_rows(&s->score, 0, n_seq);
+        wgml_op_pool(be, &(wgml_pool_args){.out = &pooled, .x = &x, .seq = &tstart, .mode = WGML_POOL_FIRST});
+        const wgml_tensor *c = &pooled;
+        if (m->cls_w.buf) { /* BERT's pooler: tanh(W [CLS] + b) */
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &pooled, .n_w = 1, .w = {&m->cls_w},
+                                                   .bias = {opt(&m->cls_b)}, .out = {&cls}});
+            wgml_op_unary(be, &(wgml_unary_args){.out = &cls, .x = &cls, .kind = WGML_UNARY_TANH});
+            c = &cls;
+        }
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = c, .n_w = 1, .w = {&m->cls_out_w}, .bias = {opt(&m->cls_out_b)},
+                                               .out = {&score}});
+        be->download(be, &score, out, (size_t)n_seq * sizeof(float));
+    } else {
+        wgml_op_pool(be, &(wgml_pool_args){.out = &pooled, .x = &x, .seq = &tstart, .mode = mode});
+        if (what == BERT_OUT_L2) wgml_op_l2_norm(be, &(wgml_l2_norm_args){.out = &pooled, .x = &pooled, .eps = 1e-12f});
+        be->download(be, &pooled, out, (size_t)n_seq * (size_t)hp->n_embd * sizeof(float));
+    }
+    return be->end(be, err);
+}

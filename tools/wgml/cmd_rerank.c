@@ -1,0 +1,117 @@
+/*
+ * cmd_rerank.c - `wgml rerank -m MODEL -q QUERY (-f DOCS | DOC...)`: scores
+ * documents against a query with a cross-encoder (wgml_rerank): one line per
+ * document in input order, "SCORE<TAB>DOC", or with --json the results
+ * sorted by score, highest first.
+ */
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *help =
+    "usage: wgml rerank -m MODEL -q QUERY [options] (-f FILE | DOC...)\n"
+    "Scores each document's relevance to the query with a reranker (a cross-encoder:\n"
+    "pooling 'rank'). Prints \"SCORE<TAB>DOC\" per document in input order; the score\n"
+    "is the model's logit (higher is more relevant).\n\n"
+    CLI_MODEL_OPTS_HELP
+    "  -q, --query TEXT      the query\n"
+    "  -f, --file FILE       documents, one per line\n"
+    "  --json                print {\"object\": \"list\", \"results\": [{\"index\", \"relevance_score\",\n"
+    "                        \"document\"}...]}, highest score first\n";
+
+static const float *sort_scores;
+static int by_score(const void *a, const void *b) {
+    float x = sort_scores[*(const int *)a], y = sort_scores[*(const int *)b];
+    return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
+}
+
+int cmd_rerank(int argc, char **argv) {
+    cli_model_opts mo = {0};
+    const char *file = NULL, *query = NULL;
+    int json = 0, n_args = 0;
+    const char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args) return cli_fail("out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int r = cli_model_option(argc, argv, &i, &mo);
+        if (r < 0) goto usage;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            free(args);
+            return CLI_OK;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(file = cli_value(argc, argv, &i))) goto usage;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--query")) {
+            if (!(query = cli_value(argc, argv, &i))) goto usage;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (a[0] == '-' && a[1]) {
+            cli_usage_error("unknown option '%s'", a);
+            goto usage;
+        } else {
+            args[n_args++] = a;
+        }
+    }
+    if (!query) {
+        cli_usage_error("give the query with -q QUERY");
+        goto usage;
+    }
+    if (!!file == !!n_args) {
+        cli_usage_error("give the documents as arguments or -f FILE (one of them)");
+        goto usage;
+    }
+    char **lines = NULL;
+    const char *const *docs = args;
+    int n = n_args;
+    if (file) {
+        if ((n = cli_read_lines(file, &lines)) < 0) {
+            free(args);
+            return CLI_FAIL;
+        }
+        docs = (const char *const *)lines;
+    }
+    int rc = CLI_FAIL;
+    float *scores = malloc(((size_t)n + 1) * sizeof *scores);
+    int *order = malloc(((size_t)n + 1) * sizeof *order);
+    wgml_model *model = scores && order ? cli_load_model(&mo, NULL) : NULL;
+    wgml_error err;
+    if (!scores || !order) rc = cli_fail("out of memory");
+    if (!model) goto done;
+    if (wgml_rerank(model, query, docs, n, scores, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    if (json) {
+        for (int i = 0; i < n; i++) order[i] = i;
+        sort_scores = scores;
+        qsort(order, (size_t)n, sizeof *order, by_score);
+        json_object *o = json_object_new_object(), *res = json_object_new_array();
+        json_object_object_add(o, "object", json_object_new_string("list"));
+        for (int k = 0; k < n; k++) {
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "index", json_object_new_int(order[k]));
+            json_object_object_add(e, "relevance_score", json_object_new_double(scores[order[k]]));
+            json_object_object_add(e, "document", json_object_new_string(docs[order[k]]));
+            json_object_array_add(res, e);
+        }
+        json_object_object_add(o, "results", res);
+        puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_object_put(o);
+    } else {
+        for (int i = 0; i < n; i++) printf("%.9g\t%s\n", scores[i], docs[i]);
+    }
+    rc = fflush(stdout) == 0 ? CLI_OK : cli_fail("writing the output failed");
+done:
+    free(scores);
+    free(order);
+    wgml_model_free(model);
+    cli_lines_free(lines);
+    free(args);
+    return rc;
+usage:
+    free(args);
+    return CLI_USAGE;
+}
