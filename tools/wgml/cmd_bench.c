@@ -29,7 +29,8 @@ static const char *help =
     "                own measurement of the device's limits\n"
     "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
     "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
-    "  --json        print one JSON object on stdout\n";
+    "  --json        print one JSON object on stdout\n"
+    "  --embed       embedding speed of a BERT-family model instead (wgml bench --embed --help)\n";
 
 typedef struct {
     double pp_tps, tg_tps, p50, p90, ttft;
@@ -147,6 +148,8 @@ int cmd_bench(int argc, char **argv) {
     long long pp = 128, tg = 128, ctx = 0, repeat = 1;
     wgml_kv_type kv_type = WGML_KV_DEFAULT;
     int json = 0, profile = 0, limits = 1;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_option(argc, argv, &i, &mo);
