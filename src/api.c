@@ -529,7 +529,17 @@ wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
 
 int wgml_model_quantized_matmuls(const wgml_model *m) {
     const llama_model *l = m->llm;
-    if (!l) return 0;
+    if (!l) { /* other families: any block-quantized weight but the tables read by row */
+        const wgml_weights *w = m->fam->weights(m->impl);
+        int q = 0;
+        for (int i = 0; i < w->n; i++) {
+            const char *name = w->src[i]->name;
+            if (strcmp(name, "token_embd.weight") && strcmp(name, "position_embd.weight") &&
+                strcmp(name, "token_types.weight"))
+                q |= wgml_dtype_get(w->src[i]->type)->quantized;
+        }
+        return q;
+    }
     int q = wgml_dtype_get(l->output.type)->quantized;
     for (int i = 0; i < l->hp.n_layer; i++) {
         const llama_layer *y = &l->layers[i];

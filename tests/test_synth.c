@@ -6,6 +6,11 @@
  * WebGPU adapter (lavapipe) is present, on WebGPU; 8 greedy tokens give
  * finite logits and the same top-1 on both backends.
  *
+ * The BERT-family encoders (bge-small, all-minilm-l6, ms-marco-minilm-l6,
+ * nomic-embed) are checked as files: the tensor list, shapes and metadata
+ * llama.cpp's converter writes, the per-tensor types of the F16, Q8_0 and
+ * Q4_K_M recipes, and the WordPiece vocabulary padded to nomic's 30528.
+ *
  * All but stories15m are cut to 2 layers (--layers keeps every shape): on
  * lavapipe a decode step of the 1B-class models costs seconds, mostly the
  * 128K-152K-row output matrix, which every cut keeps whole.
@@ -50,6 +55,7 @@ static const synth_case cases[] = {
 };
 
 static const char *default_vocab(const synth_arch *a) {
+    if (a->kind != SYNTH_DECODER) return tu_shared("vocab/ggml-vocab-bert-bge.gguf");
     return tu_shared(a->bpe ? "vocab/ggml-vocab-gpt-2.gguf" : "vocab/ggml-vocab-llama-spm.gguf");
 }
 
@@ -422,6 +428,226 @@ static void test_values(void **state) {
         assert_true(fac[i] == 32.0f);
 }
 
+/* ---- encoders (BERT family) ---- */
+
+typedef struct {
+    const char *name;
+    int64_t ne0, ne1; /* ne1 0: a 1-D tensor */
+} want_tensor;
+
+static void check_list(const char *arch, int layers, const want_tensor *w, int n_want) {
+    synth_tensor ts[256];
+    int n = synth_tensor_list(synth_arch_find(arch), layers, ts, 256);
+    assert_int_equal(n, n_want);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(ts[i].name, w[i].name)) fail_msg("%s: tensor %d is %s, not %s", arch, i, ts[i].name, w[i].name);
+        assert_int_equal(ts[i].n_dims, w[i].ne1 ? 2 : 1);
+        assert_int_equal(ts[i].ne[0], w[i].ne0);
+        assert_int_equal(ts[i].ne[1], w[i].ne1 ? w[i].ne1 : 1);
+    }
+}
+
+/* The layouts llama.cpp's BertModel / NomicBertModel converter writes, one layer spelled out. */
+static void test_encoder_lists(void **state) {
+    (void)state;
+    /* clang-format off */
+    const want_tensor bert[] = {
+        {"token_embd.weight", 384, 30522},
+        {"token_types.weight", 384, 2},
+        {"position_embd.weight", 384, 512},
+        {"token_embd_norm.weight", 384, 0},
+        {"token_embd_norm.bias", 384, 0},
+        {"blk.0.attn_q.weight", 384, 384},
+        {"blk.0.attn_q.bias", 384, 0},
+        {"blk.0.attn_k.weight", 384, 384},
+        {"blk.0.attn_k.bias", 384, 0},
+        {"blk.0.attn_v.weight", 384, 384},
+        {"blk.0.attn_v.bias", 384, 0},
+        {"blk.0.attn_output.weight", 384, 384},
+        {"blk.0.attn_output.bias", 384, 0},
+        {"blk.0.attn_output_norm.weight", 384, 0},
+        {"blk.0.attn_output_norm.bias", 384, 0},
+        {"blk.0.ffn_up.weight", 384, 1536},
+        {"blk.0.ffn_up.bias", 1536, 0},
+        {"blk.0.ffn_down.weight", 1536, 384},
+        {"blk.0.ffn_down.bias", 384, 0},
+        {"blk.0.layer_output_norm.weight", 384, 0},
+        {"blk.0.layer_output_norm.bias", 384, 0},
+        /* the reranker's head */
+        {"cls.weight", 384, 384},
+        {"cls.bias", 384, 0},
+        {"cls.output.weight", 384, 1},
+        {"cls.output.bias", 1, 0},
+    };
+    /* clang-format on */
+    check_list("bge-small", 1, bert, 21);
+    check_list("all-minilm-l6", 1, bert, 21);
+    check_list("ms-marco-minilm-l6", 1, bert, 25);
+    /* clang-format off */
+    const want_tensor nomic[] = {
+        {"token_embd.weight", 768, 30528},
+        {"token_types.weight", 768, 2},
+        {"token_embd_norm.weight", 768, 0},
+        {"token_embd_norm.bias", 768, 0},
+        {"blk.0.attn_qkv.weight", 768, 2304},
+        {"blk.0.attn_output.weight", 768, 768},
+        {"blk.0.attn_output_norm.weight", 768, 0},
+        {"blk.0.attn_output_norm.bias", 768, 0},
+        {"blk.0.ffn_up.weight", 768, 3072},
+        {"blk.0.ffn_gate.weight", 768, 3072},
+        {"blk.0.ffn_down.weight", 3072, 768},
+        {"blk.0.layer_output_norm.weight", 768, 0},
+        {"blk.0.layer_output_norm.bias", 768, 0},
+    };
+    /* clang-format on */
+    check_list("nomic-embed", 1, nomic, 13);
+    /* whole models: 5 + 16 per layer (+ 4), 4 + 9 per layer */
+    assert_int_equal(synth_tensor_list(synth_arch_find("bge-small"), 0, NULL, 0), 5 + 16 * 12);
+    assert_int_equal(synth_tensor_list(synth_arch_find("all-minilm-l6"), 0, NULL, 0), 5 + 16 * 6);
+    assert_int_equal(synth_tensor_list(synth_arch_find("ms-marco-minilm-l6"), 0, NULL, 0), 5 + 16 * 6 + 4);
+    assert_int_equal(synth_tensor_list(synth_arch_find("nomic-embed"), 0, NULL, 0), 4 + 9 * 12);
+}
+
+/* The type a tensor of an encoder file must have under the recipe `type`. */
+static uint32_t encoder_type(const char *type, const synth_tensor *t) {
+    if (t->n_dims == 1 || !strcmp(t->name, "token_types.weight") || !strcmp(t->name, "position_embd.weight") ||
+        !strcmp(t->name, "cls.output.weight"))
+        return WGML_F32;
+    if (!strcmp(type, "F16")) return WGML_F16;
+    if (!strcmp(type, "Q8_0")) return WGML_Q8_0; /* every row (384, 768, 1536, 3072) fits 32-blocks */
+    /* Q4_K_M: token_embd as the (absent) output, K-quant rows of 384 fall back as llama.cpp's do */
+    const int narrow = t->ne[0] % 256 != 0;
+    if (!strcmp(t->name, "token_embd.weight")) return narrow ? WGML_Q8_0 : WGML_Q6_K;
+    if (strstr(t->name, "attn_qkv")) return WGML_Q5_K;
+    if (strstr(t->name, "ffn_down") || strstr(t->name, "attn_v.")) {
+        /* use_more_bits with 2 layers: layer 1 only */
+        if (!strncmp(t->name, "blk.1.", 6)) return narrow ? WGML_Q8_0 : WGML_Q6_K;
+    }
+    return narrow ? WGML_Q5_0 : WGML_Q4_K;
+}
+
+static void check_encoder_file(const char *arch, const char *type) {
+    const synth_arch *a = synth_arch_find(arch);
+    assert_non_null(a);
+    const char *path = tu_tmp_path("synth-enc.gguf");
+    synth(path, arch, type, 2, 9);
+    gguf_file *f;
+    wgml_error err;
+    assert_int_equal(gguf_open(path, &f, &err), WGML_OK);
+    synth_tensor want[64];
+    int n = synth_tensor_list(a, 2, want, 64);
+    assert_int_equal(gguf_n_tensors(f), n);
+    for (int i = 0; i < n; i++) {
+        const gguf_tensor *t = gguf_tensor_at(f, i);
+        if (strcmp(t->name, want[i].name)) fail_msg("%s: tensor %d is %s, not %s", arch, i, t->name, want[i].name);
+        assert_int_equal(t->n_dims, want[i].n_dims);
+        assert_int_equal(t->ne[0], want[i].ne[0]);
+        if (want[i].n_dims == 2) assert_int_equal(t->ne[1], want[i].ne[1]);
+        uint32_t wt = encoder_type(type, &want[i]);
+        if (t->type != wt)
+            fail_msg("%s %s: %s is %s, not %s", arch, type, t->name, wgml_dtype_name(t->type), wgml_dtype_name(wt));
+    }
+
+    /* metadata as the converter writes it */
+    gguf_str s;
+    int b = -1;
+    char key[128];
+    assert_int_equal(gguf_get_str(f, "general.architecture", &s, &err), 1);
+    assert_true(str_is(s, a->arch));
+    assert_int_equal(get_int(f, a->arch, "block_count"), 2);
+    assert_int_equal(get_int(f, a->arch, "context_length"), a->n_ctx);
+    assert_int_equal(get_int(f, a->arch, "embedding_length"), a->n_embd);
+    assert_int_equal(get_int(f, a->arch, "feed_forward_length"), a->n_ff);
+    assert_int_equal(get_int(f, a->arch, "attention.head_count"), 12);
+    assert_int_equal(get_int(f, a->arch, "pooling_type"), a->pooling);
+    assert_true(fabs(get_float(f, a->arch, "attention.layer_norm_epsilon") - 1e-12) < 1e-15);
+    snprintf(key, sizeof key, "%s.attention.causal", a->arch);
+    assert_int_equal(gguf_get_bool(f, key, &b, &err), 1);
+    assert_int_equal(b, 0);
+    assert_int_equal(get_int(f, "", "tokenizer.ggml.token_type_count"), 2);
+    const char *absent[] = {"vocab_size", "attention.head_count_kv", "attention.layer_norm_rms_epsilon",
+                            "rope.dimension_count"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof key, "%s.%s", a->arch, absent[i]);
+        if (gguf_find_kv(f, key)) fail_msg("%s: unexpected key %s", arch, key);
+    }
+    snprintf(key, sizeof key, "%s.rope.freq_base", a->arch);
+    if (a->kind == SYNTH_NOMIC_BERT)
+        assert_true(fabs(get_float(f, a->arch, "rope.freq_base") - 1000) < 1e-3);
+    else
+        assert_null(gguf_find_kv(f, key));
+    const gguf_value *labels;
+    snprintf(key, sizeof key, "%s.classifier.output_labels", a->arch);
+    if (a->cls_head) {
+        assert_int_equal(gguf_get_arr(f, key, GGUF_TYPE_STRING, &labels, &err), 1);
+        assert_int_equal(labels->v.arr.n, 1);
+        assert_true(str_is(labels->v.arr.items[0].v.str, "LABEL_0"));
+        assert_int_equal(a->pooling, 4);
+    } else {
+        assert_null(gguf_find_kv(f, key));
+    }
+
+    /* the WordPiece vocabulary: n_vocab tokens, special ids kept, padding UNUSED */
+    const gguf_value *tok, *types;
+    assert_int_equal(gguf_get_str(f, "tokenizer.ggml.model", &s, &err), 1);
+    assert_true(str_is(s, "bert"));
+    assert_int_equal(gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tok, &err), 1);
+    assert_int_equal(gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &types, &err), 1);
+    assert_int_equal(tok->v.arr.n, a->n_vocab);
+    assert_int_equal(types->v.arr.n, a->n_vocab);
+    assert_int_equal(get_int(f, "", "tokenizer.ggml.cls_token_id"), 101);
+    assert_int_equal(get_int(f, "", "tokenizer.ggml.seperator_token_id"), 102);
+    assert_int_equal(get_int(f, "", "tokenizer.ggml.padding_token_id"), 0);
+    assert_int_equal(get_int(f, "", "tokenizer.ggml.unknown_token_id"), 100);
+    assert_true(str_is(tok->v.arr.items[101].v.str, "[CLS]"));
+    assert_true(str_is(tok->v.arr.items[102].v.str, "[SEP]"));
+    assert_int_equal(gguf_arr_i32(types, 101), 3);
+    if (a->n_vocab > 30522) {
+        assert_true(str_is(tok->v.arr.items[30527].v.str, "[PAD30527]"));
+        assert_int_equal(gguf_arr_i32(types, 30527), 5);
+        assert_int_equal(gguf_arr_i32(types, 30521), 1);
+    }
+    gguf_close(f);
+    remove(path);
+}
+
+static void test_encoder_files(void **state) {
+    (void)state;
+    const char *archs[] = {"bge-small", "all-minilm-l6", "ms-marco-minilm-l6", "nomic-embed"};
+    for (int i = 0; i < 4; i++) {
+        check_encoder_file(archs[i], "F16");
+        check_encoder_file(archs[i], "Q8_0");
+    }
+    check_encoder_file("ms-marco-minilm-l6", "Q4_K_M"); /* rows of 384: K-quant fallbacks */
+    check_encoder_file("nomic-embed", "Q4_K_M");        /* attn_qkv's own rule */
+}
+
+/* LayerNorm weights ~ 1, their biases and the projections' ~ N(0, 0.02); the reranker's one-row head works. */
+static void test_encoder_values(void **state) {
+    (void)state;
+    const char *path = tu_tmp_path("synth-encv.gguf");
+    synth(path, "ms-marco-minilm-l6", "F32", 1, 4);
+    gguf_file *f;
+    wgml_error err;
+    double mean, std;
+    assert_int_equal(gguf_open(path, &f, &err), WGML_OK);
+    stats(gguf_find_tensor(f, "blk.0.layer_output_norm.weight"), &mean, &std);
+    assert_true(fabs(mean - 1) < 0.01 && std > 0.01 && std < 0.03);
+    stats(gguf_find_tensor(f, "token_embd_norm.bias"), &mean, &std);
+    assert_true(fabs(mean) < 0.01 && std > 0.01 && std < 0.03);
+    stats(gguf_find_tensor(f, "blk.0.ffn_up.bias"), &mean, &std);
+    assert_true(fabs(mean) < 0.005 && std > 0.015 && std < 0.025);
+    stats(gguf_find_tensor(f, "position_embd.weight"), &mean, &std);
+    assert_true(fabs(mean) < 0.001 && fabs(std - 0.02) < 0.001);
+    const gguf_tensor *t = gguf_find_tensor(f, "cls.output.bias");
+    assert_int_equal(t->n_elements, 1);
+    assert_true(fabsf(*(const float *)t->data) < 0.1f);
+    stats(gguf_find_tensor(f, "cls.output.weight"), &mean, &std);
+    assert_true(fabs(mean) < 0.01 && std > 0.01 && std < 0.03);
+    gguf_close(f);
+    remove(path);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const char *out = tu_tmp_path("err.gguf");
@@ -496,7 +722,8 @@ static void test_cli(void **state) {
     if (!getenv("WGML_CLI") || !*getenv("WGML_CLI")) skip();
     static char e[65536];
     char args[2048];
-    const char *out = tu_tmp_path("cli-s.gguf");
+    char out[512]; /* a copy: tu_tmp_path's buffers are reused after 8 calls (run_cli makes one each) */
+    snprintf(out, sizeof out, "%s", tu_tmp_path("cli-s.gguf"));
     snprintf(args, sizeof args, "synth --arch SmolLM2-135M --type q8_0 --layers 1 --seed 5 -t 2 -o '%s' --vocab '%s'",
              out, tu_shared("vocab/ggml-vocab-gpt-2.gguf"));
     assert_int_equal(run_cli(args, e, sizeof e), 0);
@@ -505,6 +732,10 @@ static void test_cli(void **state) {
     assert_non_null(strstr(e, "kept the first 49152")); /* the vocabulary note */
     struct stat sb;
     assert_int_equal(stat(out, &sb), 0);
+    remove(out);
+    snprintf(args, sizeof args, "synth --arch nomic-embed --type Q8_0 --layers 1 -t 2 -o '%s'", out);
+    assert_int_equal(run_cli(args, e, sizeof e), 0); /* the shipped WordPiece vocabulary by default */
+    assert_non_null(strstr(e, "ggml-vocab-bert-bge.gguf has 30522 tokens; padded to 30528"));
     remove(out);
     snprintf(args, sizeof args, "synth --arch gpt-5 --type F16 -o '%s'", out);
     assert_int_equal(run_cli(args, e, sizeof e), 2);
@@ -524,7 +755,7 @@ static void test_cli(void **state) {
 }
 
 int main(void) {
-    struct CMUnitTest tests[sizeof cases / sizeof cases[0] + 6];
+    struct CMUnitTest tests[sizeof cases / sizeof cases[0] + 9];
     size_t n = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tests[n] = (struct CMUnitTest)cmocka_unit_test_prestate(test_arch, (void *)&cases[i]);
@@ -532,6 +763,9 @@ int main(void) {
     }
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_determinism);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_values);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_encoder_lists);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_encoder_files);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_encoder_values);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_errors);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_out_of_memory);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_cli);

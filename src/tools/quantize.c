@@ -15,7 +15,12 @@
  *                Q4_K;  Q3_K_L: Q5_K;  Q4_K_M, Q5_K_M: Q6_K where
  *                use_more_bits;  Q4_K_S: Q5_K in the first n/8 layers
  *   attn_output: Q2_K: Q3_K;  Q3_K_M: Q4_K;  Q3_K_L: Q5_K
- *   everything else: the base type
+ *   attn_qkv (fused, nomic-bert): Q3_K_M, Q3_K_L: Q4_K;  Q4_K_M: Q5_K;  Q5_K_M: Q6_K
+ *   everything else (ffn_gate/up, attn_q/k, BERT's cls): the base type
+ *
+ * Encoders have no output.weight, so token_embd is treated as the output as
+ * for a tied decoder. position_embd, token_types and cls.output stay F32 like
+ * the 1-D tensors (keeps_f32 says why).
  *
  * use_more_bits(i, n) = i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2: the first
  * and last eighth of the layers and every third layer between.
@@ -151,9 +156,19 @@ uint32_t quantize_file_type(const quantize_recipe *r, const uint64_t elements[WG
     return mostly((uint32_t)best);
 }
 
+/* Matrices that stay F32 in every recipe: BERT's learned position and token-type
+ * embeddings (llama.cpp's converter writes them F32 and its quantizer leaves them
+ * alone: they are added to the activations, not multiplied) and a reranker's
+ * one-row score projection (too small to be worth a quantized block). */
+static int keeps_f32(const char *name) {
+    return strcmp(name, "position_embd.weight") == 0 || strcmp(name, "token_types.weight") == 0 ||
+           strcmp(name, "cls.output.weight") == 0;
+}
+
 int quantize_is_matrix(const char *name, int n_dims) {
     size_t n = strlen(name);
-    return n_dims >= 2 && n >= 6 && strcmp(name + n - 6, "weight") == 0 && !strstr(name, "_norm.weight");
+    return n_dims >= 2 && n >= 6 && strcmp(name + n - 6, "weight") == 0 && !strstr(name, "_norm.weight") &&
+           !keeps_f32(name);
 }
 
 static int use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -199,6 +214,13 @@ static uint32_t mix_type(const quantize_recipe *r, const quantize_model_info *mi
             t = WGML_Q6_K;
         else if (f == FT_Q4_K_S && il < n / 8)
             t = WGML_Q5_K;
+    } else if (strstr(name, "attn_qkv.weight")) {
+        if (f == FT_Q3_K_M || f == FT_Q3_K_L)
+            t = WGML_Q4_K;
+        else if (f == FT_Q4_K_M)
+            t = WGML_Q5_K;
+        else if (f == FT_Q5_K_M)
+            t = WGML_Q6_K;
     } else if (strstr(name, "attn_output.weight")) {
         if (f == FT_Q2_K)
             t = WGML_Q3_K;

@@ -10,7 +10,8 @@
  * the table. Plain K types without a llama.cpp file type of their own
  * ("Q3_K", "Q4_K", "Q5_K") are uniform: every matrix gets that type.
  *
- * In every recipe 1-D tensors (norms, biases, rope_freqs) stay F32, and a
+ * In every recipe 1-D tensors (norms, biases, rope_freqs) and BERT's
+ * position_embd, token_types and cls.output matrices stay F32, and a
  * matrix whose row length is no multiple of its type's block size falls back
  * as llama.cpp does (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K/Q3_K ->
  * Q4_0 where llama.cpp uses IQ4_NL), and finally to F16.

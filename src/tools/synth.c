@@ -60,6 +60,19 @@ static const synth_arch archs[] = {
     {.name = "smollm2-360m", .arch = "llama", .source = "HuggingFaceTB/SmolLM2-360M",
      .n_vocab = 49152, .n_ctx = 8192, .n_embd = 960, .n_layer = 32, .n_head = 15, .n_head_kv = 5, .n_ff = 2560,
      .rope_base = 100000.0f, .eps = 1e-5f, .tied = 1, .bpe = 1},
+    /* encoders: n_head_kv = n_head (no GQA; not written, but the quantize rules read it) */
+    {.name = "bge-small", .arch = "bert", .source = "BAAI/bge-small-en-v1.5",
+     .n_vocab = 30522, .n_ctx = 512, .n_embd = 384, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 1536,
+     .eps = 1e-12f, .kind = SYNTH_BERT, .pooling = SYNTH_POOL_CLS, .n_token_types = 2},
+    {.name = "all-minilm-l6", .arch = "bert", .source = "sentence-transformers/all-MiniLM-L6-v2",
+     .n_vocab = 30522, .n_ctx = 512, .n_embd = 384, .n_layer = 6, .n_head = 12, .n_head_kv = 12, .n_ff = 1536,
+     .eps = 1e-12f, .kind = SYNTH_BERT, .pooling = SYNTH_POOL_MEAN, .n_token_types = 2},
+    {.name = "ms-marco-minilm-l6", .arch = "bert", .source = "cross-encoder/ms-marco-MiniLM-L-6-v2",
+     .n_vocab = 30522, .n_ctx = 512, .n_embd = 384, .n_layer = 6, .n_head = 12, .n_head_kv = 12, .n_ff = 1536,
+     .eps = 1e-12f, .kind = SYNTH_BERT, .pooling = SYNTH_POOL_RANK, .n_token_types = 2, .cls_head = 1},
+    {.name = "nomic-embed", .arch = "nomic-bert", .source = "nomic-ai/nomic-embed-text-v1.5",
+     .n_vocab = 30528, .n_ctx = 2048, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072,
+     .rope_base = 1000.0f, .eps = 1e-12f, .kind = SYNTH_NOMIC_BERT, .pooling = SYNTH_POOL_MEAN, .n_token_types = 2},
 };
 /* clang-format on */
 #define N_ARCHS ((int)(sizeof archs / sizeof archs[0]))
@@ -75,20 +88,24 @@ const synth_arch *synth_arch_find(const char *name) {
 
 static int head_dim(const synth_arch *a) { return a->n_embd / a->n_head; }
 
-int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
-    if (n_layer <= 0) n_layer = a->n_layer;
-    const int64_t E = a->n_embd, q = (int64_t)a->n_head * head_dim(a), kv = (int64_t)a->n_head_kv * head_dim(a);
-    int n = 0;
-#define ADD(a0, a1, ...)                                                                                               \
+/* ADD(ne0, ne1, name...): ne1 == 1 makes a 1-D tensor; MAT makes a matrix even with one row. */
+#define ADD_DIMS(nd, a0, a1, ...)                                                                                      \
     do {                                                                                                               \
         if (n < cap) {                                                                                                 \
             snprintf(out[n].name, sizeof out[n].name, __VA_ARGS__);                                                    \
             out[n].ne[0] = (a0);                                                                                       \
             out[n].ne[1] = (a1);                                                                                       \
-            out[n].n_dims = (a1) > 1 ? 2 : 1;                                                                          \
+            out[n].n_dims = (nd);                                                                                      \
         }                                                                                                              \
         n++;                                                                                                           \
     } while (0)
+#define ADD(a0, a1, ...) ADD_DIMS((a1) > 1 ? 2 : 1, a0, a1, __VA_ARGS__)
+#define MAT(a0, a1, ...) ADD_DIMS(2, a0, a1, __VA_ARGS__)
+
+/* llama.cpp's decoder layout (LLM_ARCH_LLAMA / QWEN2). */
+static int decoder_tensors(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    const int64_t E = a->n_embd, q = (int64_t)a->n_head * head_dim(a), kv = (int64_t)a->n_head_kv * head_dim(a);
+    int n = 0;
     if (a->rope3_factor > 0) ADD(head_dim(a) / 2, 1, "rope_freqs.weight");
     ADD(E, a->n_vocab, "token_embd.weight");
     for (int i = 0; i < n_layer; i++) {
@@ -107,8 +124,61 @@ int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int c
     }
     ADD(E, 1, "output_norm.weight");
     if (!a->tied) ADD(E, a->n_vocab, "output.weight");
-#undef ADD
     return n;
+}
+
+/* llama.cpp's encoder layouts (LLM_ARCH_BERT / NOMIC_BERT): post-norm layers,
+ *   x = LN(x + attn(x));  x = LN(x + ffn(x))
+ * with attn_output_norm and layer_output_norm as the two LayerNorms. BERT has
+ * learned positions, biases on every projection and a GELU FFN; nomic-bert
+ * has RoPE (no position_embd), one fused QKV matrix, a SwiGLU FFN and no
+ * biases but the LayerNorms'. */
+static int encoder_tensors(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    const int64_t E = a->n_embd, F = a->n_ff;
+    const int bert = a->kind == SYNTH_BERT;
+    int n = 0;
+    ADD(E, a->n_vocab, "token_embd.weight");
+    MAT(E, a->n_token_types, "token_types.weight");
+    if (bert) ADD(E, a->n_ctx, "position_embd.weight");
+    ADD(E, 1, "token_embd_norm.weight");
+    ADD(E, 1, "token_embd_norm.bias");
+    for (int i = 0; i < n_layer; i++) {
+        if (bert) {
+            static const char *const qkv[3] = {"q", "k", "v"};
+            for (int k = 0; k < 3; k++) {
+                ADD(E, E, "blk.%d.attn_%s.weight", i, qkv[k]);
+                ADD(E, 1, "blk.%d.attn_%s.bias", i, qkv[k]);
+            }
+        } else {
+            ADD(E, 3 * E, "blk.%d.attn_qkv.weight", i);
+        }
+        ADD(E, E, "blk.%d.attn_output.weight", i);
+        if (bert) ADD(E, 1, "blk.%d.attn_output.bias", i);
+        ADD(E, 1, "blk.%d.attn_output_norm.weight", i);
+        ADD(E, 1, "blk.%d.attn_output_norm.bias", i);
+        ADD(E, F, "blk.%d.ffn_up.weight", i);
+        if (bert) ADD(F, 1, "blk.%d.ffn_up.bias", i);
+        if (!bert) ADD(E, F, "blk.%d.ffn_gate.weight", i);
+        ADD(F, E, "blk.%d.ffn_down.weight", i);
+        if (bert) ADD(E, 1, "blk.%d.ffn_down.bias", i);
+        ADD(E, 1, "blk.%d.layer_output_norm.weight", i);
+        ADD(E, 1, "blk.%d.layer_output_norm.bias", i);
+    }
+    if (a->cls_head) { /* score = cls.output . tanh(cls . h[CLS] + cls.bias) + cls.output.bias */
+        ADD(E, E, "cls.weight");
+        ADD(E, 1, "cls.bias");
+        MAT(E, 1, "cls.output.weight");
+        ADD(1, 1, "cls.output.bias");
+    }
+    return n;
+}
+#undef ADD
+#undef MAT
+#undef ADD_DIMS
+
+int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    if (n_layer <= 0) n_layer = a->n_layer;
+    return a->kind == SYNTH_DECODER ? decoder_tensors(a, n_layer, out, cap) : encoder_tensors(a, n_layer, out, cap);
 }
 
 /* llama.cpp's converter: for each rotary frequency f = base^(-2i/d) (in f32),
@@ -286,16 +356,42 @@ static wgml_status write_metadata(gguf_writer *w, const synth_arch *a, int n_lay
 #define KV_F32(suffix, v)                                                                                              \
     snprintf(key, sizeof key, "%s." suffix, a->arch);                                                                  \
     if ((st = gguf_writer_set_f32(w, key, (v), err))) return st;
-    KV_U32("vocab_size", a->n_vocab)
-    KV_U32("context_length", a->n_ctx)
-    KV_U32("embedding_length", a->n_embd)
-    KV_U32("block_count", n_layer)
-    KV_U32("feed_forward_length", a->n_ff)
-    KV_U32("attention.head_count", a->n_head)
-    KV_U32("attention.head_count_kv", a->n_head_kv)
-    KV_F32("rope.freq_base", a->rope_base)
-    KV_F32("attention.layer_norm_rms_epsilon", a->eps)
-    KV_U32("rope.dimension_count", head_dim(a))
+    if (a->kind == SYNTH_DECODER) {
+        KV_U32("vocab_size", a->n_vocab)
+        KV_U32("context_length", a->n_ctx)
+        KV_U32("embedding_length", a->n_embd)
+        KV_U32("block_count", n_layer)
+        KV_U32("feed_forward_length", a->n_ff)
+        KV_U32("attention.head_count", a->n_head)
+        KV_U32("attention.head_count_kv", a->n_head_kv)
+        KV_F32("rope.freq_base", a->rope_base)
+        KV_F32("attention.layer_norm_rms_epsilon", a->eps)
+        KV_U32("rope.dimension_count", head_dim(a))
+    } else {
+        /* what the converter's BertModel writes: no vocab_size, no head_count_kv (BERT
+         * configs have no num_key_value_heads), LayerNorm epsilon, non-causal attention */
+        KV_U32("context_length", a->n_ctx)
+        KV_U32("embedding_length", a->n_embd)
+        KV_U32("feed_forward_length", a->n_ff)
+        KV_U32("attention.head_count", a->n_head)
+        KV_F32("attention.layer_norm_epsilon", a->eps)
+        KV_U32("block_count", n_layer)
+        snprintf(key, sizeof key, "%s.attention.causal", a->arch);
+        if ((st = gguf_writer_set_bool(w, key, 0, err))) return st;
+        KV_U32("pooling_type", a->pooling)
+        if (a->rope_base > 0) {
+            KV_F32("rope.freq_base", a->rope_base)
+        }
+        if (a->cls_head) {
+            /* BertForSequenceClassification's id2label: one label, the relevance score */
+            static const char *const labels[] = {"LABEL_0"};
+            snprintf(key, sizeof key, "%s.classifier.output_labels", a->arch);
+            if ((st = gguf_writer_set_arr_str(w, key, labels, NULL, 1, err))) return st;
+        }
+        /* a tokenizer.* key, but the model's: the vocabulary file's own copy is skipped */
+        if ((st = gguf_writer_set_u32(w, "tokenizer.ggml.token_type_count", (uint32_t)a->n_token_types, err)))
+            return st;
+    }
 #undef KV_U32
 #undef KV_F32
     return synth_vocab_copy(w, vocab, a->n_vocab, p->log, p->log_user, err);
@@ -406,8 +502,9 @@ wgml_status synth_write(const char *out, const synth_params *p, synth_result *re
     synth_tensor_list(a, n_layer, ts, n);
     normal_table_init(nt);
 
-    /* types from the quantize recipe, exactly as quantize_file decides them */
-    quantize_model_info mi = {n_layer, a->n_head / a->n_head_kv, !a->tied};
+    /* types from the quantize recipe, exactly as quantize_file decides them (an encoder has
+     * no output matrix: token_embd gets the output's type, as for a tied decoder) */
+    quantize_model_info mi = {n_layer, a->n_head / a->n_head_kv, a->kind == SYNTH_DECODER && !a->tied};
     uint64_t elements[WGML_DTYPE_COUNT] = {0}, total = 0, n_params = 0;
     size_t max_bytes = 0, data_bytes = 0;
     int n_fb = 0;

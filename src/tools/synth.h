@@ -10,6 +10,13 @@
  * Llama 3), the same metadata keys, and the tokenizer metadata of a
  * vocabulary GGUF resized to the architecture's vocabulary (synth_vocab.c).
  *
+ * BERT-family encoders (kind SYNTH_BERT, SYNTH_NOMIC_BERT) get the tensors
+ * and keys llama.cpp's converter writes for BertModel / NomicBertModel:
+ * learned position and token-type embeddings, an embedding LayerNorm,
+ * post-norm layers with LayerNorm weights and biases, a pooling type, and
+ * for a cross-encoder reranker the classification head (cls, cls.output).
+ * Their vocabulary is a WordPiece ("bert") one.
+ *
  * Weights are a deterministic function of the seed and the tensor's name and
  * row (not of the thread count or of --layers): matrices ~ N(0, 0.02) like
  * the usual initialisation, norms 1 + N(0, 0.02), biases N(0, 0.02). Each
@@ -25,18 +32,35 @@
 
 #include <stdint.h>
 
+/* Which tensor layout and metadata an architecture has. */
+typedef enum synth_kind {
+    SYNTH_DECODER = 0, /* llama / qwen2: RMSNorm, RoPE, SwiGLU, causal */
+    SYNTH_BERT,        /* bert: learned positions, LayerNorm with biases, GELU, biased projections */
+    SYNTH_NOMIC_BERT,  /* nomic-bert: bert's norms, RoPE, fused QKV, SwiGLU, no biases */
+} synth_kind;
+
+/* llama.cpp's LLAMA_POOLING_TYPE_* (the ARCH.pooling_type key) */
+enum { SYNTH_POOL_NONE = 0, SYNTH_POOL_MEAN = 1, SYNTH_POOL_CLS = 2, SYNTH_POOL_LAST = 3, SYNTH_POOL_RANK = 4 };
+
 typedef struct synth_arch {
     const char *name;   /* "llama-3.2-1b" */
-    const char *arch;   /* general.architecture: "llama" or "qwen2" */
+    const char *arch;   /* general.architecture: "llama", "qwen2", "bert", "nomic-bert" */
     const char *source; /* the model whose config.json the numbers come from */
     int n_vocab, n_ctx, n_embd, n_layer, n_head, n_head_kv, n_ff;
+    /* eps: RMSNorm's for decoders, LayerNorm's for encoders; rope_base 0 = no RoPE */
     float rope_base, eps;
     int tied;     /* no output.weight: token_embd is also the output */
     int qkv_bias; /* attn_q/k/v biases (Qwen2) */
-    int bpe;      /* byte-level BPE vocabulary (default: gpt-2), else SentencePiece (llama-spm) */
+    int bpe;      /* byte-level BPE vocabulary (default: gpt-2), else SentencePiece (llama-spm);
+                     encoders always default to the WordPiece one (bert-bge) */
     /* Llama 3 RoPE scaling ("rope_type": "llama3"); factor 0 = none */
     float rope3_factor, rope3_low, rope3_high;
     int rope3_orig_ctx;
+    /* encoders (kind != SYNTH_DECODER) */
+    synth_kind kind;
+    int pooling;       /* SYNTH_POOL_*: how the embedding is made from the token states */
+    int n_token_types; /* rows of token_types.weight (segments A/B) */
+    int cls_head;      /* reranker: cls.weight/bias (pooler dense) and cls.output.weight/bias (score) */
 } synth_arch;
 
 int synth_arch_count(void);
@@ -45,7 +69,7 @@ const synth_arch *synth_arch_find(const char *name); /* case-insensitive; NULL i
 
 typedef struct synth_tensor {
     char name[48];
-    int n_dims;
+    int n_dims; /* 2 for matrices even with one row (cls.output.weight is [n_embd, 1]) */
     int64_t ne[2];
 } synth_tensor;
 

@@ -270,7 +270,8 @@ wgml_status synth_vocab_copy(gguf_writer *w, const gguf_file *f, int64_t n_vocab
     if (resized) st = resize(f, &v, tok, scores, types, merges, log, log_user, err);
     for (int64_t i = 0; !st && i < gguf_n_kv(f); i++) {
         const gguf_kv *kv = gguf_kv_at(f, i);
-        if (strncmp(kv->key, "tokenizer.", 10) != 0) continue;
+        /* keys the model wrote itself (an encoder's token_type_count) are its own */
+        if (strncmp(kv->key, "tokenizer.", 10) != 0 || gguf_writer_has_key(w, kv->key)) continue;
         if (!resized)
             st = gguf_writer_copy_kv(w, kv, err);
         else if (!strcmp(kv->key, "tokenizer.ggml.tokens"))

@@ -3,7 +3,8 @@
  * vocabulary GGUF and made exactly n_vocab tokens long, so that wgml and
  * llama.cpp (which both want the token list to match token_embd) load it.
  *
- *   same size  all tokenizer.* keys copied as they are.
+ *   same size  all tokenizer.* keys copied as they are (but those the writer
+ *              already has: the model's own, e.g. an encoder's token_type_count).
  *   larger     tokens appended as "[PAD<i>]" of type UNUSED (5) with score
  *              -1000, as llama.cpp's converter pads vocabularies that are
  *              shorter than the embedding (Qwen2.5 itself does).

@@ -11,36 +11,50 @@
 
 /* The shipped vocabularies (models/README.md): their licences allow
  * redistribution, so files made with them can be shared. */
-#define SYNTH_VOCAB_SPM "stories260K.gguf"
-#define SYNTH_VOCAB_BPE "ggml-vocab-gpt-2.gguf"
+#define SYNTH_VOCAB_SPM       "stories260K.gguf"
+#define SYNTH_VOCAB_BPE       "ggml-vocab-gpt-2.gguf"
+#define SYNTH_VOCAB_WORDPIECE "ggml-vocab-bert-bge.gguf"
 
 static const char *help =
     "usage: wgml synth --arch NAME --type TYPE -o OUT.gguf [options]\n"
     "       wgml synth --list\n"
     "Writes a model with random weights and the exact tensor names, shapes and metadata of a real\n"
     "architecture, for benchmarks and tests. Weights ~ N(0, 0.02), norms ~ 1, deterministic per seed.\n"
-    "  --arch NAME        stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b,\n"
-    "                     smollm2-135m, smollm2-360m (--list shows their hyper-parameters)\n"
+    "  --arch NAME        decoders: stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
+    "                     qwen2.5-0.5b, smollm2-135m, smollm2-360m; encoders (BERT family):\n"
+    "                     bge-small, all-minilm-l6, ms-marco-minilm-l6 (reranker), nomic-embed\n"
+    "                     (--list shows their hyper-parameters)\n"
     "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
     "  -o, --output FILE  the GGUF to write\n"
     "  --vocab FILE       GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
     "                     (padded with [PAD<i>] tokens or truncated). Default: the shipped files, the\n"
     "                     512-token SentencePiece vocabulary of " SYNTH_VOCAB_SPM " for SentencePiece\n"
-    "                     models and the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
-    "                     for BPE ones\n"
+    "                     models, the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
+    "                     for BPE ones and bert-base-uncased's WordPiece vocabulary\n"
+    "                     " SYNTH_VOCAB_WORDPIECE " for the encoders\n"
     "  --seed S           random seed (default 42)\n"
     "  --layers N         keep only the first N layers (same shapes; for fast tests)\n"
     "  -t, --threads N    threads (default: one per core)\n";
 
+static const char *pooling_name(int p) {
+    switch (p) {
+    case SYNTH_POOL_MEAN: return ", mean pooling";
+    case SYNTH_POOL_CLS: return ", CLS pooling";
+    case SYNTH_POOL_LAST: return ", last-token pooling";
+    case SYNTH_POOL_RANK: return ", reranker (CLS + classifier head)";
+    default: return "";
+    }
+}
+
 static void list_archs(void) {
-    printf("%-15s %-6s %7s %7s %6s %6s %6s %6s %9s %6s %-5s %s\n", "name", "arch", "vocab", "ctx", "embd", "layers",
+    printf("%-18s %-10s %7s %7s %6s %6s %6s %6s %9s %6s %-5s %s\n", "name", "arch", "vocab", "ctx", "embd", "layers",
            "heads", "kv", "ffn", "theta", "eps", "source");
     for (int i = 0; i < synth_arch_count(); i++) {
         const synth_arch *a = synth_arch_at(i);
-        printf("%-15s %-6s %7d %7d %6d %6d %6d %6d %9d %6g %-5g %s%s%s%s\n", a->name, a->arch, a->n_vocab, a->n_ctx,
+        printf("%-18s %-10s %7d %7d %6d %6d %6d %6d %9d %6g %-5g %s%s%s%s%s\n", a->name, a->arch, a->n_vocab, a->n_ctx,
                a->n_embd, a->n_layer, a->n_head, a->n_head_kv, a->n_ff, a->rope_base, a->eps, a->source,
                a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
-               a->rope3_factor > 0 ? ", llama3 rope scaling" : "");
+               a->rope3_factor > 0 ? ", llama3 rope scaling" : "", pooling_name(a->pooling));
     }
 }
 
@@ -88,7 +102,10 @@ int cmd_synth(int argc, char **argv) {
         return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
     if (layers > sa->n_layer) return cli_usage_error("--layers %lld: %s has %d layers", layers, sa->name, sa->n_layer);
-    if (!vocab && !(vocab = cli_data_file(sa->bpe ? SYNTH_VOCAB_BPE : SYNTH_VOCAB_SPM))) return CLI_FAIL;
+    const char *default_vocab = sa->kind != SYNTH_DECODER ? SYNTH_VOCAB_WORDPIECE
+                                : sa->bpe                 ? SYNTH_VOCAB_BPE
+                                                          : SYNTH_VOCAB_SPM;
+    if (!vocab && !(vocab = cli_data_file(default_vocab))) return CLI_FAIL;
 
     cli_progress bar;
     cli_progress_begin(&bar, "generating");

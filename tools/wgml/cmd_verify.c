@@ -198,6 +198,55 @@ static void e2e_error(const char *cfg, const wgml_error *err) {
     printf("%-10s %-58s %9s %8s FAIL\n           error: %s\n", "e2e", cfg, "-", "", err->message);
 }
 
+/* An encoder (task embed or rerank): texts of 3 to ~60 tokens packed in one
+ * step, their unnormalized pooled vectors (a reranker: its scores) compared
+ * as the logits are, the error relative to 1 + the largest value. */
+static int end_to_end_encoder(wgml_model *rm, wgml_model *dm, const char *base, const device_opts *o, table *t) {
+    static const char *const texts[] = {
+        "Hello world",
+        "The quick brown fox jumps over the lazy dog.",
+        "Embeddings map text to vectors; similar meanings land near each other, and a device that computes "
+        "them wrongly moves every vector, however slightly.",
+        "a",
+        "GPUs, WebGPU and the CPU reference: one engine, many model families.",
+    };
+    const int n = (int)(sizeof texts / sizeof texts[0]);
+    wgml_model_info info;
+    wgml_model_get_info(rm, &info);
+    const int rerank = (info.tasks & WGML_TASK_RERANK) != 0, dim = rerank ? 1 : info.n_embd;
+    char cfg[300], why[200];
+    snprintf(cfg, sizeof cfg, "%s: %d texts in one step, %s", base, n, rerank ? "rerank scores" : "pooled vectors");
+    float *r = malloc((size_t)n * (size_t)dim * sizeof *r), *d = malloc((size_t)n * (size_t)dim * sizeof *d);
+    wgml_error err;
+    wgml_embed_params ep = wgml_embed_default_params();
+    ep.normalize = WGML_NORMALIZE_NONE;
+    int ok = 0;
+    if (!r || !d) {
+        snprintf(err.message, sizeof err.message, "out of memory");
+        e2e_error(cfg, &err);
+    } else if (rerank ? wgml_rerank(rm, texts[0], texts, n, r, &err) || wgml_rerank(dm, texts[0], texts, n, d, &err)
+                      : wgml_embed(rm, texts, n, &ep, r, dim, &err) || wgml_embed(dm, texts, n, &ep, d, dim, &err)) {
+        e2e_error(cfg, &err);
+    } else {
+        double diff = 0, scale = 0;
+        for (size_t i = 0; i < (size_t)n * (size_t)dim; i++) {
+            double e = fabs((double)d[i] - r[i]);
+            diff = isnan(e) ? INFINITY : fmax(diff, e);
+            scale = fmax(scale, fabs((double)r[i]));
+        }
+        double rel = diff / (1 + scale);
+        double tol = e2e_tolerance(o->cpu && wgml_model_quantized_matmuls(dm), WGML_F32, &info, why, sizeof why);
+        ok = rel <= tol;
+        printf("           tolerance %.1e: %s\n", tol, why);
+        printf("           max |diff| %.2e, largest value %.2e\n", diff, scale);
+        printf("%-10s %-58s %9.2e %8.0e %s\n", "e2e", cfg, rel, tol, ok ? "PASS" : "FAIL");
+    }
+    ok ? t->passed++ : t->failed++;
+    free(r);
+    free(d);
+    return ok;
+}
+
 /* The prompt in one batch, then greedy decoding on the reference with the
  * device following token by token; logits compared at every step. */
 static int end_to_end(const char *model_path, const device_opts *o, table *t) {
@@ -220,6 +269,14 @@ static int end_to_end(const char *model_path, const device_opts *o, table *t) {
         wgml_model_load_with(model_path, &rp, &exact, &rm, &err)) {
         e2e_error(cfg, &err);
         goto done;
+    }
+    wgml_model_info mi;
+    wgml_model_get_info(rm, &mi);
+    if (!(mi.tasks & WGML_TASK_GENERATE)) {
+        ok = end_to_end_encoder(rm, dm, base, o, t);
+        wgml_model_free(rm);
+        wgml_model_free(dm);
+        return ok;
     }
     /* the reference keeps its cache in the device's type: only the arithmetic differs */
     uint32_t kv = wgml_model_backend(dm)->kv_type;

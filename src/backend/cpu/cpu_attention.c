@@ -8,9 +8,12 @@
  * Work is split over (token, head) pairs; each thread keeps its own score row.
  *
  * General attention (ops.h: no cache, bidirectional, sequence ids, explicit
- * positions, a mask, cross-attention) takes att_general: plain C in double,
- * one (query row, KV head) per job, the reference every GPU is compared with.
- * Today's arguments never reach it.
+ * positions, a mask, cross-attention, key windows) takes att_general. The
+ * exact backend runs it as plain C in double, one (query row, KV head) per
+ * job: the reference every GPU is compared with. The fast backend runs it in
+ * f32 on blocks of query rows that share their key rows (gf_run, with the
+ * SIMD kernel cpu_attn_rows_job): encoders' packed batches are its main use.
+ * Today's arguments never reach either.
  */
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/kernels.h"
@@ -230,6 +233,199 @@ static void gen_run(void *p, int ith, int nth) {
     }
 }
 
+/* ---- general attention, fast mode: f32 in blocks of query rows ----
+ *
+ * Consecutive query rows whose windows of key rows nearly coincide (the rows
+ * of one packed sequence, a causal step's rows over a cache) form a block of
+ * up to CPU_ATTN_ROWS rows over the union of their windows, so that each K
+ * and V row is loaded once for the whole block (cpu_attn_rows_job). What a
+ * row may not see inside that span (another row's window, another sequence,
+ * a later position, the mask) becomes a per-(key, row) bias, built once per
+ * job for all of its heads, and skipped when it hides nothing. The work is
+ * then ~ the sum of the blocks' spans times their rows, not n * n_keys. */
+
+typedef struct {
+    int r0, nr;  /* query rows r0..r0+nr-1 */
+    int lo, end; /* the union of their windows (lo == end: none sees a key) */
+    int uniform; /* every row's window is the union */
+} gf_block;
+
+typedef struct {
+    const float *q;
+    float *out;
+    const uint8_t *kb, *vb; /* key row 0 of K and V: the caches' or k's and v's */
+    size_t krow;            /* bytes from one key row to the next */
+    int f16;
+    int n_keys, n_head, hd, group, causal, cache;
+    const int32_t *qpos, *seq, *kv_seq, *range;
+    const float *mask;
+    float scale;
+    cpu_attn_rows_fn fn;
+    const gf_block *blk;
+    int nblk, hpc, nhc;    /* jobs: nblk blocks x nhc chunks of hpc heads */
+    float *work;           /* per thread: bias, scores and Q^T; with an f16 cache, K and V rows as f32 */
+    size_t work_len, span; /* floats per thread; the widest block's key rows */
+} gf_task;
+
+/* query row r's window of key rows [*lo, *end), as gen_run computes it */
+static void gf_window(const gf_task *t, int r, int *lo, int *end) {
+    int e = t->n_keys, l = 0;
+    if (t->causal && t->cache && t->qpos[r] + 1 < e) e = t->qpos[r] + 1;
+    if (t->range) {
+        int64_t a = t->range[2 * r], b = t->range[2 * r + 1];
+        l = a < 0 ? 0 : a > e ? e : (int)a;
+        if (b < e) e = b < l ? l : (int)b;
+    }
+    *lo = l, *end = e;
+}
+
+/* Splits the query rows into blocks; returns their count. A row joins the
+ * block before it when the union of windows stays within CPU_ATTN_ROWS keys
+ * of the widest one (rows of one sequence, causal rows one key apart), so a
+ * block never spends much on keys most of its rows do not see. */
+static int gf_blocks(const gf_task *t, int n, gf_block *blk, int *span) {
+    int nb = 0, widest = 0;
+    *span = 0;
+    for (int r = 0; r < n; r++) {
+        int lo, end;
+        gf_window(t, r, &lo, &end);
+        gf_block *b = nb ? &blk[nb - 1] : NULL;
+        if (b && b->nr < CPU_ATTN_ROWS) {
+            if (lo >= end) { /* sees nothing: fits any block (its lane comes out zeros) */
+                b->nr++, b->uniform &= b->lo == b->end;
+                continue;
+            }
+            if (b->lo == b->end) { /* the block so far sees nothing: its rows' lanes are hidden */
+                b->nr++, b->lo = lo, b->end = end, b->uniform = 0, widest = end - lo;
+                if (widest > *span) *span = widest;
+                continue;
+            }
+            const int ulo = lo < b->lo ? lo : b->lo, uend = end > b->end ? end : b->end;
+            const int w = end - lo > widest ? end - lo : widest;
+            if (uend - ulo <= w + CPU_ATTN_ROWS) {
+                b->uniform &= lo == b->lo && end == b->end;
+                b->nr++, b->lo = ulo, b->end = uend, widest = w;
+                if (uend - ulo > *span) *span = uend - ulo;
+                continue;
+            }
+        }
+        blk[nb++] = (gf_block){r, 1, lo < end ? lo : 0, lo < end ? end : 0, 1};
+        widest = lo < end ? end - lo : 0;
+        if (widest > *span) *span = widest;
+    }
+    return nb;
+}
+
+/* The block's bias [span][CPU_ATTN_ROWS] into w: the mask, or -inf for a key
+ * a row does not see; NULL when it would be all zeros. */
+static const float *gf_bias(const gf_task *t, const gf_block *b, float *w) {
+    const int R = CPU_ATTN_ROWS, len = b->end - b->lo;
+    int seq_hides = 0;
+    if (t->seq) { /* one id for every row and key (a packed sequence's block): nothing to hide */
+        const int32_t id = t->seq[b->r0];
+        for (int i = 1; i < b->nr; i++)
+            seq_hides |= t->seq[b->r0 + i] != id;
+        for (int j = b->lo; j < b->end && !seq_hides; j++)
+            seq_hides |= t->kv_seq[j] != id;
+    }
+    if (b->uniform && !seq_hides && !t->mask && !(t->causal && !t->cache)) return NULL;
+    for (int i = 0; i < R; i++) {
+        const int r = b->r0 + i;
+        if (i >= b->nr) { /* unused lane: finite */
+            for (int j = 0; j < len; j++)
+                w[(size_t)j * R + i] = 0;
+            continue;
+        }
+        int lo, end;
+        gf_window(t, r, &lo, &end);
+        const int qp = t->qpos[r];
+        for (int j = b->lo; j < b->end; j++) {
+            int vis = j >= lo && j < end;
+            if (vis && seq_hides && t->kv_seq[j] != t->seq[r]) vis = 0;
+            if (vis && t->causal && !t->cache && t->qpos[j] > qp) vis = 0;
+            const float mk = t->mask ? t->mask[(size_t)r * t->n_keys + j] : 0.0f;
+            if (mk < WGML_ATTN_MASK_HIDE) vis = 0;
+            w[(size_t)(j - b->lo) * R + i] = vis ? mk : -INFINITY;
+        }
+    }
+    return w;
+}
+
+/* No block spans more keys than this (gf_blocks: the widest window plus
+ * CPU_ATTN_ROWS); known before the positions, so that the scratch is sized once. */
+static size_t gf_span_bound(const int32_t *range, int n, int n_keys) {
+    if (!range) return (size_t)n_keys;
+    int64_t w = 0;
+    for (int r = 0; r < n; r++) {
+        int64_t a = range[2 * r] < 0 ? 0 : range[2 * r], b = range[2 * r + 1] > n_keys ? n_keys : range[2 * r + 1];
+        if (b - a > w) w = b - a;
+    }
+    w += CPU_ATTN_ROWS;
+    return (size_t)(w < n_keys ? w : n_keys);
+}
+
+/* floats of one thread's work: bias and scores (span rows of CPU_ATTN_ROWS), Q^T, f16 rows as f32 */
+static size_t gf_work_len(size_t span, int hd, int f16) {
+    const size_t R = CPU_ATTN_ROWS;
+    return (2 * R * span + R * (size_t)hd + (f16 ? 2 * span * (size_t)hd : 0) + 15) / 16 * 16;
+}
+
+/* rows [from, from + cnt) of an f16 cache's KV head g as f32, hd apart */
+static void gf_rows_f32(const gf_task *t, const uint8_t *base, int from, int cnt, int g, float *dst) {
+    for (int j = 0; j < cnt; j++) {
+        const uint16_t *h = (const uint16_t *)(base + (size_t)(from + j) * t->krow) + (size_t)g * t->hd;
+        for (int d = 0; d < t->hd; d++)
+            dst[(size_t)j * t->hd + d] = wgml_f16_to_f32(h[d]);
+    }
+}
+
+static void gf_run(void *p, int ith, int nth) {
+    const gf_task *t = p;
+    const int R = CPU_ATTN_ROWS, hd = t->hd;
+    float *bias = t->work + (size_t)ith * t->work_len, *s = bias + (size_t)R * t->span;
+    float *kf = s + (size_t)R * (t->span + hd), *vf = kf + (size_t)t->span * hd;
+    const size_t row = (size_t)t->n_head * hd; /* floats per row of q and out */
+    for (int job = ith; job < t->nblk * t->nhc; job += nth) {
+        const gf_block *b = &t->blk[job / t->nhc];
+        const int h0 = job % t->nhc * t->hpc, h1 = h0 + t->hpc < t->n_head ? h0 + t->hpc : t->n_head;
+        const int len = b->end - b->lo;
+        if (len <= 0) { /* no row of the block sees a key: zeros */
+            for (int i = 0; i < b->nr; i++)
+                memset(t->out + (size_t)(b->r0 + i) * row + (size_t)h0 * hd, 0, (size_t)(h1 - h0) * hd * sizeof(float));
+            continue;
+        }
+        cpu_attn_rows_job j = {
+            .hd = hd,
+            .nr = b->nr,
+            .len = len,
+            .q_stride = row,
+            .bias = gf_bias(t, b, bias),
+            .scale = t->scale,
+            .s = s,
+            .o_stride = row,
+        };
+        int conv = -1; /* the KV head whose rows kf and vf hold */
+        for (int h = h0; h < h1; h++) {
+            const int g = h / t->group;
+            if (t->f16) {
+                if (conv != g) {
+                    gf_rows_f32(t, t->kb, b->lo, len, g, kf);
+                    gf_rows_f32(t, t->vb, b->lo, len, g, vf);
+                    conv = g;
+                }
+                j.k = kf, j.v = vf, j.kv_stride = (size_t)hd;
+            } else {
+                j.k = (const float *)(t->kb + (size_t)b->lo * t->krow) + (size_t)g * hd;
+                j.v = (const float *)(t->vb + (size_t)b->lo * t->krow) + (size_t)g * hd;
+                j.kv_stride = t->krow / sizeof(float);
+            }
+            j.q = t->q + (size_t)b->r0 * row + (size_t)h * hd;
+            j.o = t->out + (size_t)b->r0 * row + (size_t)h * hd;
+            t->fn(&j);
+        }
+    }
+}
+
 static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
     const wgml_tensor *opt[] = {a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask, a->kv_range};
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
@@ -263,10 +459,18 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
         .scale = a->scale,
         .work_len = (size_t)group * ((size_t)n_keys + (size_t)hd) + (size_t)hd / 2 + 9,
     };
-    double *scratch = cpu_scratch(cb, ((size_t)nth * t.work_len) * sizeof(double) + (size_t)n * sizeof(int32_t));
+    /* fast mode: the per-thread work and the blocks' table (at most n) */
+    size_t span = 0, fwork = 0;
+    if (!cb->exact) {
+        span = gf_span_bound(t.range, n, n_keys);
+        fwork = gf_work_len(span, hd, t.f16);
+    }
+    const size_t gen_bytes = cb->exact ? (size_t)nth * t.work_len * sizeof(double)
+                                       : (size_t)nth * fwork * sizeof(float) + (size_t)n * sizeof(gf_block);
+    double *scratch = cpu_scratch(cb, gen_bytes + (size_t)n * sizeof(int32_t));
     if (!scratch) return;
     t.work = scratch;
-    int32_t *qpos = (int32_t *)(scratch + (size_t)nth * t.work_len);
+    int32_t *qpos = (int32_t *)((uint8_t *)scratch + gen_bytes);
     for (int r = 0; r < n; r++) {
         const int32_t p = a->pos ? ((const int32_t *)cpu_ptr(a->pos))[r] : cb->step.pos + r;
         if (p < 0 || p >= WGML_ATTN_MAX_POS || (cache && p >= n_ctx)) {
@@ -299,7 +503,45 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
         t.kb = cpu_ptr(a->k), t.vb = cpu_ptr(a->v);
         t.krow = (size_t)kv_row * sizeof(float);
     }
-    wgml_threadpool_run(cb->pool, gen_run, &t);
+    if (cb->exact) {
+        wgml_threadpool_run(cb->pool, gen_run, &t);
+        return;
+    }
+    gf_task f = {
+        .q = t.q,
+        .out = t.out,
+        .kb = t.kb,
+        .vb = t.vb,
+        .krow = t.krow,
+        .f16 = t.f16,
+        .n_keys = n_keys,
+        .n_head = a->n_head,
+        .hd = hd,
+        .group = group,
+        .causal = t.causal,
+        .cache = cache,
+        .qpos = qpos,
+        .seq = t.seq,
+        .kv_seq = t.kv_seq,
+        .range = t.range,
+        .mask = t.mask,
+        .scale = a->scale,
+        .fn = cpu_kernels_attn_rows(),
+    };
+    int widest;
+    gf_block *blk = (gf_block *)((float *)scratch + (size_t)nth * fwork);
+    f.nblk = gf_blocks(&f, n, blk, &widest);
+    f.blk = blk;
+    f.span = span; /* >= widest: the work is laid out for the bound */
+    f.work_len = fwork;
+    f.work = (float *)scratch;
+    /* enough jobs for every thread to have several (balance), in chunks of
+     * whole heads so that a block's bias serves as many heads as it can */
+    f.nhc = f.nblk >= 4 * nth ? 1 : (4 * nth + f.nblk - 1) / f.nblk;
+    if (f.nhc > a->n_head) f.nhc = a->n_head;
+    f.hpc = (a->n_head + f.nhc - 1) / f.nhc;
+    f.nhc = (a->n_head + f.hpc - 1) / f.hpc;
+    wgml_threadpool_run(cb->pool, gf_run, &f);
 }
 
 void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {

@@ -344,6 +344,38 @@ void cpu_attn_scalar(const cpu_attn_job *a) {
     }
 }
 
+/* Rows one at a time, in float: the reference for the SIMD kernel, which
+ * computes the same sums in another order. */
+void cpu_attn_rows_scalar(const cpu_attn_rows_job *a) {
+    const int hd = a->hd, len = a->len, R = CPU_ATTN_ROWS;
+    for (int r = 0; r < a->nr; r++) {
+        const float *q = a->q + (size_t)r * a->q_stride;
+        float *s = a->s, *o = a->o + (size_t)r * a->o_stride, mx = -INFINITY;
+        for (int j = 0; j < len; j++) {
+            const float *k = a->k + (size_t)j * a->kv_stride;
+            float acc = 0;
+            for (int d = 0; d < hd; d++)
+                acc += q[d] * k[d];
+            s[j] = acc * a->scale + (a->bias ? a->bias[(size_t)j * R + r] : 0.0f);
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        memset(o, 0, (size_t)hd * sizeof(float));
+        if (mx == -INFINITY) continue; /* every key hidden: zeros */
+        float sum = 0;
+        for (int j = 0; j < len; j++)
+            sum += s[j] = s[j] == -INFINITY ? 0 : expf(s[j] - mx);
+        for (int j = 0; j < len; j++) {
+            if (s[j] == 0) continue;
+            const float *v = a->v + (size_t)j * a->kv_stride;
+            for (int d = 0; d < hd; d++)
+                o[d] += s[j] * v[d];
+        }
+        const float inv = 1.0f / sum;
+        for (int d = 0; d < hd; d++)
+            o[d] *= inv;
+    }
+}
+
 /* ---- the table ---- */
 
 static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
@@ -477,6 +509,7 @@ int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
 
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
 static cpu_attn_fn best_attn = cpu_attn_scalar;
+static cpu_attn_rows_fn best_attn_rows = cpu_attn_rows_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
 static const char *best_isa = "scalar";
 #if defined(WGML_CPU_X86)
@@ -519,6 +552,7 @@ static void select_table(void) {
     if (level >= 1) {
         cpu_kernels_fill_avx2(best_table);
         best_attn = cpu_attn_avx2;
+        best_attn_rows = cpu_attn_rows_avx2;
         best_isa = "avx2";
         if (level >= 2) {
             memcpy(avx2_table, best_table, sizeof avx2_table);
@@ -598,6 +632,11 @@ const char *cpu_kernels_features(void) {
 cpu_attn_fn cpu_kernels_attn(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_attn_scalar : best_attn;
+}
+
+cpu_attn_rows_fn cpu_kernels_attn_rows(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_attn_rows_scalar : best_attn_rows;
 }
 
 void cpu_kernels_force_scalar(int on) { atomic_store(&force_scalar, on ? 1 : 0); }

@@ -154,6 +154,36 @@ typedef void (*cpu_attn_fn)(const cpu_attn_job *job);
 /* The attention kernel for this CPU (the scalar one when forced). */
 cpu_attn_fn cpu_kernels_attn(void);
 
+/*
+ * Attention of a block of up to CPU_ATTN_ROWS query rows, one head each,
+ * over key rows 0..len-1 of one KV head (general attention: encoders,
+ * packed sequences; the rows of a block share most of their key rows, so
+ * every K and V row loaded serves the whole block). For each query row r:
+ *   s_j = scale * q_r . K_j + bias[j][r]      (bias NULL: + 0)
+ *   o_r = sum_j softmax_j(s) V_j              (normalized)
+ * A bias of -INFINITY hides the key from that row; a row whose keys are all
+ * hidden gets zeros. Rows nr..CPU_ATTN_ROWS-1 of bias are read but unused.
+ */
+#define CPU_ATTN_ROWS 8
+typedef struct cpu_attn_rows_job {
+    int hd;             /* head dimension */
+    int nr;             /* query rows, 1..CPU_ATTN_ROWS */
+    int len;            /* key rows, >= 1 */
+    const float *q;     /* query row 0 (hd floats) */
+    size_t q_stride;    /* floats from one query row to the next */
+    const float *k, *v; /* key row 0 of K and V (hd floats each), f32 */
+    size_t kv_stride;   /* floats from one key row to the next */
+    const float *bias;  /* NULL or [len][CPU_ATTN_ROWS] */
+    float scale;
+    float *s;        /* scratch: CPU_ATTN_ROWS * (len + hd) floats */
+    float *o;        /* out: row 0 */
+    size_t o_stride; /* floats from one output row to the next */
+} cpu_attn_rows_job;
+typedef void (*cpu_attn_rows_fn)(const cpu_attn_rows_job *job);
+
+/* The block attention kernel for this CPU (the scalar one when forced). */
+cpu_attn_rows_fn cpu_kernels_attn_rows(void);
+
 /* NULL when the CPU backend cannot compute with weights of this type. */
 const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 

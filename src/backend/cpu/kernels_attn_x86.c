@@ -286,6 +286,125 @@ void cpu_attn_avx2(const cpu_attn_job *a) {
     else
         ka_attn_f32(a);
 }
+
+/* ---- blocks of query rows (cpu_attn_rows_job) ----
+ *
+ * The block's 8 query rows are the 8 lanes of a register: Q is transposed
+ * once (qt[d] = the rows' element d, times scale), so a score vector
+ * s_j = K_j . qt costs hd broadcast-FMAs with K read in its own layout, the
+ * softmax of each row is lane-wise (max, exp and sum over j without any
+ * horizontal step), and p_j for a row is one broadcast from s[8 j + r] in
+ * the value pass, which accumulates output rows in their own layout. */
+
+/* 8 keys' score vectors from row k0 on (kv_stride ks): c[i] = K_{k0+i} . qt */
+#define KR_SCORES(NK)                                                                                                  \
+    static KA_INLINE void kr_scores##NK(const float *k0, size_t ks, const float *qt, int hd, __m256 *c) {              \
+        for (int i = 0; i < NK; i++)                                                                                   \
+            c[i] = _mm256_setzero_ps();                                                                                \
+        for (int d = 0; d < hd; d++) {                                                                                 \
+            const __m256 qv = _mm256_loadu_ps(qt + 8 * d);                                                             \
+            for (int i = 0; i < NK; i++)                                                                               \
+                c[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(k0 + i * ks + d), qv, c[i]);                                \
+        }                                                                                                              \
+    }
+KR_SCORES(8)
+KR_SCORES(4)
+KR_SCORES(1)
+#undef KR_SCORES
+
+/* adds the bias of key j (if any), stores the score vector, updates the max */
+static KA_INLINE void kr_put(__m256 c, const float *bias, int j, float *s, __m256 *mx) {
+    if (bias) c = _mm256_add_ps(c, _mm256_loadu_ps(bias + 8 * j));
+    _mm256_storeu_ps(s + 8 * j, c);
+    *mx = _mm256_max_ps(*mx, c);
+}
+
+/* output rows r0..r0+3 (those < nr), columns d..d+8*NC-1: sum_j s[8 j + r] V_j / l_r */
+#define KR_VALUES(NC)                                                                                                  \
+    static KA_INLINE void kr_values##NC(const cpu_attn_rows_job *a, const float *s, const float *inv, int r0, int d) { \
+        __m256 acc[4][NC];                                                                                             \
+        for (int i = 0; i < 4; i++)                                                                                    \
+            for (int c = 0; c < NC; c++)                                                                               \
+                acc[i][c] = _mm256_setzero_ps();                                                                       \
+        const float *vr = a->v + d;                                                                                    \
+        for (int j = 0; j < a->len; j++, vr += a->kv_stride) {                                                         \
+            __m256 v[NC];                                                                                              \
+            for (int c = 0; c < NC; c++)                                                                               \
+                v[c] = _mm256_loadu_ps(vr + 8 * c);                                                                    \
+            const float *p = s + 8 * j + r0;                                                                           \
+            for (int i = 0; i < 4; i++) {                                                                              \
+                const __m256 pb = _mm256_broadcast_ss(p + i);                                                          \
+                for (int c = 0; c < NC; c++)                                                                           \
+                    acc[i][c] = _mm256_fmadd_ps(pb, v[c], acc[i][c]);                                                  \
+            }                                                                                                          \
+        }                                                                                                              \
+        for (int i = 0; i < 4 && r0 + i < a->nr; i++) {                                                                \
+            float *o = a->o + (size_t)(r0 + i) * a->o_stride + d;                                                      \
+            const __m256 f = _mm256_broadcast_ss(inv + r0 + i);                                                        \
+            for (int c = 0; c < NC; c++)                                                                               \
+                _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(acc[i][c], f));                                              \
+        }                                                                                                              \
+    }
+KR_VALUES(2)
+KR_VALUES(1)
+#undef KR_VALUES
+
+static KA_TARGET void kr_rows(const cpu_attn_rows_job *a) {
+    const int hd = a->hd, len = a->len, nr = a->nr;
+    const size_t ks = a->kv_stride;
+    float *s = a->s, *qt = s + (size_t)8 * len;
+    /* rows past nr are zeros: their lanes score 0 everywhere, finite and unused */
+    for (int r = 0; r < 8; r++) {
+        const float *q = a->q + (size_t)r * a->q_stride;
+        for (int d = 0; d < hd; d++)
+            qt[8 * d + r] = r < nr ? q[d] * a->scale : 0.0f;
+    }
+    __m256 mx = _mm256_set1_ps(-INFINITY), c[8];
+    int j = 0;
+    for (; j + 8 <= len; j += 8) { /* eight FMA chains: enough to cover their latency */
+        kr_scores8(a->k + (size_t)j * ks, ks, qt, hd, c);
+        for (int i = 0; i < 8; i++)
+            kr_put(c[i], a->bias, j + i, s, &mx);
+    }
+    for (; j + 4 <= len; j += 4) {
+        kr_scores4(a->k + (size_t)j * ks, ks, qt, hd, c);
+        for (int i = 0; i < 4; i++)
+            kr_put(c[i], a->bias, j + i, s, &mx);
+    }
+    for (; j < len; j++) {
+        kr_scores1(a->k + (size_t)j * ks, ks, qt, hd, c);
+        kr_put(c[0], a->bias, j, s, &mx);
+    }
+    /* lanes whose every key is hidden (max -inf) get 0 as max and, below, 0 as
+     * 1/l: zeros; elsewhere the hidden keys' -inf must give exactly 0, which
+     * ka_exp8 (clamped at -87.3) does not */
+    const __m256 ninf = _mm256_set1_ps(-INFINITY), any = _mm256_cmp_ps(mx, ninf, _CMP_NEQ_OQ);
+    const __m256 m = _mm256_and_ps(mx, any);
+    __m256 l = _mm256_setzero_ps();
+    for (j = 0; j < len; j++) {
+        const __m256 x = _mm256_loadu_ps(s + 8 * j);
+        __m256 e = ka_exp8(_mm256_sub_ps(x, m));
+        if (a->bias) e = _mm256_and_ps(e, _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ));
+        _mm256_storeu_ps(s + 8 * j, e);
+        l = _mm256_add_ps(l, e);
+    }
+    float inv[8];
+    _mm256_storeu_ps(inv, _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(1.0f), l), any));
+    for (int r0 = 0; r0 < nr; r0 += 4) {
+        int d = 0;
+        for (; d + 16 <= hd; d += 16)
+            kr_values2(a, s, inv, r0, d);
+        if (d < hd) kr_values1(a, s, inv, r0, d);
+    }
+}
+
+void cpu_attn_rows_avx2(const cpu_attn_rows_job *a) {
+    if (a->hd % 8 != 0) {
+        cpu_attn_rows_scalar(a);
+        return;
+    }
+    kr_rows(a);
+}
 #else
 typedef int cpu_kernels_attn_x86_unused; /* not x86: nothing to build */
 #endif

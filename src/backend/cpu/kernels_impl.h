@@ -28,11 +28,15 @@ void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 /* Attention with AVX2 + FMA + F16C (kernels_attn_x86.c); also the one used
  * on AVX-512 machines. */
 void cpu_attn_avx2(const cpu_attn_job *job);
+/* Block attention (cpu_attn_rows_job) with AVX2 + FMA (kernels_attn_x86.c). */
+void cpu_attn_rows_avx2(const cpu_attn_rows_job *job);
 #endif
 
 /* The portable attention kernel (kernels.c): the reference the SIMD one is
  * tested against, and the one used without x86 SIMD. */
 void cpu_attn_scalar(const cpu_attn_job *job);
+/* The portable block attention kernel (kernels.c), likewise. */
+void cpu_attn_rows_scalar(const cpu_attn_rows_job *job);
 
 
 #if defined(__wasm_simd128__)
