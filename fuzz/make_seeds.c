@@ -183,6 +183,7 @@ typedef struct {
     const char *arch;
     uint32_t type; /* of the 2-D weights */
     int tied, bias, rope_freqs, n_layer;
+    int encoder; /* 0: a llama decoder; 1: bert (2: a reranker); 3: nomic-bert */
 } tiny;
 
 enum { DIM = 32, HEADS = 4, KV = 2, HD = 8, FF = 64, VOCAB = 32 };
@@ -227,22 +228,34 @@ static void seed_tiny_model(const char *name, const tiny *t) {
     ok(gguf_writer_set_u32(w, KEY("feed_forward_length"), FF, &err), &err);
     ok(gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)t->n_layer, &err), &err);
     ok(gguf_writer_set_u32(w, KEY("attention.head_count"), HEADS, &err), &err);
-    ok(gguf_writer_set_u32(w, KEY("attention.head_count_kv"), KV, &err), &err);
-    ok(gguf_writer_set_u32(w, KEY("rope.dimension_count"), HD, &err), &err);
-    ok(gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f, &err), &err);
-    ok(gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000.0f, &err), &err);
+    if (t->encoder) {
+        ok(gguf_writer_set_f32(w, KEY("attention.layer_norm_epsilon"), 1e-12f, &err), &err);
+        ok(gguf_writer_set_bool(w, KEY("attention.causal"), 0, &err), &err);
+        ok(gguf_writer_set_u32(w, KEY("pooling_type"), t->encoder == 2 ? 4 : 1, &err), &err);
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.token_type_count", 2, &err), &err);
+        if (t->encoder == 3) ok(gguf_writer_set_f32(w, KEY("rope.freq_base"), 1000.0f, &err), &err);
+    } else {
+        ok(gguf_writer_set_u32(w, KEY("attention.head_count_kv"), KV, &err), &err);
+        ok(gguf_writer_set_u32(w, KEY("rope.dimension_count"), HD, &err), &err);
+        ok(gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), 1e-5f, &err), &err);
+        ok(gguf_writer_set_f32(w, KEY("rope.freq_base"), 10000.0f, &err), &err);
+    }
     if (t->rope_freqs) {
         ok(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear", &err), &err);
         ok(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), 2.0f, &err), &err);
     }
 #undef KEY
-    ok(gguf_writer_set_str(w, "tokenizer.ggml.model", strcmp(t->arch, "qwen2") == 0 ? "gpt2" : "llama", &err), &err);
+    ok(gguf_writer_set_str(w, "tokenizer.ggml.model",
+                           t->encoder ? "bert" : strcmp(t->arch, "qwen2") == 0 ? "gpt2" : "llama", &err),
+       &err);
     const char *toks[VOCAB];
     char store[VOCAB][16];
     float scores[VOCAB];
     int32_t types[VOCAB];
     for (int i = 0; i < VOCAB; i++) {
-        if (i < 3)
+        if (t->encoder && i < 4) /* WordPiece: [CLS] and [SEP] set below */
+            snprintf(store[i], sizeof store[i], "%s", (const char *[]){"[PAD]", "[UNK]", "[CLS]", "[SEP]"}[i]);
+        else if (i < 3)
             snprintf(store[i], sizeof store[i], "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
         else if (i < 6)
             snprintf(store[i], sizeof store[i], "<0x%02X>", i + 7);
@@ -255,8 +268,14 @@ static void seed_tiny_model(const char *name, const tiny *t) {
     ok(gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, NULL, VOCAB, &err), &err);
     ok(gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, scores, VOCAB, &err), &err);
     ok(gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, types, VOCAB, &err), &err);
-    ok(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1, &err), &err);
-    ok(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2, &err), &err);
+    if (t->encoder) {
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 1, &err), &err);
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.cls_token_id", 2, &err), &err);
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.seperator_token_id", 3, &err), &err);
+    } else {
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1, &err), &err);
+        ok(gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2, &err), &err);
+    }
 
     /* the tensor list: name, type, ne0, ne1 (0 = vector) */
     struct {
@@ -268,10 +287,45 @@ static void seed_tiny_model(const char *name, const tiny *t) {
 #define ADD(nm, ty, a, b_)                                                                                             \
     (snprintf(tl[n].name, sizeof tl[n].name, "%s", nm), tl[n].type = (ty), tl[n].ne0 = (a), tl[n].ne1 = (b_), n++)
     ADD("token_embd.weight", t->type, DIM, VOCAB);
-    ADD("output_norm.weight", WGML_F32, DIM, 0);
-    if (!t->tied) ADD("output.weight", t->type, DIM, VOCAB);
+    if (t->encoder) { /* bert and nomic-bert, as llama.cpp's converter names them */
+        ADD("token_types.weight", WGML_F32, DIM, 2);
+        if (t->encoder != 3) ADD("position_embd.weight", t->type, DIM, 64);
+        ADD("token_embd_norm.weight", WGML_F32, DIM, 0);
+        ADD("token_embd_norm.bias", WGML_F32, DIM, 0);
+        for (int l = 0; l < t->n_layer; l++) {
+            char nm[64];
+#define LADD(suffix, ty, a, b_) (snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix), ADD(nm, ty, a, b_))
+            if (t->encoder == 3) {
+                LADD("attn_qkv.weight", t->type, DIM, 3 * DIM);
+            } else {
+                LADD("attn_q.weight", t->type, DIM, DIM);
+                LADD("attn_q.bias", WGML_F32, DIM, 0);
+                LADD("attn_k.weight", t->type, DIM, DIM);
+                LADD("attn_k.bias", WGML_F32, DIM, 0);
+                LADD("attn_v.weight", t->type, DIM, DIM);
+                LADD("attn_v.bias", WGML_F32, DIM, 0);
+            }
+            LADD("attn_output.weight", t->type, DIM, DIM);
+            LADD("attn_output_norm.weight", WGML_F32, DIM, 0);
+            LADD("attn_output_norm.bias", WGML_F32, DIM, 0);
+            LADD("ffn_up.weight", t->type, DIM, FF);
+            if (t->encoder == 3) LADD("ffn_gate.weight", t->type, DIM, FF);
+            LADD("ffn_down.weight", t->type, FF, DIM);
+            LADD("layer_output_norm.weight", WGML_F32, DIM, 0);
+            LADD("layer_output_norm.bias", WGML_F32, DIM, 0);
+#undef LADD
+        }
+        if (t->encoder == 2) {
+            ADD("cls.weight", t->type, DIM, DIM);
+            ADD("cls.bias", WGML_F32, DIM, 0);
+            ADD("cls.output.weight", WGML_F32, DIM, 1);
+            ADD("cls.output.bias", WGML_F32, 1, 0);
+        }
+    }
+    if (!t->encoder) ADD("output_norm.weight", WGML_F32, DIM, 0);
+    if (!t->tied && !t->encoder) ADD("output.weight", t->type, DIM, VOCAB);
     if (t->rope_freqs) ADD("rope_freqs.weight", WGML_F32, HD / 2, 0);
-    for (int l = 0; l < t->n_layer; l++) {
+    for (int l = 0; !t->encoder && l < t->n_layer; l++) {
         char nm[64];
 #define LADD(suffix, ty, a, b_) (snprintf(nm, sizeof nm, "blk.%d.%s", l, suffix), ADD(nm, ty, a, b_))
         LADD("attn_norm.weight", WGML_F32, DIM, 0);
@@ -427,13 +481,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++)
         seed_small_vocab(shared, vocabs[i], 300);
 
-    seed_tiny_model("tiny-f32.gguf", &(tiny){"llama", WGML_F32, 1, 0, 0, 1});
-    seed_tiny_model("tiny-f32-untied-2l.gguf", &(tiny){"llama", WGML_F32, 0, 0, 0, 2});
-    seed_tiny_model("tiny-f16.gguf", &(tiny){"llama", WGML_F16, 0, 0, 0, 1});
-    seed_tiny_model("tiny-q8_0.gguf", &(tiny){"llama", WGML_Q8_0, 1, 0, 0, 1});
-    seed_tiny_model("tiny-q4_0.gguf", &(tiny){"llama", WGML_Q4_0, 0, 0, 0, 1});
-    seed_tiny_model("tiny-qwen2.gguf", &(tiny){"qwen2", WGML_F32, 0, 1, 0, 1});
-    seed_tiny_model("tiny-rope-freqs.gguf", &(tiny){"llama", WGML_F16, 1, 0, 1, 1});
+    seed_tiny_model("tiny-f32.gguf", &(tiny){"llama", WGML_F32, 1, 0, 0, 1, 0});
+    seed_tiny_model("tiny-f32-untied-2l.gguf", &(tiny){"llama", WGML_F32, 0, 0, 0, 2, 0});
+    seed_tiny_model("tiny-f16.gguf", &(tiny){"llama", WGML_F16, 0, 0, 0, 1, 0});
+    seed_tiny_model("tiny-q8_0.gguf", &(tiny){"llama", WGML_Q8_0, 1, 0, 0, 1, 0});
+    seed_tiny_model("tiny-q4_0.gguf", &(tiny){"llama", WGML_Q4_0, 0, 0, 0, 1, 0});
+    seed_tiny_model("tiny-qwen2.gguf", &(tiny){"qwen2", WGML_F32, 0, 1, 0, 1, 0});
+    seed_tiny_model("tiny-rope-freqs.gguf", &(tiny){"llama", WGML_F16, 1, 0, 1, 1, 0});
+    seed_tiny_model("tiny-bert.gguf", &(tiny){"bert", WGML_F32, 0, 1, 0, 1, 1});
+    seed_tiny_model("tiny-bert-q8_0.gguf", &(tiny){"bert", WGML_Q8_0, 0, 1, 0, 2, 1});
+    seed_tiny_model("tiny-bert-reranker.gguf", &(tiny){"bert", WGML_F16, 0, 1, 0, 1, 2});
+    seed_tiny_model("tiny-nomic-bert.gguf", &(tiny){"nomic-bert", WGML_F32, 0, 0, 0, 1, 3});
 
     gb tok = {0};
     tiny_tokenizer(&tok, 16);

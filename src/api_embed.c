@@ -92,7 +92,7 @@ static wgml_status tokenize_all(const wgml_model *m, const char *query, const ch
     for (int i = 0; i < n && !st; i++) {
         L->off[i] = (int)at;
         int32_t *t = L->toks + at;
-        memcpy(t, qt, (size_t)nq * sizeof *t);
+        if (nq) memcpy(t, qt, (size_t)nq * sizeof *t);
         int k = encode(m, texts[i], t + nq, (int)(total - at - (size_t)nq), err);
         if (k < 0) {
             st = err ? err->code : WGML_ERR_TOKENIZER;

@@ -32,6 +32,8 @@ export class WgmlError extends Error {
     this.code = code; // wgml_status
   }
 }
+const POOLING = { model: 0, mean: 1, cls: 2, last: 3 }; // wgml_pooling
+const NORMALIZE = { l2: 0, none: 1 }; // wgml_normalize
 export const STATUS_NAMES = ['ok', 'invalid argument', 'io', 'format', 'unsupported', 'out of memory',
   'context full', 'gpu', 'device lost', 'no adapter', 'tokenizer'];
 
@@ -227,6 +229,17 @@ export class Engine {
     m[p + bytes.length] = 0;
     return p;
   }
+  // An array of C strings and the array of their pointers; free with #freeStrings.
+  #allocStrings(texts) {
+    const ptrs = texts.map((t) => this.#alloc(t));
+    const arr = this.#x.wgmlw_malloc(4 * Math.max(1, ptrs.length));
+    new Uint32Array(this.memory, arr, ptrs.length).set(ptrs);
+    return { arr, ptrs };
+  }
+  #freeStrings({ arr, ptrs }) {
+    for (const p of ptrs) this.#x.wgmlw_free(p);
+    this.#x.wgmlw_free(arr);
+  }
   lastError() {
     return new WgmlError(this.#x.wgmlw_error_code(), this.cstring(this.#x.wgmlw_error_message()));
   }
@@ -307,6 +320,58 @@ export class Engine {
 
   async resetSession(session) {
     await this.call('wgmlw_session_reset', session);
+  }
+
+  // texts: an array of strings. Options: pooling ('model' | 'mean' | 'cls' |
+  // 'last'), normalize ('l2' | 'none'), dimensions (0: all), truncate (cut
+  // texts longer than the context instead of failing), batch (tokens per step,
+  // 0: 2048). Resolves to an array of Float32Array, one per text.
+  embed(model, texts, { pooling = 'model', normalize = 'l2', dimensions = 0, truncate = false, batch = 0 } = {}) {
+    const pool = POOLING[pooling];
+    if (pool === undefined) return Promise.reject(new WgmlError(1, `unknown pooling '${pooling}' (mean, cls or last)`));
+    const norm = normalize === true ? 0 : normalize === false ? 1 : NORMALIZE[normalize];
+    if (norm === undefined) return Promise.reject(new WgmlError(1, `unknown normalize '${normalize}' (l2 or none)`));
+    if (!Array.isArray(texts) || !texts.every((t) => typeof t === 'string'))
+      return Promise.reject(new WgmlError(1, 'embed: texts must be a string or an array of strings'));
+    return this.#exclusive(async () => {
+      const x = this.#x;
+      const dim = x.wgmlw_embed_dim(model, dimensions | 0);
+      if (dim < 0) throw this.lastError();
+      const strings = this.#allocStrings(texts);
+      const out = x.wgmlw_malloc(4 * Math.max(1, texts.length * dim));
+      try {
+        const st = await this.#call('wgmlw_embed', [model, strings.arr, texts.length, pool, norm, dimensions | 0,
+          truncate ? 1 : 0, batch | 0, out, dim]);
+        if (st) throw this.lastError();
+        // the memory may have grown during the call: a fresh view, copied out
+        const all = new Float32Array(this.memory, out, texts.length * dim);
+        return texts.map((_, i) => all.slice(i * dim, (i + 1) * dim));
+      } finally {
+        x.wgmlw_free(out);
+        this.#freeStrings(strings);
+      }
+    });
+  }
+
+  // A reranker's relevance logits of each document for the query: a Float32Array.
+  rerank(model, query, docs) {
+    if (typeof query !== 'string' || !Array.isArray(docs) || !docs.every((t) => typeof t === 'string'))
+      return Promise.reject(new WgmlError(1, 'rerank: the query must be a string and the documents an array of strings'));
+    return this.#exclusive(async () => {
+      const x = this.#x;
+      const q = this.#alloc(query);
+      const strings = this.#allocStrings(docs);
+      const out = x.wgmlw_malloc(4 * Math.max(1, docs.length));
+      try {
+        const st = await this.#call('wgmlw_rerank', [model, q, strings.arr, docs.length, out]);
+        if (st) throw this.lastError();
+        return new Float32Array(this.memory, out, docs.length).slice();
+      } finally {
+        x.wgmlw_free(out);
+        x.wgmlw_free(q);
+        this.#freeStrings(strings);
+      }
+    });
   }
 
   // onPiece(text, token) returns true to stop, or a promise of that.

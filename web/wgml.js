@@ -7,7 +7,9 @@
 //   });
 //   for await (const piece of model.generate('Once upon a time', { maxTokens: 60, temperature: 0 }))
 //     out.textContent += piece;                  // only the new text, piece by piece
-//   model.info();                                 // backend, adapter, sizes, tokens/s
+//   model.info();                                 // backend, adapter, family, tasks, sizes, tokens/s
+//   await model.embed(['a text', 'another']);     // embedding models: [Float32Array, ...]
+//   await model.rerank('query', ['doc 1', 'doc 2']);  // rerankers: Float32Array of scores
 //   await model.dispose();                        // frees the GPU buffers, ends the worker
 //
 // The source is a URL (string or URL; downloaded models are kept in the Cache
@@ -175,6 +177,37 @@ class Model {
       stop,
     };
     return iterator;
+  }
+
+  // Runs one request after the calls before it; resolves to its result.
+  #task(msg) {
+    const turn = this.#busy.then(() => this.#request(msg).done);
+    this.#busy = turn.catch(() => {});
+    return turn.then((m) => {
+      this.#info = m.info;
+      return m.result;
+    });
+  }
+
+  // Embedding models (info().tasks has 'embed'): resolves to an array of
+  // Float32Array, one vector per text (texts: a string or an array of them).
+  // Options: pooling ('mean' | 'cls' | 'last'; default the model's),
+  // normalize ('l2' (default): unit vectors, cosine = dot | 'none'),
+  // dimensions (keep the first N values, Matryoshka models; 0 = all),
+  // truncate (false: a text longer than the model's context is an error;
+  // true: cut, with a note in info().notes), batch (tokens per step, 0 = 2048).
+  async embed(texts, { pooling = 'model', normalize = 'l2', dimensions = 0, truncate = false, batch = 0 } = {}) {
+    const list = typeof texts === 'string' ? [texts] : Array.isArray(texts) ? texts.map(String) : null;
+    if (!list) throw new WgmlError(STATUS.INVALID_ARGUMENT, 'embed: texts must be a string or an array of strings');
+    return this.#task({ op: 'embed', texts: list, options: { pooling, normalize, dimensions, truncate, batch } });
+  }
+
+  // Rerankers (info().tasks has 'rerank', a cross-encoder): resolves to a
+  // Float32Array of relevance logits, one per document (higher: more relevant).
+  async rerank(query, docs) {
+    const list = typeof docs === 'string' ? [docs] : Array.isArray(docs) ? docs.map(String) : null;
+    if (!list) throw new WgmlError(STATUS.INVALID_ARGUMENT, 'rerank: docs must be a string or an array of strings');
+    return this.#task({ op: 'rerank', query: String(query), docs: list });
   }
 
   // Frees the model's memory and GPU buffers and ends its worker. Resolves to

@@ -8,6 +8,8 @@
 //                                          {type:'loaded', info} | {type:'error', ...}
 //   {op:'generate', id, prompt, options}   {type:'piece', id, text, token} ...
 //                                          {type:'done', id, result, info} | {type:'error', id, ...}
+//   {op:'embed', id, texts, options}       {type:'done', id, result: [Float32Array], info}
+//   {op:'rerank', id, query, docs}         {type:'done', id, result: Float32Array, info}
 //   {op:'stop', id}
 //   {op:'info', id}                        {type:'info', id, info}
 //   {op:'dispose', id}                     {type:'disposed', id, live}
@@ -25,11 +27,12 @@ const YIELD_MS = 20; // CPU generation lets stop messages in this often
 let engine = null;
 let model = 0;
 let session = 0;
+let nCtx = 0;
 let mode = '';
 const stops = new Set();
 let lastYield = 0;
 
-const post = (m) => self.postMessage(m);
+const post = (m, transfer) => self.postMessage(m, transfer || []);
 const note = (text) => post({ type: 'note', text });
 
 function errorMessage(e) {
@@ -212,7 +215,9 @@ async function load(source, options) {
   let ok = false;
   try {
     model = await engine.load(withProgress(reader), { backend, webgpuFlags: options.webgpuFlags || 0 });
-    session = await engine.createSession(model, options.nCtx || 0);
+    nCtx = options.nCtx || 0;
+    // a session (the KV cache) only for models that generate; embedding models have none
+    if ((await engine.info(model)).tasks.includes('generate')) session = await engine.createSession(model, nCtx);
     ok = true;
   } finally {
     await opened.after(ok);
@@ -243,7 +248,24 @@ function maybeYield(id) {
   });
 }
 
+// A failure of a task the model does not have (WGML_ERR_UNSUPPORTED from the C
+// library, which says why) with the model's family and tasks added.
+async function withTasks(e) {
+  if (!e || e.code !== 4) return e;
+  const i = await engine.info(model);
+  return new WgmlError(e.code, `${e.message} (this model: '${i.architecture}', family ${i.family}, tasks: ${i.tasks.join(', ') || 'none'})`);
+}
+
 async function generate(id, prompt, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  if (!session) {
+    // the C library says why (a bert model does not generate text)
+    try {
+      session = await engine.createSession(model, nCtx);
+    } catch (e) {
+      throw await withTasks(e);
+    }
+  }
   await engine.resetSession(session);
   lastYield = performance.now();
   const result = await engine.generate(session, prompt, options, (text, token) => {
@@ -254,6 +276,16 @@ async function generate(id, prompt, options) {
   result.tokens_per_s = result.n_generated > 1 ? (result.n_generated - 1) / (result.generate_ms / 1e3) : 0;
   result.prompt_tokens_per_s = result.prompt_ms > 0 ? result.n_prompt / (result.prompt_ms / 1e3) : 0;
   return result;
+}
+
+async function embed(texts, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  return engine.embed(model, texts, options).catch(async (e) => { throw await withTasks(e); });
+}
+
+async function rerank(query, docs) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  return engine.rerank(model, query, docs).catch(async (e) => { throw await withTasks(e); });
 }
 
 async function dispose() {
@@ -273,6 +305,16 @@ self.onmessage = async (ev) => {
       case 'generate': {
         const result = await generate(m.id, m.prompt, m.options || {});
         post({ type: 'done', id: m.id, result, info: await info() });
+        break;
+      }
+      case 'embed': {
+        const result = await embed(m.texts, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() }, result.map((v) => v.buffer));
+        break;
+      }
+      case 'rerank': {
+        const result = await rerank(m.query, m.docs);
+        post({ type: 'done', id: m.id, result, info: await info() }, [result.buffer]);
         break;
       }
       case 'stop':

@@ -12,6 +12,11 @@
  *                                             wgml_generate; each piece goes to the import
  *                                             wgml.token(user, token, text, len) (non-zero stops)
  *   wgmlw_result()                            JSON: the last wgml_generate_result
+ *   wgmlw_embed_dim(m, dimensions)            wgml_embed_dim (-1: the reason in the last error)
+ *   wgmlw_embed(m, texts, n, pooling, normalize, dimensions, truncate, n_batch, out, dim)
+ *                                             wgml_embed: texts is an array of n string pointers,
+ *                                             out has room for n * dim floats
+ *   wgmlw_rerank(m, query, docs, n, scores)   wgml_rerank
  *   wgmlw_error_code() / wgmlw_error_message()   the last failure of any call
  *
  * Handles are the C pointers. Every call that can reach the GPU may suspend
@@ -119,6 +124,18 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         append_str(vals[k]);
         append(",");
     }
+    append("\"family\":");
+    append_str(i.family);
+    static const char *const task_names[] = {"generate", "embed", "rerank", "speech", "transcribe"};
+    append(",\"tasks\":[");
+    for (int t = 0, n = 0; t < 5; t++)
+        if (i.tasks & (1u << t)) append("%s\"%s\"", n++ ? "," : "", task_names[t]);
+    append("],");
+    if (i.family && !strcmp(i.family, "bert")) {
+        static const char *const pools[] = {"model", "mean", "cls", "last", "none"};
+        append("\"pooling\":\"%s\",\"causal\":%s,", i.pooling >= 0 && i.pooling <= 4 ? pools[i.pooling] : "none",
+               i.causal ? "true" : "false");
+    }
     const struct {
         const char *key;
         double v;
@@ -133,6 +150,7 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         {"n_ff", i.n_ff},
         {"head_dim", i.head_dim},
         {"n_params", (double)i.n_params},
+        {"matmul_params", (double)i.matmul_params},
         {"weights_bytes", (double)i.weights_bytes},
         {"bos", i.bos},
         {"eos", i.eos},
@@ -196,4 +214,46 @@ EXPORT(wgmlw_result) const char *wgmlw_result(void) {
              "\"ttft_ms\":%.6g}",
              r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop), r->prompt_ms, r->generate_ms, r->ttft_ms);
     return json;
+}
+
+/* ---- embeddings and reranking ------------------------------------------------------ */
+
+static wgml_embed_params embed_params(int pooling, int normalize, int dimensions, int truncate, int n_batch) {
+    wgml_embed_params p = wgml_embed_default_params();
+    p.pooling = (wgml_pooling)pooling;
+    p.normalize = (wgml_normalize)normalize;
+    p.dimensions = dimensions;
+    p.truncate = truncate;
+    p.n_batch = n_batch;
+    return p;
+}
+
+/* The length of the vectors wgmlw_embed writes with these dimensions (0: the
+ * model's); -1 with the library's reason (not an embedding model, dimensions
+ * out of range) in the last error. */
+EXPORT(wgmlw_embed_dim) int wgmlw_embed_dim(wgml_model *m, int dimensions) {
+    wgml_error_clear(&last_error);
+    wgml_embed_params p = embed_params(WGML_POOLING_MODEL, WGML_NORMALIZE_L2, dimensions, 0, 0);
+    int dim = m ? wgml_embed_dim(m, &p) : -1;
+    if (dim < 0) {
+        /* no texts: wgml_embed only checks the model and the params, and says what is wrong */
+        if (!m || !wgml_embed(m, NULL, 0, &p, NULL, -1, &last_error))
+            wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "this model does not embed text");
+    }
+    return dim;
+}
+
+/* pooling: wgml_pooling (0 the model's, 1 mean, 2 cls, 3 last); normalize: wgml_normalize (0 l2, 1 none). */
+EXPORT(wgmlw_embed)
+int wgmlw_embed(wgml_model *m, const char *const *texts, int n, int pooling, int normalize, int dimensions,
+                int truncate, int n_batch, float *out, int dim) {
+    wgml_error_clear(&last_error);
+    wgml_embed_params p = embed_params(pooling, normalize, dimensions, truncate, n_batch);
+    return (int)wgml_embed(m, texts, n, &p, out, dim, &last_error);
+}
+
+EXPORT(wgmlw_rerank)
+int wgmlw_rerank(wgml_model *m, const char *query, const char *const *docs, int n, float *scores) {
+    wgml_error_clear(&last_error);
+    return (int)wgml_rerank(m, query, docs, n, scores, &last_error);
 }

@@ -7,8 +7,10 @@
 // driven by playwright-core, which never downloads a browser; fresh profile):
 // the demo page with WebGPU on SwiftShader and with WebGPU disabled (the CPU
 // wasm path), the JS API (progress, streaming, info, dispose), a corrupt
-// file, the model cache, the stop button, the Asyncify build, and a 24M-parameter
-// synthetic model against the native CLI. Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
+// file, the model cache, the stop button, the Asyncify build, a 24M-parameter
+// synthetic model against the native CLI, and embed/rerank with small synthetic
+// BERT models (written to a temporary folder) against the native CLI within 1e-4.
+// Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
 // and are checked (the DOM text at that moment, and the PNG is not blank).
 // Prints one line per test and then "N passed, N failed"; exits 1 on failure.
 import { chromium } from 'playwright-core';
@@ -133,6 +135,57 @@ async function screenshotCheck(page, name) {
   return file;
 }
 
+// ---- embeddings and reranking (the bert family) ----
+// Small synthetic encoders (wgml synth --layers 1, 27 MiB each) written to a
+// temporary folder at test time, and the native CLI's vectors and scores.
+const BERT_TEXTS = ['The quick brown fox jumps over the lazy dog.', 'Grüße aus München: naïve café, 東京', 'embeddings in the browser'];
+const BERT_OPTIONS = { pooling: 'cls', normalize: 'none', dimensions: 128 };
+const RERANK_QUERY = 'what is a cat';
+const RERANK_DOCS = ['a cat is a small animal', 'the stock market fell today', 'cats sleep a lot'];
+let bertCache = null;
+function bertModels() {
+  if (bertCache) return bertCache;
+  const cli = path.join(repo, 'build/wgml');
+  check(existsSync(cli), 'build/wgml is missing (the native build makes it)');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wgml-web-bert-'));
+  profiles.push(dir);
+  const run = (a) => execFileSync(cli, a, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+  const files = {};
+  for (const arch of ['all-minilm-l6', 'ms-marco-minilm-l6']) {
+    files[arch] = path.join(dir, `${arch}.gguf`);
+    run(['synth', '--arch', arch, '--type', 'F16', '--layers', '1', '-o', files[arch]]);
+  }
+  const vectors = (extra) => run(['embed', '-m', files['all-minilm-l6'], '--backend', 'cpu', ...extra, ...BERT_TEXTS])
+    .trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number));
+  const want = {
+    embed: vectors([]),
+    options: vectors(['--pooling', 'cls', '--normalize', 'none', '--dimensions', '128']),
+    rerank: run(['rerank', '-m', files['ms-marco-minilm-l6'], '--backend', 'cpu', '-q', RERANK_QUERY, ...RERANK_DOCS])
+      .trim().split('\n').map((l) => Number(l.split('\t')[0])),
+  };
+  return (bertCache = { dir, files, want });
+}
+// Largest difference of two lists of vectors (of the same shape, else Infinity).
+function maxDiff(got, want) {
+  if (got.length !== want.length) return Infinity;
+  let d = 0;
+  for (let i = 0; i < want.length; i++) {
+    const g = Array.from(got[i]);
+    if (g.length !== want[i].length) return Infinity;
+    for (let j = 0; j < g.length; j++) d = Math.max(d, Math.abs(g[j] - want[i][j]));
+  }
+  return d;
+}
+function checkEmbeddings(r, want, what) {
+  check(r.embed.length === 3 && r.embed.every((v) => v.length === 384), `${what}: shapes ${r.embed.map((v) => v.length)}`);
+  const d1 = maxDiff(r.embed, want.embed);
+  const d2 = maxDiff(r.options, want.options);
+  const d3 = maxDiff([r.scores], [want.rerank]);
+  check(d1 < 1e-4, `${what}: embed differs from the native CLI by ${d1}`);
+  check(d2 < 1e-4, `${what}: embed {pooling cls, normalize none, dimensions 128} differs from the native CLI by ${d2}`);
+  check(d3 < 1e-4, `${what}: rerank scores ${r.scores} differ from the native CLI's ${want.rerank} by ${d3}`);
+}
+
 // ---- the tests ----
 
 const wasmPath = path.join(repo, 'web/dist/wgml.wasm');
@@ -158,6 +211,21 @@ await test('node: CPU wasm path generates the reference text', async () => {
   speeds.node_cpu = (r.n_generated - 1) / (r.generate_ms / 1e3);
   await e.freeSession(s);
   await e.freeModel(m);
+});
+
+await test('node: CPU wasm embed and rerank equal the native CLI', async () => {
+  const { files, want } = bertModels();
+  const e = await Engine.create({ wasm: readFileSync(wasmPath), mode: 'sync', log: () => {} });
+  const open = (f) => {
+    const b = readFileSync(f);
+    return e.load({ size: b.length, read: (o, n) => b.subarray(o, o + n) }, { backend: 'cpu' });
+  };
+  const m = await open(files['all-minilm-l6']);
+  const rr = await open(files['ms-marco-minilm-l6']);
+  checkEmbeddings({ embed: await e.embed(m, BERT_TEXTS), options: await e.embed(m, BERT_TEXTS, BERT_OPTIONS),
+    scores: await e.rerank(rr, RERANK_QUERY, RERANK_DOCS) }, want, 'node CPU');
+  await e.freeModel(m);
+  await e.freeModel(rr);
 });
 
 const { server, url: base } = await startServer({ root: repo, models: opt.models });
@@ -307,6 +375,69 @@ await test('API: a 24M-parameter model (wgml synth stories15m Q8_0) streams from
   check(r.webgpu.progress > 10, `only ${r.webgpu.progress} progress events for 25 MiB`);
   checkText(PROMPT + r.webgpu.text, wantGpu, 'WebGPU text vs native SwiftShader');
   checkText(PROMPT + r.cpu.text, wantCpu, 'CPU wasm text vs native CPU');
+  await page.close();
+});
+
+await test('API: embed and rerank (bert family) on WebGPU (JSPI, Asyncify) and the CPU wasm equal the native CLI; wrong tasks reject', async () => {
+  const { dir, want } = bertModels();
+  const page = await openDemo(gpuCtx, demoUrl);
+  // the models are served from the temporary folder
+  await page.route('**/wgml-bert/*.gguf', (route) => route.fulfill({ path: path.join(dir, path.basename(new URL(route.request().url()).pathname)),
+    headers: { 'content-type': 'application/octet-stream' } }));
+  const r = await page.evaluate(async ({ base, llama, texts, options, query, docs }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const out = {};
+    const fail = (p) => p.then(() => 'no error', (e) => `${e.name} ${e.code}: ${e.message}`);
+    for (const backend of ['webgpu', 'cpu']) {
+      const o = (out[backend] = {});
+      const m = await wgml.load(`${base}all-minilm-l6.gguf`, { backend, cache: false });
+      o.info = m.info();
+      o.embed = (await m.embed(texts)).map((v) => Array.from(v));
+      o.isFloat32 = (await m.embed(texts[0]))[0] instanceof Float32Array;
+      o.options = (await m.embed(texts, options)).map((v) => Array.from(v));
+      o.generate = await fail(m.generate('hello').next());
+      o.rerankOnEmbedder = await fail(m.rerank('q', ['d']));
+      o.badPooling = await fail(m.embed('x', { pooling: 'max' }));
+      o.after = (await m.embed('still works'))[0].length;
+      o.live = await m.dispose();
+      const rr = await wgml.load(`${base}ms-marco-minilm-l6.gguf`, { backend, cache: false });
+      o.rerankInfo = rr.info();
+      o.scores = Array.from(await rr.rerank(query, docs));
+      await rr.dispose();
+    }
+    // the Asyncify build (browsers without JSPI) unwinds through wgmlw_embed too
+    const a = await wgml.load(`${base}all-minilm-l6.gguf`, { backend: 'webgpu', mode: 'asyncify', cache: false });
+    out.asyncify = { info: a.info(), embed: (await a.embed(texts)).map((v) => Array.from(v)) };
+    await a.dispose();
+    const l = await wgml.load(llama, { backend: 'cpu' });
+    out.llama = { info: l.info(), embed: await fail(l.embed(['x'])), rerank: await fail(l.rerank('q', ['d'])) };
+    let text = '';
+    for await (const piece of l.generate('Once upon a time', { maxTokens: 4, temperature: 0 })) text += piece;
+    out.llama.text = text;
+    await l.dispose();
+    return out;
+  }, { base: `${base}wgml-bert/`, llama: modelUrl, texts: BERT_TEXTS, options: BERT_OPTIONS, query: RERANK_QUERY, docs: RERANK_DOCS });
+  for (const backend of ['webgpu', 'cpu']) {
+    const o = r[backend];
+    check(o.info.backend === backend && o.info.family === 'bert' && JSON.stringify(o.info.tasks) === '["embed"]' &&
+      o.info.pooling === 'mean' && o.info.n_embd === 384, `${backend}: info ${JSON.stringify(o.info)}`);
+    check(o.rerankInfo.family === 'bert' && JSON.stringify(o.rerankInfo.tasks) === '["rerank"]', `${backend}: reranker info ${JSON.stringify(o.rerankInfo)}`);
+    check(o.isFloat32, `${backend}: embed does not give Float32Arrays`);
+    checkEmbeddings(o, want, backend);
+    check(/^WgmlError 4: a bert model does not generate text.*tasks: embed/.test(o.generate), `${backend}: generate on bert: ${o.generate}`);
+    check(/^WgmlError 4: this model does not rerank/.test(o.rerankOnEmbedder), `${backend}: rerank on an embedder: ${o.rerankOnEmbedder}`);
+    check(/^WgmlError 1: unknown pooling 'max'/.test(o.badPooling), `${backend}: bad pooling: ${o.badPooling}`);
+    check(o.after === 384, `${backend}: embed after the errors: ${o.after}`);
+    check(o.live.buffers === 0 && o.live.devices === 0, `${backend}: after dispose the GPU layer holds ${JSON.stringify(o.live)}`);
+  }
+  check(r.asyncify.info.mode === 'asyncify' && r.asyncify.info.backend === 'webgpu', `Asyncify: ${r.asyncify.info.mode} ${r.asyncify.info.backend}`);
+  const da = maxDiff(r.asyncify.embed, want.embed);
+  check(da < 1e-4, `Asyncify WebGPU: embed differs from the native CLI by ${da}`);
+  check(r.llama.info.family === 'llama' && JSON.stringify(r.llama.info.tasks) === '["generate"]' && !('pooling' in r.llama.info),
+    `llama info ${JSON.stringify(r.llama.info)}`);
+  check(/^WgmlError 4: a llama model does not embed text.*tasks: generate/.test(r.llama.embed), `embed on llama: ${r.llama.embed}`);
+  check(/^WgmlError 4: this model does not rerank/.test(r.llama.rerank), `rerank on llama: ${r.llama.rerank}`);
+  checkText(PROMPT + r.llama.text, REFERENCE.slice(0, PROMPT.length + r.llama.text.length), 'generate after the failed embed');
   await page.close();
 });
 
