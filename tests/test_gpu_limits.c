@@ -9,6 +9,9 @@
  * object freed - device memory and live host allocations back where they
  * were - and a model loaded afterwards must work.
  *
+ * A step of any length: more dispatches than the backend's parameter slots
+ * (it submits in parts) and many downloads, one step to the caller.
+ *
  * Then the backend choice: WGML_BACKEND_AUTO never takes a software adapter
  * (it falls back to the CPU with a note), and with no Vulkan driver at all
  * (VK_ICD_FILENAMES=/nonexistent.json) auto still loads on the CPU while an
@@ -278,6 +281,43 @@ static wgml_model *load_auto(log_sink *log) {
 }
 
 /* Auto takes a hardware adapter or the CPU, never a software adapter. */
+/* 20000 dispatches (x += b, in place) and 40 downloads in one step: the
+ * backend submits in parts of its 8192 parameter slots, each part sees the
+ * last one's result, and every download reads the step's final state. */
+static void test_long_step(void **state) {
+    (void)state;
+    if (!need_adapter()) return;
+    wgml_webgpu_options o = {.adapter = adapter, .allow_software = 1};
+    wgml_backend *be;
+    wgml_error err;
+    assert_int_equal(wgml_backend_webgpu_create(&o, &be, &err), WGML_OK);
+    enum { N = 64, STEPS = 20000, READS = 40 };
+    wgml_buffer *bx, *bb;
+    assert_int_equal(be->buffer_create(be, N * 4, WGML_BUFFER_ACTIVATIONS, &bx, &err), WGML_OK);
+    assert_int_equal(be->buffer_create(be, N * 4, WGML_BUFFER_ACTIVATIONS, &bb, &err), WGML_OK);
+    float b[N], x[N] = {0}, got[READS][N];
+    for (int i = 0; i < N; i++) b[i] = (float)(i % 7) * 0.25f; /* sums stay exact in f32 */
+    assert_int_equal(be->buffer_write(be, bx, 0, x, sizeof x, &err), WGML_OK);
+    assert_int_equal(be->buffer_write(be, bb, 0, b, sizeof b, &err), WGML_OK);
+    wgml_tensor tx = {.type = WGML_F32, .ne = {N, 1, 1, 1}, .buf = bx, .name = "x"};
+    wgml_tensor tb = {.type = WGML_F32, .ne = {N, 1, 1, 1}, .buf = bb, .name = "b"};
+    wgml_backend_stats s0, s1;
+    be->get_stats(be, &s0);
+    be->begin(be, &(wgml_step){0, 1});
+    for (int k = 0; k < STEPS; k++) wgml_op_add(be, &(wgml_add_args){.out = &tx, .a = &tx, .b = &tb});
+    for (int r = 0; r < READS; r++) be->download(be, &tx, got[r], sizeof got[r]);
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    be->get_stats(be, &s1);
+    assert_int_equal(s1.steps - s0.steps, 1);
+    assert_int_equal(s1.submits - s0.submits, (STEPS + 8191) / 8192);
+    assert_int_equal(s1.dispatches - s0.dispatches, STEPS);
+    for (int r = 0; r < READS; r++)
+        for (int i = 0; i < N; i++) assert_float_equal(got[r][i], b[i] * STEPS, 0);
+    be->buffer_free(be, bx);
+    be->buffer_free(be, bb);
+    be->free(be);
+}
+
 static void test_auto_never_software(void **state) {
     (void)state;
     log_sink log;
@@ -343,7 +383,8 @@ static void test_no_driver(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_too_large), cmocka_unit_test(test_stream_too_large),
-        cmocka_unit_test(test_backend_weights), cmocka_unit_test(test_auto_never_software),
+        cmocka_unit_test(test_backend_weights), cmocka_unit_test(test_long_step),
+        cmocka_unit_test(test_auto_never_software),
         cmocka_unit_test(test_no_driver),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

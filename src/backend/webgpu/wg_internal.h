@@ -24,10 +24,10 @@
 #include "gpu/gpu.h"
 
 #define WG_PARAM_SLOT 256   /* bytes per dispatch parameter slot (uniform offset alignment) */
-#define WG_MAX_SLOTS 8192   /* dispatches per step */
+#define WG_MAX_SLOTS 8192   /* parameter slots: dispatches per submit (a longer step is split) */
 #define WG_MAX_BINDINGS 14
 #define WG_BG_WAYS 4        /* cached bind groups per slot (prefill and decode variants) */
-#define WG_MAX_READS 8
+#define WG_MAX_READS 64    /* downloads per step */
 
 /* A weight tensor split by rows into windows that each fit one storage binding. */
 typedef struct wg_window {

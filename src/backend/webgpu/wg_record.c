@@ -8,6 +8,10 @@
  * one's parameters, so it writes none. Per-step values (position, token
  * count) live in a separate 16-byte step uniform.
  *
+ * A step of more than WG_MAX_SLOTS dispatches is submitted in parts of
+ * WG_MAX_SLOTS (wg_record), each after its parameters are written; the
+ * readbacks come after the last.
+ *
  * Bind groups are cached per slot, keyed by a hash of the kernel and its
  * bindings (buffer, offset, size); a few ways per slot keep the prompt
  * (matmul) and decode (matvec) variants of the same slot alive together.
@@ -68,11 +72,19 @@ static uint64_t bind_key(const wg_dispatch *d) {
 
 void wg_record(wg_backend *wb, const wg_dispatch *d) {
     if (wb->status) return;
-    int slot = wb->n_slots;
-    if (slot >= WG_MAX_SLOTS) {
-        wg_error(wb, WGML_ERR_UNSUPPORTED, "webgpu: more than %d dispatches in one step", WG_MAX_SLOTS);
-        return;
+    if (wb->n_slots >= WG_MAX_SLOTS) {
+        /* A step longer than the parameter slots: submit what is recorded (its
+         * parameters written first: queue writes run in order with submits),
+         * and go on from slot 0. The caller sees one step. */
+        wg_record_flush(wb);
+        wgml_error err;
+        if (wgml_gpu_submit(wb->gpu, NULL, 0, &err)) {
+            wg_error(wb, err.code, "%s", err.message);
+            return;
+        }
+        wb->n_slots = 0;
     }
+    int slot = wb->n_slots;
     if (d->params_size > WG_PARAM_SLOT || d->n_bind + 2 > WG_MAX_BINDINGS + 2) {
         wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "webgpu: dispatch parameters too large");
         return;
