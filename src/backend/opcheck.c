@@ -83,6 +83,31 @@ static wgml_status twin_act(ctx *c, twin *t, uint32_t type, int64_t ne0, int64_t
     return WGML_OK;
 }
 
+/* An activation [ne1][ne0] at byte offset `pad` of a larger buffer (data
+ * there; the padding holds garbage that must not be read): the operands a
+ * step computes, used where weights usually are. */
+static wgml_status twin_act_at(ctx *c, twin *t, uint32_t type, int64_t ne0, int64_t ne1, const void *data, size_t pad,
+                               wgml_error *err) {
+    memset(t, 0, sizeof *t);
+    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
+    uint8_t *junk = wgml_malloc(pad + 4);
+    if (!junk) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < pad; i++) junk[i] = (uint8_t)(0x7f - i); /* NaN-ish f32 bit patterns */
+    for (int s = 0; s < 2; s++) {
+        wgml_status st = c->be[s]->buffer_create(c->be[s], pad + size, WGML_BUFFER_ACTIVATIONS, &t->buf[s], err);
+        if (!st && pad) st = c->be[s]->buffer_write(c->be[s], t->buf[s], 0, junk, pad, err);
+        if (!st) st = c->be[s]->buffer_write(c->be[s], t->buf[s], pad, data, size, err);
+        if (st) {
+            wgml_free(junk);
+            return st;
+        }
+        t->t[s] = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = t->buf[s], .offset = pad,
+                                .name = "opcheck.act"};
+    }
+    wgml_free(junk);
+    return WGML_OK;
+}
+
 /* A weight [ne1][ne0] of `type` quantized from random values (owned bytes). */
 static wgml_status twin_weight(ctx *c, twin *t, uint32_t type, int64_t ne0, int64_t ne1, float scale,
                                wgml_error *err) {
@@ -233,14 +258,17 @@ static void mm_side(wgml_backend *be, int s, void *arg) {
     wgml_op_matmul(be, &mm);
 }
 
+/* act: the f32 weights, norm and biases are activations (at byte offsets in
+ * larger buffers) instead of weights: products of two computed operands. */
 static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const int64_t *M, int64_t n,
-                        wgml_epilogue epi, int has_norm, int has_bias) {
+                        wgml_epilogue epi, int has_norm, int has_bias, int act) {
     char cfg[160];
     int k = snprintf(cfg, sizeof cfg, "%s", wgml_dtype_name(types[0]));
     for (int i = 1; i < nw; i++) k += snprintf(cfg + k, sizeof cfg - (size_t)k, "+%s", wgml_dtype_name(types[i]));
     snprintf(cfg + k, sizeof cfg - (size_t)k, " K=%lld M=%lld n=%lld%s%s%s%s", (long long)K, (long long)M[0],
              (long long)n, has_norm ? " norm" : "", has_bias ? " bias" : "",
              epi == WGML_EPI_ADD ? " add" : epi == WGML_EPI_SWIGLU ? " swiglu" : "", nw == 3 ? " qkv" : "");
+    if (act) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " activations");
     mm_case m = {.nw = nw, .epi = epi, .has_norm = has_norm, .has_bias = has_bias};
     wgml_error err;
     wgml_status st = WGML_OK;
@@ -249,11 +277,22 @@ static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const 
     if (!st) st = twin_act(c, &m.x, WGML_F32, K, n, xv, &err);
     if (!st && has_norm) {
         for (int64_t i = 0; i < K; i++) nv[i] = 1.0f + 0.5f * nv[i];
-        st = twin_weight(c, &m.norm, WGML_F32, K, 1, 1, &err);
+        st = act ? twin_act_at(c, &m.norm, WGML_F32, K, 1, nv, 20, &err)
+                 : twin_weight(c, &m.norm, WGML_F32, K, 1, 1, &err);
     }
     for (int i = 0; i < nw && !st; i++) {
-        st = twin_weight(c, &m.w[i], types[i], K, M[i], 0.5f, &err);
-        if (!st && has_bias) st = twin_weight(c, &m.bias[i], WGML_F32, M[i], 1, 1, &err);
+        if (act) { /* the host copy act8_sigma and the comparison read, as a weight's */
+            float *wv = randv(c, (size_t)(K * M[i]), 0.5f), *bv = randv(c, (size_t)M[i], 1);
+            st = wv && bv ? twin_act_at(c, &m.w[i], WGML_F32, K, M[i], wv, 4 * (size_t)(i + 1), &err)
+                          : wgml_fail(&err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            if (!st && has_bias) st = twin_act_at(c, &m.bias[i], WGML_F32, M[i], 1, bv, 36, &err);
+            if (!st) m.w[i].host = wv;
+            else wgml_free(wv);
+            wgml_free(bv);
+        } else {
+            st = twin_weight(c, &m.w[i], types[i], K, M[i], 0.5f, &err);
+            if (!st && has_bias) st = twin_weight(c, &m.bias[i], WGML_F32, M[i], 1, 1, &err);
+        }
         if (!st && (i == 0 || epi != WGML_EPI_SWIGLU)) {
             float *init = randv(c, (size_t)(M[i] * n), 1.0f); /* ADD adds to what is there */
             st = init ? twin_act(c, &m.out[i], WGML_F32, M[i], n, init, &err) : WGML_ERR_OUT_OF_MEMORY;
@@ -301,7 +340,7 @@ static void check_matmul(ctx *c) {
                 for (int ni = 0; ni < 3; ni++) {
                     if (c->opt->quick && (mi + ni + ki) % 3) continue;
                     int64_t M[1] = {Ms[mi]};
-                    matmul_case(c, &t, 1, Ks[ki], M, ns[ni], WGML_EPI_STORE, 0, 0);
+                    matmul_case(c, &t, 1, Ks[ki], M, ns[ni], WGML_EPI_STORE, 0, 0, 0);
                 }
             }
         }
@@ -309,17 +348,29 @@ static void check_matmul(ctx *c) {
         int64_t K = bs == 256 ? 256 : 96, M3[3] = {40, 24, 24};
         uint32_t tt[3] = {t, t, t};
         for (int n = 1; n <= 9; n += 8) {
-            matmul_case(c, tt, 1, K, M3, n, WGML_EPI_ADD, 1, 1);
-            matmul_case(c, tt, 2, K, M3 + 1, n, WGML_EPI_SWIGLU, 1, 0);
-            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 0);
-            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 1);
+            matmul_case(c, tt, 1, K, M3, n, WGML_EPI_ADD, 1, 1, 0);
+            matmul_case(c, tt, 2, K, M3 + 1, n, WGML_EPI_SWIGLU, 1, 0, 0);
+            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 0, 0);
+            matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 1, 0);
+        }
+    }
+    /* both operands computed: f32 activations as the weights, the norm and the biases */
+    if (!skip_type(c, WGML_F32)) {
+        uint32_t f3[3] = {WGML_F32, WGML_F32, WGML_F32};
+        int64_t Ma[3] = {37, 24, 24}, M1[1] = {70};
+        matmul_case(c, f3, 1, 7, M1, 1, WGML_EPI_STORE, 0, 0, 1);
+        matmul_case(c, f3, 1, 64, M1, 35, WGML_EPI_STORE, 0, 1, 1);
+        for (int n = 2; n <= 33; n += 31) {
+            matmul_case(c, f3, 1, 96, Ma, n, WGML_EPI_ADD, 1, 1, 1);
+            matmul_case(c, f3, 2, 96, Ma + 1, n, WGML_EPI_SWIGLU, 1, 0, 1);
+            matmul_case(c, f3, 3, 96, Ma, n, WGML_EPI_STORE, 1, 1, 1);
         }
     }
     /* mixed types in one call (as Q4_K_M's attention) */
     uint32_t mix[3] = {WGML_F16, WGML_Q8_0, WGML_F32};
     int64_t M3[3] = {33, 17, 17};
     if (!skip_type(c, mix[0]) && !skip_type(c, mix[1]) && !skip_type(c, mix[2]) && dev->supports_type(dev, WGML_Q8_0))
-        matmul_case(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0);
+        matmul_case(c, mix, 3, 64, M3, 3, WGML_EPI_STORE, 1, 0, 0);
 }
 
 /* ---- get_rows ---- */
@@ -651,7 +702,16 @@ static void simple_case_run(ctx *c, const char *op, int64_t n, int64_t rows) {
     int argmax = !strcmp(op, "argmax"), rope = !strcmp(op, "rope");
     if (!st) st = twin_act(c, &k.a, WGML_F32, n, rows, av, &err);
     if (!st && !rope) st = twin_act(c, &k.b, WGML_F32, n, rows, bv, &err);
-    if (!st && !strcmp(op, "rms_norm")) st = twin_weight(c, &k.w, WGML_F32, n, 1, 1, &err);
+    if (!st && !strcmp(op, "rms_norm")) {
+        if (rows == 3) { /* the scale computed in the step: an activation at an offset */
+            float *wv = randv(c, (size_t)n, 1);
+            st = wv ? twin_act_at(c, &k.w, WGML_F32, n, 1, wv, 12, &err) : WGML_ERR_OUT_OF_MEMORY;
+            wgml_free(wv);
+            snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " w activation");
+        } else {
+            st = twin_weight(c, &k.w, WGML_F32, n, 1, 1, &err);
+        }
+    }
     if (!st && !rope) st = twin_act(c, &k.out, argmax ? WGML_I32 : WGML_F32, argmax ? rows : n, argmax ? 1 : rows, NULL, &err);
     if (rope) {
         k.hd = 16;

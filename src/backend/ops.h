@@ -67,7 +67,10 @@ typedef enum wgml_epilogue {
 
 #define WGML_MATMUL_MAX 3
 
-/* Up to three matrix products sharing one input: out_i[t][r] = sum_c W_i[r][c] x[t][c]. */
+/* Up to three matrix products sharing one input: out_i[t][r] = sum_c W_i[r][c] x[t][c].
+ * W, norm and bias are weights, or activations computed in the step (W then
+ * f32: a product of two computed operands, e.g. x times another tensor's
+ * rows); an activation operand may not share out's buffer. */
 typedef struct wgml_matmul_args {
     const wgml_tensor *x;    /* f32 [n][K] */
     const wgml_tensor *norm; /* optional f32 [K]: use rmsnorm(x) * norm instead of x */
@@ -147,7 +150,7 @@ typedef struct wgml_get_rows_args {
     const wgml_tensor *out, *table, *ids;
 } wgml_get_rows_args;
 
-/* out = x / sqrt(mean(x^2) + eps) * w, per row */
+/* out = x / sqrt(mean(x^2) + eps) * w, per row; w a weight or an f32 activation (apart from out) */
 typedef struct wgml_rms_norm_args {
     const wgml_tensor *out, *x, *w;
     float eps;

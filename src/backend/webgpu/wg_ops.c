@@ -32,8 +32,34 @@
 
 static wg_backend *WB(wgml_backend *be) { return (wg_backend *)be; }
 
-/* Host values of a small f32 weight (the upload source stays valid). */
-static uint32_t elem_off_of_weight(const wgml_tensor *t) { return (uint32_t)(t->offset / 4); }
+/* Matrix-product operands may be weights or activations (computed in the
+ * step): a weight is bound through its windows (wg_window: repacked rows), an
+ * activation is one window of plain f32 rows at its element offset. */
+static int n_windows(const wgml_tensor *t) { return t->buf->is_weight ? t->buf->n_windows : 1; }
+
+/* A vector operand (norm, bias): its buffer and element offset. */
+static wgml_gpu_binding vec_binding(uint32_t binding, const wgml_tensor *t, uint32_t *elem_off) {
+    *elem_off = (uint32_t)(t->offset / 4);
+    return (wgml_gpu_binding){binding, t->buf->is_weight ? t->buf->win[0].gpu : t->buf->gpu, 0, 0};
+}
+
+/* Checks a matmul operand that may be a weight or an f32 activation (not in out's buffer). */
+static int operand(wg_backend *wb, const wgml_tensor *t, const wgml_matmul_args *mm) {
+    if (t->buf && t->buf->is_weight) return wg_weight(wb, "matmul", t);
+    if (!wg_act(wb, "matmul", t, NULL)) return 0;
+    if (t->type != WGML_F32) {
+        wg_error(wb, WGML_ERR_UNSUPPORTED, "matmul: activation operand '%s' must be f32, is %s",
+                 t->name ? t->name : "?", wgml_dtype_name(t->type));
+        return 0;
+    }
+    for (int k = 0; k < WGML_MATMUL_MAX; k++) /* WebGPU forbids binding the written buffer twice */
+        if (mm->out[k] && mm->out[k]->buf == t->buf) {
+            wg_error(wb, WGML_ERR_UNSUPPORTED, "matmul: on WebGPU the output '%s' must not share a buffer with '%s'",
+                     mm->out[k]->name ? mm->out[k]->name : "?", t->name ? t->name : "?");
+            return 0;
+        }
+    return 1;
+}
 
 /* ---- matrix products ---- */
 
@@ -83,23 +109,24 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_gro
     for (int k = 0; k < n_out_of(g, epi); k++)
         if (!distinct(wb, "matmul", g->out[k], mm->x)) return;
     b[nb++] = wg_bind(2, mm->x);
-    if (mm->norm) {
-        p.norm_off = elem_off_of_weight(mm->norm);
-        b[nb++] = (wgml_gpu_binding){3, mm->norm->buf->win[0].gpu, 0, 0};
-    }
+    if (mm->norm) b[nb++] = vec_binding(3, mm->norm, &p.norm_off);
     uint32_t max_m = 0;
     int n_out = epi == WGML_EPI_SWIGLU ? 1 : g->nw;
     for (int k = 0; k < g->nw; k++) {
-        const wg_window *w = &g->w[k]->buf->win[g->win];
-        p.m[k] = (uint32_t)w->rows;
-        p.sb[k] = w->sb_word;
-        p.row0[k] = (uint32_t)w->row0;
-        if (p.m[k] > max_m) max_m = p.m[k];
-        b[nb++] = (wgml_gpu_binding){4 + (uint32_t)k, w->gpu, 0, 0};
-        if (g->bias[k]) {
-            p.bo[k] = elem_off_of_weight(g->bias[k]);
-            b[nb++] = (wgml_gpu_binding){7 + (uint32_t)k, g->bias[k]->buf->win[0].gpu, 0, 0};
+        const wgml_tensor *wt = g->w[k];
+        if (wt->buf->is_weight) {
+            const wg_window *w = &wt->buf->win[g->win];
+            p.m[k] = (uint32_t)w->rows;
+            p.sb[k] = w->sb_word;
+            p.row0[k] = (uint32_t)w->row0;
+            b[nb++] = (wgml_gpu_binding){4 + (uint32_t)k, w->gpu, 0, 0};
+        } else { /* f32 rows of an activation, at its offset */
+            p.m[k] = (uint32_t)wgml_tensor_nrows(wt);
+            p.wo[k] = (uint32_t)(wt->offset / 4);
+            b[nb++] = wg_bind(4 + (uint32_t)k, wt);
         }
+        if (p.m[k] > max_m) max_m = p.m[k];
+        if (g->bias[k]) b[nb++] = vec_binding(7 + (uint32_t)k, g->bias[k], &p.bo[k]);
     }
     for (int k = 0; k < n_out; k++) {
         if (!wg_act(wb, "matmul", g->out[k], &p.oo[k])) return;
@@ -141,7 +168,7 @@ static void swiglu_unfused(wg_backend *wb, const wgml_matmul_args *mm) {
     wgml_tensor t[2];
     for (int i = 0; i < 2; i++) {
         t[i] = (wgml_tensor){.type = WGML_F32, .ne = {M, n, 1, 1}, .buf = wb->tmp[i], .name = i ? "swiglu.up" : "swiglu.gate"};
-        for (int w = 0; w < mm->w[i]->buf->n_windows; w++) {
+        for (int w = 0; w < n_windows(mm->w[i]); w++) {
             mm_group g = {.nw = 1, .w = {mm->w[i]}, .bias = {mm->bias[i]}, .out = {&t[i]}, .win = w};
             mm_dispatch(wb, mm, &g, WGML_EPI_STORE);
         }
@@ -154,23 +181,23 @@ void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
     int swiglu = mm->epilogue == WGML_EPI_SWIGLU;
     int same_type = 1, single = 1, nbias = 0;
     for (int i = 0; i < mm->n_w; i++) {
-        if (!wg_weight(wb, "matmul", mm->w[i])) return;
+        if (!operand(wb, mm->w[i], mm)) return;
         if (!be->supports_type(be, mm->w[i]->type)) {
             wg_error(wb, WGML_ERR_UNSUPPORTED, "matmul: weight '%s' has type %s, which the WebGPU backend cannot use",
                      mm->w[i]->name ? mm->w[i]->name : "?", wgml_dtype_name(mm->w[i]->type));
             return;
         }
-        if (mm->bias[i] && !wg_weight(wb, "matmul", mm->bias[i])) return;
+        if (mm->bias[i] && !operand(wb, mm->bias[i], mm)) return;
         same_type &= mm->w[i]->type == mm->w[0]->type;
-        single &= mm->w[i]->buf->n_windows == 1;
+        single &= n_windows(mm->w[i]) == 1;
         nbias += mm->bias[i] != NULL;
     }
-    if (mm->norm && !wg_weight(wb, "matmul", mm->norm)) return;
+    if (mm->norm && !operand(wb, mm->norm, mm)) return;
     int n_out = swiglu ? 1 : mm->n_w;
     int fused = mm->n_w == 1 ||
                 (same_type && single &&
                  storage_bindings(mm, mm->n_w, nbias, n_out) <= (int)wb->info->max_storage_buffers_per_stage);
-    if (fused && mm->w[0]->buf->n_windows == 1) {
+    if (fused && n_windows(mm->w[0]) == 1) {
         mm_group g = {.nw = mm->n_w};
         for (int i = 0; i < mm->n_w; i++) g.w[i] = mm->w[i], g.bias[i] = mm->bias[i], g.out[i] = mm->out[i];
         mm_dispatch(wb, mm, &g, mm->epilogue);
@@ -182,7 +209,7 @@ void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
     }
     /* one dispatch per weight and window */
     for (int i = 0; i < mm->n_w; i++) {
-        for (int w = 0; w < mm->w[i]->buf->n_windows; w++) {
+        for (int w = 0; w < n_windows(mm->w[i]); w++) {
             mm_group g = {.nw = 1, .w = {mm->w[i]}, .bias = {mm->bias[i]}, .out = {mm->out[i]}, .win = w};
             mm_dispatch(wb, mm, &g, mm->epilogue);
         }
@@ -232,9 +259,10 @@ static void row_op(wg_backend *wb, wg_kind kind, const char *op, const wgml_tens
     int64_t rows = wgml_tensor_nrows(x);
     wgml_gpu_binding b[3] = {wg_bind(2, x), wg_bind(3, out)};
     int nb = 2;
-    if (w) {
-        if (!wg_weight(wb, op, w)) return;
-        b[nb++] = (wgml_gpu_binding){4, w->buf->win[0].gpu, 0, 0};
+    if (w) { /* a weight, or an f32 activation apart from out */
+        if (w->buf && w->buf->is_weight ? !wg_weight(wb, op, w) : !wg_act(wb, op, w, NULL) || !distinct(wb, op, out, w))
+            return;
+        b[nb++] = vec_binding(4, w, &p.w_off);
     }
     wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, 0);
     if (k) wg_dispatch_kernel(wb, k, &p, sizeof p, b, nb, (uint32_t)rows, 1, 1);
