@@ -25,6 +25,7 @@ static const char *help =
     "  --texts N     texts per run (default 64; batch 1 embeds min(N, 32) of them)\n"
     "  --repeat R    runs; figures are medians (default 3)\n"
     "  --no-limits   skip measuring the matmul rate\n"
+    "  --profile     per-kernel time table of the last run (GPU timestamps / CPU op time)\n"
     "  --json        print one JSON object on stdout\n";
 
 static const char *const words[] = {
@@ -74,7 +75,7 @@ static double median(const double *v, int n) {
 int cmd_bench_embed(int argc, char **argv) {
     cli_model_opts mo = {0};
     long long batch = 32, n_texts = 64, repeat = 3;
-    int json = 0, limits = 1;
+    int json = 0, limits = 1, profile = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_option(argc, argv, &i, &mo);
@@ -94,6 +95,8 @@ int cmd_bench_embed(int argc, char **argv) {
             json = 1;
         } else if (!strcmp(a, "--no-limits")) {
             limits = 0;
+        } else if (!strcmp(a, "--profile")) {
+            profile = 1;
         } else {
             return cli_usage_error("unknown option '%s'", a);
         }
@@ -140,7 +143,10 @@ int cmd_bench_embed(int argc, char **argv) {
     const double gflop_per_token = 2.0 * (double)info.matmul_params / 1e9;
     cli_progress bar;
     cli_progress_begin(&bar, "bench");
+    wgml_kernel_stat kt[64];
+    int n_kt = 0;
     for (int r = 0; r < R && !rc; r++) {
+        if (profile && r == R - 1) wgml_model_set_profiling(m, 1);
         double t0 = cli_now_ms();
         for (int i = 0; i < N && !rc; i += B) {
             int k = N - i < B ? N - i : B;
@@ -159,6 +165,10 @@ int cmd_bench_embed(int argc, char **argv) {
         }
         ms = cli_now_ms() - t0;
         one_tps[r] = tokens1 / (ms / 1e3);
+        if (profile && r == R - 1) { /* the model's work only, not the device measurement */
+            n_kt = wgml_model_get_kernel_times(m, kt, 64);
+            wgml_model_set_profiling(m, 0);
+        }
         one_ms[r] = rc ? 0 : median(lat, N1);
         if (!rc && limits) {
             double gbs;
@@ -194,6 +204,17 @@ int cmd_bench_embed(int argc, char **argv) {
         json_object_object_add(o, "single_matmul_pct", json_object_new_double(median(pct1, R)));
         json_object_object_add(o, "matmul_gflops", json_object_new_double(median(mm, R)));
         json_object_object_add(o, "gemm_gflop_per_token", json_object_new_double(gflop_per_token));
+        if (profile) {
+            json_object *k = json_object_new_array();
+            for (int i = 0; i < n_kt && i < 64; i++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "name", json_object_new_string(kt[i].name));
+                json_object_object_add(e, "calls", json_object_new_int64((int64_t)kt[i].calls));
+                json_object_object_add(e, "total_ms", json_object_new_double(kt[i].total_ms));
+                json_object_array_add(k, e);
+            }
+            json_object_object_add(o, "kernels", k);
+        }
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
     } else {
@@ -207,6 +228,8 @@ int cmd_bench_embed(int argc, char **argv) {
         if (limits) printf(", %.0f%% of the matmul rate", median(pct1, R));
         if (limits) printf("\nmatmul       %.1f GFLOP/s (the backend's f32 matmul, 1024^3)", median(mm, R));
         printf("\n");
+        for (int i = 0; i < n_kt && i < 64; i++)
+            printf("  %-40s %8llu calls %10.2f ms\n", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms);
     }
 done:
     for (int i = 0; texts && i < N; i++) free(texts[i]);
