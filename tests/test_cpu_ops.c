@@ -1015,6 +1015,106 @@ static void test_nn_errors(void **state) {
     drop(&X), drop(&W), drop(&O);
 }
 
+/* Strided views (tensor.h): the helpers' strides and spans, copy through them, the ops that refuse them. */
+static void test_views(void **state) {
+    (void)state;
+    float xv[4 * 6], got[4 * 6];
+    for (int i = 0; i < 24; i++) xv[i] = (float)i;
+    tbuf X = make(WGML_F32, 6, 4, xv), O = make(WGML_F32, 6, 4, NULL);
+    wgml_error err;
+    /* a contiguous [4][6]: strides 4, 24, 96; all-zero nb reads as contiguous */
+    assert_int_equal(wgml_tensor_stride(&X.t, 0), 4);
+    assert_int_equal(wgml_tensor_stride(&X.t, 1), 24);
+    assert_int_equal(wgml_tensor_stride(&X.t, 2), 96);
+    assert_true(wgml_tensor_is_contiguous(&X.t));
+    assert_int_equal(wgml_tensor_extent(&X.t), 96);
+    wgml_tensor T = wgml_tensor_transpose(&X.t);
+    assert_int_equal(T.ne[0], 4);
+    assert_int_equal(T.ne[1], 6);
+    assert_int_equal(T.nb[0], 24);
+    assert_int_equal(T.nb[1], 4);
+    assert_false(wgml_tensor_is_contiguous(&T));
+    assert_int_equal(wgml_tensor_extent(&T), 96);
+    wgml_tensor C = wgml_tensor_cols(&X.t, 2, 3); /* columns 2..4 */
+    assert_int_equal(C.offset, 8);
+    assert_int_equal(wgml_tensor_extent(&C), 3 * 24 + 12);
+    wgml_tensor R = wgml_tensor_rows(&C, 1, 2); /* keeps the row stride */
+    assert_int_equal(R.offset, 8 + 24);
+    assert_int_equal(R.nb[1], 24);
+    wgml_tensor one = wgml_tensor_rows(&X.t, 1, 1), B = wgml_tensor_broadcast_rows(&one, 4);
+    assert_int_equal(B.nb[1], 0);
+    assert_false(wgml_tensor_is_contiguous(&B));
+    assert_int_equal(wgml_tensor_extent(&B), 24);
+    /* a transpose of a transpose is the tensor itself, strides spelled out: contiguous */
+    wgml_tensor TT = wgml_tensor_transpose(&T);
+    assert_true(wgml_tensor_is_contiguous(&TT));
+
+    /* copy: the transpose (out [6][4]) */
+    wgml_tensor out = {.type = WGML_F32, .ne = {4, 6, 1, 1}, .buf = O.b, .name = "out"};
+    step(0, 6);
+    wgml_op_copy(be, &(wgml_copy_args){&out, &T});
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    read_f32(&O, got);
+    for (int r = 0; r < 6; r++)
+        for (int c = 0; c < 4; c++) assert_float_equal(got[r * 4 + c], xv[c * 6 + r], 0);
+    /* columns 2..4 of rows 1..2, and a broadcast row */
+    out = (wgml_tensor){.type = WGML_F32, .ne = {3, 2, 1, 1}, .buf = O.b, .name = "out"};
+    step(0, 2);
+    wgml_op_copy(be, &(wgml_copy_args){&out, &R});
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    read_f32(&O, got);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) assert_float_equal(got[r * 3 + c], xv[(1 + r) * 6 + 2 + c], 0);
+    step(0, 4);
+    wgml_op_copy(be, &(wgml_copy_args){&O.t, &B});
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    read_f32(&O, got);
+    for (int i = 0; i < 24; i++) assert_float_equal(got[i], xv[6 + i % 6], 0);
+
+    /* a strided view anywhere but copy's input */
+    wgml_tensor Ox = {.type = WGML_F32, .ne = {4, 6, 1, 1}, .buf = O.b, .name = "out"};
+    step(0, 6);
+    wgml_op_unary(be, &(wgml_unary_args){.out = &Ox, .x = &T, .kind = WGML_UNARY_TANH});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "strided view"));
+    assert_non_null(strstr(err.message, "wgml_op_copy"));
+    /* copy: a stride of 2 bytes; out overlapping x; x's span past its buffer; shapes */
+    wgml_tensor odd = wgml_tensor_view(&X.t, (const int64_t[4]){3, 2, 1, 1}, (const size_t[4]){2, 24, 0, 0}, 0);
+    wgml_tensor o32 = {.type = WGML_F32, .ne = {3, 2, 1, 1}, .buf = O.b, .name = "out"};
+    step(0, 2);
+    wgml_op_copy(be, &(wgml_copy_args){&o32, &odd});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "multiple of 4"));
+    wgml_tensor in_x = wgml_tensor_rows(&X.t, 3, 1);
+    in_x.ne[0] = 4; /* [1][4] at byte 72: column 0 of X (bytes 0, 24, 48, 72) reaches it */
+    step(0, 1);
+    wgml_op_copy(be, &(wgml_copy_args){&in_x, &(wgml_tensor){.type = WGML_F32, .ne = {4, 1, 1, 1}, .buf = X.b,
+                                                             .nb = {24, 4, 96, 96}}});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "overlaps"));
+    wgml_tensor past = wgml_tensor_view(&X.t, (const int64_t[4]){6, 4, 1, 1}, (const size_t[4]){4, 28, 0, 0}, 0);
+    step(0, 4);
+    wgml_op_copy(be, &(wgml_copy_args){&O.t, &past});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "exceeds"));
+    step(0, 6);
+    wgml_op_copy(be, &(wgml_copy_args){&O.t, &T}); /* [6][4] into [4][6] */
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+
+    /* get_rows from an activation table: rows 1..3 of X */
+    wgml_tensor table = wgml_tensor_rows(&X.t, 1, 3);
+    int32_t idv[3] = {2, 0, 2};
+    tbuf I = make(WGML_I32, 3, 1, idv);
+    out = (wgml_tensor){.type = WGML_F32, .ne = {6, 3, 1, 1}, .buf = O.b, .name = "out"};
+    step(0, 3);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){&out, &table, &I.t});
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    read_f32(&O, got);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 6; c++) assert_float_equal(got[r * 6 + c], xv[(1 + idv[r]) * 6 + c], 0);
+    drop(&X), drop(&O), drop(&I);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_types),  cmocka_unit_test(test_matmul_fused),
@@ -1028,6 +1128,7 @@ int main(void) {
         cmocka_unit_test(test_layer_norm),    cmocka_unit_test(test_l2_norm),
         cmocka_unit_test(test_unary),         cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_pool),          cmocka_unit_test(test_nn_errors),
+        cmocka_unit_test(test_views),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

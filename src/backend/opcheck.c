@@ -384,6 +384,59 @@ static void gr_side(wgml_backend *be, int s, void *arg) {
     wgml_op_get_rows(be, &(wgml_get_rows_args){&g->out.t[s], &g->table.t[s], &g->ids.t[s]});
 }
 
+/* get_rows from an f32 activation table (computed at run time): the whole
+ * buffer, a row range at an offset, or rows of out's own buffer after out. */
+typedef struct {
+    twin buf, ids, out;    /* buf: the table's buffer (unused when in out's) */
+    int64_t K, rows, first; /* the table: rows [first, first+rows) of its buffer */
+    int64_t n;             /* ids and out rows */
+    int in_out;            /* the table in out's buffer, from row n */
+} gra_case;
+
+static void gra_side(wgml_backend *be, int s, void *arg) {
+    gra_case *g = arg;
+    wgml_tensor whole = g->in_out ? g->out.t[s] : g->buf.t[s];
+    whole.ne[0] = g->K, whole.ne[1] = g->first + g->rows; /* the buffers are made as one long row */
+    wgml_tensor table = wgml_tensor_rows(&whole, g->first, g->rows), out = wgml_tensor_rows(&whole, 0, g->n);
+    if (!g->in_out) out = (wgml_tensor){.type = WGML_F32, .ne = {g->K, g->n, 1, 1}, .buf = g->out.buf[s]};
+    wgml_op_get_rows(be, &(wgml_get_rows_args){&out, &table, &g->ids.t[s]});
+}
+
+static void get_rows_act_case(ctx *c, int64_t K, int64_t rows, int64_t first, int64_t n, int in_out) {
+    char cfg[96];
+    snprintf(cfg, sizeof cfg, "f32 activation K=%lld rows=%lld n=%lld%s%s", (long long)K, (long long)rows,
+             (long long)n, first ? " (a row range at an offset)" : "", in_out ? " in out's buffer" : "");
+    gra_case g = {.K = K, .rows = rows, .first = in_out ? n : first, .n = n, .in_out = in_out};
+    size_t out_n = (size_t)(K * n), buf_n = (size_t)(K * (g.first + rows));
+    float *tv = randv(c, buf_n, 1), *nan = wgml_malloc(out_n * 4 + 4);
+    int32_t *ids = wgml_malloc((size_t)n * 4 + 4);
+    wgml_error err;
+    wgml_status st = tv && nan && ids ? WGML_OK : wgml_fail(&err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int64_t i = 0; !st && i < n; i++) /* both ends of the table, repeats */
+        ids[i] = i % 5 == 0 ? (int32_t)(rows - 1) : i % 7 == 0 ? 0 : (int32_t)((rnd(c) + 1) * 0.5f * (float)(rows - 1));
+    if (!st) st = twin_act(c, &g.ids, WGML_I32, n, 1, ids, &err);
+    /* one row of every buffer's elements: the views are made in gra_side */
+    if (!st && !in_out) st = twin_act(c, &g.buf, WGML_F32, (int64_t)buf_n, 1, tv, &err);
+    if (!st) st = twin_act(c, &g.out, WGML_F32, (int64_t)(in_out ? buf_n : out_n), 1, in_out ? tv : NULL, &err);
+    /* NaN where the device writes: an element it skips shows */
+    for (size_t i = 0; !st && i < out_n; i++) nan[i] = NAN;
+    if (!st) st = c->be[0]->buffer_write(c->be[0], g.out.buf[0], 0, nan, out_n * 4, &err);
+    if (!st) st = run_both(c, 0, (int)n, gra_side, &g, &err);
+    if (st) report(c, "get_rows", cfg, INFINITY, 0, st, err.message);
+    else finish(c, "get_rows", cfg, &g.out, 0);
+    twin_free(c, &g.buf), twin_free(c, &g.ids), twin_free(c, &g.out);
+    wgml_free(tv), wgml_free(nan), wgml_free(ids);
+}
+
+static void check_get_rows_act(ctx *c) {
+    if (skip_type(c, WGML_F32)) return;
+    get_rows_act_case(c, 70, 37, 0, 6, 0);
+    get_rows_act_case(c, 70, 37, 7, 6, 0);  /* a row range at a non-zero offset */
+    get_rows_act_case(c, 37, 20, 0, 9, 1);  /* in out's buffer, after out */
+    get_rows_act_case(c, 1024, 50, 3, 2100, 0); /* 2.15M elements: two rows of the flat grid */
+    get_rows_act_case(c, 3, 1000, 0, 70000, 0);
+}
+
 static void check_get_rows(ctx *c) {
     for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
         uint32_t t = weight_types[ti];
@@ -407,6 +460,7 @@ static void check_get_rows(ctx *c) {
         twin_free(c, &g.ids);
         twin_free(c, &g.out);
     }
+    check_get_rows_act(c);
 }
 
 /* ---- attention ---- */
@@ -674,12 +728,13 @@ typedef struct {
     float param;
     int n_head, hd;
     wgml_rope rope;
+    int in_place; /* out is a itself */
 } simple_case;
 
 static void simple_side(wgml_backend *be, int s, void *arg) {
     simple_case *k = arg;
     const char *op = k->op;
-    const wgml_tensor *out = &k->out.t[s], *a = &k->a.t[s], *b = &k->b.t[s];
+    const wgml_tensor *out = k->in_place ? &k->a.t[s] : &k->out.t[s], *a = &k->a.t[s], *b = &k->b.t[s];
     if (!strcmp(op, "rms_norm")) wgml_op_rms_norm(be, &(wgml_rms_norm_args){out, a, &k->w.t[s], k->param});
     else if (!strcmp(op, "softmax")) wgml_op_softmax(be, &(wgml_softmax_args){out, a, k->param});
     else if (!strcmp(op, "add")) wgml_op_add(be, &(wgml_add_args){out, a, b});
@@ -700,6 +755,8 @@ static void simple_case_run(ctx *c, const char *op, int64_t n, int64_t rows) {
     wgml_status st = av && bv ? WGML_OK : WGML_ERR_OUT_OF_MEMORY;
     if (!strcmp(op, "argmax") && av) av[n / 2] = av[n - 1] = 100; /* a tie: the first index wins */
     int argmax = !strcmp(op, "argmax"), rope = !strcmp(op, "rope");
+    k.in_place = rows == 2 && (!strcmp(op, "rms_norm") || !strcmp(op, "softmax"));
+    if (k.in_place) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " in place");
     if (!st) st = twin_act(c, &k.a, WGML_F32, n, rows, av, &err);
     if (!st && !rope) st = twin_act(c, &k.b, WGML_F32, n, rows, bv, &err);
     if (!st && !strcmp(op, "rms_norm")) {
@@ -729,7 +786,7 @@ static void simple_case_run(ctx *c, const char *op, int64_t n, int64_t rows) {
         if (!st) st = c->be[1]->buffer_read(c->be[1], k.out.buf[1], 0, r, (size_t)rows * 4, &err);
         report(c, op, cfg, st ? INFINITY : memcmp(d, r, (size_t)rows * 4) ? 1.0 : 0.0, 0, st, st ? err.message : NULL);
     } else {
-        finish(c, op, cfg, rope ? &k.a : &k.out, 2e-5);
+        finish(c, op, cfg, rope || k.in_place ? &k.a : &k.out, 2e-5);
     }
     twin_free(c, &k.a), twin_free(c, &k.b), twin_free(c, &k.w), twin_free(c, &k.out);
     wgml_free(av), wgml_free(bv);
@@ -976,6 +1033,125 @@ static void check_pool(ctx *c) {
         pool_case(c, (wgml_pool_mode)mode, 37, longer, 3, 0);
     }
     pool_case(c, WGML_POOL_MEAN, 37, mixed, 4, 1);
+}
+
+/* ---- copy: strided views made contiguous, exactly ---- */
+
+enum { CP_TRANSPOSE, CP_COLS, CP_PERMUTE, CP_BROADCAST, CP_VIEW };
+
+typedef struct {
+    const char *what;
+    int kind;
+    int64_t ne[4];        /* the source: a contiguous tensor of this shape */
+    int64_t first, n;     /* CP_COLS: columns [first, first+n); CP_BROADCAST: n rows of the first */
+    int perm[4];          /* CP_PERMUTE */
+    int64_t vne[4];       /* CP_VIEW: shape, strides and offset in elements */
+    size_t vnb[4], voff;
+    int in_out;           /* the source in out's buffer, after out */
+} cp_desc;
+
+typedef struct {
+    const cp_desc *d;
+    twin src, out; /* each made as one row of all its buffer's elements */
+    int64_t out_n; /* elements copied */
+} cp_case;
+
+/* The view the case copies, on side s. */
+static wgml_tensor cp_view(const cp_case *k, int s) {
+    const cp_desc *d = k->d;
+    wgml_tensor src = d->in_out ? k->out.t[s] : k->src.t[s];
+    src.type = WGML_F32;
+    src.offset = d->in_out ? (size_t)k->out_n * 4 : 0;
+    for (int i = 0; i < 4; i++) src.ne[i] = d->ne[i] ? d->ne[i] : 1;
+    switch (d->kind) {
+    case CP_TRANSPOSE: return wgml_tensor_transpose(&src);
+    case CP_COLS: return wgml_tensor_cols(&src, d->first, d->n);
+    case CP_PERMUTE: return wgml_tensor_permute(&src, d->perm);
+    case CP_BROADCAST: return wgml_tensor_broadcast_rows(&src, d->n);
+    default: {
+        int64_t ne[4];
+        size_t nb[4];
+        for (int i = 0; i < 4; i++) ne[i] = d->vne[i] ? d->vne[i] : 1, nb[i] = d->vnb[i] * 4;
+        return wgml_tensor_view(&src, ne, nb, d->voff * 4);
+    }
+    }
+}
+
+static void cp_side(wgml_backend *be, int s, void *arg) {
+    cp_case *k = arg;
+    wgml_tensor x = cp_view(k, s);
+    wgml_tensor out = {.type = WGML_F32, .ne = {x.ne[0], wgml_tensor_nrows(&x), 1, 1}, .buf = k->out.buf[s],
+                       .name = "opcheck.out"};
+    wgml_op_copy(be, &(wgml_copy_args){&out, &x});
+}
+
+static void copy_case(ctx *c, const cp_desc *d) {
+    cp_case k = {.d = d};
+    wgml_tensor v = cp_view(&k, 0); /* its shape: no buffer yet */
+    k.out_n = wgml_tensor_nelements(&v);
+    int64_t sne[4], src_n = 1;
+    for (int i = 0; i < 4; i++) src_n *= sne[i] = d->ne[i] ? d->ne[i] : 1;
+    char cfg[160];
+    int len = snprintf(cfg, sizeof cfg, "%s of [%lld x %lld x %lld x %lld] -> [%lld x %lld x %lld x %lld]", d->what,
+                       (long long)sne[3], (long long)sne[2], (long long)sne[1], (long long)sne[0],
+                       (long long)v.ne[3], (long long)v.ne[2], (long long)v.ne[1], (long long)v.ne[0]);
+    if (d->kind == CP_COLS)
+        len += snprintf(cfg + len, sizeof cfg - (size_t)len, " (columns [%lld, %lld))", (long long)d->first,
+                        (long long)(d->first + d->n));
+    if (d->in_out) snprintf(cfg + len, sizeof cfg - (size_t)len, ", in out's buffer");
+    size_t total = (size_t)(k.out_n + (d->in_out ? src_n : 0));
+    float *sv = randv(c, (size_t)src_n, 1), *init = wgml_calloc(total + 1, 4),
+          *nan = wgml_malloc((size_t)k.out_n * 4 + 4);
+    wgml_error err;
+    wgml_status st = sv && init && nan ? WGML_OK : wgml_fail(&err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st && d->in_out) memcpy(init + k.out_n, sv, (size_t)src_n * 4);
+    if (!st && !d->in_out) st = twin_act(c, &k.src, WGML_F32, src_n, 1, sv, &err);
+    if (!st) st = twin_act(c, &k.out, WGML_F32, (int64_t)total, 1, init, &err);
+    /* NaN where the device writes: an element it skips shows */
+    for (int64_t i = 0; !st && i < k.out_n; i++) nan[i] = NAN;
+    if (!st) st = c->be[0]->buffer_write(c->be[0], k.out.buf[0], 0, nan, (size_t)k.out_n * 4, &err);
+    if (!st) st = run_both(c, 0, 1, cp_side, &k, &err);
+    if (st) report(c, "copy", cfg, INFINITY, 0, st, err.message);
+    else finish(c, "copy", cfg, &k.out, 0); /* a copy: exact */
+    twin_free(c, &k.src), twin_free(c, &k.out);
+    wgml_free(sv), wgml_free(init), wgml_free(nan);
+}
+
+static void check_copy(ctx *c) {
+    /* T, C, P, B, V: a transpose, columns, a permutation, a broadcast row, a general view */
+#define T(x0, x1, ...) {.what = "transpose", .kind = CP_TRANSPOSE, .ne = {x0, x1}, __VA_ARGS__}
+#define C(x0, x1, f, cols, ...) {.what = "columns", .kind = CP_COLS, .ne = {x0, x1}, .first = f, .n = cols, __VA_ARGS__}
+#define P(name, x0, x1, x2, x3, ...) {.what = name, .kind = CP_PERMUTE, .ne = {x0, x1, x2, x3}, .perm = {__VA_ARGS__}}
+#define B(x0, rows) {.what = "broadcast of a row", .kind = CP_BROADCAST, .ne = {x0, 1}, .n = rows}
+    static const cp_desc cases[] = {
+        T(13, 7, .in_out = 0),
+        T(33, 64, .in_out = 0),
+        T(1, 40, .in_out = 0), /* a column into a row */
+        C(120, 5, 40, 40, .in_out = 0), /* q, k, v of a fused [n][3E]: the middle third */
+        C(120, 5, 80, 40, .in_out = 0),
+        C(37, 1, 3, 30, .in_out = 0),
+        P("permute (0 2 1 3): heads and tokens", 8, 3, 5, 1, 0, 2, 1, 3),
+        P("permute (2 0 1 3)", 8, 3, 5, 1, 2, 0, 1, 3),
+        P("permute (3 1 0 2)", 4, 3, 5, 2, 3, 1, 0, 2),
+        P("permute (1 3 2 0)", 7, 2, 3, 4, 1, 3, 2, 0),
+        B(37, 9),
+        {.what = "broadcast of a column (stride 0 in dim 0)", .kind = CP_VIEW, .ne = {6, 1}, .vne = {5, 6},
+         .vnb = {0, 1}},
+        {.what = "every second row", .kind = CP_VIEW, .ne = {20, 10}, .vne = {20, 5}, .vnb = {1, 40}},
+        {.what = "every second row, columns from 3", .kind = CP_VIEW, .ne = {20, 10}, .vne = {17, 4},
+         .vnb = {1, 40}, .voff = 23},
+        T(13, 7, .in_out = 1),
+        C(120, 5, 40, 40, .in_out = 1),
+        /* large: 384k elements, 300k broadcast, and 2.25M (two rows of the flat grid) */
+        P("permute (2 0 3 1)", 64, 50, 30, 4, 2, 0, 3, 1),
+        B(3, 100000),
+        T(1501, 1500, .in_out = 0),
+#undef T
+#undef C
+#undef P
+#undef B
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) copy_case(c, &cases[i]);
 }
 
 /* One grid per op of ops.h: an op without its check_<name> does not compile. */

@@ -35,7 +35,8 @@
     X(l2_norm, L2_NORM, wgml_l2_norm_args)       /* x / max(||x||, eps) per row */                                     \
     X(unary, UNARY, wgml_unary_args)             /* f(x) elementwise: GELU, tanh, a x + b, ... */                      \
     X(mul, MUL, wgml_mul_args)                   /* a * b, b of a's shape or one row */                                \
-    X(pool, POOL, wgml_pool_args)                /* mean, first or last row of each sequence */
+    X(pool, POOL, wgml_pool_args)                /* mean, first or last row of each sequence */                        \
+    X(copy, COPY, wgml_copy_args)                /* out = x, x any strided view (transpose, slice, broadcast) */
 
 typedef enum wgml_op {
 #define WGML_OP_ENUM(name, NAME, args) WGML_OP_##NAME,
@@ -145,18 +146,22 @@ static inline int wgml_attention_is_general(const wgml_attention_args *a) {
     return a->bidirectional || a->seq || a->kv_seq || a->pos || a->mask || a->kv_range || !a->k_cache || !a->v_cache;
 }
 
-/* out[i] = dequantize(table row ids[i]); ids: i32 [n] */
+/* out[i] = dequantize(table row ids[i]); ids: i32 [n]. The table is a weight
+ * or an activation (f32 on a GPU; contiguous, apart from out). The CPU
+ * reports an id outside [0, rows of the table); a GPU gives unspecified
+ * values for it (no access outside the table). */
 typedef struct wgml_get_rows_args {
     const wgml_tensor *out, *table, *ids;
 } wgml_get_rows_args;
 
-/* out = x / sqrt(mean(x^2) + eps) * w, per row; w a weight or an f32 activation (apart from out) */
+/* out = x / sqrt(mean(x^2) + eps) * w, per row; w a weight or an f32 activation (apart from out);
+ * out may be x itself (in place) */
 typedef struct wgml_rms_norm_args {
     const wgml_tensor *out, *x, *w;
     float eps;
 } wgml_rms_norm_args;
 
-/* out = softmax(x * scale) per row */
+/* out = softmax(x * scale) per row; out may be x itself (in place) */
 typedef struct wgml_softmax_args {
     const wgml_tensor *out, *x;
     float scale;
@@ -252,6 +257,16 @@ typedef struct wgml_pool_args {
     const wgml_tensor *seq; /* i32 [n_seq + 1] */
     wgml_pool_mode mode;
 } wgml_pool_args;
+
+/* out = x: x read through its strides (tensor.h), out contiguous. The one op
+ * that reads a strided view: it makes contiguous the transposes, column
+ * slices, permutations and broadcasts (stride 0) that no other op takes.
+ * x: f32, strides multiples of 4 bytes, an activation on a GPU (which lays
+ * weights out its own way); out: f32 with x's shape (ne[0] and the rows
+ * ne[1] ne[2] ne[3], in x's order), apart from x (it may share its buffer). */
+typedef struct wgml_copy_args {
+    const wgml_tensor *out, *x;
+} wgml_copy_args;
 
 /* ---- argument checks (validate.c) ---- */
 

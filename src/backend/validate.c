@@ -18,12 +18,23 @@ const char *const wgml_op_names[WGML_OP_COUNT] = {
 
 static const char *nm(const wgml_tensor *t) { return t && t->name ? t->name : "?"; }
 
-wgml_status wgml_check_type(const char *op, const wgml_tensor *t, uint32_t type, wgml_error *err) {
+/* wgml_check_type, with strided views allowed or not (tensor.h: only copy's input may be one). */
+static wgml_status check_tensor(const char *op, const wgml_tensor *t, uint32_t type, int strided_ok,
+                                wgml_error *err) {
     if (!t || !t->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: missing tensor", op);
     if (t->type != type)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be %s, is %s", op, nm(t),
                          wgml_dtype_name(type), wgml_dtype_name(t->type));
+    if (!strided_ok && !wgml_tensor_is_contiguous(t))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "%s: tensor '%s' is a strided view; this op needs contiguous rows: copy it first "
+                         "(wgml_op_copy)",
+                         op, nm(t));
     return WGML_OK;
+}
+
+wgml_status wgml_check_type(const char *op, const wgml_tensor *t, uint32_t type, wgml_error *err) {
+    return check_tensor(op, t, type, 0, err);
 }
 
 wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wgml_tensor *b, wgml_error *err) {
@@ -36,7 +47,8 @@ wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wg
 
 int wgml_tensors_overlap(const wgml_tensor *a, const wgml_tensor *b) {
     if (!a || !b || !a->buf || a->buf != b->buf) return 0;
-    size_t na = wgml_tensor_nbytes(a), nb = wgml_tensor_nbytes(b);
+    /* a strided view's whole span counts (conservative: views that interleave overlap) */
+    size_t na = wgml_tensor_extent(a), nb = wgml_tensor_extent(b);
     return na && nb && a->offset < b->offset + nb && b->offset < a->offset + na;
 }
 
@@ -146,6 +158,9 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
         if (a->k_cache->ne[0] != kvd || a->v_cache->ne[0] != kvd || a->k_cache->type != a->v_cache->type ||
             (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16) || wgml_tensor_nrows(a->v_cache) != n_ctx)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
+        if ((st = check_tensor("attention", a->k_cache, a->k_cache->type, 0, err)) ||
+            (st = check_tensor("attention", a->v_cache, a->v_cache->type, 0, err)))
+            return st;
         if (n_k != n)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                              "attention: with a KV cache k and v need the %lld rows of q, have %lld", (long long)n,
@@ -205,10 +220,32 @@ wgml_status wgml_validate_get_rows(const wgml_get_rows_args *a, int pos, wgml_er
     if ((st = wgml_check_type("get_rows", out, WGML_F32, err)) || (st = wgml_check_type("get_rows", ids, WGML_I32, err)))
         return st;
     if (!table || !table->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: missing table");
+    if ((st = check_tensor("get_rows", table, table->type, 0, err))) return st;
     if (out->ne[0] != table->ne[0] || wgml_tensor_nelements(ids) < wgml_tensor_nrows(out))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: table '%s' rows of %lld, output rows of %lld, %lld ids",
                          nm(table), (long long)table->ne[0], (long long)out->ne[0], (long long)wgml_tensor_nelements(ids));
-    return WGML_OK;
+    /* the table may be an activation (a weight never shares a buffer with out) */
+    if ((st = wgml_check_overlap("get_rows", out, table, 0, err))) return st;
+    return wgml_check_overlap("get_rows", out, ids, 0, err);
+}
+
+wgml_status wgml_validate_copy(const wgml_copy_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: no arguments");
+    wgml_status st;
+    if ((st = check_tensor("copy", a->out, WGML_F32, 0, err)) || (st = check_tensor("copy", a->x, WGML_F32, 1, err)))
+        return st;
+    for (int d = 0; d < 4; d++) {
+        if (a->x->ne[d] < 0 || a->out->ne[d] < 0)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: negative dimension");
+        /* the GPU addresses f32 elements: strides in whole ones */
+        if (wgml_tensor_stride(a->x, d) % 4)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: stride %d of '%s' is %zu bytes, not a multiple of 4",
+                             d, nm(a->x), wgml_tensor_stride(a->x, d));
+    }
+    /* out holds x's rows (ne[1..3] flattened, as wgml_check_same_shape compares) */
+    if ((st = wgml_check_same_shape("copy", a->out, a->x, err))) return st;
+    return wgml_check_overlap("copy", a->out, a->x, 0, err);
 }
 
 /* f32 tensors of one shape (out first). */
@@ -231,13 +268,15 @@ wgml_status wgml_validate_rms_norm(const wgml_rms_norm_args *a, int pos, wgml_er
     if (a->w->ne[0] != a->x->ne[0])
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rms_norm: weight has %lld elements, rows have %lld",
                          (long long)a->w->ne[0], (long long)a->x->ne[0]);
-    return WGML_OK;
+    if ((st = wgml_check_overlap("rms_norm", a->out, a->x, 1, err))) return st;
+    return wgml_check_overlap("rms_norm", a->out, a->w, 0, err);
 }
 
 wgml_status wgml_validate_softmax(const wgml_softmax_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "softmax: no arguments");
-    return same_f32("softmax", 2, (const wgml_tensor *const[]){a->out, a->x}, err);
+    wgml_status st = same_f32("softmax", 2, (const wgml_tensor *const[]){a->out, a->x}, err);
+    return st ? st : wgml_check_overlap("softmax", a->out, a->x, 1, err);
 }
 
 /* add and mul: out and a of one shape; b of that shape, or one row of a's row length. */
@@ -357,7 +396,7 @@ wgml_status wgml_validate_argmax(const wgml_argmax_args *a, int pos, wgml_error 
     if (!a->out || !a->out->buf || a->out->type != WGML_I32 || wgml_tensor_nelements(a->out) < rows)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements",
                          (long long)rows);
-    return WGML_OK;
+    return check_tensor("argmax", a->out, WGML_I32, 0, err);
 }
 
 wgml_status wgml_op_validate(wgml_op op, const void *args, int pos, wgml_error *err) {

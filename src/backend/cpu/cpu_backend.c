@@ -48,7 +48,7 @@ int cpu_check(cpu_backend *cb, const char *op, const wgml_tensor *t) {
         cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: missing tensor", op);
         return 0;
     }
-    size_t n = wgml_tensor_nbytes(t);
+    size_t n = wgml_tensor_extent(t); /* a strided view's whole span (copy's input) */
     if (n == 0 || t->offset > t->buf->size || n > t->buf->size - t->offset) {
         cpu_error(cb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' [%lld x %lld %s] at offset %zu exceeds its buffer of %zu bytes",
                   op, t->name ? t->name : "?", (long long)t->ne[0], (long long)wgml_tensor_nrows(t),

@@ -61,7 +61,7 @@ void cpu_profile_add(cpu_backend *cb, const char *name, double ms);
 
 /* The ops: cpu_run is the backend's entry point (be->run); it validates the
  * arguments and calls cpu_op_<name> (cpu_ops.c; attention in cpu_attention.c;
- * the encoders' ops in cpu_ops_nn.c), one per line of ops.h. */
+ * the encoders' ops in cpu_ops_nn.c; copy in cpu_ops_copy.c), one per line of ops.h. */
 void cpu_run(wgml_backend *be, wgml_op op, const void *args);
 int cpu_supports(wgml_backend *be, wgml_op op, const void *args);
 #define CPU_OP_DECL(name, NAME, args) void cpu_op_##name(cpu_backend *cb, const args *a);

@@ -167,6 +167,8 @@ static const char *kind_file(wg_kind k) {
         [WGK_L2_NORM] = "norm",
         [WGK_UNARY] = "unary",
         [WGK_POOL] = "pool",
+        [WGK_COPY] = "copy",
+        [WGK_GET_ROWS_ACT] = "copy",
     };
     return (unsigned)k < WGK_COUNT ? files[k] : NULL;
 }
@@ -192,6 +194,8 @@ static const char *kind_label(wg_kind k) {
         [WGK_L2_NORM] = "l2_norm",
         [WGK_UNARY] = "unary",
         [WGK_POOL] = "pool",
+        [WGK_COPY] = "copy",
+        [WGK_GET_ROWS_ACT] = "get_rows_act",
     };
     return (unsigned)k < WGK_COUNT ? names[k] : "?";
 }
@@ -202,20 +206,27 @@ static const char *in_is_out(wg_kind k, int i) {
     static const char *const ew[3] = {"A_IS_OUT", "B_IS_OUT", NULL};
     static const char *const norm[3] = {"X_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
     static const char *const unary[3] = {"X_IS_OUT", "V_IS_OUT", NULL};
-    static const char *const pool[3] = {"X_IS_OUT", NULL, NULL};
+    static const char *const pool[3] = {"X_IS_OUT", NULL, NULL}; /* and rms_norm, softmax */
     switch (k) {
     case WGK_ADD:
     case WGK_MUL: return ew[i];
     case WGK_LAYER_NORM:
     case WGK_L2_NORM: return norm[i];
     case WGK_UNARY: return unary[i];
-    case WGK_POOL: return pool[i];
+    case WGK_POOL:
+    case WGK_RMS_NORM:
+    case WGK_SOFTMAX:
+    case WGK_COPY:
+    case WGK_GET_ROWS_ACT: return pool[i];
     default: return NULL;
     }
 }
 
 /* Kernels whose output binding and input x come from out_x.wgsl. */
-static int uses_out_x(wg_kind k) { return k == WGK_LAYER_NORM || k == WGK_L2_NORM || k == WGK_UNARY || k == WGK_POOL; }
+static int uses_out_x(wg_kind k) {
+    return k == WGK_LAYER_NORM || k == WGK_L2_NORM || k == WGK_UNARY || k == WGK_POOL || k == WGK_RMS_NORM ||
+           k == WGK_SOFTMAX || k == WGK_COPY || k == WGK_GET_ROWS_ACT;
+}
 
 static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_GET_ROWS; }
 
@@ -361,6 +372,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (kind == WGK_MUL) def(&d, "MUL");
     if (kind == WGK_LAYER_NORM) def(&d, "LAYER_NORM");
     if (kind == WGK_L2_NORM) def(&d, "L2_NORM");
+    if (kind == WGK_GET_ROWS_ACT) def(&d, "GATHER");
     if ((kind == WGK_ADD || kind == WGK_MUL) && (flags & WGF_EW_ROWS)) def(&d, "ROWS");
     for (int i = 0; i < 3; i++)
         if ((flags & (WGF_IN0_IS_OUT << i)) && in_is_out(kind, i)) def(&d, in_is_out(kind, i));

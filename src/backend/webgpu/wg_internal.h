@@ -8,6 +8,7 @@
  *   wg_ops.c      the ops of backend.h as dispatches of the kernels in kernels/
  *   wg_ops_attention.c  RoPE and attention (today's causal KV-cache path and general attention)
  *   wg_ops_nn.c   the same for the encoders' ops (layer_norm, unary, mul, pool, ...)
+ *   wg_ops_copy.c copy (strided views) and get_rows from an activation table
  *
  * The static plan: weights are uploaded once; a session's activations and
  * KV cache are allocated when it is created; parameters of the n-th dispatch
@@ -146,6 +147,8 @@ typedef enum wg_kind {
     WGK_L2_NORM,
     WGK_UNARY,
     WGK_POOL,
+    WGK_COPY,         /* copy.wgsl: a strided view into contiguous rows */
+    WGK_GET_ROWS_ACT, /* copy.wgsl (GATHER): get_rows from an f32 activation table */
     WGK_COUNT
 } wg_kind;
 
@@ -219,6 +222,8 @@ WGML_OPS(WG_OP_DECL)
  * activation, any of them in out's buffer (validated: the same view or apart). */
 void wg_binary_rows(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *a,
                     const wgml_tensor *b);
+/* get_rows from an f32 activation table (wg_ops_copy.c; wg_op_get_rows hands it those). */
+void wg_get_rows_act(wg_backend *wb, const wgml_get_rows_args *a);
 
 /* ---- wg_measure.c ---- */
 wgml_status wg_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
@@ -235,7 +240,7 @@ static inline int wg_act(wg_backend *wb, const char *op, const wgml_tensor *t, u
                  t && t->name ? t->name : "?");
         return 0;
     }
-    size_t n = wgml_tensor_nbytes(t);
+    size_t n = wgml_tensor_extent(t); /* a strided view's whole span (copy's input) */
     if (t->offset > t->buf->size || n > t->buf->size - t->offset || (t->offset & 3)) {
         wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' at offset %zu exceeds its buffer of %zu bytes", op,
                  t->name ? t->name : "?", t->offset, t->buf->size);

@@ -219,6 +219,7 @@ void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
 /* ---- embedding lookup ---- */
 
 void wg_op_get_rows(wg_backend *wb, const wgml_get_rows_args *a) {
+    if (!a->table->buf->is_weight) { wg_get_rows_act(wb, a); return; } /* an activation table: wg_ops_copy.c */
     const wgml_tensor *out = a->out, *table = a->table, *ids = a->ids;
     mm_params p = {0};
     if (!wg_weight(wb, "get_rows", table) || !wg_act(wb, "get_rows", out, &p.oo[0]) ||
@@ -253,18 +254,21 @@ typedef struct {
 /* One workgroup per row of x (shapes and types were validated). */
 static void row_op(wg_backend *wb, wg_kind kind, const char *op, const wgml_tensor *out, const wgml_tensor *x,
                    const wgml_tensor *w, float eps, float scale) {
-    if (!distinct(wb, op, out, x)) return;
+    /* rms_norm and softmax may run in place (out the very view of x, validated): x is then read through out */
+    int in_place = kind != WGK_ARGMAX && x->buf == out->buf;
+    if (kind == WGK_ARGMAX && !distinct(wb, op, out, x)) return;
     row_params p = {.n = (uint32_t)x->ne[0], .eps = eps, .scale = scale};
     if (!wg_act(wb, op, x, &p.x_off) || !wg_act(wb, op, out, &p.o_off)) return;
     int64_t rows = wgml_tensor_nrows(x);
-    wgml_gpu_binding b[3] = {wg_bind(2, x), wg_bind(3, out)};
-    int nb = 2;
+    wgml_gpu_binding b[3] = {wg_bind(3, out)};
+    int nb = 1;
+    if (!in_place) b[nb++] = wg_bind(2, x);
     if (w) { /* a weight, or an f32 activation apart from out */
         if (w->buf && w->buf->is_weight ? !wg_weight(wb, op, w) : !wg_act(wb, op, w, NULL) || !distinct(wb, op, out, w))
             return;
         b[nb++] = vec_binding(4, w, &p.w_off);
     }
-    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, 0);
+    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, in_place ? WGF_IN0_IS_OUT : 0);
     if (k) wg_dispatch_kernel(wb, k, &p, sizeof p, b, nb, (uint32_t)rows, 1, 1);
 }
 

@@ -2,6 +2,9 @@
 //   RMS_NORM  out = x / sqrt(mean(x^2) + eps) * w
 //   SOFTMAX   out = softmax(x * scale)
 //   ARGMAX    out_i[row] = index of the largest x (the first on ties; NaN never wins)
+// RMS_NORM and SOFTMAX take o and x from out_x.wgsl: in place (X_IS_OUT) each
+// element is read by the invocation that writes it, after the row's
+// reductions (whose barriers order every read of the row before any write).
 // Tier: all.
 
 struct RowParams {
@@ -9,13 +12,12 @@ struct RowParams {
     eps: f32, scale: f32, pad0: u32, pad1: u32,
 }
 @group(0) @binding(1) var<uniform> P: RowParams;
-@group(0) @binding(2) var<storage, read> x: array<f32>;
 #ifdef ARGMAX
+@group(0) @binding(2) var<storage, read> x: array<f32>;
+fn xv(i: u32) -> f32 { return x[i]; }
 @group(0) @binding(3) var<storage, read_write> out_i: array<i32>;
 var<workgroup> best_v: array<f32, WG>;
 var<workgroup> best_i: array<u32, WG>;
-#else
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
 #endif
 #ifdef RMS_NORM
 @group(0) @binding(4) var<storage, read> w: array<f32>;
@@ -28,24 +30,24 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let xb = P.x_off + row * P.n;
 #ifdef RMS_NORM
     var ss = 0.0;
-    for (var c = li; c < P.n; c += WG) { ss += x[xb + c] * x[xb + c]; }
+    for (var c = li; c < P.n; c += WG) { ss += xv(xb + c) * xv(xb + c); }
     let s = inverseSqrt(wg_sum(ss, li) / f32(P.n) + P.eps);
-    for (var c = li; c < P.n; c += WG) { o[P.o_off + row * P.n + c] = x[xb + c] * s * w[P.w_off + c]; }
+    for (var c = li; c < P.n; c += WG) { o[P.o_off + row * P.n + c] = xv(xb + c) * s * w[P.w_off + c]; }
 #endif
 #ifdef SOFTMAX
     var mx = -3.0e38;
-    for (var c = li; c < P.n; c += WG) { mx = max(mx, x[xb + c] * P.scale); }
+    for (var c = li; c < P.n; c += WG) { mx = max(mx, xv(xb + c) * P.scale); }
     mx = wg_max(mx, li);
     var sum = 0.0;
-    for (var c = li; c < P.n; c += WG) { sum += exp(x[xb + c] * P.scale - mx); }
+    for (var c = li; c < P.n; c += WG) { sum += exp(xv(xb + c) * P.scale - mx); }
     let inv = 1.0 / wg_sum(sum, li);
-    for (var c = li; c < P.n; c += WG) { o[P.o_off + row * P.n + c] = exp(x[xb + c] * P.scale - mx) * inv; }
+    for (var c = li; c < P.n; c += WG) { o[P.o_off + row * P.n + c] = exp(xv(xb + c) * P.scale - mx) * inv; }
 #endif
 #ifdef ARGMAX
     var bv = -3.4e38;
     var bi = 0xffffffffu;
     for (var c = li; c < P.n; c += WG) {
-        let v = x[xb + c];
+        let v = xv(xb + c);
         if (v > bv) { bv = v; bi = c; }   // strided scan: the first index wins within a thread
     }
     best_v[li] = bv;
