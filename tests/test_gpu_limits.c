@@ -281,7 +281,7 @@ static wgml_model *load_auto(log_sink *log) {
 }
 
 /* Auto takes a hardware adapter or the CPU, never a software adapter. */
-/* 20000 dispatches (x += b, in place) and 40 downloads in one step: the
+/* 20000 dispatches (x += b, in place) and 100 downloads in one step: the
  * backend submits in parts of its 8192 parameter slots, each part sees the
  * last one's result, and every download reads the step's final state. */
 static void test_long_step(void **state) {
@@ -291,7 +291,7 @@ static void test_long_step(void **state) {
     wgml_backend *be;
     wgml_error err;
     assert_int_equal(wgml_backend_webgpu_create(&o, &be, &err), WGML_OK);
-    enum { N = 64, STEPS = 20000, READS = 40 };
+    enum { N = 64, STEPS = 20000, READS = 100 };
     wgml_buffer *bx, *bb;
     assert_int_equal(be->buffer_create(be, N * 4, WGML_BUFFER_ACTIVATIONS, &bx, &err), WGML_OK);
     assert_int_equal(be->buffer_create(be, N * 4, WGML_BUFFER_ACTIVATIONS, &bb, &err), WGML_OK);

@@ -270,9 +270,15 @@ static void download(wgml_backend *be, const wgml_tensor *src, void *dst, size_t
                  src && src->name ? src->name : "?");
         return;
     }
-    if (wb->n_reads == WG_MAX_READS) {
-        wg_error(wb, WGML_ERR_UNSUPPORTED, "download: more than %d reads in one step", WG_MAX_READS);
-        return;
+    if (wb->n_reads == wb->cap_reads) {
+        int cap = wb->cap_reads ? wb->cap_reads * 2 : 16;
+        wgml_gpu_readback *r = wgml_realloc(wb->reads, (size_t)cap * sizeof *r);
+        if (!r) {
+            wg_error(wb, WGML_ERR_OUT_OF_MEMORY, "download: out of memory for %d reads in one step", cap);
+            return;
+        }
+        wb->reads = r;
+        wb->cap_reads = cap;
     }
     wb->reads[wb->n_reads++] = (wgml_gpu_readback){src->buf->gpu, src->offset, size, dst};
 }
@@ -312,6 +318,7 @@ static void wg_free(wgml_backend *be) {
     wg_backend *wb = (wg_backend *)be;
     if (!wb) return;
     for (int i = 0; i < 2; i++) buffer_free(be, wb->tmp[i]);
+    wgml_free(wb->reads);
     wg_record_free(wb);
     wg_pipelines_free(wb);
     wgml_gpu_buffer_destroy(wb->part);

@@ -28,7 +28,6 @@
 #define WG_MAX_SLOTS 8192   /* parameter slots: dispatches per submit (a longer step is split) */
 #define WG_MAX_BINDINGS 14
 #define WG_BG_WAYS 4        /* cached bind groups per slot (prefill and decode variants) */
-#define WG_MAX_READS 64    /* downloads per step */
 
 /* A weight tensor split by rows into windows that each fit one storage binding. */
 typedef struct wg_window {
@@ -92,8 +91,8 @@ typedef struct wg_backend {
     wgml_gpu_buffer *step_buf;
     wg_bg_entry *bgs;     /* WG_MAX_SLOTS x WG_BG_WAYS */
     uint64_t use_clock;
-    wgml_gpu_readback reads[WG_MAX_READS];
-    int n_reads;
+    wgml_gpu_readback *reads; /* this step's downloads: grown as needed, kept (a steady state allocates nothing) */
+    int n_reads, cap_reads;
     wgml_status status; /* first error recorded in this step */
     wgml_error error;
 
