@@ -42,6 +42,9 @@ typedef struct wgml_family {
     void (*free)(void *model);
     /* The model's weights (for streaming them in, model/weights.h). */
     wgml_weights *(*weights)(void *model);
+    /* The tasks a file of this family serves, from its metadata and tensor
+     * list only (a reranker among encoders); NULL: the family's tasks. */
+    uint32_t (*file_tasks)(const gguf_file *f);
     /* Fills info's architecture, n_params, weights_bytes and the family's
      * section, and tasks when this model serves fewer than the family's
      * (a reranker); the caller fills the rest (family, backend, tokens). */

@@ -99,7 +99,8 @@ int cmd_info(int argc, char **argv) {
     wgml_status st = wgml_family_of(f, arch, sizeof arch, &fam, &herr);
     if (!st) {
         char tasks[128];
-        printf("family:        %s\ntasks:         %s\n", fam->name, wgml_tasks_format(fam->tasks, tasks, sizeof tasks));
+        uint32_t t = fam->file_tasks ? fam->file_tasks(f) : 0;
+        printf("family:        %s\ntasks:         %s\n", fam->name, wgml_tasks_format(t ? t : fam->tasks, tasks, sizeof tasks));
         st = fam->describe(f, print_field, NULL, &herr);
     }
     if (st) printf("model:         not runnable: %s\n", herr.message);

@@ -43,6 +43,13 @@ static wgml_status load(const gguf_file *f, wgml_backend *be, const wgml_family_
     return st;
 }
 
+static uint32_t file_tasks(const gguf_file *f) {
+    bert_hparams hp;
+    if (bert_read_hparams(f, &hp, NULL)) return 0;
+    return hp.pooling == BERT_POOL_RANK && gguf_find_tensor(f, "cls.output.weight") ? WGML_TASK_RERANK
+                                                                                     : WGML_TASK_EMBED;
+}
+
 static void model_free(void *m) { bert_model_free(m); }
 
 static wgml_weights *weights(void *m) { return &((bert_model *)m)->w; }
@@ -76,6 +83,7 @@ const wgml_family wgml_family_bert = {
     .archs = archs,
     .tasks = WGML_TASK_EMBED | WGML_TASK_RERANK,
     .describe = describe,
+    .file_tasks = file_tasks,
     .load = load,
     .free = model_free,
     .weights = weights,
