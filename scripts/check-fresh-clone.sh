@@ -36,10 +36,17 @@ wgml=./build/wgml
 for arch in $($wgml synth --list | awk 'NR > 1 {print $1}'); do
     $wgml synth --arch "$arch" --type Q8_0 --layers 1 -o "$tmp/$arch.gguf" 2>"$tmp/stderr" ||
         { cat "$tmp/stderr" >&2; die "synth --arch $arch"; }
-    $wgml run -m "$tmp/$arch.gguf" --backend cpu -n 4 --temp 0 -p "Hello" >/dev/null 2>"$tmp/stderr" ||
-        { cat "$tmp/stderr" >&2; die "run on synth $arch"; }
+    # each with its task: generate, embed or rerank (wgml info names it)
+    task=$($wgml info "$tmp/$arch.gguf" | awk '$1 == "tasks:" {print $2}')
+    case $task in
+    embed) cmd=(embed -m "$tmp/$arch.gguf" --backend cpu "Hello" "world") ;;
+    rerank) cmd=(rerank -m "$tmp/$arch.gguf" --backend cpu -q "Hello" "world") ;;
+    *) cmd=(run -m "$tmp/$arch.gguf" --backend cpu -n 4 --temp 0 -p "Hello") ;;
+    esac
+    $wgml "${cmd[@]}" >/dev/null 2>"$tmp/stderr" ||
+        { cat "$tmp/stderr" >&2; die "${cmd[0]} on synth $arch"; }
     rm -f "$tmp/$arch.gguf"
-    say "synth --arch $arch: written and run"
+    say "synth --arch $arch: written, ${cmd[0]} ran"
 done
 
 adapter=${WGML_FRESH_VERIFY_ADAPTER:-llvmpipe}

@@ -237,7 +237,7 @@ static double act8_sigma(const mm_case *m, const float *x, int64_t K, int64_t n,
     double ww = 0;
     size_t rb = wgml_row_size(w->t[0].type, K);
     for (int64_t r = 0; row && r < M; r++) {
-        wgml_dequantize_row(w->t[0].type, (const uint8_t *)w->host + (size_t)r * rb, row, K);
+        wgml_dequantize_row(w->t[0].type, (const uint8_t *)w->host + w->t[0].offset + (size_t)r * rb, row, K);
         for (int64_t i = 0; i < K; i++) ww += (double)row[i] * row[i];
     }
     wgml_free(row);
@@ -258,8 +258,9 @@ static void mm_side(wgml_backend *be, int s, void *arg) {
     wgml_op_matmul(be, &mm);
 }
 
-/* act: the f32 weights, norm and biases are activations (at byte offsets in
- * larger buffers) instead of weights: products of two computed operands. */
+/* act: 1: the f32 weights, norm and biases are activations (at byte offsets in
+ * larger buffers) instead of weights: products of two computed operands;
+ * 2: each weight is a view of rows 5.. of a larger weight (wgml_tensor_rows). */
 static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const int64_t *M, int64_t n,
                         wgml_epilogue epi, int has_norm, int has_bias, int act) {
     char cfg[160];
@@ -268,7 +269,7 @@ static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const 
     snprintf(cfg + k, sizeof cfg - (size_t)k, " K=%lld M=%lld n=%lld%s%s%s%s", (long long)K, (long long)M[0],
              (long long)n, has_norm ? " norm" : "", has_bias ? " bias" : "",
              epi == WGML_EPI_ADD ? " add" : epi == WGML_EPI_SWIGLU ? " swiglu" : "", nw == 3 ? " qkv" : "");
-    if (act) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), " activations");
+    if (act) snprintf(cfg + strlen(cfg), sizeof cfg - strlen(cfg), act == 1 ? " activations" : " row view");
     mm_case m = {.nw = nw, .epi = epi, .has_norm = has_norm, .has_bias = has_bias};
     wgml_error err;
     wgml_status st = WGML_OK;
@@ -277,11 +278,15 @@ static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const 
     if (!st) st = twin_act(c, &m.x, WGML_F32, K, n, xv, &err);
     if (!st && has_norm) {
         for (int64_t i = 0; i < K; i++) nv[i] = 1.0f + 0.5f * nv[i];
-        st = act ? twin_act_at(c, &m.norm, WGML_F32, K, 1, nv, 20, &err)
+        st = act == 1 ? twin_act_at(c, &m.norm, WGML_F32, K, 1, nv, 20, &err)
                  : twin_weight(c, &m.norm, WGML_F32, K, 1, 1, &err);
     }
     for (int i = 0; i < nw && !st; i++) {
-        if (act) { /* the host copy act8_sigma and the comparison read, as a weight's */
+        if (act == 2) { /* rows [5, 5 + M) of a weight of M + 9 rows */
+            st = twin_weight(c, &m.w[i], types[i], K, M[i] + 9, 0.5f, &err);
+            for (int s2 = 0; !st && s2 < 2; s2++) m.w[i].t[s2] = wgml_tensor_rows(&m.w[i].t[s2], 5, M[i]);
+            if (!st && has_bias) st = twin_weight(c, &m.bias[i], WGML_F32, M[i], 1, 1, &err);
+        } else if (act) { /* the host copy act8_sigma and the comparison read, as a weight's */
             float *wv = randv(c, (size_t)(K * M[i]), 0.5f), *bv = randv(c, (size_t)M[i], 1);
             st = wv && bv ? twin_act_at(c, &m.w[i], WGML_F32, K, M[i], wv, 4 * (size_t)(i + 1), &err)
                           : wgml_fail(&err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
@@ -353,6 +358,16 @@ static void check_matmul(ctx *c) {
             matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 0, 0);
             matmul_case(c, tt, 3, K, M3, n, WGML_EPI_STORE, 1, 1, 0);
         }
+    }
+    /* views of weight rows (a slice of a fused or larger matrix), every weight type */
+    for (size_t ti = 0; ti < sizeof weight_types / sizeof weight_types[0]; ti++) {
+        uint32_t t = weight_types[ti], t3[3] = {t, t, t};
+        if (skip_type(c, t) || !dev->supports_type(dev, t) || !c->be[1]->supports_type(c->be[1], t)) continue;
+        if (c->opt->quick && ti % 3) continue;
+        int64_t K = wgml_dtype_get(t)->block_size == 256 ? 256 : 64, Mv[3] = {40, 24, 24};
+        matmul_case(c, t3, 1, K, Mv, 1, WGML_EPI_STORE, 0, 1, 2);
+        matmul_case(c, t3, 3, K, Mv, 9, WGML_EPI_STORE, 1, 0, 2);
+        matmul_case(c, t3, 2, K, Mv + 1, 2, WGML_EPI_SWIGLU, 0, 0, 2);
     }
     /* both operands computed: f32 activations as the weights, the norm and the biases */
     if (!skip_type(c, WGML_F32)) {

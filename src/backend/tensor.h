@@ -5,7 +5,10 @@
  * Rows are contiguous (row stride = wgml_row_size(type, ne[0])). Activations
  * are f32 [rows][cols] with ne[0] = cols; a model takes views of fixed buffers
  * (a row range, a layer of the KV cache) freely, as plain structs: views cost
- * nothing. Weights W are [out][in] (ne[0] = in) in any weight dtype.
+ * nothing. Weights W are [out][in] (ne[0] = in) in any weight dtype; a view
+ * of whole rows of a weight (wgml_tensor_rows: its offset counts rows of the
+ * GGUF layout) serves wherever the weight does (matmul, get_rows, vectors),
+ * on every backend.
  *
  * Strided views. nb[] holds byte strides: element (i0, i1, i2, i3) lies at
  * offset + i0 nb[0] + i1 nb[1] + i2 nb[2] + i3 nb[3]. All four zero (what

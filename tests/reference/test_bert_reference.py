@@ -319,8 +319,13 @@ def main(argv):
     global WGML
     args = argv[1:]
     only = None
-    if len(args) >= 2 and args[0] == "--devices":
-        only = args[1].split(",")
+    embedders = EMBEDDERS
+    while len(args) >= 2 and args[0] in ("--devices", "--embedders"):
+        if args[0] == "--devices":
+            only = args[1].split(",")
+        else:  # labels, e.g. "bge-small F16,nomic-embed F16" (the sanitizer build: fewer, slower runs)
+            want = args[1].split(",")
+            embedders = [e for e in EMBEDDERS if e[0] in want]
         args = args[2:]
     if not args:
         print(__doc__, file=sys.stderr)
@@ -355,7 +360,7 @@ def main(argv):
                 return None
             return path
 
-        for k, (label, arch, wtype) in enumerate(EMBEDDERS):
+        for k, (label, arch, wtype) in enumerate(embedders):
             path = synth(arch, wtype)
             if path:
                 check_embedder(label, path, devs, texts_file, short_file, first=(k == 0))

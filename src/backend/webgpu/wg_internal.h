@@ -249,15 +249,24 @@ static inline int wg_act(wg_backend *wb, const char *op, const wgml_tensor *t, u
     return 1;
 }
 
-/* A weight tensor: whole, uploaded by weight_create. */
-static inline int wg_weight(wg_backend *wb, const char *op, const wgml_tensor *t) {
-    if (!t || !t->buf || !t->buf->is_weight || t->offset != 0 || t->ne[0] != t->buf->ne0 ||
-        wgml_tensor_nrows(t) != t->buf->ne1) {
-        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be a whole weight tensor", op,
+/* A weight tensor: the whole weight, or a view of whole rows of it
+ * (wgml_tensor_rows: its offset counts rows of the GGUF layout), rows
+ * [*first, *first + rows); the GPU layout of each window maps those rows
+ * (wg_ops.c). */
+static inline int wg_weight_rows(wg_backend *wb, const char *op, const wgml_tensor *t, int64_t *first) {
+    size_t rb = t && t->buf && t->buf->is_weight ? wgml_row_size(t->buf->wtype, t->buf->ne0) : 0;
+    if (!rb || t->ne[0] != t->buf->ne0 || !wgml_tensor_is_contiguous(t) || t->offset % rb ||
+        (int64_t)(t->offset / rb) + wgml_tensor_nrows(t) > t->buf->ne1) {
+        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be a weight tensor or a view of whole rows of one", op,
                  t && t->name ? t->name : "?");
         return 0;
     }
+    *first = (int64_t)(t->offset / rb);
     return 1;
+}
+static inline int wg_weight(wg_backend *wb, const char *op, const wgml_tensor *t) {
+    int64_t first;
+    return wg_weight_rows(wb, op, t, &first);
 }
 
 /* The whole buffer of an activation tensor (its offset goes in the parameters). */

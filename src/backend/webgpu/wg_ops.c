@@ -67,9 +67,20 @@ typedef struct {
     uint32_t K, n, x_off, x_stride, norm_off;
     float eps;
     uint32_t bpr, ngroups;
-    uint32_t m[4], sb[4], wo[4], oo[4], os[4], bo[4], row0[4];
+    uint32_t m[4], sb[4], wo[4], oo[4], os[4], bo[4], row0[4], roff[4];
 } mm_params;
-_Static_assert(sizeof(mm_params) == 144, "mm_params must match MMParams in mm_common.wgsl");
+_Static_assert(sizeof(mm_params) == 160, "mm_params must match MMParams in mm_common.wgsl");
+
+/* The part of window w of weight t's buffer a view of its rows covers: *m
+ * rows from window row *roff, the view's rows from *row0 (*m = 0: none). */
+static void window_part(const wgml_tensor *t, const wg_window *w, uint32_t *m, uint32_t *roff, uint32_t *row0) {
+    int64_t first = (int64_t)(t->offset / wgml_row_size(t->buf->wtype, t->buf->ne0)), n = wgml_tensor_nrows(t);
+    int64_t lo = first > w->row0 ? first : w->row0;
+    int64_t hi = first + n < w->row0 + w->rows ? first + n : w->row0 + w->rows;
+    *m = hi > lo ? (uint32_t)(hi - lo) : 0;
+    *roff = hi > lo ? (uint32_t)(lo - w->row0) : 0;
+    *row0 = hi > lo ? (uint32_t)(lo - first) : 0;
+}
 
 static uint32_t groups_per_row(uint32_t type, int64_t K) {
     const wgml_dtype_traits *tr = wgml_dtype_get(type);
@@ -116,9 +127,8 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_gro
         const wgml_tensor *wt = g->w[k];
         if (wt->buf->is_weight) {
             const wg_window *w = &wt->buf->win[g->win];
-            p.m[k] = (uint32_t)w->rows;
+            window_part(wt, w, &p.m[k], &p.roff[k], &p.row0[k]);
             p.sb[k] = w->sb_word;
-            p.row0[k] = (uint32_t)w->row0;
             b[nb++] = (wgml_gpu_binding){4 + (uint32_t)k, w->gpu, 0, 0};
         } else { /* f32 rows of an activation, at its offset */
             p.m[k] = (uint32_t)wgml_tensor_nrows(wt);
@@ -235,8 +245,8 @@ void wg_op_get_rows(wg_backend *wb, const wgml_get_rows_args *a) {
     p.ngroups = groups_per_row(table->type, K);
     for (int w = 0; w < table->buf->n_windows; w++) {
         const wg_window *win = &table->buf->win[w];
-        p.m[0] = (uint32_t)win->rows;
-        p.row0[0] = (uint32_t)win->row0;
+        window_part(table, win, &p.m[0], &p.roff[0], &p.row0[0]);
+        if (!p.m[0]) continue;
         p.sb[0] = win->sb_word;
         wgml_gpu_binding b[3] = {{13, ids->buf->gpu, 0, 0}, {4, win->gpu, 0, 0}, wg_bind(10, out)};
         wg_dispatch_kernel(wb, k, &p, sizeof p, b, 3, wg_div_up(wg_div_up((uint64_t)K, 4), 64), (uint32_t)n, 1);

@@ -27,7 +27,7 @@ static int input(wg_backend *wb, const char *op, const wgml_tensor *t, const wgm
             wg_error(wb, WGML_ERR_UNSUPPORTED, "%s: weight '%s' does not fit one binding", op, t->name ? t->name : "?");
             return 0;
         }
-        *off = 0;
+        *off = (uint32_t)(t->offset / 4); /* f32 rows: a row view's first element */
         b[(*nb)++] = (wgml_gpu_binding){binding, t->buf->win[0].gpu, 0, 0};
         return 1;
     }

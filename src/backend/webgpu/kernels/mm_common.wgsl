@@ -5,7 +5,9 @@
 // x, nw), a weight decoder w_<type>.wgsl, then the kernel.
 // Up to three weights k = 0..NW-1 share the input x; per weight: rows m,
 // scale-region word sb, base word wo, output offset oo and row stride os,
-// bias offset bo, first output row row0 (for tensors split into windows).
+// bias offset bo, first output row row0 (for tensors split into windows),
+// and roff, the window row a weight view (a row range of the weight) starts
+// at: the decoders read window row roff + row, the output is row row0 + row.
 
 struct MMParams {
     K: u32,          // input width
@@ -23,6 +25,7 @@ struct MMParams {
     os: vec4<u32>,
     bo: vec4<u32>,
     row0: vec4<u32>,
+    roff: vec4<u32>,
 }
 @group(0) @binding(1) var<uniform> P: MMParams;
 
