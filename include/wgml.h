@@ -280,7 +280,8 @@ typedef struct wgml_embed_params {
                                  models), then normalize */
     int truncate;             /* 1: a text longer than the model's context is cut to fit (a note
                                  through the model's log); 0: it is an error */
-    int n_batch;              /* most tokens evaluated in one step, texts packed together; 0 = 2048 */
+    int n_batch;              /* most tokens evaluated in one step, texts packed together; 0: 512 on
+                                 the CPU (steps that stay in its caches), 2048 on a GPU */
 } wgml_embed_params;
 
 wgml_embed_params wgml_embed_default_params(void);

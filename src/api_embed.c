@@ -18,7 +18,10 @@
 #include "core/error.h"
 #include "model/bert/bert.h"
 
-#define DEFAULT_BATCH 2048
+/* Tokens per step by default: on the CPU steps whose activations stay in the
+ * caches (512 rows: 10% faster than 2048 on bge-small and nomic-embed), on a
+ * GPU large ones (parallelism, fewer submits). */
+static int default_batch(const wgml_model *m) { return strcmp(m->be->name, "cpu") ? 2048 : 512; }
 
 wgml_embed_params wgml_embed_default_params(void) {
     return (wgml_embed_params){.pooling = WGML_POOLING_MODEL, .normalize = WGML_NORMALIZE_L2};
@@ -193,7 +196,7 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
     /* whole vectors are normalized on the device; a Matryoshka prefix after it is cut here */
     const int l2 = p.normalize == WGML_NORMALIZE_L2;
     bert_output what = l2 && dim == E ? BERT_OUT_L2 : BERT_OUT_POOLED;
-    if (!st) st = run_steps(model, &L, p.n_batch ? p.n_batch : DEFAULT_BATCH, mode, what, dim, out, err);
+    if (!st) st = run_steps(model, &L, p.n_batch ? p.n_batch : default_batch(model), mode, what, dim, out, err);
     for (int i = 0; !st && l2 && dim < E && i < n; i++) {
         float *v = out + (size_t)i * (size_t)dim;
         double ss = 0;
@@ -216,7 +219,7 @@ wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const 
     if (n == 0) return WGML_OK;
     token_lists L;
     wgml_status st = tokenize_all(model, query, docs, n, 1, &L, err);
-    if (!st) st = run_steps(model, &L, DEFAULT_BATCH, WGML_POOL_FIRST, BERT_OUT_SCORE, 1, scores, err);
+    if (!st) st = run_steps(model, &L, default_batch(model), WGML_POOL_FIRST, BERT_OUT_SCORE, 1, scores, err);
     lists_free(&L);
     return st;
 }

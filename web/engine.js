@@ -325,7 +325,7 @@ export class Engine {
   // texts: an array of strings. Options: pooling ('model' | 'mean' | 'cls' |
   // 'last'), normalize ('l2' | 'none'), dimensions (0: all), truncate (cut
   // texts longer than the context instead of failing), batch (tokens per step,
-  // 0: 2048). Resolves to an array of Float32Array, one per text.
+  // 0: 512 on the CPU, 2048 on a GPU). Resolves to an array of Float32Array, one per text.
   embed(model, texts, { pooling = 'model', normalize = 'l2', dimensions = 0, truncate = false, batch = 0 } = {}) {
     const pool = POOLING[pooling];
     if (pool === undefined) return Promise.reject(new WgmlError(1, `unknown pooling '${pooling}' (mean, cls or last)`));

@@ -195,7 +195,7 @@ class Model {
   // normalize ('l2' (default): unit vectors, cosine = dot | 'none'),
   // dimensions (keep the first N values, Matryoshka models; 0 = all),
   // truncate (false: a text longer than the model's context is an error;
-  // true: cut, with a note in info().notes), batch (tokens per step, 0 = 2048).
+  // true: cut, with a note in info().notes), batch (tokens per step, 0 = 512 on the CPU, 2048 on a GPU).
   async embed(texts, { pooling = 'model', normalize = 'l2', dimensions = 0, truncate = false, batch = 0 } = {}) {
     const list = typeof texts === 'string' ? [texts] : Array.isArray(texts) ? texts.map(String) : null;
     if (!list) throw new WgmlError(STATUS.INVALID_ARGUMENT, 'embed: texts must be a string or an array of strings');

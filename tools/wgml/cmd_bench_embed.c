@@ -24,6 +24,7 @@ static const char *help =
     "  --batch B     texts per call for the batched figure (default 32)\n"
     "  --texts N     texts per run (default 64; batch 1 embeds min(N, 32) of them)\n"
     "  --repeat R    runs; figures are medians (default 3)\n"
+    "  --step N      most tokens per step (wgml_embed_params.n_batch; default: the library's)\n"
     "  --no-limits   skip measuring the matmul rate\n"
     "  --profile     per-kernel time table of the last run (GPU timestamps / CPU op time)\n"
     "  --json        print one JSON object on stdout\n";
@@ -74,7 +75,7 @@ static double median(const double *v, int n) {
 
 int cmd_bench_embed(int argc, char **argv) {
     cli_model_opts mo = {0};
-    long long batch = 32, n_texts = 64, repeat = 3;
+    long long batch = 32, n_texts = 64, repeat = 3, step = 0;
     int json = 0, limits = 1, profile = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -89,6 +90,8 @@ int cmd_bench_embed(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &batch)) return CLI_USAGE;
         } else if (!strcmp(a, "--texts")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 65536, &n_texts)) return CLI_USAGE;
+        } else if (!strcmp(a, "--step")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &step)) return CLI_USAGE;
         } else if (!strcmp(a, "--repeat")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
         } else if (!strcmp(a, "--json")) {
@@ -130,8 +133,7 @@ int cmd_bench_embed(int argc, char **argv) {
         if (i < N1) tokens1 += k;
     }
     if (rc) goto done;
-    /* each step packs one batch of texts: room for B of the longest */
-    ep.n_batch = B * 130 > 2048 ? B * 130 : 2048;
+    ep.n_batch = (int)step; /* 0: the library's default */
     /* warm-up: pipelines, scratch, page faults */
     if (wgml_embed(m, (const char *const *)texts, N < B ? N : B, &ep, out, dim, &err) ||
         wgml_embed(m, (const char *const *)texts, 1, &ep, out, dim, &err)) {

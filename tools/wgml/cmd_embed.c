@@ -19,7 +19,8 @@ static const char *help =
     "  --normalize N         l2 or none (default l2)\n"
     "  --dimensions N        keep the first N values (Matryoshka models), then normalize\n"
     "  --truncate            cut texts longer than the model's context (default: an error)\n"
-    "  --batch N             most tokens per step, texts packed together (default 2048)\n"
+    "  --batch N             most tokens per step, texts packed together (default 512 on the CPU,\n"
+    "                        2048 on a GPU)\n"
     "  --json                print {\"object\": \"list\", \"data\": [...], \"usage\": ...}\n";
 
 static int parse_pooling(const char *s, wgml_pooling *out) {
