@@ -303,8 +303,9 @@ static void label_of(char *buf, size_t n, wg_kind kind, uint32_t wtype, uint32_t
         snprintf(tn, sizeof tn, "%s", wgml_dtype_name(wtype));
         for (char *c = tn; *c; c++)
             if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
-        k += snprintf(buf + k, n - (size_t)k, ".%s%s%s%s", tn, flags & WGF_NORM ? "+norm" : "",
-                      flags & WGF_SWIGLU ? "+swiglu" : "", flags & WGF_ADD ? "+add" : "");
+        k += snprintf(buf + k, n - (size_t)k, ".%s%s%s%s%s", tn, flags & WGF_NORM ? "+norm" : "",
+                      flags & WGF_SWIGLU ? "+swiglu" : "", flags & WGF_ADD ? "+add" : "",
+                      flags & WGF_ROW_VIEW ? "+view" : "");
     }
 }
 
@@ -330,6 +331,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (flags & WGF_NORM) def(&d, "HAS_NORM");
     if (flags & WGF_ADD) def(&d, "EPI_ADD");
     if (flags & WGF_SWIGLU) def(&d, "SWIGLU");
+    if (is_matrix(kind) && (flags & WGF_ROW_VIEW)) def(&d, "ROW_VIEW");
     if (kind == WGK_GET_ROWS) def(&d, "GET_ROWS");
     /* quantized rows are whole blocks of 32 or 256: input reads need no end check */
     if (is_matrix(kind) && wgml_dtype_get(wtype) && wgml_dtype_get(wtype)->block_size >= 32) def(&d, "K_ALIGNED");

@@ -158,6 +158,7 @@ typedef enum wg_kind {
 #define WGF_BIAS0 8u
 #define WGF_BIAS1 16u
 #define WGF_BIAS2 32u
+#define WGF_ROW_VIEW 64u /* weights are views of rows: decoders start at window row roff (ROW_VIEW) */
 #define WGF_NW_SHIFT 8 /* number of weights << 8 */
 /* bench_read variant flag: per-invocation contiguous chunks */
 #define WGF_CHUNKED 1u

@@ -106,8 +106,10 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_gro
     if (mm->norm) flags |= WGF_NORM;
     if (epi == WGML_EPI_ADD) flags |= WGF_ADD;
     if (epi == WGML_EPI_SWIGLU) flags |= WGF_SWIGLU;
-    for (int k = 0; k < g->nw; k++)
+    for (int k = 0; k < g->nw; k++) {
         if (g->bias[k]) flags |= WGF_BIAS0 << k;
+        if (g->w[k]->buf->is_weight && g->w[k]->offset) flags |= WGF_ROW_VIEW;
+    }
     wg_kind kind = n <= MATVEC_MAX_TOKENS ? WGK_MATVEC : WGK_MATMUL;
     wgml_gpu_kernel *kr = wg_get_kernel(wb, kind, type, flags);
     if (!kr) return;
@@ -235,7 +237,8 @@ void wg_op_get_rows(wg_backend *wb, const wgml_get_rows_args *a) {
     if (!wg_weight(wb, "get_rows", table) || !wg_act(wb, "get_rows", out, &p.oo[0]) ||
         !wg_act(wb, "get_rows", ids, &p.x_off))
         return;
-    wgml_gpu_kernel *k = wg_get_kernel(wb, WGK_GET_ROWS, table->type, 1u << WGF_NW_SHIFT);
+    wgml_gpu_kernel *k =
+        wg_get_kernel(wb, WGK_GET_ROWS, table->type, (1u << WGF_NW_SHIFT) | (table->offset ? WGF_ROW_VIEW : 0));
     if (!k) return;
     int64_t K = table->ne[0], n = wgml_tensor_nrows(out);
     p.K = (uint32_t)K;

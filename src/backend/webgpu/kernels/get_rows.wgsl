@@ -18,7 +18,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let row = u32(id) - P.row0[0];
     let g = (c4 * 4u) / GROUP;
     let i = ((c4 * 4u) % GROUP) / 4u;
-    let v = w_group(0u, row + P.roff[0], g)[i];
+    let v = w_group(0u, wrow(0u, row), g)[i];
     let o = P.oo[0] + t * P.os[0] + c4 * 4u;
     for (var j = 0u; j < 4u; j++) {
         if (c4 * 4u + j < P.K) { out_set(0u, o + j, v[j]); }

@@ -41,9 +41,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         for (var tm = 0u; tm < 4u; tm++) {
             let row = rbase + tm;
             if (row >= M) { continue; }
-            let w = w_group(k, row + P.roff[k], g);
+            let w = w_group(k, wrow(k, row), g);
 #ifdef SWIGLU
-            let u = w_group(1u, row + P.roff[1], g);
+            let u = w_group(1u, wrow(1u, row), g);
 #endif
             for (var i = 0u; i < GV; i++) {
                 let c = g * GROUP + i * 4u;

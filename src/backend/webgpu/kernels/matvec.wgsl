@@ -111,28 +111,28 @@ fn lane_rows(k: u32, t: u32, li: u32, wx: u32) {
                     let row = min(r0 + r, M - 1u);
 #ifdef W_HEAD
                     if (g % GPB == 0u) {
-                        hd[r] = w_head(k, row + P.roff[k], g / GPB);
+                        hd[r] = w_head(k, wrow(k, row), g / GPB);
 #ifdef SWIGLU
-                        hd2[r] = w_head(1u, row + P.roff[1], g / GPB);
+                        hd2[r] = w_head(1u, wrow(1u, row), g / GPB);
 #endif
                     }
 #endif
 #ifdef W_AFFINE
 #ifdef W_HEAD
-                    acc[r] += affine_dot(w_affine_h(k, row + P.roff[k], g, hd[r]), xt, j * GV, sxl, sxh);
+                    acc[r] += affine_dot(w_affine_h(k, wrow(k, row), g, hd[r]), xt, j * GV, sxl, sxh);
 #ifdef SWIGLU
-                    acc2[r] += affine_dot(w_affine_h(1u, row + P.roff[1], g, hd2[r]), xt, j * GV, sxl, sxh);
+                    acc2[r] += affine_dot(w_affine_h(1u, wrow(1u, row), g, hd2[r]), xt, j * GV, sxl, sxh);
 #endif
 #else
-                    acc[r] += affine_dot(w_affine(k, row + P.roff[k], g), xt, j * GV, sxl, sxh);
+                    acc[r] += affine_dot(w_affine(k, wrow(k, row), g), xt, j * GV, sxl, sxh);
 #ifdef SWIGLU
-                    acc2[r] += affine_dot(w_affine(1u, row + P.roff[1], g), xt, j * GV, sxl, sxh);
+                    acc2[r] += affine_dot(w_affine(1u, wrow(1u, row), g), xt, j * GV, sxl, sxh);
 #endif
 #endif
 #else
-                    let w = w_group(k, row + P.roff[k], g);
+                    let w = w_group(k, wrow(k, row), g);
 #ifdef SWIGLU
-                    let u = w_group(1u, row + P.roff[1], g);
+                    let u = w_group(1u, wrow(1u, row), g);
 #endif
                     for (var i = 0u; i < GV; i++) {
                         acc[r] += dot(w[i], xt[j * GV + i]);
@@ -247,9 +247,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         for (var r = 0u; r < R; r++) {
             let row = r0 + r;
             if (row < M) {
-                let w = w_group(k, row + P.roff[k], g);
+                let w = w_group(k, wrow(k, row), g);
 #ifdef SWIGLU
-                let u = w_group(1u, row + P.roff[1], g);
+                let u = w_group(1u, wrow(1u, row), g);
 #endif
                 for (var i = 0u; i < GV; i++) {
                     acc[r] += dot(w[i], xg[i]);

@@ -29,6 +29,16 @@ struct MMParams {
 }
 @group(0) @binding(1) var<uniform> P: MMParams;
 
+// The window row a decoder reads for row `row` of weight k: shifted by roff
+// only in the variant for weight views (ROW_VIEW), so whole weights pay nothing.
+fn wrow(k: u32, row: u32) -> u32 {
+#ifdef ROW_VIEW
+    return row + P.roff[k];
+#else
+    return row;
+#endif
+}
+
 // Affine decoders (those defining w_affine, for groups of 32) give a group
 // as w[e] = d[e / 16] * q[e / 4][e % 4] + m[e / 16]: the lane-rows matvec
 // then sums d * dot(q, x) + m * sum(x) per half group, where expanding the
