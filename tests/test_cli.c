@@ -163,6 +163,90 @@ static void test_tokenize(void **state) {
     assert_string_equal(r.out, "1 403 407 261 378\n");
 }
 
+/* wgml embed / rerank / bench --embed on synth files: outputs, JSON, and errors by name. */
+static void test_embed_rerank(void **state) {
+    (void)state;
+    result r;
+    char args[8800];
+    char bge[1024], rr[1024], texts[1024]; /* tu_tmp_path's buffers are reused by run() */
+    snprintf(bge, sizeof bge, "%s", tu_tmp_path("bge.gguf"));
+    snprintf(rr, sizeof rr, "%s", tu_tmp_path("rerank.gguf"));
+    snprintf(texts, sizeof texts, "%s", tu_tmp_path("texts.txt"));
+    const char *vocab = tu_shared("vocab/ggml-vocab-bert-bge.gguf");
+    snprintf(args, sizeof args, "synth --arch bge-small --type F16 --layers 1 --vocab '%s' -o '%s'", vocab, bge);
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(args, sizeof args, "synth --arch ms-marco-minilm-l6 --type F16 --layers 1 --vocab '%s' -o '%s'", vocab, rr);
+    run(&r, args);
+    expect_exit(&r, 0);
+    const char *body = "first text\n\nthird, after an empty line\n";
+    assert_int_equal(tu_write_file(texts, body, strlen(body)), 0);
+    /* one vector per line, 384 values each (3 lines from the file, the empty one included) */
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu -f '%s'", bge, texts);
+    run(&r, args);
+    expect_exit(&r, 0);
+    int lines = 0, values = 0;
+    for (const char *c = r.out; *c; c++) lines += *c == '\n', values += *c == ' ';
+    assert_int_equal(lines, 3);
+    assert_int_equal(values, 3 * 383);
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu --json --dimensions 8 'Hello world' 'a'", bge);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"object\":\"list\""));
+    assert_non_null(strstr(r.out, "\"index\":1"));
+    assert_non_null(strstr(r.out, "\"prompt_tokens\":7")); /* [CLS] hello world [SEP] + [CLS] a [SEP] */
+    /* errors, each named */
+    snprintf(args, sizeof args, "embed %s --backend cpu 'x'", model());
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not embed"));
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu --pooling max 'x'", bge);
+    run(&r, args);
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "--pooling"));
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu --dimensions 999 'x'", bge);
+    run(&r, args);
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "384"));
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu", bge);
+    run(&r, args);
+    expect_exit(&r, 2);
+    snprintf(args, sizeof args, "embed -m '%s' --backend cpu -f /nonexistent/texts", bge);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "/nonexistent/texts"));
+    /* rerank: a score and the document per line, or JSON sorted by score */
+    snprintf(args, sizeof args, "rerank -m '%s' --backend cpu -q 'what is first' -f '%s'", rr, texts);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\tfirst text\n"));
+    snprintf(args, sizeof args, "rerank -m '%s' --backend cpu -q q --json a b", rr);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"relevance_score\""));
+    snprintf(args, sizeof args, "rerank -m '%s' --backend cpu a b", rr);
+    run(&r, args);
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "-q"));
+    snprintf(args, sizeof args, "rerank -m '%s' --backend cpu -q q a", bge);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not rerank"));
+    snprintf(args, sizeof args, "info '%s'", rr);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "tasks:         rerank\n"));
+    /* the benchmark's JSON */
+    snprintf(args, sizeof args, "bench --embed -m '%s' --backend cpu --texts 4 --batch 2 --repeat 1 --no-limits --json", bge);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"batch_tokens_per_s\""));
+    assert_non_null(strstr(r.out, "\"single_latency_ms_p50\""));
+    remove(bge);
+    remove(rr);
+    remove(texts);
+}
+
 static void test_bench_json(void **state) {
     (void)state;
     result r;
@@ -548,7 +632,8 @@ int main(void) {
         cmocka_unit_test(test_run_reference), cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_bad_model),     cmocka_unit_test(test_prompt_too_long),
         cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_info),
-        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_bench_json),
+        cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_embed_rerank),
+        cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_bench_repeat),
         cmocka_unit_test(test_convert),       cmocka_unit_test(test_zero_tokens),
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),

@@ -111,6 +111,17 @@ int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o);
 int cli_read_lines(const char *path, char ***lines);
 void cli_lines_free(char **lines);
 
+/* The items of a command that takes them as arguments or as the lines of -f
+ * FILE (one of the two; `what` names them in the error): *items points at
+ * args or at *lines (free with cli_lines_free). Returns the count, or
+ * -CLI_USAGE / -CLI_FAIL after printing the error. */
+int cli_items(const char **args, int n_args, const char *file, const char *what, const char *const **items,
+              char ***lines);
+
+/* A per-kernel time table as a JSON array of {name, calls, total_ms} (bench --json). */
+struct json_object;
+struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n);
+
 /* Loads the model with a progress bar; prints the error and returns NULL on failure. */
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms);
 

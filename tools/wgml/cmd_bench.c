@@ -310,17 +310,7 @@ int cmd_bench(int argc, char **argv) {
             json_object_array_add(ra, e);
         }
         json_object_object_add(o, "runs", ra);
-        if (profile) {
-            json_object *k = json_object_new_array();
-            for (int i = 0; i < n_kt && i < 64; i++) {
-                json_object *e = json_object_new_object();
-                json_object_object_add(e, "name", json_object_new_string(kt[i].name));
-                json_object_object_add(e, "calls", json_object_new_int64((int64_t)kt[i].calls));
-                json_object_object_add(e, "total_ms", json_object_new_double(kt[i].total_ms));
-                json_object_array_add(k, e);
-            }
-            json_object_object_add(o, "kernels", k);
-        }
+        if (profile) json_object_object_add(o, "kernels", cli_kernels_json(kt, n_kt < 64 ? n_kt : 64));
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
     } else {

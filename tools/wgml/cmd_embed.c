@@ -77,19 +77,12 @@ int cmd_embed(int argc, char **argv) {
             args[n_args++] = a;
         }
     }
-    if (!!file == !!n_args) {
-        cli_usage_error("give the texts as arguments or -f FILE (one of them)");
-        goto usage;
-    }
-    char **lines = NULL;
-    const char *const *texts = args;
-    int n = n_args;
-    if (file) {
-        if ((n = cli_read_lines(file, &lines)) < 0) {
-            free(args);
-            return CLI_FAIL;
-        }
-        texts = (const char *const *)lines;
+    char **lines;
+    const char *const *texts;
+    int n = cli_items(args, n_args, file, "texts", &texts, &lines);
+    if (n < 0) {
+        free(args);
+        return -n;
     }
     int rc = CLI_FAIL;
     float *vec = NULL;

@@ -59,19 +59,12 @@ int cmd_rerank(int argc, char **argv) {
         cli_usage_error("give the query with -q QUERY");
         goto usage;
     }
-    if (!!file == !!n_args) {
-        cli_usage_error("give the documents as arguments or -f FILE (one of them)");
-        goto usage;
-    }
-    char **lines = NULL;
-    const char *const *docs = args;
-    int n = n_args;
-    if (file) {
-        if ((n = cli_read_lines(file, &lines)) < 0) {
-            free(args);
-            return CLI_FAIL;
-        }
-        docs = (const char *const *)lines;
+    char **lines;
+    const char *const *docs;
+    int n = cli_items(args, n_args, file, "documents", &docs, &lines);
+    if (n < 0) {
+        free(args);
+        return -n;
     }
     int rc = CLI_FAIL;
     float *scores = malloc(((size_t)n + 1) * sizeof *scores);
