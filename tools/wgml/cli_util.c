@@ -10,8 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "cli.h"
 
 const char *cli_cmd = "";
@@ -322,18 +320,6 @@ int cli_items(const char **args, int n_args, const char *file, const char *what,
     if (n < 0) return -CLI_FAIL;
     *items = (const char *const *)*lines;
     return n;
-}
-
-struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n) {
-    json_object *k = json_object_new_array();
-    for (int i = 0; i < n; i++) {
-        json_object *e = json_object_new_object();
-        json_object_object_add(e, "name", json_object_new_string(kt[i].name));
-        json_object_object_add(e, "calls", json_object_new_int64((int64_t)kt[i].calls));
-        json_object_object_add(e, "total_ms", json_object_new_double(kt[i].total_ms));
-        json_object_array_add(k, e);
-    }
-    return k;
 }
 
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms) {
