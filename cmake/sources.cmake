@@ -1,6 +1,6 @@
 # The library, the CLI and the tests. Each folder's sources are globbed so that
 # adding a file to a module needs no edit here.
-set(WGML_SRC_DIRS src src/core src/format src/text src/model src/model/llama src/model/bert src/tools src/backend src/backend/cpu)
+set(WGML_SRC_DIRS src src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/tools src/backend src/backend/cpu)
 set(WGML_LIB_SOURCES)
 foreach(dir ${WGML_SRC_DIRS})
   file(GLOB _s CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.c)
