@@ -1,8 +1,11 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,cli} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,cli} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
+# The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+# (the usual convention), which skips checks a fuzzer cannot get past: the CRC
+# of a checkpoint's pickle (src/format/pth.c).
 option(WGML_FUZZ "Build the libFuzzer targets in fuzz/ (needs clang)" OFF)
 option(WGML_FUZZ_TOKENIZER "Build fuzz_tokenizer (needs the src/text/tokenizer.h implementation)" ON)
 
@@ -18,9 +21,10 @@ if(WGML_FUZZ)
   add_library(wgml_fuzzlib STATIC ${WGML_LIB_SOURCES})
   target_include_directories(wgml_fuzzlib PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_compile_options(wgml_fuzzlib PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+  target_compile_definitions(wgml_fuzzlib PRIVATE FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
   target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads m)
 
-  set(WGML_FUZZ_TARGETS gguf llama2c model_load)
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()

@@ -5,7 +5,8 @@
 #
 # The seeds are written by wgml_fuzz_seeds (fuzz/make_seeds.c) from ../shared:
 # small synthetic GGUFs and models, the shared vocabularies cut down, tiny
-# llama2.c checkpoint + tokenizer pairs, the tokenizer test strings. Inputs the
+# llama2.c checkpoint + tokenizer pairs, the tokenizer test strings, small
+# PyTorch checkpoints and bare pickles (fuzz_pth). Inputs the
 # fuzzers found earlier stay: the corpus only grows.
 # Environment: WGML_FUZZ_BUILD (default build-fuzz), WGML_SHARED (default ../shared).
 set -euo pipefail
@@ -38,11 +39,11 @@ seed 'convert\nllama2c\n@file\n@tok\n-o\n@out\0\x08\0\0\0' convert-bad
 seed 'quantize\n@model\n@out\nq8_0' quantize
 seed 'quantize\n@file\n@out\nQ4_K_M\0GGUF' quantize-bad
 # Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load tokenizer cli; do
+for t in gguf llama2c model_load pth tokenizer cli; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load tokenizer cli; do
+for t in gguf llama2c model_load pth tokenizer cli; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

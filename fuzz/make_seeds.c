@@ -3,13 +3,15 @@
  *
  *   wgml_fuzz_seeds SHARED_DIR OUT_DIR
  *
- * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer}/ with small inputs that
+ * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer,pth}/ with small inputs that
  * reach deep into each parser: GGUFs with every value type, nested arrays,
  * tensors of many types, other alignments and v2; tiny Llama and Qwen2
  * models (F32, F16, Q8_0, Q4_0, tied and untied, biases, rope_freqs); the
  * shared vocabularies cut down to a few hundred tokens; tiny llama2.c
- * checkpoint + tokenizer pairs in every layout; and the shared tokenizer test
- * strings prefixed with a vocabulary selector. The fuzzers mutate from there.
+ * checkpoint + tokenizer pairs in every layout; the shared tokenizer test
+ * strings prefixed with a vocabulary selector; and small PyTorch checkpoints
+ * (a voice tensor, state dicts with views and every storage type, Kokoro's
+ * dict of state dicts), whole and as bare pickles. The fuzzers mutate from there.
  * Built with the regular library (no fuzzing flags) by cmake/fuzz.cmake.
  */
 #include "core/dtype.h"
@@ -423,6 +425,327 @@ static void tiny_tokenizer(gb *t, int vocab) {
 
 /* ---- tokenizer texts ---- */
 
+/* ---- PyTorch checkpoints (fuzz_pth): a ZIP + pickle writer of our own ---- */
+
+static uint32_t crc32_bytes(const uint8_t *p, size_t n) {
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void gb_u16(gb *b, uint16_t v) { gb_put(b, &v, 2); }
+
+/* torch.save's layout: data descriptors, data aligned to 64 by an "FB" extra
+ * field; with zip64, ZIP64 extra fields and end records. */
+typedef struct zipw {
+    gb out, cd;
+    int n, zip64;
+} zipw;
+
+static void zipw_add(zipw *z, const char *name, const void *data, size_t n) {
+    size_t nlen = strlen(name), pad = (64 - (z->out.n + 30 + nlen + 4) % 64) % 64;
+    uint32_t crc = crc32_bytes(data, n), lho = (uint32_t)z->out.n;
+    gb_u32(&z->out, 0x04034b50u);
+    gb_u16(&z->out, 20);
+    gb_u16(&z->out, 0x0808);
+    gb_zeros(&z->out, 6 + 12);
+    gb_u16(&z->out, (uint16_t)nlen);
+    gb_u16(&z->out, (uint16_t)(pad + 4));
+    gb_put(&z->out, name, nlen);
+    gb_u16(&z->out, 0x4246);
+    gb_u16(&z->out, (uint16_t)pad);
+    gb_zeros(&z->out, pad);
+    gb_put(&z->out, data, n);
+    gb_u32(&z->out, 0x08074b50u);
+    gb_u32(&z->out, crc);
+    gb_u32(&z->out, (uint32_t)n);
+    gb_u32(&z->out, (uint32_t)n);
+    gb_u32(&z->cd, 0x02014b50u);
+    gb_u16(&z->cd, 0x031e);
+    gb_u16(&z->cd, 45);
+    gb_u16(&z->cd, 0x0808);
+    gb_zeros(&z->cd, 6);
+    gb_u32(&z->cd, crc);
+    gb_u32(&z->cd, z->zip64 ? 0xffffffffu : (uint32_t)n);
+    gb_u32(&z->cd, z->zip64 ? 0xffffffffu : (uint32_t)n);
+    gb_u16(&z->cd, (uint16_t)nlen);
+    gb_u16(&z->cd, z->zip64 ? 28 : 0);
+    gb_zeros(&z->cd, 10);
+    gb_u32(&z->cd, z->zip64 ? 0xffffffffu : lho);
+    gb_put(&z->cd, name, nlen);
+    if (z->zip64) {
+        gb_u16(&z->cd, 1);
+        gb_u16(&z->cd, 24);
+        gb_u64(&z->cd, n);
+        gb_u64(&z->cd, n);
+        gb_u64(&z->cd, lho);
+    }
+    z->n++;
+}
+
+static void zipw_finish(zipw *z) {
+    uint64_t cd_at = z->out.n;
+    gb_put(&z->out, z->cd.p, z->cd.n);
+    if (z->zip64) {
+        uint64_t rec = z->out.n;
+        gb_u32(&z->out, 0x06064b50u);
+        gb_u64(&z->out, 44);
+        gb_u16(&z->out, 0x031e);
+        gb_u16(&z->out, 45);
+        gb_zeros(&z->out, 8);
+        gb_u64(&z->out, (uint64_t)z->n);
+        gb_u64(&z->out, (uint64_t)z->n);
+        gb_u64(&z->out, z->cd.n);
+        gb_u64(&z->out, cd_at);
+        gb_u32(&z->out, 0x07064b50u);
+        gb_u32(&z->out, 0);
+        gb_u64(&z->out, rec);
+        gb_u32(&z->out, 1);
+    }
+    gb_u32(&z->out, 0x06054b50u);
+    gb_zeros(&z->out, 4);
+    gb_u16(&z->out, z->zip64 ? 0xffff : (uint16_t)z->n);
+    gb_u16(&z->out, z->zip64 ? 0xffff : (uint16_t)z->n);
+    gb_u32(&z->out, z->zip64 ? 0xffffffffu : (uint32_t)z->cd.n);
+    gb_u32(&z->out, z->zip64 ? 0xffffffffu : (uint32_t)cd_at);
+    gb_u16(&z->out, 0);
+    gb_free(&z->cd);
+}
+
+/* A pickler that memoizes strings and globals as Python's does (BINPUT after
+ * each, BINGET when seen again), so the seeds hold the same opcode patterns
+ * as real checkpoints. */
+typedef struct pkw {
+    gb b;
+    uint32_t memo;
+    const char *seen[64];
+    uint32_t seen_at[64];
+    int n_seen;
+} pkw;
+
+static void pk_put(pkw *p) {
+    if (p->memo < 256) {
+        gb_u8(&p->b, 'q');
+        gb_u8(&p->b, (uint8_t)p->memo);
+    } else {
+        gb_u8(&p->b, 'r');
+        gb_u32(&p->b, p->memo);
+    }
+    p->memo++;
+}
+static int pk_get(pkw *p, const char *key) {
+    for (int i = 0; i < p->n_seen; i++)
+        if (strcmp(p->seen[i], key) == 0) {
+            gb_u8(&p->b, 'h');
+            gb_u8(&p->b, (uint8_t)p->seen_at[i]);
+            return 1;
+        }
+    if (p->n_seen < 64 && p->memo < 256) {
+        p->seen[p->n_seen] = key;
+        p->seen_at[p->n_seen++] = p->memo;
+    }
+    return 0;
+}
+static void pk_s(pkw *p, const char *s) {
+    if (pk_get(p, s)) return;
+    gb_u8(&p->b, 'X');
+    gb_u32(&p->b, (uint32_t)strlen(s));
+    gb_put(&p->b, s, strlen(s));
+    pk_put(p);
+}
+static void pk_i(pkw *p, int64_t v) {
+    if (v >= 0 && v < 256) {
+        gb_u8(&p->b, 'K');
+        gb_u8(&p->b, (uint8_t)v);
+    } else if (v >= 0 && v < 65536) {
+        gb_u8(&p->b, 'M');
+        gb_u16(&p->b, (uint16_t)v);
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+        gb_u8(&p->b, 'J');
+        gb_u32(&p->b, (uint32_t)(int32_t)v);
+    } else {
+        gb_u8(&p->b, 0x8a);
+        gb_u8(&p->b, 8);
+        gb_u64(&p->b, (uint64_t)v);
+    }
+}
+static void pk_g(pkw *p, const char *module_and_name) { /* "module\nname\n" */
+    if (pk_get(p, module_and_name)) return;
+    gb_u8(&p->b, 'c');
+    gb_put(&p->b, module_and_name, strlen(module_and_name));
+    pk_put(p);
+}
+static void pk_tup(pkw *p, int n, const int64_t *v) {
+    if (n == 0) {
+        gb_u8(&p->b, ')');
+        return;
+    }
+    if (n > 3) gb_u8(&p->b, '(');
+    for (int i = 0; i < n; i++) pk_i(p, v[i]);
+    gb_u8(&p->b, n == 1 ? 0x85 : n == 2 ? 0x86 : n == 3 ? 0x87 : 't');
+    pk_put(p);
+}
+static void pk_od(pkw *p) {
+    pk_g(p, "collections\nOrderedDict\n");
+    gb_u8(&p->b, ')');
+    gb_u8(&p->b, 'R');
+    pk_put(p);
+}
+
+typedef struct pt {
+    const char *name, *type, *key;
+    int64_t numel, offset;
+    int ndim;
+    int64_t size[4], stride[4];
+} pt;
+
+static void pk_t(pkw *p, const pt *t) {
+    pk_g(p, "torch._utils\n_rebuild_tensor_v2\n");
+    gb_u8(&p->b, '(');
+    gb_u8(&p->b, '(');
+    pk_s(p, "storage");
+    pk_g(p, t->type);
+    pk_s(p, t->key);
+    pk_s(p, "cpu");
+    pk_i(p, t->numel);
+    gb_u8(&p->b, 't');
+    pk_put(p);
+    gb_u8(&p->b, 'Q');
+    pk_i(p, t->offset);
+    pk_tup(p, t->ndim, t->size);
+    pk_tup(p, t->ndim, t->stride);
+    gb_u8(&p->b, 0x89);
+    pk_od(p);
+    gb_u8(&p->b, 't');
+    pk_put(p);
+    gb_u8(&p->b, 'R');
+    pk_put(p);
+}
+
+/* A state dict: OrderedDict() with SETITEMS, then BUILD of {'_metadata': OrderedDict(...)}. */
+static void pk_state_dict(pkw *p, const pt *ts, int n) {
+    pk_od(p);
+    gb_u8(&p->b, '(');
+    for (int i = 0; i < n; i++) {
+        pk_s(p, ts[i].name);
+        pk_t(p, &ts[i]);
+    }
+    gb_u8(&p->b, 'u');
+    gb_u8(&p->b, '}');
+    pk_put(p);
+    pk_s(p, "_metadata");
+    pk_od(p);
+    pk_s(p, "");
+    gb_u8(&p->b, '}');
+    pk_put(p);
+    pk_s(p, "version");
+    pk_i(p, 1);
+    gb_u8(&p->b, 's');
+    gb_u8(&p->b, 's');
+    gb_u8(&p->b, 's');
+    gb_u8(&p->b, 'b');
+}
+
+/* Writes the checkpoint (and, for the bare-pickle mode of fuzz_pth, the pickle alone when its
+ * storages are those fuzz_pth provides: "0" of 96 bytes, "1" of 4096, "2" empty). */
+static void seed_pth(const char *name, const pkw *p, const char *const *keys, const size_t *sizes, int n, int zip64,
+                     int bare) {
+    zipw z;
+    memset(&z, 0, sizeof z);
+    z.zip64 = zip64;
+    zipw_add(&z, "ckpt/data.pkl", p->b.p, p->b.n);
+    for (int i = 0; i < n; i++) {
+        char entry[64];
+        snprintf(entry, sizeof entry, "ckpt/data/%s", keys[i]);
+        uint8_t *d = malloc(sizes[i] ? sizes[i] : 1);
+        if (!d) die(name, "out of memory");
+        for (size_t k = 0; k < sizes[i]; k++) d[k] = (uint8_t)(rnd() >> 32);
+        zipw_add(&z, entry, d, sizes[i]);
+        free(d);
+    }
+    zipw_add(&z, "ckpt/version", "3\n", 2);
+    zipw_finish(&z);
+    write_bytes("pth", name, z.out.p, z.out.n);
+    gb_free(&z.out);
+    if (bare) {
+        char bn[128];
+        snprintf(bn, sizeof bn, "bare-%s", name);
+        write_bytes("pth", bn, p->b.p, p->b.n);
+    }
+}
+
+static void seed_pths(void) {
+    static const char *const keys[] = {"0", "1", "2"};
+    static const size_t sizes[] = {96, 4096, 0};
+    /* a voice .pt: one tensor as the root */
+    pkw p = {0};
+    gb_u8(&p.b, 0x80);
+    gb_u8(&p.b, 2);
+    pk_t(&p, &(pt){"", "torch\nFloatStorage\n", "1", 1024, 0, 3, {4, 1, 256}, {256, 256, 1}});
+    gb_u8(&p.b, '.');
+    seed_pth("voice.pt", &p, keys, sizes, 3, 0, 1);
+    seed_pth("voice-zip64.pt", &p, keys, sizes, 3, 1, 0);
+    gb_free(&p.b);
+    /* a state dict: views of shared storages, every storage type, a scalar, an empty tensor */
+    pt ts[] = {
+        {"w", "torch\nFloatStorage\n", "0", 24, 0, 2, {4, 6}, {6, 1}},
+        {"w_t", "torch\nFloatStorage\n", "0", 24, 0, 2, {6, 4}, {1, 6}},
+        {"slice", "torch\nFloatStorage\n", "0", 24, 7, 2, {2, 3}, {12, 2}},
+        {"bcast", "torch\nFloatStorage\n", "0", 24, 6, 2, {3, 2}, {0, 1}},
+        {"scalar", "torch\nFloatStorage\n", "0", 24, 23, 0, {0}, {0}},
+        {"empty", "torch\nFloatStorage\n", "0", 24, 24, 2, {0, 5}, {5, 1}},
+        {"none", "torch\nFloatStorage\n", "2", 0, 0, 1, {0}, {1}},
+        {"half", "torch\nHalfStorage\n", "1", 2048, 100, 3, {2, 3, 4}, {12, 4, 1}},
+        {"bf16", "torch\nBFloat16Storage\n", "1", 2048, 1, 2, {3, 5}, {1, 3}},
+        {"f64", "torch\nDoubleStorage\n", "1", 512, 0, 1, {512}, {1}},
+        {"i64", "torch\nLongStorage\n", "1", 512, 3, 2, {2, 2}, {2, 1}},
+        {"i32", "torch\nIntStorage\n", "1", 1024, 0, 4, {2, 2, 2, 2}, {8, 4, 2, 1}},
+        {"i16", "torch\nShortStorage\n", "1", 2048, 0, 1, {5}, {3}},
+        {"i8", "torch\nCharStorage\n", "1", 4096, 9, 1, {7}, {1}},
+    };
+    memset(&p, 0, sizeof p);
+    gb_u8(&p.b, 0x80);
+    gb_u8(&p.b, 2);
+    pk_state_dict(&p, ts, 7);
+    gb_u8(&p.b, '.');
+    seed_pth("state-dict.pth", &p, keys, sizes, 3, 0, 1);
+    gb_free(&p.b);
+    for (int k = 7; k < 14; k++) { /* one tensor each: storage "1" as each type */
+        memset(&p, 0, sizeof p);
+        gb_u8(&p.b, 0x80);
+        gb_u8(&p.b, 2);
+        pk_state_dict(&p, &ts[k], 1);
+        gb_u8(&p.b, '.');
+        char nm[64];
+        snprintf(nm, sizeof nm, "type-%s.pth", ts[k].name);
+        seed_pth(nm, &p, keys, sizes, 3, 0, 1);
+        gb_free(&p.b);
+    }
+    /* Kokoro's layout: a dict of state dicts */
+    memset(&p, 0, sizeof p);
+    gb_u8(&p.b, 0x80);
+    gb_u8(&p.b, 2);
+    gb_u8(&p.b, '}');
+    pk_put(&p);
+    gb_u8(&p.b, '(');
+    pk_s(&p, "bert");
+    pt bert[] = {{"module.embeddings.word_embeddings.weight", "torch\nFloatStorage\n", "0", 24, 0, 2, {6, 4}, {4, 1}},
+                 {"module.embeddings.LayerNorm.weight", "torch\nFloatStorage\n", "0", 24, 4, 1, {4}, {1}}};
+    pk_state_dict(&p, bert, 2);
+    pk_s(&p, "decoder");
+    pt dec[] = {{"module.generator.conv_post.weight_v", "torch\nFloatStorage\n", "1", 1024, 0, 3, {8, 4, 7}, {28, 7, 1}},
+                {"module.lstm.weight_ih_l0", "torch\nFloatStorage\n", "1", 1024, 224, 2, {16, 8}, {8, 1}},
+                {"module.lstm.weight_hh_l0", "torch\nFloatStorage\n", "1", 1024, 352, 2, {16, 4}, {4, 1}}};
+    pk_state_dict(&p, dec, 3);
+    gb_u8(&p.b, 'u');
+    gb_u8(&p.b, '.');
+    seed_pth("kokoro-like.pth", &p, keys, sizes, 3, 0, 1);
+    gb_free(&p.b);
+}
+
 static void seed_texts(const char *shared) {
     static const char *vocabs[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-phi-3.gguf",
                                    "ggml-vocab-bert-bge.gguf"};
@@ -465,8 +788,8 @@ int main(int argc, char **argv) {
     }
     const char *shared = argv[1];
     g_out = argv[2];
-    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer"};
-    for (int i = 0; i < 5; i++) {
+    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer", "/pth"};
+    for (int i = 0; i < 6; i++) {
         char d[4096];
         snprintf(d, sizeof d, "%s%s", g_out, dirs[i]);
         if (mkdir(d, 0755) != 0 && errno != EEXIST) die(d, strerror(errno));
@@ -509,6 +832,7 @@ int main(int argc, char **argv) {
     free(tok512);
 
     seed_texts(shared);
+    seed_pths();
     printf("wgml_fuzz_seeds: wrote %d seeds under %s\n", g_count, g_out);
     return 0;
 }
