@@ -9,12 +9,10 @@
 #include "format/gguf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #if !defined(__wasm__)
 #include <sys/mman.h>
@@ -23,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "format/file_bytes.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "wgml reads GGUF in place and needs a little-endian host"
@@ -36,7 +35,7 @@ struct gguf_file {
     char *name;
     const uint8_t *base;
     size_t size;
-    int mapped; /* 1: base came from mmap; 2: base is an owned heap copy */
+    int mapped; /* WGML_BYTES_*: base borrowed (0), mapped (1) or an owned heap copy (2) */
     size_t avail; /* bytes present at base (< size for a header-only file) */
     int hit_end;  /* parsing ran into the end of the available bytes */
     uint32_t version;
@@ -479,57 +478,22 @@ wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gg
 
 wgml_status gguf_open(const char *path, gguf_file **out, wgml_error *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return wgml_fail(err, WGML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return wgml_fail(err, WGML_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size < 24) {
-        close(fd);
-        return wgml_fail(err, WGML_ERR_FORMAT, "%s: file of %zu bytes is too small to be GGUF", path, size);
-    }
+    const uint8_t *base;
+    size_t size;
+    int kind;
+    wgml_status st = wgml_file_bytes(path, 24, "GGUF", &base, &size, &kind, err);
+    if (st) return st;
     gguf_file *f = wgml_calloc(1, sizeof *f);
     char *name = wgml_strdup(path);
     if (!f || !name) {
         wgml_free(f);
         wgml_free(name);
-        close(fd);
+        wgml_file_bytes_release(base, size, kind);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening %s", path);
     }
     f->name = name;
-#if !defined(__wasm__)
-    void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED) {
-        gguf_close(f);
-        return wgml_fail(err, WGML_ERR_IO, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
-    }
-    f->mapped = 1;
-    f->base = m;
-#else
-    uint8_t *buf = wgml_malloc(size);
-    if (!buf) {
-        close(fd);
-        gguf_close(f);
-        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, size);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    f->mapped = 2; /* owned heap copy */
-    f->base = buf;
-    if (got != size) {
-        gguf_close(f);
-        return wgml_fail(err, WGML_ERR_IO, "%s: short read", path);
-    }
-#endif
+    f->mapped = kind;
+    f->base = base;
     f->size = f->avail = size;
     return finish_open(f, out, err);
 }
@@ -548,7 +512,7 @@ wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, con
     }
     f->name = nm;
     f->base = prefix;
-    f->mapped = 2;
+    f->mapped = WGML_BYTES_OWNED;
     f->avail = avail < file_size ? avail : (size_t)file_size;
     f->size = (size_t)file_size;
     if (file_size < 24 || file_size > SIZE_MAX) {
@@ -568,7 +532,7 @@ wgml_status gguf_open_header(void *prefix, size_t avail, uint64_t file_size, con
 
 void gguf_release(const gguf_file *f, const void *p, size_t n) {
 #if !defined(__wasm__)
-    if (!f || f->mapped != 1 || !p || !n) return;
+    if (!f || f->mapped != WGML_BYTES_MAPPED || !p || !n) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)f->base;
     uintptr_t lo = (uintptr_t)p, hi = lo + n;
     if (lo < base || hi > base + f->size) return;
@@ -591,10 +555,7 @@ void gguf_close(gguf_file *f) {
     wgml_free((void *)f->tensor_by_name);
     wgml_free(f->kv);
     wgml_free(f->tensors);
-#if !defined(__wasm__)
-    if (f->mapped == 1 && f->base) munmap((void *)f->base, f->size);
-#endif
-    if (f->mapped == 2) wgml_free((void *)f->base);
+    wgml_file_bytes_release(f->base, f->size, f->mapped);
     wgml_free(f->name);
     wgml_free(f);
 }

@@ -25,20 +25,16 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-#if !defined(__wasm__)
-#include <sys/mman.h>
-#endif
 
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/fp16.h"
+#include "format/file_bytes.h"
 #include "format/zip.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -49,7 +45,7 @@ struct pth_file {
     char *name;
     const uint8_t *base;
     size_t size;
-    int mapped; /* 1: base came from mmap; 2: an owned heap copy */
+    int mapped; /* WGML_BYTES_*: base borrowed (0), mapped (1) or an owned heap copy (2) */
     zip_archive *zip;
     char *archive;        /* the entries' top folder */
     int64_t n_tensors;
@@ -969,53 +965,18 @@ wgml_status pth_open_memory(const void *data, size_t size, const char *name, pth
 
 wgml_status pth_open(const char *path, pth_file **out, wgml_error *err) {
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return wgml_fail(err, WGML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return wgml_fail(err, WGML_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size < 22) {
-        close(fd);
-        return wgml_fail(err, WGML_ERR_FORMAT, "%s: file of %zu bytes is too small to be a torch.save archive", path, size);
-    }
+    const uint8_t *base;
+    size_t size;
+    int kind;
+    wgml_status st = wgml_file_bytes(path, 22, "a torch.save archive", &base, &size, &kind, err);
+    if (st) return st;
     pth_file *f = new_file(path);
     if (!f) {
-        close(fd);
+        wgml_file_bytes_release(base, size, kind);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening %s", path);
     }
-#if !defined(__wasm__)
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        pth_close(f);
-        return wgml_fail(err, WGML_ERR_IO, "%s: cannot map %zu bytes: %s", path, size, strerror(errno));
-    }
-    f->mapped = 1;
-    f->base = map;
-#else
-    uint8_t *buf = wgml_malloc(size);
-    if (!buf) {
-        close(fd);
-        pth_close(f);
-        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, size);
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, buf + got, size - got);
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    close(fd);
-    f->mapped = 2;
-    f->base = buf;
-    if (got != size) {
-        pth_close(f);
-        return wgml_fail(err, WGML_ERR_IO, "%s: short read", path);
-    }
-#endif
+    f->mapped = kind;
+    f->base = base;
     f->size = size;
     return finish_open(f, out, err);
 }
@@ -1028,10 +989,7 @@ void pth_close(pth_file *f) {
     wgml_free((void *)f->by_name);
     wgml_free((void *)f->storages);
     wgml_free(f->archive);
-#if !defined(__wasm__)
-    if (f->mapped == 1 && f->base) munmap((void *)f->base, f->size);
-#endif
-    if (f->mapped == 2) wgml_free((void *)f->base);
+    wgml_file_bytes_release(f->base, f->size, f->mapped);
     wgml_free(f->name);
     wgml_free(f);
 }
