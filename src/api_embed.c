@@ -70,7 +70,8 @@ static int encode(const wgml_model *m, const char *text, int32_t *dst, int cap, 
  * truncate is set (pairs: the document's end). */
 static wgml_status tokenize_all(const wgml_model *m, const char *query, const char *const *texts, int n, int truncate,
                                 token_lists *L, wgml_error *err) {
-    const int n_ctx = encoder(m)->hp.n_ctx_train, n_types = encoder(m)->types.buf ? encoder(m)->hp.n_types : 1;
+    const bert_model *b = encoder(m);
+    const int n_ctx = b->hp.n_ctx_train, n_types = b->types.buf ? b->hp.n_types : 1;
     memset(L, 0, sizeof *L);
     size_t total = 0, qlen = query ? strlen(query) + 2 : 0;
     for (int i = 0; i < n; i++) {

@@ -43,6 +43,8 @@ static wgml_gpu_binding vec_binding(uint32_t binding, const wgml_tensor *t, uint
     return (wgml_gpu_binding){binding, t->buf->is_weight ? t->buf->win[0].gpu : t->buf->gpu, 0, 0};
 }
 
+static int distinct(wg_backend *wb, const char *op, const wgml_tensor *out, const wgml_tensor *in);
+
 /* Checks a matmul operand that may be a weight or an f32 activation (not in out's buffer). */
 static int operand(wg_backend *wb, const wgml_tensor *t, const wgml_matmul_args *mm) {
     if (t->buf && t->buf->is_weight) return wg_weight(wb, "matmul", t);
@@ -53,11 +55,7 @@ static int operand(wg_backend *wb, const wgml_tensor *t, const wgml_matmul_args 
         return 0;
     }
     for (int k = 0; k < WGML_MATMUL_MAX; k++) /* WebGPU forbids binding the written buffer twice */
-        if (mm->out[k] && mm->out[k]->buf == t->buf) {
-            wg_error(wb, WGML_ERR_UNSUPPORTED, "matmul: on WebGPU the output '%s' must not share a buffer with '%s'",
-                     mm->out[k]->name ? mm->out[k]->name : "?", t->name ? t->name : "?");
-            return 0;
-        }
+        if (mm->out[k] && !distinct(wb, "matmul", mm->out[k], t)) return 0;
     return 1;
 }
 
@@ -97,7 +95,6 @@ typedef struct {
 } mm_group;
 
 static int n_out_of(const mm_group *g, wgml_epilogue epi) { return epi == WGML_EPI_SWIGLU ? 1 : g->nw; }
-static int distinct(wg_backend *wb, const char *op, const wgml_tensor *out, const wgml_tensor *in);
 
 static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_group *g, wgml_epilogue epi) {
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
