@@ -9,6 +9,7 @@
 #   system (apt, as root or via sudo; WGML_SETUP_NO_APT=1 skips it):
 #     build tools: cmake ninja-build pkg-config gcc libcmocka-dev libjson-c-dev python3
 #     libvulkan1                  the Vulkan loader Dawn dlopens
+#     espeak-ng                   the G2P of Kokoro's text input (run as a program: wgml phonemize)
 #     mesa-vulkan-drivers >= 25   lavapipe; on bookworm from bookworm-backports
 #                                 (Mesa 22.3 in bookworm main is rejected by Dawn)
 #   deps/ (gitignored):
@@ -85,7 +86,7 @@ CODENAME=$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || t
 if [ $APT_OK = 1 ]; then
     missing=()
     for p in cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libjson-c-dev python3 \
-             ca-certificates libvulkan1; do
+             ca-certificates libvulkan1 espeak-ng; do
         installed "$p" || missing+=("$p")
     done
     command -v npm >/dev/null || missing+=(npm)

@@ -36,7 +36,14 @@
     X(unary, UNARY, wgml_unary_args)             /* f(x) elementwise: GELU, tanh, a x + b, ... */                      \
     X(mul, MUL, wgml_mul_args)                   /* a * b, b of a's shape or one row */                                \
     X(pool, POOL, wgml_pool_args)                /* mean, first or last row of each sequence */                        \
-    X(copy, COPY, wgml_copy_args)                /* out = x, x any strided view (transpose, slice, broadcast) */
+    X(copy, COPY, wgml_copy_args)                /* out = x, x any strided view (transpose, slice, broadcast) */ \
+    X(im2col, IM2COL, wgml_im2col_args)          /* unfold a signal for a 1-D convolution as a matmul */          \
+    X(col2im, COL2IM, wgml_col2im_args)          /* fold (overlap-add) a transposed convolution's matmul */       \
+    X(instance_norm, INSTANCE_NORM, wgml_instance_norm_args) /* each column normalized over the rows */           \
+    X(lstm, LSTM, wgml_lstm_args)                /* an LSTM layer's recurrence, both directions, whole sequence */ \
+    X(stft, STFT, wgml_stft_args)                /* short-time Fourier transform: magnitude and phase */          \
+    X(istft, ISTFT, wgml_istft_args)             /* inverse STFT: overlap-add of windowed frames */              \
+    X(nsf_source, NSF_SOURCE, wgml_nsf_source_args) /* harmonic-plus-noise excitation of an NSF vocoder */
 
 typedef enum wgml_op {
 #define WGML_OP_ENUM(name, NAME, args) WGML_OP_##NAME,
@@ -267,6 +274,129 @@ typedef struct wgml_pool_args {
 typedef struct wgml_copy_args {
     const wgml_tensor *out, *x;
 } wgml_copy_args;
+
+/* ---- ops for audio models (Kokoro; next Whisper) ----
+ * A signal of C channels over T time steps is an activation [T][C]: time in
+ * rows, channels in columns (PyTorch's [C, T] transposed), so that a
+ * convolution is one matrix product over its taps:
+ *   y = conv1d(x):            im2col(x) -> matmul with the weight laid out
+ *                             [C_out][K][C_in] (rows of K*C_in, tap-major)
+ *   y = conv_transpose1d(x):  matmul with the weight laid out [K][C_out][C_in]
+ *                             (rows (k, o) of C_in) -> col2im
+ * Groups: a depthwise transposed convolution (groups = channels) is
+ * copy (x repeated K times: a broadcast view) -> mul (by the weight as one row
+ * [K*C]) -> col2im; a concatenation of inputs along channels is im2col of each
+ * part into its own channel slots (c0). */
+
+/* out[t][k*Ct + c0 + c] = xp[t*stride + k*dilation][c], for t < T_out, k <
+ * kernel, c < C (x: f32 [T][C]), where xp is x with pad_l rows before it and
+ * pad_r after it: zeros, or with reflect the mirror image of x without its
+ * edge row (numpy.pad mode "reflect": xp[-j] = x[j], xp[T-1+j] = x[T-1-j];
+ * each pad < T). out: f32 [T_out][kernel*Ct], T_out = (T + pad_l + pad_r -
+ * dilation*(kernel-1) - 1) / stride + 1 exactly, Ct = out's ne[0] / kernel
+ * >= c0 + C. Columns of other channel slots are left as they are: unfolding
+ * the parts of a concatenation one by one (or, with kernel 1, copying a
+ * signal into channels [c0, c0 + C) of a wider one). out apart from x. */
+typedef struct wgml_im2col_args {
+    const wgml_tensor *out, *x;
+    int kernel, stride, dilation;
+    int pad_l, pad_r;
+    int reflect; /* 1: reflection padding; 0: zeros */
+    int c0;      /* first channel slot of x in out */
+} wgml_im2col_args;
+
+/* The overlap-add of a transposed convolution: out[t][c] = bias[c] + sum of
+ * y[i][k*C + c] over the taps k < kernel and input rows i < T_in with
+ * i*stride + k = t + pad. y: f32 [T_in][kernel*C] (x times the weight, as
+ * above); bias optional f32 [C]; out: f32 [T_out][C], any T_out >= 1
+ * (ConvTranspose1d's (T_in-1)*stride - 2*pad + kernel + output_padding). out
+ * apart from y. */
+typedef struct wgml_col2im_args {
+    const wgml_tensor *out, *y, *bias;
+    int kernel, stride, pad;
+} wgml_col2im_args;
+
+/* Instance norm of a signal: each column (channel) normalized over the rows
+ * (time), out[t][c] = (x[t][c] - mean_c) / sqrt(var_c + eps) * w[c] + b[c],
+ * with the biased variance (torch.nn.InstanceNorm1d); w and b optional f32
+ * [C] (NULL: 1 and 0), weights or activations (AdaIN's style-dependent scale
+ * and shift). out may be x itself (in place). */
+typedef struct wgml_instance_norm_args {
+    const wgml_tensor *out, *x;
+    const wgml_tensor *w, *b;
+    float eps;
+} wgml_instance_norm_args;
+
+/* The recurrence of one LSTM layer over a whole sequence of T rows, zero
+ * initial state, in one op (no host round trip per step). gx: f32
+ * [T][dirs*4H], the input's share of the gates, x W_ih^T + b_ih + b_hh,
+ * computed before by a matmul (the forward direction's 4H columns, then the
+ * backward one's), gates in PyTorch's order i, f, g, o; w_hh: [dirs*4H][H]
+ * (the directions' recurrent weights one after another; f32 or f16, a weight
+ * or an activation). The forward direction runs t = 0 .. T-1, the backward
+ * one t = T-1 .. 0:
+ *   z = gx[t] + W_hh h;  c = sigmoid(z_f) c + sigmoid(z_i) tanh(z_g);
+ *   h = sigmoid(z_o) tanh(c);  out[t] = h
+ * out: f32 [T][dirs*H] (forward h, then backward h: PyTorch's output),
+ * apart from gx. dirs = 2 when bidirectional, else 1. */
+typedef struct wgml_lstm_args {
+    const wgml_tensor *out, *gx, *w_hh;
+    int hidden;        /* H */
+    int bidirectional; /* 1: two directions; 0: forward only */
+} wgml_lstm_args;
+
+/* Short-time Fourier transform of one signal x (f32, one row of L samples),
+ * as torch.stft(center=True, pad_mode="reflect", onesided): frame f (f <
+ * F = L/hop + 1) holds samples f*hop - n_fft/2 .. f*hop + n_fft/2 - 1 of x
+ * reflect-padded by n_fft/2 on each side (n_fft/2 < L), times the window w
+ * (f32 [n_fft], symmetric: w[n] = w[n_fft - n], as a periodic Hann window);
+ * X[f][k] = sum_n frame[n] w[n] e^(-2 pi i k n / n_fft) for the B = n_fft/2 + 1
+ * bins. out: f32 [F][2B]: |X| for the B bins, then atan2(Im X, Re X) in
+ * (-pi, pi]. The values that are real in exact arithmetic (bins 0 and
+ * n_fft/2, and every bin of frame 0, which is symmetric about its centre)
+ * get the canonical phase: 0 for a real part >= 0, pi otherwise (never a
+ * sign of rounding noise). n_fft even; out apart from x. */
+typedef struct wgml_stft_args {
+    const wgml_tensor *out, *x, *window;
+    int n_fft, hop;
+} wgml_stft_args;
+
+/* Inverse of stft (torch.istft(center=True, onesided) of mag * e^(i phase)):
+ * frame f's signal is the real inverse DFT of its B = n_fft/2 + 1 bins
+ * (imaginary parts of bins 0 and n_fft/2 ignored) times the window w (f32
+ * [n_fft]), added at f*hop; the sum is divided by the windows' summed squares
+ * there, and n_fft/2 samples are dropped at each end. mag, phase: f32 [F][B];
+ * out: f32, one row of hop*(F-1) samples, apart from mag and phase. */
+typedef struct wgml_istft_args {
+    const wgml_tensor *out, *mag, *phase, *window;
+    int n_fft, hop;
+} wgml_istft_args;
+
+/* The excitation of a neural-source-filter vocoder (Kokoro's
+ * SourceModuleHnNSF and SineGen): f0 (f32, one row of N frames, Hz) held for
+ * upp samples each; out (f32, one row of N*upp samples) is
+ *   out[t] = tanh(b + sum_k w[k] e_k(t)),  k < H = harmonics,
+ *   e_k(t) = uv(t) (amp sin(2 pi phi_k(t)) + noise_std n) + (1 - uv(t)) amp/3 n,
+ * uv(t) = f0 of t's frame > voiced_threshold, n = normal (t*H + k) of the kit
+ * stream (core/kit_rng.h: output wgml_kit_sine_noise_at(t*H + k) of seed).
+ * The phase, in cycles (only its fraction matters): harmonic m = k + 1 of
+ * frame j advances by r_j = frac(f0_j m / sample_rate) per sample (floor
+ * fraction: negative f0 too); at the centre of frame j (sample upp j +
+ * (upp-1)/2) it is P_j = upp (r_0 + ... + r_j), and in between it is
+ * interpolated linearly: phi_k(t) = P_j + (t - upp j - (upp-1)/2) r_{j+1},
+ * j = floor((t - (upp-1)/2) / upp); P_0 before the first centre, P_{N-1}
+ * after the last (torch's linear interpolation with align_corners=False).
+ * It is computed in 64-bit fixed point (cycles * 2^64, wrapping; r_j exact
+ * to 2^-63 from f0's float value), never as a float sum that grows with the
+ * utterance: every backend gets the same phase however long the signal.
+ * The normals are bit for bit the kit stream's on every backend. w: f32
+ * [H]; b: f32 [1]; harmonics <= 64, sample_rate < 2^24, upp >= 1. */
+typedef struct wgml_nsf_source_args {
+    const wgml_tensor *out, *f0, *w, *b;
+    int harmonics, upp, sample_rate;
+    float amp, noise_std, voiced_threshold;
+    uint64_t seed;
+} wgml_nsf_source_args;
 
 /* ---- argument checks (validate.c) ---- */
 

@@ -399,6 +399,191 @@ wgml_status wgml_validate_argmax(const wgml_argmax_args *a, int pos, wgml_error 
     return check_tensor("argmax", a->out, WGML_I32, 0, err);
 }
 
+/* ---- audio ops ---- */
+
+/* A positive int parameter no larger than max. */
+static wgml_status check_param(const char *op, const char *what, int v, int min, int max, wgml_error *err) {
+    if (v < min || v > max)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s is %d (%d..%d allowed)", op, what, v, min, max);
+    return WGML_OK;
+}
+
+/* One row of n f32 values (a whole signal). */
+static wgml_status check_signal(const char *op, const wgml_tensor *t, wgml_error *err) {
+    wgml_status st = wgml_check_type(op, t, WGML_F32, err);
+    if (st) return st;
+    if (wgml_tensor_nrows(t) != 1 || t->ne[0] < 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be one row of samples, is [%lld x %lld]", op,
+                         nm(t), (long long)wgml_tensor_nrows(t), (long long)t->ne[0]);
+    return WGML_OK;
+}
+
+#define MAX_KERNEL (1 << 16) /* taps, strides, dilations, paddings */
+
+wgml_status wgml_validate_im2col(const wgml_im2col_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "im2col";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->x, WGML_F32, err)) ||
+        (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
+        (st = check_param(op, "stride", a->stride, 1, MAX_KERNEL, err)) ||
+        (st = check_param(op, "dilation", a->dilation, 1, MAX_KERNEL, err)) ||
+        (st = check_param(op, "pad_l", a->pad_l, 0, MAX_KERNEL, err)) ||
+        (st = check_param(op, "pad_r", a->pad_r, 0, MAX_KERNEL, err)) ||
+        (st = check_param(op, "c0", a->c0, 0, INT32_MAX, err)))
+        return st;
+    const int64_t T = wgml_tensor_nrows(a->x), C = a->x->ne[0];
+    if (T < 1 || C < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: '%s' is empty", nm(a->x));
+    if (a->reflect && (a->pad_l >= T || a->pad_r >= T))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "im2col: reflection padding of %d and %d rows needs more than that many rows, '%s' has %lld",
+                         a->pad_l, a->pad_r, nm(a->x), (long long)T);
+    const int64_t span = (int64_t)a->dilation * (a->kernel - 1) + 1, padded = T + a->pad_l + a->pad_r;
+    if (padded < span)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: %lld padded rows are fewer than the kernel's span %lld",
+                         (long long)padded, (long long)span);
+    const int64_t T_out = (padded - span) / a->stride + 1;
+    if (wgml_tensor_nrows(a->out) != T_out || a->out->ne[0] % a->kernel ||
+        a->out->ne[0] / a->kernel < (int64_t)a->c0 + C)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "im2col: output '%s' is [%lld x %lld]; %lld rows of %d taps x (at least %lld) channels expected",
+                         nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)T_out,
+                         a->kernel, (long long)(a->c0 + C));
+    return wgml_check_overlap(op, a->out, a->x, 0, err);
+}
+
+wgml_status wgml_validate_col2im(const wgml_col2im_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "col2im";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "col2im: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->y, WGML_F32, err)) ||
+        (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
+        (st = check_param(op, "stride", a->stride, 1, MAX_KERNEL, err)) ||
+        (st = check_param(op, "pad", a->pad, 0, MAX_KERNEL, err)))
+        return st;
+    const int64_t C = a->out->ne[0];
+    if (C < 1 || wgml_tensor_nrows(a->out) < 1 || wgml_tensor_nrows(a->y) < 1 || a->y->ne[0] != (int64_t)a->kernel * C)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "col2im: '%s' is [%lld x %lld]; rows of %d taps x %lld channels (out's) expected", nm(a->y),
+                         (long long)wgml_tensor_nrows(a->y), (long long)a->y->ne[0], a->kernel, (long long)C);
+    if (a->bias && (st = check_vector(op, "bias", a->bias, C, a->out, err))) return st;
+    return wgml_check_overlap(op, a->out, a->y, 0, err);
+}
+
+wgml_status wgml_validate_instance_norm(const wgml_instance_norm_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "instance_norm";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: no arguments");
+    wgml_status st;
+    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = wgml_check_overlap(op, a->out, a->x, 1, err)) ||
+        (a->w && (st = check_vector(op, "weight", a->w, a->x->ne[0], a->out, err))) ||
+        (a->b && (st = check_vector(op, "bias", a->b, a->x->ne[0], a->out, err))))
+        return st;
+    if (wgml_tensor_nrows(a->x) < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: no rows");
+    if (!(a->eps >= 0) || !isfinite(a->eps))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: eps %g", (double)a->eps);
+    return WGML_OK;
+}
+
+wgml_status wgml_validate_lstm(const wgml_lstm_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "lstm";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->gx, WGML_F32, err)) ||
+        (st = check_param(op, "hidden size", a->hidden, 1, 1 << 14, err)))
+        return st;
+    if (!a->w_hh || !a->w_hh->buf || (a->w_hh->type != WGML_F32 && a->w_hh->type != WGML_F16) ||
+        !wgml_tensor_is_contiguous(a->w_hh))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: the recurrent weight '%s' must be contiguous f32 or f16",
+                         nm(a->w_hh));
+    const int64_t H = a->hidden, dirs = a->bidirectional ? 2 : 1, T = wgml_tensor_nrows(a->gx);
+    if (a->gx->ne[0] != dirs * 4 * H || T < 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: gates '%s' are [%lld x %lld]; rows of %lld expected",
+                         nm(a->gx), (long long)T, (long long)a->gx->ne[0], (long long)(dirs * 4 * H));
+    if (a->w_hh->ne[0] != H || wgml_tensor_nrows(a->w_hh) != dirs * 4 * H)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: '%s' is [%lld x %lld]; [%lld x %lld] expected",
+                         nm(a->w_hh), (long long)wgml_tensor_nrows(a->w_hh), (long long)a->w_hh->ne[0],
+                         (long long)(dirs * 4 * H), (long long)H);
+    if (a->out->ne[0] != dirs * H || wgml_tensor_nrows(a->out) != T)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: output '%s' is [%lld x %lld]; [%lld x %lld] expected",
+                         nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)T,
+                         (long long)(dirs * H));
+    if ((st = wgml_check_overlap(op, a->out, a->gx, 0, err))) return st;
+    return wgml_check_overlap(op, a->out, a->w_hh, 0, err);
+}
+
+/* n_fft and hop of stft/istft, and the window. */
+static wgml_status check_fft(const char *op, int n_fft, int hop, const wgml_tensor *window, const wgml_tensor *out,
+                             wgml_error *err) {
+    wgml_status st;
+    if ((st = check_param(op, "n_fft", n_fft, 2, 1 << 16, err)) || (st = check_param(op, "hop", hop, 1, 1 << 16, err)))
+        return st;
+    if (n_fft % 2) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: n_fft %d is odd", op, n_fft);
+    return check_vector(op, "window", window, n_fft, out, err);
+}
+
+wgml_status wgml_validate_stft(const wgml_stft_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "stft";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: no arguments");
+    wgml_status st;
+    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = check_signal(op, a->x, err)) ||
+        (st = check_fft(op, a->n_fft, a->hop, a->window, a->out, err)))
+        return st;
+    const int64_t L = a->x->ne[0], F = L / a->hop + 1, B = a->n_fft / 2 + 1;
+    if (a->n_fft / 2 >= L)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: %lld samples are too few to reflect-pad by %d",
+                         (long long)L, a->n_fft / 2);
+    if (wgml_tensor_nrows(a->out) != F || a->out->ne[0] != 2 * B)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: output '%s' is [%lld x %lld]; [%lld x %lld] expected",
+                         nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)F,
+                         (long long)(2 * B));
+    return wgml_check_overlap(op, a->out, a->x, 0, err);
+}
+
+wgml_status wgml_validate_istft(const wgml_istft_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "istft";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: no arguments");
+    wgml_status st;
+    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){a->mag, a->phase}, err)) ||
+        (st = check_signal(op, a->out, err)) || (st = check_fft(op, a->n_fft, a->hop, a->window, a->out, err)))
+        return st;
+    const int64_t F = wgml_tensor_nrows(a->mag), B = a->n_fft / 2 + 1;
+    if (a->mag->ne[0] != B || F < 2)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: '%s' is [%lld x %lld]; at least 2 frames of %lld bins",
+                         nm(a->mag), (long long)F, (long long)a->mag->ne[0], (long long)B);
+    if (a->out->ne[0] != (int64_t)a->hop * (F - 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: output '%s' has %lld samples, %lld expected",
+                         nm(a->out), (long long)a->out->ne[0], (long long)a->hop * (F - 1));
+    if ((st = wgml_check_overlap(op, a->out, a->mag, 0, err))) return st;
+    return wgml_check_overlap(op, a->out, a->phase, 0, err);
+}
+
+wgml_status wgml_validate_nsf_source(const wgml_nsf_source_args *a, int pos, wgml_error *err) {
+    (void)pos;
+    const char *op = "nsf_source";
+    if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: no arguments");
+    wgml_status st;
+    if ((st = check_signal(op, a->f0, err)) || (st = check_signal(op, a->out, err)) ||
+        (st = check_param(op, "harmonics", a->harmonics, 1, 64, err)) ||
+        (st = check_param(op, "upp", a->upp, 1, 1 << 16, err)) ||
+        (st = check_param(op, "sample_rate", a->sample_rate, 1, (1 << 24) - 1, err)) ||
+        (st = check_vector(op, "weight", a->w, a->harmonics, a->out, err)) ||
+        (st = check_vector(op, "bias", a->b, 1, a->out, err)))
+        return st;
+    if (a->out->ne[0] != a->f0->ne[0] * a->upp)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: output '%s' has %lld samples, %lld expected",
+                         nm(a->out), (long long)a->out->ne[0], (long long)(a->f0->ne[0] * a->upp));
+    if (!isfinite(a->amp) || !isfinite(a->noise_std) || !isfinite(a->voiced_threshold))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: a parameter is not finite");
+    return wgml_check_overlap(op, a->out, a->f0, 0, err);
+}
+
 wgml_status wgml_op_validate(wgml_op op, const void *args, int pos, wgml_error *err) {
     switch (op) {
 #define WGML_OP_CASE(name, NAME, args_t)                                                                              \

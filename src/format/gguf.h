@@ -181,6 +181,10 @@ wgml_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t ty
 
 /* Writes the header and tensor table to `path` (via a temporary file). */
 wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err);
+/* The same into memory (open_memstream): after gguf_writer_finish,
+ * gguf_writer_take_memory hands over the file's bytes (free() them). */
+wgml_status gguf_writer_begin_memory(gguf_writer *w, wgml_error *err);
+wgml_status gguf_writer_take_memory(gguf_writer *w, void **data, size_t *size, wgml_error *err);
 /* Writes the next tensor's data (exactly its size in bytes), in declaration order. */
 wgml_status gguf_writer_write_tensor(gguf_writer *w, const void *data, size_t size, wgml_error *err);
 /* Checks every tensor was written, flushes, and renames the file into place. */

@@ -38,6 +38,9 @@ struct gguf_writer {
     size_t alignment;
     FILE *fp;
     char *path, *tmp_path;
+    char *mem;      /* gguf_writer_begin_memory: the stream's buffer (open_memstream) */
+    size_t mem_size;
+    int to_memory;
     size_t next_tensor;
     uint64_t written;
 };
@@ -52,8 +55,9 @@ void gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     if (w->fp) {
         fclose(w->fp);
-        remove(w->tmp_path);
+        if (!w->to_memory) remove(w->tmp_path);
     }
+    free(w->mem); /* open_memstream's buffer comes from malloc */
     for (uint64_t i = 0; i < w->n_kv; i++) wgml_free(w->keys[i]);
     wgml_free(w->keys);
     for (size_t i = 0; i < w->n_tensors; i++) wgml_free(w->tensors[i].name);
@@ -253,6 +257,8 @@ static wgml_status pad(gguf_writer *w, uint64_t pos, wgml_error *err) {
     return WGML_OK;
 }
 
+static wgml_status write_header(gguf_writer *w, wgml_error *err);
+
 wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err) {
     if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
     size_t n = strlen(path);
@@ -266,6 +272,21 @@ wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err)
     memcpy(w->tmp_path + n, ".tmp", 5);
     w->fp = fopen(w->tmp_path, "wb");
     if (!w->fp) return wgml_fail(err, WGML_ERR_IO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
+    return write_header(w, err);
+}
+
+wgml_status gguf_writer_begin_memory(gguf_writer *w, wgml_error *err) {
+    if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
+    wgml_free(w->path);
+    w->path = wgml_strdup("(memory)");
+    if (!w->path) return oom(err);
+    w->fp = open_memstream(&w->mem, &w->mem_size);
+    if (!w->fp) return oom(err);
+    w->to_memory = 1;
+    return write_header(w, err);
+}
+
+static wgml_status write_header(gguf_writer *w, wgml_error *err) {
     /* offsets are laid out now that general.alignment is final */
     w->data_size = 0;
     for (size_t i = 0; i < w->n_tensors; i++) {
@@ -325,13 +346,24 @@ wgml_status gguf_writer_finish(gguf_writer *w, wgml_error *err) {
     bad |= fclose(w->fp) != 0;
     w->fp = NULL;
     if (bad) {
-        remove(w->tmp_path);
+        if (!w->to_memory) remove(w->tmp_path);
         return wgml_fail(err, WGML_ERR_IO, "%s: write failed", w->path);
     }
+    if (w->to_memory) return WGML_OK;
     if (rename(w->tmp_path, w->path) != 0) {
         wgml_status st = wgml_fail(err, WGML_ERR_IO, "%s: cannot rename into place: %s", w->path, strerror(errno));
         remove(w->tmp_path);
         return st;
     }
+    return WGML_OK;
+}
+
+wgml_status gguf_writer_take_memory(gguf_writer *w, void **data, size_t *size, wgml_error *err) {
+    if (!w->to_memory || w->fp || !w->mem)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: no finished file in memory");
+    *data = w->mem;
+    *size = w->mem_size;
+    w->mem = NULL;
+    w->mem_size = 0;
     return WGML_OK;
 }

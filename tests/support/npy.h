@@ -19,7 +19,7 @@ typedef struct {
     double *v;   /* the values as doubles (free with npy_free) */
 } npy_array;
 
-/* Reads path into a; 0 on success, -1 on anything unexpected (a test then fails). */
+/* Reads path into a (C order; a Fortran-order file is reordered); 0 on success, -1 on anything unexpected (a test then fails). */
 static inline int npy_read(const char *path, npy_array *a) {
     memset(a, 0, sizeof *a);
     size_t size;
@@ -39,7 +39,8 @@ static inline int npy_read(const char *path, npy_array *a) {
     h[hlen] = '\0';
     int es = strstr(h, "'<f4'") ? 4 : strstr(h, "'<f8'") ? 8 : strstr(h, "'<i8'") ? -8 : 0;
     const char *sh = strstr(h, "'shape': (");
-    if (!es || strstr(h, "'fortran_order': True") || !sh) {
+    const int fortran = strstr(h, "'fortran_order': True") != NULL;
+    if (!es || !sh) {
         free(h);
         free(b);
         return -1;
@@ -78,6 +79,17 @@ static inline int npy_read(const char *path, npy_array *a) {
         }
     }
     free(b);
+    if (fortran && a->ndim > 1) { /* column-major on disk: to C order */
+        double *c = malloc((size_t)a->n * sizeof *c);
+        for (int64_t i = 0; i < a->n; i++) { /* i: the C-order index; j: where it lies on disk */
+            int64_t rem = i, j = 0, stride_f = 1, idx[8];
+            for (int k = a->ndim - 1; k >= 0; k--) idx[k] = rem % a->shape[k], rem /= a->shape[k];
+            for (int k = 0; k < a->ndim; k++) j += idx[k] * stride_f, stride_f *= a->shape[k];
+            c[i] = a->v[j];
+        }
+        free(a->v);
+        a->v = c;
+    }
     return 0;
 }
 

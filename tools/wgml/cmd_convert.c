@@ -1,23 +1,119 @@
 /*
- * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf`.
+ * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf` and
+ * `wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILES]
+ * [--type F32|F16|Q8_0] -o OUT.gguf`.
  */
+#include <dirent.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "core/dtype.h"
+#include "core/error.h"
 #include "format/llama2c.h"
+#include "model/kokoro/kokoro.h"
 
 static const char *help =
     "usage: wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf\n"
-    "Converts a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
-    "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n";
+    "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
+    "                           [--type F32|F16|Q8_0] -o OUT.gguf\n"
+    "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
+    "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
+    "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
+    "'kokoro' (weight norm folded, voices as tensors). --config: its config.json (default:\n"
+    "the v1.0 values); --voices: voice files (.bin from kokoro-js or the official .pt),\n"
+    "or a folder of them, named after their files; --type: the matrices' type (default F32;\n"
+    "LSTM recurrences at most F16, the generator's last convolution always F32).\n";
 
 static int progress(void *user, uint64_t done, uint64_t total) {
     cli_progress_update(user, done, total);
     return 0;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* The voice files of --voices: a folder's .bin and .pt files (sorted), or comma-separated files. */
+static int voice_list(const char *spec, char ***out, int *n) {
+    *out = NULL, *n = 0;
+    DIR *d = opendir(spec);
+    char **v = NULL;
+    int cnt = 0, cap = 0;
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!ends_with(e->d_name, ".bin") && !ends_with(e->d_name, ".pt")) continue;
+            if (cnt == cap) v = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *v);
+            size_t len = strlen(spec) + strlen(e->d_name) + 2;
+            v[cnt] = malloc(len);
+            snprintf(v[cnt++], len, "%s/%s", spec, e->d_name);
+        }
+        closedir(d);
+        for (int i = 1; i < cnt; i++) /* sorted: the GGUF's voice order does not depend on the file system */
+            for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) {
+                char *t = v[j];
+                v[j] = v[j - 1], v[j - 1] = t;
+            }
+        if (!cnt) return cli_usage_error("--voices: folder '%s' holds no .bin or .pt voice", spec);
+    } else {
+        for (const char *p = spec; *p;) {
+            size_t len = strcspn(p, ",");
+            if (len) {
+                if (cnt == cap) v = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *v);
+                v[cnt] = malloc(len + 1);
+                memcpy(v[cnt], p, len);
+                v[cnt++][len] = 0;
+            }
+            p += len + (p[len] == ',');
+        }
+    }
+    *out = v, *n = cnt;
+    return CLI_OK;
+}
+
+static int convert_kokoro(const char *pth, const char *config, const char *voices, const char *type, const char *out) {
+    kokoro_config cfg;
+    wgml_error err;
+    if (config) {
+        FILE *fp = fopen(config, "rb");
+        if (!fp) return cli_fail("cannot open config '%s'", config);
+        char *json = malloc(1 << 20);
+        size_t len = fread(json, 1, (1 << 20) - 1, fp);
+        fclose(fp);
+        wgml_status st = kokoro_config_parse(json, len, &cfg, &err);
+        free(json);
+        if (st) {
+            wgml_error_prefix(&err, "%s", config);
+            return cli_fail_err(&err);
+        }
+    }
+    kokoro_convert_options opt = {.config = config ? &cfg : NULL, .type = WGML_F32, .progress = progress};
+    if (type) {
+        int t = wgml_dtype_from_name(type);
+        if (t != WGML_F32 && t != WGML_F16 && t != WGML_Q8_0)
+            return cli_usage_error("--type: '%s' is not F32, F16 or Q8_0", type);
+        opt.type = (uint32_t)t;
+    }
+    char **files = NULL;
+    int n = 0, rc;
+    if (voices && (rc = voice_list(voices, &files, &n)) != CLI_OK) return rc;
+    opt.voices = (const char *const *)files, opt.n_voices = n;
+    cli_progress bar;
+    cli_progress_begin(&bar, "converting");
+    opt.user = &bar;
+    wgml_status st = kokoro_convert(pth, &opt, out, NULL, NULL, &err);
+    cli_progress_end(&bar);
+    for (int i = 0; i < n; i++) free(files[i]);
+    free(files);
+    if (st) return cli_fail_err(&err);
+    fprintf(stderr, "wgml convert: wrote %s (%d voices)\n", out, n);
+    return CLI_OK;
+}
+
 int cmd_convert(int argc, char **argv) {
-    const char *pos[3] = {0}, *out = NULL;
+    const char *pos[3] = {0}, *out = NULL, *config = NULL, *voices = NULL, *type = NULL;
     int n_pos = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -25,6 +121,12 @@ int cmd_convert(int argc, char **argv) {
             return CLI_OK;
         } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
             if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(argv[i], "--config")) {
+            if (!(config = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(argv[i], "--voices")) {
+            if (!(voices = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(argv[i], "--type")) {
+            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("unknown option '%s'", argv[i]);
         } else if (n_pos < 3) {
@@ -33,10 +135,17 @@ int cmd_convert(int argc, char **argv) {
             return cli_usage_error("too many arguments");
         }
     }
-    if (n_pos == 0) return cli_usage_error("name the source format (llama2c)");
-    if (strcmp(pos[0], "llama2c") != 0) return cli_usage_error("unknown source format '%s' (llama2c is supported)", pos[0]);
-    if (n_pos != 3) return cli_usage_error("give CHECKPOINT and TOKENIZER");
+    if (n_pos == 0) return cli_usage_error("name the source format (llama2c or kokoro)");
+    const int kokoro = !strcmp(pos[0], "kokoro");
+    if (!kokoro && strcmp(pos[0], "llama2c") != 0)
+        return cli_usage_error("unknown source format '%s' (llama2c and kokoro are supported)", pos[0]);
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
+    if (kokoro) {
+        if (n_pos != 2) return cli_usage_error("give the checkpoint: wgml convert kokoro MODEL.pth -o OUT.gguf");
+        return convert_kokoro(pos[1], config, voices, type, out);
+    }
+    if (config || voices || type) return cli_usage_error("--config, --voices and --type are for kokoro");
+    if (n_pos != 3) return cli_usage_error("give CHECKPOINT and TOKENIZER");
     cli_progress bar;
     cli_progress_begin(&bar, "converting");
     wgml_error err;

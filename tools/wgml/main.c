@@ -24,6 +24,7 @@ static const struct {
     {"synth", cmd_synth, "write a random-weight model of a real architecture"},
     {"embed", cmd_embed, "turn texts into embedding vectors (BERT-family models)"},
     {"rerank", cmd_rerank, "score documents against a query (cross-encoder rerankers)"},
+    {"phonemize", cmd_phonemize, "print the phonemes of English text (Kokoro's G2P, needs espeak-ng)"},
 };
 
 static void usage(FILE *f) {

@@ -61,7 +61,8 @@ void cpu_profile_add(cpu_backend *cb, const char *name, double ms);
 
 /* The ops: cpu_run is the backend's entry point (be->run); it validates the
  * arguments and calls cpu_op_<name> (cpu_ops.c; attention in cpu_attention.c;
- * the encoders' ops in cpu_ops_nn.c; copy in cpu_ops_copy.c), one per line of ops.h. */
+ * the encoders' ops in cpu_ops_nn.c; copy in cpu_ops_copy.c; the audio ops
+ * in cpu_ops_audio.c), one per line of ops.h. */
 void cpu_run(wgml_backend *be, wgml_op op, const void *args);
 int cpu_supports(wgml_backend *be, wgml_op op, const void *args);
 #define CPU_OP_DECL(name, NAME, args) void cpu_op_##name(cpu_backend *cb, const args *a);
@@ -75,5 +76,7 @@ void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *
 float cpu_rms_scale(const float *x, int64_t n, float eps);
 /* out[r] = a[r] + b[r] (or *, with mul) for rows r < rows of n values; b has b_rows rows: rows or 1 (broadcast). */
 void cpu_binary_rows(float *out, const float *a, const float *b, int64_t n, int64_t rows, int64_t b_rows, int mul);
+/* nsf_source's rate of harmonic m of f0: frac(f0 m / sr) in 2^-63 cycles (cpu_ops_audio.c). */
+uint64_t cpu_nsf_rate(float f0, int m, int sr);
 
 #endif

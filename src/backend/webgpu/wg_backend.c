@@ -324,6 +324,7 @@ static void wg_free(wgml_backend *be) {
     wgml_gpu_buffer_destroy(wb->part);
     wgml_gpu_buffer_destroy(wb->rope);
     wgml_gpu_buffer_destroy(wb->rope_pos);
+    wgml_gpu_buffer_destroy(wb->scratch);
     wgml_gpu_destroy(wb->gpu);
     wgml_free(wb);
 }

@@ -6,6 +6,7 @@
  *   prelude      enables (f16, subgroups), const WG, alias KVT, the Step uniform
  *   reduce.wgsl  workgroup reductions (when the kernel uses them)
  *   out_x.wgsl   the output and the input x of the kernels that may run in place
+ *   audio_math.wgsl  tanh, sigmoid, sin/cos, twiddles, atan2 (the audio kernels)
  *   [matrix kernels] mm_common.wgsl, generated bindings + accessors
  *                (ww, bias_at, out_get, out_set for the weights present),
  *                and the weight decoder w_<type>.wgsl
@@ -169,6 +170,14 @@ static const char *kind_file(wg_kind k) {
         [WGK_POOL] = "pool",
         [WGK_COPY] = "copy",
         [WGK_GET_ROWS_ACT] = "copy",
+        [WGK_IM2COL] = "conv",
+        [WGK_COL2IM] = "conv",
+        [WGK_INSTANCE_NORM] = "instance_norm",
+        [WGK_LSTM] = "lstm",
+        [WGK_STFT] = "spectral",
+        [WGK_ISTFT] = "spectral",
+        [WGK_NSF_RATES] = "nsf",
+        [WGK_NSF_SAMPLES] = "nsf",
     };
     return (unsigned)k < WGK_COUNT ? files[k] : NULL;
 }
@@ -196,6 +205,14 @@ static const char *kind_label(wg_kind k) {
         [WGK_POOL] = "pool",
         [WGK_COPY] = "copy",
         [WGK_GET_ROWS_ACT] = "get_rows_act",
+        [WGK_IM2COL] = "im2col",
+        [WGK_COL2IM] = "col2im",
+        [WGK_INSTANCE_NORM] = "instance_norm",
+        [WGK_LSTM] = "lstm",
+        [WGK_STFT] = "stft",
+        [WGK_ISTFT] = "istft",
+        [WGK_NSF_RATES] = "nsf_rates",
+        [WGK_NSF_SAMPLES] = "nsf_samples",
     };
     return (unsigned)k < WGK_COUNT ? names[k] : "?";
 }
@@ -207,17 +224,29 @@ static const char *in_is_out(wg_kind k, int i) {
     static const char *const norm[3] = {"X_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
     static const char *const unary[3] = {"X_IS_OUT", "V_IS_OUT", NULL};
     static const char *const pool[3] = {"X_IS_OUT", NULL, NULL}; /* and rms_norm, softmax */
+    static const char *const col2im[3] = {"X_IS_OUT", "B_IS_OUT", NULL};
+    static const char *const lstm[3] = {"GX_IS_OUT", "W_IS_OUT", NULL};
+    static const char *const stft[3] = {"X_IS_OUT", "W_IS_OUT", NULL};
+    static const char *const istft[3] = {"MAG_IS_OUT", "PH_IS_OUT", "W_IS_OUT"};
+    static const char *const nsf[3] = {"F0_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
     switch (k) {
     case WGK_ADD:
     case WGK_MUL: return ew[i];
     case WGK_LAYER_NORM:
-    case WGK_L2_NORM: return norm[i];
+    case WGK_L2_NORM:
+    case WGK_INSTANCE_NORM: return norm[i];
     case WGK_UNARY: return unary[i];
     case WGK_POOL:
     case WGK_RMS_NORM:
     case WGK_SOFTMAX:
     case WGK_COPY:
-    case WGK_GET_ROWS_ACT: return pool[i];
+    case WGK_GET_ROWS_ACT:
+    case WGK_IM2COL: return pool[i];
+    case WGK_COL2IM: return col2im[i];
+    case WGK_LSTM: return lstm[i];
+    case WGK_STFT: return stft[i];
+    case WGK_ISTFT: return istft[i];
+    case WGK_NSF_SAMPLES: return nsf[i];
     default: return NULL;
     }
 }
@@ -225,7 +254,13 @@ static const char *in_is_out(wg_kind k, int i) {
 /* Kernels whose output binding and input x come from out_x.wgsl. */
 static int uses_out_x(wg_kind k) {
     return k == WGK_LAYER_NORM || k == WGK_L2_NORM || k == WGK_UNARY || k == WGK_POOL || k == WGK_RMS_NORM ||
-           k == WGK_SOFTMAX || k == WGK_COPY || k == WGK_GET_ROWS_ACT;
+           k == WGK_SOFTMAX || k == WGK_COPY || k == WGK_GET_ROWS_ACT || k == WGK_IM2COL || k == WGK_COL2IM ||
+           k == WGK_INSTANCE_NORM || k == WGK_STFT;
+}
+
+/* Kernels that use audio_math.wgsl (tanh, sigmoid, sin and cos, twiddles, atan2). */
+static int uses_audio_math(wg_kind k) {
+    return k == WGK_LSTM || k == WGK_STFT || k == WGK_ISTFT || k == WGK_NSF_SAMPLES;
 }
 
 static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_GET_ROWS; }
@@ -375,6 +410,13 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (kind == WGK_LAYER_NORM) def(&d, "LAYER_NORM");
     if (kind == WGK_L2_NORM) def(&d, "L2_NORM");
     if (kind == WGK_GET_ROWS_ACT) def(&d, "GATHER");
+    if (kind == WGK_IM2COL) def(&d, "IM2COL");
+    if (kind == WGK_COL2IM) def(&d, "COL2IM");
+    if (kind == WGK_LSTM && (flags & WGF_LSTM_BIG)) def(&d, "BIG");
+    if (kind == WGK_STFT) def(&d, "STFT");
+    if (kind == WGK_ISTFT) def(&d, "ISTFT");
+    if (kind == WGK_NSF_RATES) def(&d, "RATES");
+    if (kind == WGK_NSF_SAMPLES) def(&d, "SAMPLES");
     if ((kind == WGK_ADD || kind == WGK_MUL) && (flags & WGF_EW_ROWS)) def(&d, "ROWS");
     for (int i = 0; i < 3; i++)
         if ((flags & (WGF_IN0_IS_OUT << i)) && in_is_out(kind, i)) def(&d, in_is_out(kind, i));
@@ -395,6 +437,7 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     putf(&b, "@group(0) @binding(0) var<uniform> S: Step;\n");
     if (uses_reduce(kind)) preprocess(&b, wgml_wgsl_source("reduce"), &d, sg_args, init);
     if (uses_out_x(kind)) preprocess(&b, wgml_wgsl_source("out_x"), &d, sg_args, init);
+    if (uses_audio_math(kind)) preprocess(&b, wgml_wgsl_source("audio_math"), &d, sg_args, init);
     if (is_matrix(kind)) {
         preprocess(&b, wgml_wgsl_source("mm_common"), &d, sg_args, init);
         matrix_bindings(&b, kind, flags);

@@ -9,6 +9,8 @@
  *   wg_ops_attention.c  RoPE and attention (today's causal KV-cache path and general attention)
  *   wg_ops_nn.c   the same for the encoders' ops (layer_norm, unary, mul, pool, ...)
  *   wg_ops_copy.c copy (strided views) and get_rows from an activation table
+ *   wg_ops_audio.c the audio models' ops (im2col, col2im, instance_norm, lstm,
+ *                 stft, istft, nsf_source)
  *
  * The static plan: weights are uploaded once; a session's activations and
  * KV cache are allocated when it is created; parameters of the n-th dispatch
@@ -106,6 +108,9 @@ typedef struct wg_backend {
     uint64_t rope_pos_key;
     wgml_gpu_buffer *dummy;     /* bound where a kernel needs a buffer that is unused */
     wgml_buffer *tmp[2];        /* SwiGLU products when they cannot be fused */
+    wgml_gpu_buffer *scratch;   /* per-op tables (nsf_source's phases), grown as needed (wg_ops_audio.c) */
+    uint64_t scratch_size;
+    uint64_t scratch_step;      /* the step that last used it */
 
     uint64_t steps;
     uint64_t weight_bytes;
@@ -148,6 +153,14 @@ typedef enum wg_kind {
     WGK_POOL,
     WGK_COPY,         /* copy.wgsl: a strided view into contiguous rows */
     WGK_GET_ROWS_ACT, /* copy.wgsl (GATHER): get_rows from an f32 activation table */
+    WGK_IM2COL,       /* conv.wgsl (IM2COL): a signal unfolded for a convolution as a matmul */
+    WGK_COL2IM,       /* conv.wgsl (COL2IM): a transposed convolution's overlap-add */
+    WGK_INSTANCE_NORM, /* instance_norm.wgsl: columns normalized over the rows */
+    WGK_LSTM,         /* lstm.wgsl: an LSTM layer's whole recurrence */
+    WGK_STFT,         /* spectral.wgsl (STFT) */
+    WGK_ISTFT,        /* spectral.wgsl (ISTFT) */
+    WGK_NSF_RATES,    /* nsf.wgsl (RATES): nsf_source's phase table */
+    WGK_NSF_SAMPLES,  /* nsf.wgsl (SAMPLES): nsf_source's samples */
     WGK_COUNT
 } wg_kind;
 
@@ -184,6 +197,8 @@ typedef enum wg_kind {
 #define WGF_ATT_POS (1u << 28)
 #define WGF_ATT_MASK (1u << 29)
 #define WGF_ATT_RANGE (1u << 30)
+/* lstm.wgsl (WGK_LSTM): room for a hidden size above 1024 (BIG: 2048, all 16 KiB of workgroup memory) */
+#define WGF_LSTM_BIG (1u << 24)
 
 /* Rows per matvec invocation (lane rows) or workgroup (GPU layout) of a variant. */
 int wg_matvec_rows(const wg_backend *wb, uint32_t flags);
@@ -212,7 +227,8 @@ void wg_record_flush(wg_backend *wb);
 void wg_record_forget(wg_backend *wb, const wgml_gpu_buffer *buf);
 
 /* ---- wg_ops.c: the backend's entry point (be->run) and one wg_op_<name> per line of ops.h
- * (wg_ops_nn.c: the encoders' ops; wg_ops_attention.c: rope and attention) ---- */
+ * (wg_ops_nn.c: the encoders' ops; wg_ops_attention.c: rope and attention; wg_ops_copy.c:
+ * copy; wg_ops_audio.c: the audio models' ops) ---- */
 void wg_run(wgml_backend *be, wgml_op op, const void *args);
 int wg_supports(wgml_backend *be, wgml_op op, const void *args);
 #define WG_OP_DECL(name, NAME, args) void wg_op_##name(wg_backend *wb, const args *a);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "format/file_bytes.h"
+#include "format/pth.h"
 
 wgml_status kokoro_voice_from_bin(const void *data, size_t size, const char *what, kokoro_voice *out, wgml_error *err) {
     const size_t want = sizeof out->rows;
@@ -81,4 +83,33 @@ void kokoro_voice_mix(const kokoro_blend *b, const kokoro_voice *const *voices, 
             for (int i = 0; i < b->n; i++) s += (double)b->weight[i] * voices[i]->rows[r][c];
             out->rows[r][c] = (float)s;
         }
+}
+
+wgml_status kokoro_voice_load(const char *path, kokoro_voice *out, wgml_error *err) {
+    const uint8_t *base;
+    size_t size;
+    int kind;
+    wgml_status st = wgml_file_bytes(path, 1, "a voice", &base, &size, &kind, err);
+    if (st) return st;
+    if (!pth_is_pth(base, size)) {
+        st = kokoro_voice_from_bin(base, size, path, out, err);
+        wgml_file_bytes_release(base, size, kind);
+        return st;
+    }
+    /* the official voices/<name>.pt: one torch-saved tensor [510][1][256] */
+    pth_file *p;
+    st = pth_open_memory(base, size, path, &p, err);
+    if (!st) {
+        const pth_tensor *t = pth_n_tensors(p) == 1 ? pth_tensor_at(p, 0) : NULL;
+        if (!t || t->numel != (int64_t)KOKORO_VOICE_ROWS * KOKORO_VOICE_DIM)
+            st = wgml_fail(err, WGML_ERR_FORMAT, "%s: a voice file holds one tensor of 510 x 256 values", path);
+        else
+            st = pth_tensor_read_f32(p, t, &out->rows[0][0], (size_t)t->numel, err);
+        for (int i = 0; !st && i < KOKORO_VOICE_ROWS * KOKORO_VOICE_DIM; i++)
+            if (!isfinite(out->rows[i / KOKORO_VOICE_DIM][i % KOKORO_VOICE_DIM]))
+                st = wgml_fail(err, WGML_ERR_FORMAT, "%s: value %d is not finite", path, i);
+        pth_close(p);
+    }
+    wgml_file_bytes_release(base, size, kind);
+    return st;
 }

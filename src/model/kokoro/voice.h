@@ -28,6 +28,10 @@ typedef struct kokoro_voice {
  * bytes); `what` names it in errors. Non-finite values are refused. */
 wgml_status kokoro_voice_from_bin(const void *data, size_t size, const char *what, kokoro_voice *out, wgml_error *err);
 
+/* A voice file: kokoro-js's .bin, or the official .pt (a torch-saved
+ * tensor [510][1][256]), told apart by their bytes. */
+wgml_status kokoro_voice_load(const char *path, kokoro_voice *out, wgml_error *err);
+
 /* The style row for an utterance of n_phonemes (1 .. 510) phonemes. */
 const float *kokoro_voice_row(const kokoro_voice *v, int n_phonemes);
 

@@ -1,0 +1,758 @@
+/*
+ * kokoro.c - Kokoro's forward pass, written once against backend ops
+ * (../shared/kokoro/README.md, "Forward"; kokoro_model.h). Signals are
+ * activations [time][channels]; a convolution is im2col + matmul, a
+ * transposed one matmul + col2im, a concatenation along channels im2col's
+ * channel slots, the predictor's cat(x, style) a bias (the style's columns of
+ * each weight times the style, computed once per utterance).
+ *
+ *   text:   ALBERT -> d_en -> DurationEncoder (3 x BiLSTM + AdaLayerNorm) -> d
+ *           -> LSTM -> duration logits (read back: durations)
+ *           TextEncoder (3 x conv + LayerNorm + LeakyReLU, BiLSTM) -> t_en
+ *   audio:  en = d[frame's token], asr = t_en[frame's token]
+ *           shared BiLSTM -> F0 and N branches (AdainResBlk1d x 3, proj) -> F0_pred, N_pred
+ *           decoder: encode, 4 decode blocks (AdainResBlk1d) -> generator:
+ *           NSF source -> STFT -> 2 x (ups + noise branch + 3 AdaINResBlock1)
+ *           -> conv_post -> exp / sin -> iSTFT -> audio
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "model/kokoro/kokoro_model.h"
+
+#define MAX_ACTS 512
+
+typedef struct {
+    const char *name; /* the GGUF tensor's (points into the file) */
+    wgml_tensor t;
+} named_weight;
+
+typedef struct {
+    char name[48];
+    wgml_tensor t;
+    wgml_buffer *buf;
+} act;
+
+struct kokoro_model {
+    kokoro_hparams hp;
+    wgml_backend *be;
+    wgml_weights w;
+    named_weight *weights; /* sorted by name */
+    int n_weights;
+    wgml_tensor window; /* the periodic Hann window of the STFT */
+    wgml_buffer *window_buf;
+    /* the activations of the current call, freed at the next */
+    act acts[MAX_ACTS];
+    int n_acts;
+    int text_acts; /* acts of kokoro_text, kept for kokoro_audio */
+    int T;         /* tokens of the last kokoro_text */
+    int d_act, t_en_act; /* its prosody and text features (indices in acts) */
+    int in_step;
+    wgml_status status;
+    wgml_error *err;
+};
+
+/* ---- weights ---- */
+
+static int cmp_weight(const void *a, const void *b) {
+    return strcmp(((const named_weight *)a)->name, ((const named_weight *)b)->name);
+}
+
+/* The weight `name` (printf-style); a missing one records an error and gives a zero tensor. */
+static const wgml_tensor *W(kokoro_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static const wgml_tensor *W(kokoro_model *m, const char *fmt, ...) {
+    static const wgml_tensor none;
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    named_weight key = {.name = name};
+    const named_weight *w = bsearch(&key, m->weights, (size_t)m->n_weights, sizeof key, cmp_weight);
+    if (w) return &w->t;
+    if (!m->status) m->status = wgml_fail(m->err, WGML_ERR_FORMAT, "kokoro: the model has no tensor '%s'", name);
+    return &none;
+}
+
+static int get_u32(const gguf_file *f, const char *key, int lo, int hi, int *out, wgml_error *err) {
+    return wgml_hparam_int(f, "kokoro", key, lo, hi, out, 1, err) == WGML_OK;
+}
+
+static wgml_status get_list(const gguf_file *f, const char *key, int max, int *out, int *n, wgml_error *err) {
+    const gguf_value *a;
+    char full[96];
+    snprintf(full, sizeof full, "kokoro.%s", key);
+    int r = gguf_get_arr(f, full, GGUF_TYPE_INT32, &a, err);
+    if (r < 0) return err->code;
+    if (r == 0 || a->v.arr.n < 1 || a->v.arr.n > (uint64_t)max)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: %s must be a list of 1..%d int32", gguf_name(f), full, max);
+    for (uint64_t i = 0; i < a->v.arr.n; i++) {
+        out[i] = gguf_arr_i32(a, i);
+        if (out[i] < 1 || out[i] > 4096)
+            return wgml_fail(err, WGML_ERR_FORMAT, "%s: %s holds %d", gguf_name(f), full, out[i]);
+    }
+    *n = (int)a->v.arr.n;
+    return WGML_OK;
+}
+
+wgml_status kokoro_read_hparams(const gguf_file *f, kokoro_hparams *hp, wgml_error *err) {
+    memset(hp, 0, sizeof *hp);
+    if (!get_u32(f, "n_token", 2, KOKORO_N_VOCAB_MAX, &hp->n_token, err) ||
+        !get_u32(f, "hidden_dim", 2, 1 << 14, &hp->hidden, err) ||
+        !get_u32(f, "style_dim", 1, 1 << 14, &hp->style, err) || !get_u32(f, "n_layer", 1, 64, &hp->n_layer, err) ||
+        !get_u32(f, "max_dur", 1, 4096, &hp->max_dur, err) ||
+        !get_u32(f, "text_encoder_kernel_size", 1, 63, &hp->text_kernel, err) ||
+        !get_u32(f, "plbert.embedding_size", 1, 1 << 14, &hp->bert_embd, err) ||
+        !get_u32(f, "plbert.hidden_size", 1, 1 << 14, &hp->bert_hidden, err) ||
+        !get_u32(f, "plbert.num_attention_heads", 1, 256, &hp->bert_heads, err) ||
+        !get_u32(f, "plbert.intermediate_size", 1, 1 << 16, &hp->bert_ff, err) ||
+        !get_u32(f, "plbert.num_hidden_layers", 1, 256, &hp->bert_layers, err) ||
+        !get_u32(f, "plbert.max_position_embeddings", 2, 1 << 16, &hp->bert_ctx, err) ||
+        !get_u32(f, "istftnet.decoder_dim", 1, 1 << 14, &hp->dec_dim, err) ||
+        !get_u32(f, "istftnet.asr_res_dim", 1, 1 << 14, &hp->asr_res_dim, err) ||
+        !get_u32(f, "istftnet.upsample_initial_channel", 1, 1 << 14, &hp->up_initial, err) ||
+        !get_u32(f, "istftnet.gen_istft_n_fft", 2, 4096, &hp->n_fft, err) ||
+        !get_u32(f, "istftnet.gen_istft_hop_size", 1, 4096, &hp->hop, err) ||
+        !get_u32(f, "sample_rate", 1, (1 << 24) - 1, &hp->sample_rate, err) ||
+        !get_u32(f, "n_harmonics", 1, 64, &hp->n_harmonics, err))
+        return err->code;
+    int n_k = 0, n_d = 0, dil[KOKORO_MAX_RB * 3];
+    wgml_status st;
+    if ((st = get_list(f, "istftnet.upsample_rates", KOKORO_MAX_UPS, hp->up_rates, &hp->n_ups, err)) ||
+        (st = get_list(f, "istftnet.upsample_kernel_sizes", KOKORO_MAX_UPS, hp->up_kernels, &n_k, err)) ||
+        (st = get_list(f, "istftnet.resblock_kernel_sizes", KOKORO_MAX_RB, hp->rb_kernels, &hp->n_rb, err)) ||
+        (st = get_list(f, "istftnet.resblock_dilation_sizes", KOKORO_MAX_RB * 3, dil, &n_d, err)))
+        return st;
+    if (n_k != hp->n_ups || n_d != 3 * hp->n_rb || hp->n_fft % 2 || hp->hidden % 2 ||
+        hp->bert_hidden % hp->bert_heads || hp->up_initial % (1 << hp->n_ups))
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: inconsistent kokoro hyper-parameters", gguf_name(f));
+    for (int i = 0; i < hp->n_rb; i++)
+        for (int j = 0; j < 3; j++) hp->rb_dil[i][j] = dil[3 * i + j];
+    return WGML_OK;
+}
+
+void kokoro_model_free(kokoro_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_acts; i++) m->be->buffer_free(m->be, m->acts[i].buf);
+    if (m->window_buf) m->be->buffer_free(m->be, m->window_buf);
+    wgml_weights_free(&m->w);
+    wgml_free(m->weights);
+    wgml_free(m);
+}
+
+wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_family_load_params *p,
+                              kokoro_model **out, wgml_error *err) {
+    kokoro_model *m = wgml_calloc(1, sizeof *m);
+    if (!m) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    m->be = be;
+    wgml_status st = kokoro_read_hparams(f, &m->hp, err);
+    const int64_t n = gguf_n_tensors(f);
+    if (!st && !(m->weights = wgml_calloc((size_t)n + 1, sizeof *m->weights)))
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!st) {
+        /* every tensor as a weight of its own shape (the forward pass looks them up by name) */
+        wgml_weights_loader L;
+        wgml_weights_begin(&L, f, be, &m->w, p ? p->fault : NULL, p ? p->progress : NULL, p ? p->user : NULL, err);
+        for (int64_t i = 0; i < n && !st; i++) {
+            const gguf_tensor *t = gguf_tensor_at(f, i);
+            if (!strncmp(t->name, "voice.", 6)) continue; /* voices are read on the host */
+            named_weight *w = &m->weights[m->n_weights++];
+            w->name = t->name;
+            st = wgml_weights_load(&L, &w->t, t->name, t->ne[0], t->n_elements / t->ne[0], 1);
+        }
+        if (!st) st = wgml_weights_end(&L);
+        qsort(m->weights, (size_t)m->n_weights, sizeof *m->weights, cmp_weight);
+    }
+    if (!st) {
+        const int N = m->hp.n_fft;
+        float *w = wgml_malloc((size_t)N * sizeof *w);
+        if (!w) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        for (int i = 0; w && i < N; i++) w[i] = (float)(0.5 - 0.5 * cos(2 * M_PI * i / N));
+        if (!st) st = be->buffer_create(be, (size_t)N * 4, WGML_BUFFER_WEIGHTS, &m->window_buf, err);
+        if (!st) st = be->buffer_write(be, m->window_buf, 0, w, (size_t)N * 4, err);
+        wgml_free(w);
+        m->window = (wgml_tensor){.type = WGML_F32, .ne = {N, 1, 1, 1}, .buf = m->window_buf, .name = "window"};
+    }
+    if (st) {
+        kokoro_model_free(m);
+        return st;
+    }
+    *out = m;
+    return WGML_OK;
+}
+
+const kokoro_hparams *kokoro_model_hparams(const kokoro_model *m) { return &m->hp; }
+wgml_weights *kokoro_model_weights(kokoro_model *m) { return &m->w; }
+
+/* ---- activations ---- */
+
+/* Frees the activations from index `keep` on. */
+static void acts_drop(kokoro_model *m, int keep) {
+    for (int i = keep; i < m->n_acts; i++) m->be->buffer_free(m->be, m->acts[i].buf);
+    m->n_acts = keep < m->n_acts ? keep : m->n_acts;
+}
+
+/* A new activation [rows][cols] named `name` (a buffer of its own). */
+static wgml_tensor *A(kokoro_model *m, const char *name, int64_t cols, int64_t rows) {
+    static wgml_tensor none;
+    if (m->status) return &none;
+    if (m->n_acts == MAX_ACTS) {
+        m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many activations");
+        return &none;
+    }
+    act *a = &m->acts[m->n_acts];
+    snprintf(a->name, sizeof a->name, "%s", name);
+    size_t size = (size_t)(cols * rows) * 4;
+    wgml_status st = m->be->buffer_create(m->be, size ? size : 4, WGML_BUFFER_ACTIVATIONS, &a->buf, m->err);
+    if (st) {
+        m->status = st;
+        wgml_error_prefix(m->err, "kokoro: activation '%s' (%zu bytes)", name, size);
+        return &none;
+    }
+    m->n_acts++;
+    a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = a->buf, .name = a->name};
+    return &a->t;
+}
+
+const wgml_tensor *kokoro_act(const kokoro_model *m, const char *name) {
+    for (int i = m->n_acts - 1; i >= 0; i--)
+        if (!strcmp(m->acts[i].name, name)) return &m->acts[i].t;
+    return NULL;
+}
+
+/* Columns [c0, c0+n) of a one-row tensor: a contiguous piece of it. */
+static wgml_tensor piece(const wgml_tensor *t, int64_t c0, int64_t n) {
+    wgml_tensor v = *t;
+    v.offset += (size_t)c0 * 4;
+    v.ne[0] = n;
+    return v;
+}
+
+/* ---- building blocks ---- */
+
+/* y = conv1d(x) with weight `w` ([Co][K][Ci]) and optional bias, into a new activation. */
+static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
+                         const wgml_tensor *b, int K, int stride, int dil, int pad, wgml_epilogue epi,
+                         wgml_tensor *into) {
+    wgml_backend *be = m->be;
+    const int64_t T = x->ne[1], C = x->ne[0], T_out = (T + 2 * pad - (int64_t)dil * (K - 1) - 1) / stride + 1;
+    const wgml_tensor *in = x;
+    if (K != 1 || stride != 1 || pad) {
+        wgml_tensor *col = A(m, "col", K * C, T_out);
+        wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = K, .stride = stride, .dilation = dil,
+                                               .pad_l = pad, .pad_r = pad});
+        in = col;
+    }
+    wgml_tensor *y = into ? into : A(m, name, w->ne[1], T_out);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = in, .n_w = 1, .w = {w}, .bias = {b}, .out = {y}, .epilogue = epi});
+    return y;
+}
+
+/* The style's share of an AdaIN / AdaLayerNorm: fc(style) = [1 + gamma ; beta] (one row of 2C). */
+static wgml_tensor *ada(kokoro_model *m, const char *fc, const wgml_tensor *style) {
+    const wgml_tensor *w = W(m, "%s.weight", fc), *b = W(m, "%s.bias", fc);
+    wgml_tensor *gb = A(m, "ada", w->ne[1], 1);
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {w}, .bias = {b}, .out = {gb}});
+    return gb;
+}
+
+/* AdaIN1d in place: instance norm, then (1 + gamma) x + beta. */
+static void adain(kokoro_model *m, const char *fc, wgml_tensor *x, const wgml_tensor *style) {
+    wgml_tensor *gb = ada(m, fc, style);
+    const int64_t C = x->ne[0];
+    wgml_tensor g = piece(gb, 0, C), b = piece(gb, C, C);
+    wgml_op_instance_norm(m->be, &(wgml_instance_norm_args){.out = x, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
+}
+
+static void leaky(kokoro_model *m, wgml_tensor *x, float slope) {
+    wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = slope});
+}
+
+static void snake(kokoro_model *m, wgml_tensor *x, const wgml_tensor *alpha) {
+    wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_SNAKE, .v = alpha});
+}
+
+/* x repeated twice in time (nearest upsampling): a copy of a broadcast view. */
+static wgml_tensor *upsample2(kokoro_model *m, const wgml_tensor *x) {
+    const int64_t C = x->ne[0], T = x->ne[1];
+    int64_t ne[4] = {C, 2, T, 1};
+    size_t nb[4] = {4, 0, (size_t)C * 4, (size_t)(C * T) * 4};
+    wgml_tensor v = wgml_tensor_view(x, ne, nb, 0);
+    wgml_tensor *y = A(m, "up2", C, 2 * T);
+    wgml_tensor flat = *y;
+    wgml_op_copy(m->be, &(wgml_copy_args){.out = &flat, .x = &v});
+    return y;
+}
+
+/* ConvTranspose1d of x by matmul (weight [K][Co][Ci]) and col2im. */
+static wgml_tensor *conv_t(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
+                           const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
+    const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
+    wgml_tensor *y = A(m, "convt.y", K * Co, T);
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {w}, .out = {y}});
+    wgml_tensor *o = A(m, name, Co, T_out);
+    wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
+    return o;
+}
+
+/* AdaIN with the fc of `prefix`.`sub`.fc. */
+static void adain_at(kokoro_model *m, const char *prefix, const char *sub, wgml_tensor *x, const wgml_tensor *style) {
+    char fc[128];
+    snprintf(fc, sizeof fc, "%s.%s.fc", prefix, sub);
+    adain(m, fc, x, style);
+}
+
+/* AdainResBlk1d(Ci -> Co, upsample) of block `p` (e.g. "decoder.encode"):
+ * (residual + shortcut) / sqrt(2). */
+static wgml_tensor *adain_resblk(kokoro_model *m, const char *p, const char *name, const wgml_tensor *x,
+                                 const wgml_tensor *style, int upsample) {
+    wgml_backend *be = m->be;
+    const int64_t Ci = x->ne[0], T = x->ne[1];
+    /* residual: norm1 -> leaky 0.2 -> (pool) -> conv1 -> norm2 -> leaky 0.2 -> conv2 */
+    wgml_tensor *t = A(m, "res.t", Ci, T);
+    wgml_op_copy(be, &(wgml_copy_args){.out = t, .x = x});
+    adain_at(m, p, "norm1", t, style);
+    leaky(m, t, 0.2f);
+    if (upsample) { /* depthwise ConvTranspose1d(k3, s2, p1, output_padding 1): repeat, scale, fold */
+        int64_t ne[4] = {Ci, 3, T, 1};
+        size_t nb[4] = {4, 0, (size_t)Ci * 4, (size_t)(Ci * T) * 4};
+        wgml_tensor rep = wgml_tensor_view(t, ne, nb, 0);
+        wgml_tensor *y = A(m, "pool.y", 3 * Ci, T), flat = *y;
+        flat.ne[0] = Ci, flat.ne[1] = 3 * T;
+        wgml_op_copy(be, &(wgml_copy_args){.out = &flat, .x = &rep});
+        char wn[128];
+        snprintf(wn, sizeof wn, "%s.pool", p);
+        wgml_op_mul(be, &(wgml_mul_args){.out = y, .a = y, .b = W(m, "%s.weight", wn)});
+        wgml_tensor *pooled = A(m, "pool", Ci, 2 * T);
+        wgml_op_col2im(be, &(wgml_col2im_args){.out = pooled, .y = y, .bias = W(m, "%s.bias", wn), .kernel = 3,
+                                               .stride = 2, .pad = 1});
+        t = pooled;
+    }
+    wgml_tensor *h = conv(m, "res.h", t, W(m, "%s.conv1.weight", p), W(m, "%s.conv1.bias", p), 3, 1, 1, 1,
+                          WGML_EPI_STORE, NULL);
+    adain_at(m, p, "norm2", h, style);
+    leaky(m, h, 0.2f);
+    /* shortcut: (nearest x2) -> (conv1x1, no bias); the residual's conv2 is added onto it */
+    const wgml_tensor *sc_in = upsample ? upsample2(m, x) : x;
+    wgml_tensor *out = A(m, name, h->ne[0], h->ne[1]);
+    char sc_name[128];
+    snprintf(sc_name, sizeof sc_name, "%s.conv1x1.weight", p);
+    if (Ci != h->ne[0])
+        conv(m, name, sc_in, W(m, "%s", sc_name), NULL, 1, 1, 1, 0, WGML_EPI_STORE, out);
+    else
+        wgml_op_copy(be, &(wgml_copy_args){.out = out, .x = sc_in});
+    conv(m, name, h, W(m, "%s.conv2.weight", p), W(m, "%s.conv2.bias", p), 3, 1, 1, 1, WGML_EPI_ADD, out);
+    wgml_op_unary(be, &(wgml_unary_args){.out = out, .x = out, .kind = WGML_UNARY_SCALE, .a = (float)M_SQRT1_2});
+    return out;
+}
+
+/* AdaINResBlock1(C, k, dilations) of `p` (generator resblocks, noise_res), x updated in place. */
+static void adain_resblock1(kokoro_model *m, const char *p, wgml_tensor *x, const wgml_tensor *style, int k,
+                            const int dil[3]) {
+    const int64_t C = x->ne[0], T = x->ne[1];
+    for (int j = 0; j < 3; j++) {
+        char sub[32];
+        wgml_tensor *t = A(m, "rb.t", C, T);
+        wgml_op_copy(m->be, &(wgml_copy_args){.out = t, .x = x});
+        snprintf(sub, sizeof sub, "adain1.%d", j);
+        adain_at(m, p, sub, t, style);
+        snake(m, t, W(m, "%s.alpha1.%d", p, j));
+        wgml_tensor *u = conv(m, "rb.u", t, W(m, "%s.convs1.%d.weight", p, j), W(m, "%s.convs1.%d.bias", p, j), k, 1,
+                              dil[j], dil[j] * (k - 1) / 2, WGML_EPI_STORE, NULL);
+        snprintf(sub, sizeof sub, "adain2.%d", j);
+        adain_at(m, p, sub, u, style);
+        snake(m, u, W(m, "%s.alpha2.%d", p, j));
+        conv(m, "rb", u, W(m, "%s.convs2.%d.weight", p, j), W(m, "%s.convs2.%d.bias", p, j), k, 1, 1, (k - 1) / 2,
+             WGML_EPI_ADD, x);
+    }
+}
+
+/* A bidirectional LSTM layer `p` over x [T][in] (plus the style's columns as a
+ * bias when `style_bias` is given: the predictor's cat(x, s)). */
+static wgml_tensor *bilstm(kokoro_model *m, const char *p, const char *name, const wgml_tensor *x,
+                           const wgml_tensor *style) {
+    wgml_backend *be = m->be;
+    const wgml_tensor *wih = W(m, "%s.weight_ih", p), *bias = W(m, "%s.bias", p), *whh = W(m, "%s.weight_hh", p);
+    const int64_t G2 = wih->ne[1], H = whh->ne[0], T = x->ne[1];
+    const wgml_tensor *b = bias;
+    if (style) { /* bias + W_s s: one row */
+        wgml_tensor *bs = A(m, "lstm.bs", G2, 1);
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {W(m, "%s.weight_ih_s", p)}, .bias = {bias},
+                                               .out = {bs}});
+        b = bs;
+    }
+    wgml_tensor *gx = A(m, "lstm.gx", G2, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {wih}, .bias = {b}, .out = {gx}});
+    wgml_tensor *out = A(m, name, 2 * H, T);
+    wgml_op_lstm(be, &(wgml_lstm_args){.out = out, .gx = gx, .w_hh = whh, .hidden = (int)H, .bidirectional = 1});
+    return out;
+}
+
+/* ---- step 1: text -> durations ---- */
+
+/* Starts the call's step. */
+static void begin_step(kokoro_model *m, int n) {
+    m->be->begin(m->be, &(wgml_step){.pos = 0, .n_tokens = n});
+    m->in_step = 1;
+}
+
+/* Ends the call's step (if it began): the first error of the call. */
+static wgml_status finish_step(kokoro_model *m) {
+    if (!m->in_step) return m->status;
+    m->in_step = 0;
+    wgml_error e2;
+    wgml_status st = m->be->end(m->be, m->status ? &e2 : m->err);
+    return m->status ? m->status : st;
+}
+
+wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
+                        wgml_error *err) {
+    const kokoro_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    if (T < 3 || T > hp->bert_ctx || T > KOKORO_MAX_PHONEMES + 2)
+        return wgml_fail(err, T < 3 ? WGML_ERR_INVALID_ARGUMENT : WGML_ERR_CONTEXT_FULL,
+                         "kokoro: %d tokens (3..%d with the two pads)", T,
+                         hp->bert_ctx < KOKORO_MAX_PHONEMES + 2 ? hp->bert_ctx : KOKORO_MAX_PHONEMES + 2);
+    if (!(speed > 0) || !isfinite(speed)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: speed %g", speed);
+    for (int i = 0; i < T; i++)
+        if (ids[i] < 0 || ids[i] >= hp->n_token)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: token id %d is outside 0..%d", ids[i],
+                             hp->n_token - 1);
+    acts_drop(m, 0);
+    m->status = WGML_OK, m->err = err, m->T = T;
+    const int64_t E = hp->bert_embd, H = hp->bert_hidden, D = hp->hidden, S = hp->style;
+    int32_t *host = wgml_malloc((size_t)T * 2 * sizeof *host);
+    float *logits = wgml_malloc((size_t)T * hp->max_dur * sizeof *logits);
+    if (!host || !logits) {
+        wgml_free(host), wgml_free(logits);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < T; i++) host[i] = i, host[T + i] = 0;
+    wgml_tensor *tid = A(m, "ids", T, 1), *tpos = A(m, "pos", T, 1), *ttyp = A(m, "types", T, 1);
+    wgml_tensor *sty = A(m, "style", 2 * S, 1);
+    if (!m->status) {
+        tid->type = tpos->type = ttyp->type = WGML_I32;
+        begin_step(m, T);
+        be->upload(be, tid, ids, (size_t)T * 4);
+        be->upload(be, tpos, host, (size_t)T * 4);
+        be->upload(be, ttyp, host + T, (size_t)T * 4);
+        be->upload(be, sty, style, (size_t)(2 * S) * 4);
+    }
+    wgml_tensor s_pred = piece(sty, S, S);
+    /* ALBERT: embeddings, mapping in, one shared layer applied bert_layers times */
+    wgml_tensor *e = A(m, "bert_embeddings", E, T), *tmp = A(m, "emb.tmp", E, T);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = e, .table = W(m, "bert.embeddings.word_embeddings.weight"),
+                                               .ids = tid});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp, .table = W(m, "bert.embeddings.position_embeddings.weight"),
+                                               .ids = tpos});
+    wgml_op_add(be, &(wgml_add_args){.out = e, .a = e, .b = tmp});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp,
+                                               .table = W(m, "bert.embeddings.token_type_embeddings.weight"),
+                                               .ids = ttyp});
+    wgml_op_add(be, &(wgml_add_args){.out = e, .a = e, .b = tmp});
+    wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = e, .x = e, .w = W(m, "bert.embeddings.LayerNorm.weight"),
+                                                   .b = W(m, "bert.embeddings.LayerNorm.bias"), .eps = 1e-12f});
+    wgml_tensor *h = A(m, "bert_dur", H, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = e, .n_w = 1, .w = {W(m, "bert.encoder.embedding_hidden_mapping_in.weight")},
+                                           .bias = {W(m, "bert.encoder.embedding_hidden_mapping_in.bias")}, .out = {h}});
+    const char *L = "bert.encoder.albert_layer_groups.0.albert_layers.0";
+    wgml_tensor *q = A(m, "q", H, T), *k = A(m, "k", H, T), *v = A(m, "v", H, T), *att = A(m, "att", H, T),
+                *ff = A(m, "ffn", hp->bert_ff, T);
+    const int hd = (int)(H / hp->bert_heads);
+    for (int l = 0; l < hp->bert_layers; l++) {
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 3,
+                                               .w = {W(m, "%s.attention.query.weight", L), W(m, "%s.attention.key.weight", L),
+                                                     W(m, "%s.attention.value.weight", L)},
+                                               .bias = {W(m, "%s.attention.query.bias", L), W(m, "%s.attention.key.bias", L),
+                                                        W(m, "%s.attention.value.bias", L)},
+                                               .out = {q, k, v}});
+        wgml_op_attention(be, &(wgml_attention_args){.q = q, .k = k, .v = v, .out = att, .n_head = hp->bert_heads,
+                                                     .n_head_kv = hp->bert_heads, .head_dim = hd,
+                                                     .scale = 1.0f / sqrtf((float)hd), .bidirectional = 1});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = att, .n_w = 1, .w = {W(m, "%s.attention.dense.weight", L)},
+                                               .bias = {W(m, "%s.attention.dense.bias", L)}, .out = {h},
+                                               .epilogue = WGML_EPI_ADD});
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.attention.LayerNorm.weight", L),
+                                                       .b = W(m, "%s.attention.LayerNorm.bias", L), .eps = 1e-12f});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 1, .w = {W(m, "%s.ffn.weight", L)},
+                                               .bias = {W(m, "%s.ffn.bias", L)}, .out = {ff}});
+        wgml_op_unary(be, &(wgml_unary_args){.out = ff, .x = ff, .kind = WGML_UNARY_GELU});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = ff, .n_w = 1, .w = {W(m, "%s.ffn_output.weight", L)},
+                                               .bias = {W(m, "%s.ffn_output.bias", L)}, .out = {h},
+                                               .epilogue = WGML_EPI_ADD});
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.full_layer_layer_norm.weight", L),
+                                                       .b = W(m, "%s.full_layer_layer_norm.bias", L), .eps = 1e-12f});
+    }
+    wgml_tensor *d_en = A(m, "d_en", D, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 1, .w = {W(m, "bert_encoder.weight")},
+                                           .bias = {W(m, "bert_encoder.bias")}, .out = {d_en}});
+    /* DurationEncoder: (BiLSTM of cat(x, s), AdaLayerNorm) x n_layer; d = x (its style columns are s) */
+    wgml_tensor *x = d_en;
+    for (int i = 0; i < hp->n_layer; i++) {
+        char p[64], nm[32];
+        snprintf(p, sizeof p, "predictor.text_encoder.lstms.%d", 2 * i);
+        snprintf(nm, sizeof nm, "dur_enc_lstm_%d", i);
+        x = bilstm(m, p, nm, x, &s_pred);
+        snprintf(p, sizeof p, "predictor.text_encoder.lstms.%d.fc", 2 * i + 1);
+        wgml_tensor *gb = ada(m, p, &s_pred);
+        wgml_tensor g = piece(gb, 0, D), b = piece(gb, D, D);
+        snprintf(nm, sizeof nm, "dur_enc_adanorm_%d", i);
+        wgml_tensor *y = A(m, nm, D, T);
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = y, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
+        x = y;
+    }
+    wgml_tensor *d = x; /* the prosody features d (x's columns; the style's are s_pred) */
+    m->d_act = m->n_acts - 1;
+    wgml_tensor *dl = bilstm(m, "predictor.lstm", "dur_lstm", d, &s_pred);
+    wgml_tensor *lg = A(m, "dur_logits", hp->max_dur, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = dl, .n_w = 1, .w = {W(m, "predictor.duration_proj.linear_layer.weight")},
+                                           .bias = {W(m, "predictor.duration_proj.linear_layer.bias")}, .out = {lg}});
+    /* TextEncoder: embedding, (conv, LayerNorm, LeakyReLU 0.2) x n_layer, BiLSTM */
+    wgml_tensor *te = A(m, "te_embedding", D, T);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = te, .table = W(m, "text_encoder.embedding.weight"), .ids = tid});
+    const int K = hp->text_kernel;
+    for (int i = 0; i < hp->n_layer; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "te_cnn_%d", i);
+        wgml_tensor *y = conv(m, nm, te, W(m, "text_encoder.cnn.%d.0.weight", i), W(m, "text_encoder.cnn.%d.0.bias", i),
+                              K, 1, 1, (K - 1) / 2, WGML_EPI_STORE, NULL);
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = y, .x = y, .w = W(m, "text_encoder.cnn.%d.1.gamma", i),
+                                                       .b = W(m, "text_encoder.cnn.%d.1.beta", i), .eps = 1e-5f});
+        leaky(m, y, 0.2f);
+        te = y;
+    }
+    bilstm(m, "text_encoder.lstm", "t_en", te, NULL);
+    m->t_en_act = m->n_acts - 1;
+    if (!m->status) be->download(be, lg, logits, (size_t)T * hp->max_dur * 4);
+    wgml_status st = finish_step(m);
+    if (!st) /* duration = sum of sigmoid(logits) / speed, rounded half to even, at least 1 */
+        for (int t = 0; t < T; t++) {
+            double sum = 0;
+            for (int j = 0; j < hp->max_dur; j++) sum += 1.0 / (1.0 + exp(-(double)logits[t * hp->max_dur + j]));
+            double r = rint(sum / speed);
+            dur[t] = r < 1 ? 1 : r > 1e6 ? 1000000 : (int32_t)r;
+        }
+    m->text_acts = m->n_acts;
+    wgml_free(host), wgml_free(logits);
+    return st;
+}
+
+/* ---- step 2: frames -> audio ---- */
+
+int64_t kokoro_audio_len(const kokoro_model *m, int64_t frames) {
+    int64_t up = 1;
+    for (int i = 0; i < m->hp.n_ups; i++) up *= m->hp.up_rates[i];
+    return 2 * frames * up * m->hp.hop;
+}
+
+/* The decoder and generator on asr [F][D], f0 and n (one row of 2F each), the decoder's style row. */
+static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *f0, const wgml_tensor *nn,
+                    const wgml_tensor *style, uint64_t seed, wgml_tensor **audio) {
+    const kokoro_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    const int64_t F = asr->ne[1], D = asr->ne[0], R = hp->asr_res_dim, Dd = hp->dec_dim;
+    /* F0_conv, N_conv: Conv1d(1, 1, k3, stride 2, pad 1): 2F -> F */
+    wgml_tensor f0c = *f0, nc = *nn;
+    f0c.ne[0] = 1, f0c.ne[1] = 2 * F, nc.ne[0] = 1, nc.ne[1] = 2 * F;
+    wgml_tensor *F0 = conv(m, "dec_F0_conv", &f0c, W(m, "decoder.F0_conv.weight"), W(m, "decoder.F0_conv.bias"), 3, 2,
+                           1, 1, WGML_EPI_STORE, NULL);
+    wgml_tensor *N = conv(m, "dec_N_conv", &nc, W(m, "decoder.N_conv.weight"), W(m, "decoder.N_conv.bias"), 3, 2, 1, 1,
+                          WGML_EPI_STORE, NULL);
+    /* encode(cat(asr, F0, N)) */
+    wgml_tensor *cat = A(m, "dec.cat", D + 2, F);
+    const wgml_tensor *parts[3] = {asr, F0, N};
+    int c0 = 0;
+    for (int i = 0; i < 3; i++) {
+        wgml_op_im2col(be, &(wgml_im2col_args){.out = cat, .x = parts[i], .kernel = 1, .stride = 1, .dilation = 1,
+                                               .c0 = c0});
+        c0 += (int)parts[i]->ne[0];
+    }
+    wgml_tensor *x = adain_resblk(m, "decoder.encode", "dec_encode", cat, style, 0);
+    wgml_tensor *res = conv(m, "dec_asr_res", asr, W(m, "decoder.asr_res.0.weight"), W(m, "decoder.asr_res.0.bias"), 1,
+                            1, 1, 0, WGML_EPI_STORE, NULL);
+    for (int b = 0; b < 4; b++) {
+        wgml_tensor *c = A(m, "dec.cat", Dd + R + 2, F);
+        const wgml_tensor *ps[4] = {x, res, F0, N};
+        c0 = 0;
+        for (int i = 0; i < 4; i++) {
+            wgml_op_im2col(be, &(wgml_im2col_args){.out = c, .x = ps[i], .kernel = 1, .stride = 1, .dilation = 1,
+                                                   .c0 = c0});
+            c0 += (int)ps[i]->ne[0];
+        }
+        char p[32], nm[32];
+        snprintf(p, sizeof p, "decoder.decode.%d", b);
+        snprintf(nm, sizeof nm, "dec_decode_%d", b);
+        x = adain_resblk(m, p, nm, c, style, b == 3);
+    }
+    /* generator: the harmonic source and its spectrum */
+    const int64_t L = kokoro_audio_len(m, F);
+    wgml_tensor *src = A(m, "gen_har_source", L, 1);
+    wgml_tensor f0row = *f0;
+    f0row.ne[0] = 2 * F, f0row.ne[1] = 1;
+    wgml_op_nsf_source(be, &(wgml_nsf_source_args){.out = src, .f0 = &f0row,
+                                                   .w = W(m, "decoder.generator.m_source.l_linear.weight"),
+                                                   .b = W(m, "decoder.generator.m_source.l_linear.bias"),
+                                                   .harmonics = hp->n_harmonics, .upp = (int)(L / (2 * F)),
+                                                   .sample_rate = hp->sample_rate, .amp = 0.1f, .noise_std = 0.003f,
+                                                   .voiced_threshold = 10, .seed = seed});
+    const int B = hp->n_fft / 2 + 1;
+    wgml_tensor *har = A(m, "gen_har", 2 * B, L / hp->hop + 1);
+    wgml_op_stft(be, &(wgml_stft_args){.out = har, .x = src, .window = &m->window, .n_fft = hp->n_fft, .hop = hp->hop});
+    /* upsampling stages */
+    int64_t up_total = 1;
+    for (int i = 0; i < hp->n_ups; i++) up_total *= hp->up_rates[i];
+    int64_t up_done = 1;
+    for (int i = 0; i < hp->n_ups; i++) {
+        char nm[48], p[64];
+        snprintf(nm, sizeof nm, "gen_ups_%d_in", i);
+        wgml_tensor *xin = A(m, nm, x->ne[0], x->ne[1]);
+        wgml_op_unary(be, &(wgml_unary_args){.out = xin, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = 0.1f});
+        x = xin;
+        /* the noise branch: noise_convs[i](har) at this stage's rate, then noise_res[i] */
+        up_done *= hp->up_rates[i];
+        const int stride = (int)(up_total / up_done);
+        snprintf(p, sizeof p, "decoder.generator.noise_convs.%d", i);
+        snprintf(nm, sizeof nm, "gen_noise_conv_%d", i);
+        const int nk = i + 1 < hp->n_ups ? 2 * stride : 1;
+        wgml_tensor *xs = conv(m, nm, har, W(m, "%s.weight", p), W(m, "%s.bias", p), nk, stride, 1,
+                               i + 1 < hp->n_ups ? (stride + 1) / 2 : 0, WGML_EPI_STORE, NULL);
+        snprintf(p, sizeof p, "decoder.generator.noise_res.%d", i);
+        static const int noise_dil[3] = {1, 3, 5}; /* the official Generator's, as its kernels 7 and 11 */
+        adain_resblock1(m, p, xs, style, i + 1 < hp->n_ups ? 7 : 11, noise_dil);
+        /* ups[i] */
+        snprintf(p, sizeof p, "decoder.generator.ups.%d", i);
+        snprintf(nm, sizeof nm, "gen_ups_%d", i);
+        const int K = hp->up_kernels[i], s = hp->up_rates[i];
+        wgml_tensor *u = conv_t(m, nm, x, W(m, "%s.weight", p), W(m, "%s.bias", p), K, s, (K - s) / 2, 0);
+        if (i == hp->n_ups - 1) { /* ReflectionPad1d((1, 0)) */
+            wgml_tensor *pad = A(m, "gen_pad", u->ne[0], u->ne[1] + 1);
+            wgml_op_im2col(be, &(wgml_im2col_args){.out = pad, .x = u, .kernel = 1, .stride = 1, .dilation = 1,
+                                                   .pad_l = 1, .reflect = 1});
+            u = pad;
+        }
+        wgml_op_add(be, &(wgml_add_args){.out = u, .a = u, .b = xs});
+        /* the mean of the stage's residual blocks */
+        wgml_tensor *sum = NULL;
+        for (int j = 0; j < hp->n_rb; j++) {
+            wgml_tensor *r = A(m, "gen.rb", u->ne[0], u->ne[1]);
+            wgml_op_copy(be, &(wgml_copy_args){.out = r, .x = u});
+            snprintf(p, sizeof p, "decoder.generator.resblocks.%d", i * hp->n_rb + j);
+            adain_resblock1(m, p, r, style, hp->rb_kernels[j], hp->rb_dil[j]);
+            if (!sum) sum = r;
+            else wgml_op_add(be, &(wgml_add_args){.out = sum, .a = sum, .b = r});
+        }
+        wgml_op_unary(be, &(wgml_unary_args){.out = sum, .x = sum, .kind = WGML_UNARY_SCALE, .a = 1.0f / hp->n_rb});
+        x = sum;
+    }
+    /* conv_post -> exp (magnitude), sin (phase) -> iSTFT */
+    leaky(m, x, 0.01f);
+    const wgml_tensor *pw = W(m, "decoder.generator.conv_post.weight"), *pb = W(m, "decoder.generator.conv_post.bias");
+    const int kp = (int)(pw->ne[0] / x->ne[0]);
+    const int64_t Tf = x->ne[1];
+    wgml_tensor *col = A(m, "col", pw->ne[0], Tf);
+    wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = kp, .stride = 1, .dilation = 1,
+                                           .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2});
+    wgml_tensor *mag = A(m, "gen_mag", B, Tf), *ph = A(m, "gen_phase", B, Tf);
+    wgml_tensor w_mag = wgml_tensor_rows(pw, 0, B), w_ph = wgml_tensor_rows(pw, B, B);
+    wgml_tensor b_mag = piece(pb, 0, B), b_ph = piece(pb, B, B);
+    wgml_op_matmul(be, &(wgml_matmul_args){.x = col, .n_w = 2, .w = {&w_mag, &w_ph}, .bias = {&b_mag, &b_ph},
+                                           .out = {mag, ph}});
+    wgml_op_unary(be, &(wgml_unary_args){.out = mag, .x = mag, .kind = WGML_UNARY_EXP});
+    wgml_op_unary(be, &(wgml_unary_args){.out = ph, .x = ph, .kind = WGML_UNARY_SIN});
+    *audio = A(m, "audio", hp->hop * (Tf - 1), 1);
+    wgml_op_istft(be, &(wgml_istft_args){.out = *audio, .mag = mag, .phase = ph, .window = &m->window,
+                                         .n_fft = hp->n_fft, .hop = hp->hop});
+}
+
+wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+    const kokoro_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    if (!m->text_acts || T != m->T)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: kokoro_audio needs the kokoro_text of its %d tokens",
+                         T);
+    acts_drop(m, m->text_acts);
+    m->status = WGML_OK, m->err = err;
+    int64_t F = 0;
+    for (int t = 0; t < T; t++) {
+        if (dur[t] < 1 || dur[t] > 100000)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: duration %d of token %d", dur[t], t);
+        F += dur[t];
+    }
+    if (F > (1 << 20)) return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "kokoro: %lld frames are too many", (long long)F);
+    int32_t *idx = wgml_malloc((size_t)F * sizeof *idx);
+    if (!idx) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int t = 0, f = 0; t < T; t++)
+        for (int j = 0; j < dur[t]; j++) idx[f++] = t;
+    const int64_t D = hp->hidden, S = hp->style;
+    wgml_tensor *tidx = A(m, "frame_token", F, 1);
+    const wgml_tensor *sty = kokoro_act(m, "style");
+    if (!m->status) {
+        tidx->type = WGML_I32;
+        begin_step(m, (int)F);
+        be->upload(be, tidx, idx, (size_t)F * 4);
+    }
+    wgml_tensor s_pred = piece(sty, S, S), s_dec = piece(sty, 0, S);
+    /* the frames: each token's rows of d and t_en, repeated by its duration */
+    wgml_tensor *en = A(m, "en", D, F), *asr = A(m, "asr", D, F);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = en, .table = &m->acts[m->d_act].t, .ids = tidx});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = asr, .table = &m->acts[m->t_en_act].t, .ids = tidx});
+    /* F0 and N */
+    wgml_tensor *sh = bilstm(m, "predictor.shared", "shared_lstm", en, &s_pred);
+    wgml_tensor *outs[2];
+    for (int br = 0; br < 2; br++) {
+        const char *B = br ? "N" : "F0";
+        wgml_tensor *y = sh;
+        for (int b = 0; b < 3; b++) {
+            char p[48], nm[32];
+            snprintf(p, sizeof p, "predictor.%s.%d", B, b);
+            snprintf(nm, sizeof nm, "%s_block_%d", B, b);
+            y = adain_resblk(m, p, nm, y, &s_pred, b == 1);
+        }
+        char p[48];
+        snprintf(p, sizeof p, "predictor.%s_proj", B);
+        outs[br] = conv(m, br ? "N_pred" : "F0_pred", y, W(m, "%s.weight", p), W(m, "%s.bias", p), 1, 1, 1, 0,
+                        WGML_EPI_STORE, NULL);
+    }
+    wgml_tensor *aud = NULL;
+    decoder(m, asr, outs[0], outs[1], &s_dec, seed, &aud);
+    const int64_t L = kokoro_audio_len(m, F);
+    if (!m->status && aud->ne[0] != L)
+        m->status = wgml_fail(err, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
+                              (long long)aud->ne[0], (long long)L);
+    if (!m->status) be->download(be, aud, audio, (size_t)L * 4);
+    wgml_status st = finish_step(m);
+    wgml_free(idx);
+    return st;
+}
+
+wgml_status kokoro_decode(kokoro_model *m, const float *asr, const float *f0, const float *n, int F, const float *style,
+                          uint64_t seed, float *audio, wgml_error *err) {
+    const kokoro_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    if (F < 1 || F > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: %d frames", F);
+    acts_drop(m, 0);
+    m->text_acts = 0;
+    m->status = WGML_OK, m->err = err;
+    wgml_tensor *ta = A(m, "asr", hp->hidden, F), *tf = A(m, "F0_pred", 2 * F, 1), *tn = A(m, "N_pred", 2 * F, 1),
+                *ts = A(m, "style", hp->style, 1);
+    if (!m->status) {
+        begin_step(m, F);
+        be->upload(be, ta, asr, (size_t)F * hp->hidden * 4);
+        be->upload(be, tf, f0, (size_t)F * 8);
+        be->upload(be, tn, n, (size_t)F * 8);
+        be->upload(be, ts, style, (size_t)hp->style * 4);
+    }
+    wgml_tensor *aud = NULL;
+    decoder(m, ta, tf, tn, ts, seed, &aud);
+    const int64_t L = kokoro_audio_len(m, F);
+    if (!m->status && aud->ne[0] != L)
+        m->status = wgml_fail(err, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
+                              (long long)aud->ne[0], (long long)L);
+    if (!m->status) be->download(be, aud, audio, (size_t)L * 4);
+    return finish_step(m);
+}

@@ -1,0 +1,517 @@
+/*
+ * g2p.c - the G2P object (normalize, split, phonemize the pieces, join,
+ * post-process: kokoro-js's phonemize()) and its espeak-ng backend, which
+ * runs the espeak-ng program as separate processes (see g2p.h).
+ *
+ * One espeak-ng process per piece, as the shared test data was checked
+ * with: a process starts in a few milliseconds, and a piece in a process of
+ * its own is read exactly as kokoro-js's phonemizer reads it (one
+ * espeak_Synth of the whole piece; --stdin reads all of standard input at
+ * once and drops its last byte, so a line end is sent after the piece;
+ * without --stdin espeak-ng would read line by line, cutting lines at 999
+ * bytes). Several pieces in one process cannot be told apart reliably: a
+ * piece gives no, one or several output lines.
+ * The pieces of a text run a few processes at a time. Each child's standard
+ * input is a socket (send() with MSG_NOSIGNAL: a child that dies early
+ * cannot raise SIGPIPE in the host program), its output and error output
+ * are pipes; one poll() loop writes and reads them all, so neither side
+ * can block the other whatever the sizes. Every descriptor is close-on-exec
+ * so that a child holds only its own three.
+ */
+#include "text/g2p.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ESPEAK_HINT "text input needs espeak-ng (apt-get install espeak-ng); phoneme input works without it"
+
+struct wgml_g2p {
+    wgml_g2p_backend be;
+    char *name;
+};
+
+wgml_status wgml_g2p_open(const wgml_g2p_backend *backend, wgml_g2p **out, wgml_error *err) {
+    if (out) *out = NULL;
+    if (!backend || !out || !backend->phonemize_pieces) {
+        if (backend && backend->free_user) backend->free_user(backend->user);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_open: a backend with phonemize_pieces is needed");
+    }
+    wgml_g2p *g = wgml_calloc(1, sizeof *g);
+    char *name = wgml_strdup(backend->name ? backend->name : "phonemizer");
+    if (!g || !name) {
+        wgml_free(g);
+        wgml_free(name);
+        if (backend->free_user) backend->free_user(backend->user);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening the phonemizer");
+    }
+    g->be = *backend;
+    g->be.name = g->name = name;
+    *out = g;
+    return WGML_OK;
+}
+
+void wgml_g2p_free(wgml_g2p *g) {
+    if (!g) return;
+    if (g->be.free_user) g->be.free_user(g->be.user);
+    wgml_free(g->name);
+    wgml_free(g);
+}
+
+wgml_status wgml_g2p_phonemize(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_error *err) {
+    if (out) *out = NULL;
+    if (!g || !text || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_phonemize: NULL argument");
+    int american = g2p_en_american(lang);
+    if (american < 0)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)",
+                         lang ? lang : "(null)");
+    char *norm = NULL, *buf = NULL, *joined = NULL;
+    char **results = NULL;
+    const char **pieces = NULL;
+    g2p_span *spans = NULL;
+    size_t n_spans = 0, n_pieces = 0;
+    wgml_status st = g2p_en_normalize(text, &norm, err);
+    if (!st) st = g2p_en_split(norm, &spans, &n_spans, err);
+    if (st) goto done;
+    for (size_t i = 0; i < n_spans; i++)
+        n_pieces += !spans[i].punct;
+    if (n_pieces) {
+        /* every piece NUL-terminated in one buffer */
+        buf = wgml_malloc(strlen(norm) + n_pieces + 1);
+        pieces = wgml_calloc(n_pieces, sizeof *pieces);
+        results = wgml_calloc(n_pieces, sizeof *results);
+        if (!buf || !pieces || !results) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing text");
+            goto done;
+        }
+        char *p = buf;
+        for (size_t i = 0, k = 0; i < n_spans; i++) {
+            if (spans[i].punct) continue;
+            memcpy(p, norm + spans[i].off, spans[i].len);
+            p[spans[i].len] = '\0';
+            pieces[k++] = p;
+            p += spans[i].len + 1;
+        }
+        st = g->be.phonemize_pieces(g->be.user, american ? "en-us" : "en-gb", pieces, n_pieces, results, err);
+        if (st) goto done;
+        for (size_t k = 0; k < n_pieces; k++) {
+            if (!results[k]) {
+                st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s gave no phonemes for '%s'", g->name, pieces[k]);
+                goto done;
+            }
+            if ((st = g2p_check_utf8(results[k], err)) != WGML_OK) {
+                wgml_error_prefix(err, "%s's output for '%s'", g->name, pieces[k]);
+                goto done;
+            }
+        }
+    }
+    /* the join: punctuation verbatim, each piece by its phonemes */
+    size_t total = 1;
+    for (size_t i = 0, k = 0; i < n_spans; i++)
+        total += spans[i].punct ? spans[i].len : strlen(results[k++]);
+    joined = wgml_malloc(total);
+    if (!joined) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing text");
+        goto done;
+    }
+    char *q = joined;
+    for (size_t i = 0, k = 0; i < n_spans; i++) {
+        const char *s = spans[i].punct ? norm + spans[i].off : results[k++];
+        size_t len = spans[i].punct ? spans[i].len : strlen(s);
+        memcpy(q, s, len);
+        q += len;
+    }
+    *q = '\0';
+    st = g2p_en_postprocess(joined, american, out, err);
+done:
+    if (results)
+        for (size_t k = 0; k < n_pieces; k++)
+            wgml_free(results[k]);
+    wgml_free(results);
+    wgml_free(pieces);
+    wgml_free(buf);
+    wgml_free(joined);
+    wgml_free(spans);
+    wgml_free(norm);
+    return st;
+}
+
+#if defined(__EMSCRIPTEN__) || defined(__wasi__)
+
+wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
+    (void)program;
+    if (out) *out = NULL;
+    return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                     "text input needs espeak-ng, which the WebAssembly build cannot run (no processes); "
+                     "phoneme input works without it");
+}
+
+#else /* processes */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Processes at a time: each is short and mostly CPU. */
+#define ESPEAK_MAX_JOBS 8
+/* How much of a child's error output is kept for the message. */
+#define ESPEAK_MSG_MAX  200
+
+typedef struct espeak_backend {
+    char *program; /* the resolved path */
+    int jobs;
+} espeak_backend;
+
+static void espeak_free(void *user) {
+    espeak_backend *e = user;
+    if (!e) return;
+    wgml_free(e->program);
+    wgml_free(e);
+}
+
+static int executable_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* *out: name as given when it has a '/', else the first executable named
+ * so on PATH; NULL when there is none. Fails only when out of memory. */
+static wgml_status find_program(const char *name, char **out, wgml_error *err) {
+    *out = NULL;
+    if (strchr(name, '/')) {
+        if (executable_file(name) && !(*out = wgml_strdup(name))) goto oom;
+        return WGML_OK;
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    size_t nlen = strlen(name);
+    for (const char *p = path;;) {
+        const char *e = strchr(p, ':');
+        size_t dlen = e ? (size_t)(e - p) : strlen(p);
+        char *cand = wgml_malloc(dlen + nlen + 3);
+        if (!cand) goto oom;
+        if (dlen)
+            memcpy(cand, p, dlen);
+        else
+            cand[dlen++] = '.'; /* an empty entry is the current folder */
+        cand[dlen] = '/';
+        memcpy(cand + dlen + 1, name, nlen + 1);
+        if (executable_file(cand)) {
+            *out = cand;
+            return WGML_OK;
+        }
+        wgml_free(cand);
+        if (!e) return WGML_OK;
+        p = e + 1;
+    }
+oom:
+    return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory looking for espeak-ng");
+}
+
+/* ---- running the processes ---- */
+
+typedef struct espeak_job {
+    int used;
+    pid_t pid;
+    int fd_in, fd_out, fd_err; /* -1 once closed */
+    size_t index;              /* of the piece */
+    const char *text;
+    size_t len, sent; /* the piece, then one "\n" */
+    char *buf;        /* standard output */
+    size_t n, cap;
+    char msg[ESPEAK_MSG_MAX + 1]; /* the start of the error output */
+    size_t n_msg;
+} espeak_job;
+
+static void close_fd(int *fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+/* Moves fd above the standard descriptors (so that the child's dup2 onto
+ * 0-2 neither clobbers it nor leaves it close-on-exec), close-on-exec. */
+static int above_stdio(int fd) {
+    if (fd < 0 || fd > 2) return fd;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    close(fd);
+    return nfd;
+}
+
+static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_job *j, size_t index, const char *text,
+                             wgml_error *err) {
+    int sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
+    memset(j, 0, sizeof *j);
+    j->fd_in = j->fd_out = j->fd_err = -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(po, O_CLOEXEC) != 0 ||
+        pipe2(pe, O_CLOEXEC) != 0) {
+        int e0 = errno;
+        for (int k = 0; k < 2; k++)
+            close_fd(&sv[k]), close_fd(&po[k]), close_fd(&pe[k]);
+        return wgml_fail(err, WGML_ERR_IO, "cannot make pipes for espeak-ng: %s", strerror(e0));
+    }
+    for (int k = 0; k < 2; k++)
+        sv[k] = above_stdio(sv[k]), po[k] = above_stdio(po[k]), pe[k] = above_stdio(pe[k]);
+    posix_spawn_file_actions_t fa;
+    int rc = -1, fa_ok = 0;
+    if (sv[0] >= 0 && sv[1] >= 0 && po[0] >= 0 && po[1] >= 0 && pe[0] >= 0 && pe[1] >= 0) {
+        rc = posix_spawn_file_actions_init(&fa);
+        fa_ok = rc == 0;
+        if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
+        if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+        if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+        if (!rc) {
+            char *argv[] = {e->program, "-q", "--ipa", "-v", (char *)voice, "--stdin", NULL};
+            rc = posix_spawn(&j->pid, e->program, &fa, NULL, argv, environ);
+        }
+    } else {
+        rc = errno ? errno : EMFILE;
+    }
+    if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    close_fd(&sv[1]);
+    close_fd(&po[1]);
+    close_fd(&pe[1]);
+    if (rc != 0) {
+        close_fd(&sv[0]);
+        close_fd(&po[0]);
+        close_fd(&pe[0]);
+        return wgml_fail(err, WGML_ERR_IO, "cannot run espeak-ng '%s': %s", e->program, strerror(rc));
+    }
+    j->used = 1;
+    j->fd_in = sv[0];
+    j->fd_out = po[0];
+    j->fd_err = pe[0];
+    fcntl(j->fd_in, F_SETFL, fcntl(j->fd_in, F_GETFL) | O_NONBLOCK);
+    fcntl(j->fd_out, F_SETFL, fcntl(j->fd_out, F_GETFL) | O_NONBLOCK);
+    fcntl(j->fd_err, F_SETFL, fcntl(j->fd_err, F_GETFL) | O_NONBLOCK);
+    j->index = index;
+    j->text = text;
+    j->len = strlen(text);
+    return WGML_OK;
+}
+
+/* Sends what the socket takes now; closes it when all is sent or the child
+ * stopped reading (its exit status then tells). */
+static void job_write(espeak_job *j) {
+    while (j->fd_in >= 0) {
+        const char *p = j->sent < j->len ? j->text + j->sent : "\n";
+        size_t left = j->sent < j->len ? j->len - j->sent : 1;
+        ssize_t w = send(j->fd_in, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            close_fd(&j->fd_in); /* EPIPE, ECONNRESET: the child is gone */
+            return;
+        }
+        j->sent += (size_t)w;
+        if (j->sent == j->len + 1) close_fd(&j->fd_in);
+    }
+}
+
+/* Reads what is there; returns 0, or -1 when out of memory. */
+static int job_read(espeak_job *j, int which) {
+    int *fd = which ? &j->fd_err : &j->fd_out;
+    for (;;) {
+        char tmp[4096];
+        ssize_t r = read(*fd, tmp, sizeof tmp);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (r <= 0) {
+            close_fd(fd);
+            return 0;
+        }
+        if (which) {
+            size_t take = ESPEAK_MSG_MAX - j->n_msg < (size_t)r ? ESPEAK_MSG_MAX - j->n_msg : (size_t)r;
+            memcpy(j->msg + j->n_msg, tmp, take);
+            j->n_msg += take;
+            continue;
+        }
+        if (j->n + (size_t)r + 1 > j->cap) {
+            size_t cap = j->cap ? j->cap : 256;
+            while (cap < j->n + (size_t)r + 1)
+                cap *= 2;
+            char *nb = wgml_realloc(j->buf, cap);
+            if (!nb) return -1;
+            j->buf = nb;
+            j->cap = cap;
+        }
+        memcpy(j->buf + j->n, tmp, (size_t)r);
+        j->n += (size_t)r;
+    }
+}
+
+/* Kills (when asked) and reaps the child; frees the job's buffers. */
+static int job_reap(espeak_job *j, int kill_it) {
+    int status = 0;
+    close_fd(&j->fd_in);
+    close_fd(&j->fd_out);
+    close_fd(&j->fd_err);
+    if (kill_it) kill(j->pid, SIGKILL);
+    for (;;) {
+        pid_t r = waitpid(j->pid, &status, 0);
+        if (r >= 0) break;
+        if (errno == EINTR) continue;
+        status = 0; /* ECHILD: the host ignores SIGCHLD, children are reaped for it; the output is complete */
+        break;
+    }
+    j->used = 0;
+    return status;
+}
+
+static void job_clear(espeak_job *j) {
+    wgml_free(j->buf);
+    j->buf = NULL;
+    j->n = j->cap = 0;
+}
+
+/* The error output's first line, for messages. */
+static const char *job_message(espeak_job *j) {
+    j->msg[j->n_msg] = '\0';
+    char *nl = strchr(j->msg, '\n');
+    if (nl) *nl = '\0';
+    return j->n_msg ? j->msg : "no error output";
+}
+
+/* The finished job's output as kokoro-js's phonemizer gives it: its lines,
+ * empty ones dropped, joined with a space. */
+static wgml_status job_result(espeak_job *j, char **out, wgml_error *err) {
+    char *s = wgml_malloc(j->n + 1), *q = s;
+    if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory reading espeak-ng's output");
+    if (j->n && memchr(j->buf, '\0', j->n)) {
+        wgml_free(s);
+        return wgml_fail(err, WGML_ERR_FORMAT, "espeak-ng wrote a NUL byte for '%s'", j->text);
+    }
+    for (size_t i = 0; i < j->n;) {
+        const char *line = j->buf + i, *nl = memchr(line, '\n', j->n - i);
+        size_t len = nl ? (size_t)(nl - line) : j->n - i;
+        if (len) {
+            if (q != s) *q++ = ' ';
+            memcpy(q, line, len);
+            q += len;
+        }
+        i += len + 1;
+    }
+    *q = '\0';
+    *out = s;
+    return WGML_OK;
+}
+
+static wgml_status espeak_pieces(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                 wgml_error *err) {
+    const espeak_backend *e = user;
+    const char *voice = g2p_en_american(lang) ? "en-us" : "en";
+    espeak_job jobs[ESPEAK_MAX_JOBS];
+    struct pollfd pf[3 * ESPEAK_MAX_JOBS];
+    int who[3 * ESPEAK_MAX_JOBS];
+    const int n_jobs = e->jobs;
+    wgml_status st = WGML_OK;
+    size_t next = 0, active = 0;
+    for (int k = 0; k < n_jobs; k++)
+        jobs[k].used = 0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    while (!st && (next < n || active)) {
+        for (int k = 0; k < n_jobs && next < n && !st; k++) {
+            if (jobs[k].used) continue;
+            st = job_start(e, voice, &jobs[k], next, pieces[next], err);
+            if (!st) {
+                next++;
+                active++;
+                job_write(&jobs[k]);
+            }
+        }
+        if (st) break;
+        int np = 0;
+        for (int k = 0; k < n_jobs; k++) {
+            espeak_job *j = &jobs[k];
+            if (!j->used) continue;
+            if (j->fd_in >= 0) pf[np] = (struct pollfd){j->fd_in, POLLOUT, 0}, who[np++] = 3 * k;
+            if (j->fd_out >= 0) pf[np] = (struct pollfd){j->fd_out, POLLIN, 0}, who[np++] = 3 * k + 1;
+            if (j->fd_err >= 0) pf[np] = (struct pollfd){j->fd_err, POLLIN, 0}, who[np++] = 3 * k + 2;
+        }
+        if (np && poll(pf, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR) continue;
+            st = wgml_fail(err, WGML_ERR_IO, "waiting for espeak-ng: %s", strerror(errno));
+            break;
+        }
+        for (int p = 0; p < np && !st; p++) {
+            if (!pf[p].revents) continue;
+            espeak_job *j = &jobs[who[p] / 3];
+            int which = who[p] % 3;
+            if (which == 0)
+                job_write(j);
+            else if (job_read(j, which - 1) < 0)
+                st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory reading espeak-ng's output");
+        }
+        for (int k = 0; k < n_jobs && !st; k++) {
+            espeak_job *j = &jobs[k];
+            if (!j->used || j->fd_in >= 0 || j->fd_out >= 0 || j->fd_err >= 0) continue;
+            int status = job_reap(j, 0);
+            active--;
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                st = job_result(j, &out[j->index], err);
+            } else if (WIFEXITED(status)) {
+                st = wgml_fail(err, WGML_ERR_IO, "espeak-ng (%s -v %s) failed with exit status %d on '%s': %s",
+                               e->program, voice, WEXITSTATUS(status), j->text, job_message(j));
+            } else {
+                int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+                st = wgml_fail(err, WGML_ERR_IO, "espeak-ng (%s) was killed by signal %d (%s) on '%s'", e->program, sig,
+                               strsignal(sig), j->text);
+            }
+            job_clear(j);
+        }
+    }
+    if (st) {
+        for (int k = 0; k < n_jobs; k++) {
+            if (!jobs[k].used) continue;
+            job_reap(&jobs[k], 1);
+            job_clear(&jobs[k]);
+        }
+        for (size_t i = 0; i < n; i++) {
+            wgml_free(out[i]);
+            out[i] = NULL;
+        }
+    }
+    return st;
+}
+
+wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
+    if (out) *out = NULL;
+    if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_open_espeak: NULL argument");
+    const char *from = "";
+    if (!program || !*program) {
+        const char *env = getenv("WGML_ESPEAK");
+        if (env && *env)
+            program = env, from = " (from WGML_ESPEAK)";
+        else
+            program = "espeak-ng";
+    }
+    espeak_backend *e = wgml_calloc(1, sizeof *e);
+    if (!e) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening espeak-ng");
+    wgml_status st = find_program(program, &e->program, err);
+    if (st || !e->program) {
+        wgml_free(e);
+        if (st) return st;
+        if (strchr(program, '/'))
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "'%s'%s is not an executable file: " ESPEAK_HINT, program,
+                             from);
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "'%s'%s was not found on PATH: " ESPEAK_HINT, program, from);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    e->jobs = cpus < 2 ? 2 : cpus > ESPEAK_MAX_JOBS ? ESPEAK_MAX_JOBS : (int)cpus;
+    wgml_g2p_backend be = {"espeak-ng", espeak_pieces, espeak_free, e};
+    return wgml_g2p_open(&be, out, err);
+}
+
+#endif

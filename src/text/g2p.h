@@ -1,0 +1,90 @@
+/*
+ * g2p.h - English text to phonemes for Kokoro, as kokoro-js 1.2.1's
+ * phonemize(text, lang) makes them.
+ *
+ * kokoro-js normalizes the text (quotes, parentheses, CJK punctuation,
+ * whitespace, titles, numbers, money, possessives, initialisms), splits it
+ * on runs of punctuation (kept verbatim), gives every other piece to
+ * espeak-ng, joins the result and post-processes it. All of that is
+ * reimplemented here in C (g2p_en.c); only the letters-to-sounds step runs
+ * outside, behind a small backend interface. The backend that ships runs
+ * the espeak-ng program (GPL) as a separate process, one per piece, so the
+ * library itself stays MIT: `espeak-ng -q --ipa -v en-us|en --stdin`, the
+ * piece on its standard input, its output lines (empty ones dropped) joined
+ * with a space, as kokoro-js's `phonemizer` package returns them. Debian's
+ * espeak-ng 1.51 gives kokoro-js's strings exactly on the shared test data
+ * (tests/test_g2p.c).
+ *
+ * Texts are UTF-8; invalid UTF-8 is refused (WGML_ERR_INVALID_ARGUMENT).
+ * Languages: "en-us" (kokoro's 'a', espeak voice en-us) and "en-gb" ('b',
+ * voice en); "a" and "b" are accepted as aliases.
+ */
+#ifndef WGML_TEXT_G2P_H
+#define WGML_TEXT_G2P_H
+
+#include "wgml.h"
+
+#include <stddef.h>
+
+typedef struct wgml_g2p wgml_g2p;
+
+/* What turns pieces of normalized text into phonemes. */
+typedef struct wgml_g2p_backend {
+    const char *name; /* for messages, e.g. "espeak-ng"; copied by wgml_g2p_open */
+    /* Phonemizes n pieces for lang ("en-us" or "en-gb"). Each piece is
+     * non-empty normalized text without the punctuation kokoro-js splits on.
+     * out[i] gets a wgml_malloc'ed string: the phonemes as kokoro-js's
+     * phonemizer gives them (its output lines joined with a space, no line
+     * ends). On failure: the status, err filled, and every out[i] NULL. */
+    wgml_status (*phonemize_pieces)(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                    wgml_error *err);
+    void (*free_user)(void *user); /* called by wgml_g2p_free (and on a failed open); may be NULL */
+    void *user;
+} wgml_g2p_backend;
+
+/* A G2P over any backend. On failure the backend's user data is freed. */
+wgml_status wgml_g2p_open(const wgml_g2p_backend *backend, wgml_g2p **out, wgml_error *err);
+
+/* A G2P over the espeak-ng program: `program` (a path, or a name looked up
+ * on PATH), else $WGML_ESPEAK when set and not empty, else "espeak-ng" on
+ * PATH. A program that cannot be found fails here (WGML_ERR_UNSUPPORTED,
+ * saying text input needs espeak-ng); one that fails when run fails in
+ * wgml_g2p_phonemize with its exit status and error output. The
+ * WebAssembly build has no processes: WGML_ERR_UNSUPPORTED. */
+wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err);
+
+/* kokoro-js's phonemize(text, lang): *out gets a wgml_malloc'ed string
+ * (free with wgml_free); it may contain « » and, for multi-line text,
+ * line ends that sat next to punctuation. */
+wgml_status wgml_g2p_phonemize(wgml_g2p *g2p, const char *lang, const char *text, char **out, wgml_error *err);
+
+void wgml_g2p_free(wgml_g2p *g2p);
+
+/* ---- kokoro-js's steps (g2p_en.c), for the G2P and its tests ---- */
+
+/* Language codes: 1 for American English ("en-us", "a"), 0 for British
+ * ("en-gb", "b"), -1 for anything else. */
+int g2p_en_american(const char *lang);
+
+/* normalize_text(): the whole normalization, trim included. */
+wgml_status g2p_en_normalize(const char *text, char **out, wgml_error *err);
+
+/* The split on PUNCTUATION_PATTERN, /(\s*[;:,.!?¡¿—…"«»“”(){}[\]]+\s*)+/g:
+ * byte spans of text, in order, covering it; punct marks the matches
+ * (kept verbatim), the others are phonemized. *spans is wgml_malloc'ed
+ * (NULL when *n is 0). */
+typedef struct g2p_span {
+    size_t off, len;
+    int punct;
+} g2p_span;
+wgml_status g2p_en_split(const char *text, g2p_span **spans, size_t *n, wgml_error *err);
+
+/* The post-processing of the joined phonemes (kokoro's own spelling, ʲ r x ɬ,
+ * "hundred", " z", and for American English "nine-ty" -> "nine-dy"), trim
+ * included. */
+wgml_status g2p_en_postprocess(const char *phonemes, int american, char **out, wgml_error *err);
+
+/* Checks that text is well-formed UTF-8; the error names the byte offset. */
+wgml_status g2p_check_utf8(const char *text, wgml_error *err);
+
+#endif

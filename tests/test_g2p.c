@@ -1,0 +1,681 @@
+/*
+ * test_g2p.c - English G2P for Kokoro (text/g2p.h): kokoro-js 1.2.1's
+ * normalization, split and post-processing on tricky inputs (expected values
+ * from kokoro.js/src/phonemize.js run under node), the join over a stand-in
+ * backend, allocation failures, the espeak-ng backend's errors (missing,
+ * failing, killed, early exit, large input), and, with espeak-ng, every
+ * sentence of ../shared/kokoro/g2p-en-us.tsv and g2p-en-gb.tsv and every pair
+ * of g2p-kokoro-js-tests.json exactly.
+ *
+ * Without espeak-ng those last tests are skipped, or fail where
+ * WGML_REQUIRE_SHARED is set.
+ */
+#include "core/alloc.h"
+#include "core/error.h"
+#include "testutil.h"
+#include "text/g2p.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* Expected values: kokoro.js/src/phonemize.js's normalize_text, split and
+ * post-processing, run under node. */
+static const struct {
+    const char *in, *out;
+} normalize_cases[] = {
+    {"It costs $4.99.", "It costs 4 dollars and 99 cents."},
+    {"£1.5 each", "1 pound and 50 pence each"},
+    {"$1 and $1.01 and £1.01 and £0.5",
+     "1 dollar and 1 dollar and 1 cent and 1 pound and 1 penny and 0 pounds and 50 pence"},
+    {"$5 million", "5 million dollars"},
+    {"$2.5 Billion and $3 thousand hundreds", "2 point 5 Billion dollars and 3 thousand dollars hundreds"},
+    {"£3.001", "3 pounds and 1 penny"},
+    {"$12345678901234567890.123456789012345678901", "12345678901234567890 dollars and 123456789012345680000 cents"},
+    {"$7.5x", "7 dollars point 5x"},
+    {"$7_", "$7_"},
+    {"$1.2.3", "1 dollar and 20 cents point 3"},
+    {"1984 1905 1900s 2005 2010 1099 1100 2000s 12345 1984s 1984st",
+     "19 84 19 oh 5 19 hundreds 2005 20 10 1099 11 hundred 2000s 12345 19 84s 1984st"},
+    {"7:30 10:05 12:00 12:30:45 13:30 0:30 9:60 1:05pm", "7 30 10 oh 5 12 o'clock 12:30:45 13:30 0:30 9:60 1:05pm"},
+    {"1,000,000 and 1,2,3", "1000000 and 123"},
+    {"3.14 and .5 and v1.2.3 and 1984.5", "3 point 1 4 and  point 5 and v1 point 2 point 3 and 1984 point 5"},
+    {"10-20 and 3-a", "10 to 20 and 3-a"},
+    {"10S 5s", "10 S 5s"},
+    {"U.S.A. is big. e.g. the A.B.C", "U-S-A- is big. e-g- the A-B-C"},
+    {"JFK's CDs X's Bs NASA's MTV'S", "JFK'S CD'S X's B'S NASA's MTV'S"},
+    {"Dr. Smith, dr. smith, DR. Brown, Dr.Who", "Doctor Smith, dr. smith, Doctor Brown, Dr-Who"},
+    {"Mr.X MR. Anderson MR. smith Ms. Ms MS. Carter Mrs. MRS. Wilson Mrs.",
+     "MisterX Mister Anderson MR. smith Miss M'S Miss Carter Mrs Mrs Wilson Mrs"},
+    {"etc. and etc. The ETC. etc.", "etc. and etc. The ETC. etc"},
+    {"yeah Yeah! YEAH yea yeahs Yeahh", "ye'a Ye'a! Ye'a ye'a yeahs Yeahh"},
+    {"こんにちは、世界！これは：はい？「」。；，", "こんにちは, 世界! これは: はい? 「」. ; ,"},
+    {"a\t\tb  c   d", "a b  c   d"},
+    {"x\n  \ny  z\r\n", "x\n\ny  z"},
+    {"\xc2\xa0"
+     "lead\xe2\x80\x83"
+     "trail\xef\xbb\xbf"
+     "",
+     "lead trail"},
+    {"‘Hi’ «a» “b” (c) [d] {e}", "'Hi' \"a\" \"b\" «c» [d] {e}"},
+    {"éDr. Smith 5éS", "éDoctor Smith 5éS"},
+    {"Mr. Mr. Mr.", "Mister Mister Mister"},
+    {"The 1990s' best", "The 19 90s' best"},
+    {"$100 hundred", "100 hundred dollars"},
+    {"$1,000", "1000 dollars"},
+    {"9:05:", "9:05:"},
+    {":7:30", ":7:30"},
+    {"a 7:30:", "a 7:30:"},
+    {"5-10-15", "5 to 10 to 15"},
+    {"2.5-3.5", "2 point 5 to 3 point 5"},
+    {"$1 trillion", "1 trillion dollars"},
+    {"US$5", "US5 dollars"},
+    {"1st 2nd 10th", "1st 2nd 10th"},
+    {"e.g. a.b.c. d", "e-g- a-b-c- d"},
+};
+
+static const struct {
+    const char *in, *us, *gb;
+} postprocess_cases[] = {
+    {" kəkˈoːɹoʊ and kəkˈɔːɹəʊ ", "kˈoʊkəɹoʊ and kˈəʊkəɹəʊ", "kˈoʊkəɹoʊ and kˈəʊkəɹəʊ"},
+    {"mʲu rxɬ", "mju ɹkl", "mju ɹkl"},
+    {"wˈʌnhˈʌndɹɪd twoːhˈʌndɹɪd ɹhˈʌndɹɪd Xhˈʌndɹɪd", "wˈʌn hˈʌndɹɪd twoː hˈʌndɹɪd ɹ hˈʌndɹɪd Xhˈʌndɹɪd",
+     "wˈʌn hˈʌndɹɪd twoː hˈʌndɹɪd ɹ hˈʌndɹɪd Xhˈʌndɹɪd"},
+    {"dˈɑːlɚ z, bˈʌ z z. ə z", "dˈɑːlɚz, bˈʌzz. əz", "dˈɑːlɚz, bˈʌzz. əz"},
+    {"ə z", "əz", "əz"},
+    {"a zb z«", "a zbz«", "a zbz«"},
+    {"nˈaɪnti nˈaɪntiː nˈaɪntii  nˈaɪnti", "nˈaɪndi nˈaɪntiː nˈaɪndii  nˈaɪndi", "nˈaɪnti nˈaɪntiː nˈaɪntii  nˈaɪnti"},
+    {"\n  tɹˈiː \xe2\x80\xa8"
+     "",
+     "tɹˈiː", "tɹˈiː"},
+};
+
+/* "|" marks the punctuation spans */
+static const struct {
+    const char *in;
+    const char *spans[16];
+} split_cases[] = {
+    {"Hello, world!", {"Hello", "|, ", "world", "|!"}},
+    {"...a", {"|...", "a"}},
+    {"a — b", {"a", "| — ", "b"}},
+    {"«a» (b) x", {"|«", "a", "|» (", "b", "|) ", "x"}},
+    {"a ,b", {"a", "| ,", "b"}},
+    {"x \n. y  z", {"x", "| \n. ", "y  z"}},
+    {"no punctuation here", {"no punctuation here"}},
+    {"a…b¡c¿d{e}[f];g:h", {"a", "|…", "b", "|¡", "c", "|¿", "d", "|{", "e", "|}[", "f", "|];", "g", "|:", "h"}},
+    {"\xe3\x80\x80"
+     ",\xe3\x80\x80"
+     "x",
+     {"|\xe3\x80\x80"
+      ",\xe3\x80\x80"
+      "",
+      "x"}},
+};
+
+/* ---- kokoro-js's steps, one at a time ---- */
+
+static void test_normalize(void **state) {
+    (void)state;
+    int bad = 0;
+    for (size_t k = 0; k < sizeof normalize_cases / sizeof normalize_cases[0]; k++) {
+        char *out = NULL;
+        wgml_error err;
+        assert_int_equal(g2p_en_normalize(normalize_cases[k].in, &out, &err), WGML_OK);
+        if (strcmp(out, normalize_cases[k].out)) {
+            print_message("normalize(\"%s\")\n   gives \"%s\"\n  wanted \"%s\"\n", normalize_cases[k].in, out,
+                          normalize_cases[k].out);
+            bad++;
+        }
+        wgml_free(out);
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void test_postprocess(void **state) {
+    (void)state;
+    int bad = 0;
+    for (size_t k = 0; k < sizeof postprocess_cases / sizeof postprocess_cases[0]; k++) {
+        for (int us = 0; us < 2; us++) {
+            const char *want = us ? postprocess_cases[k].us : postprocess_cases[k].gb;
+            char *out = NULL;
+            wgml_error err;
+            assert_int_equal(g2p_en_postprocess(postprocess_cases[k].in, us, &out, &err), WGML_OK);
+            if (strcmp(out, want)) {
+                print_message("postprocess(\"%s\", %s)\n   gives \"%s\"\n  wanted \"%s\"\n", postprocess_cases[k].in,
+                              us ? "a" : "b", out, want);
+                bad++;
+            }
+            wgml_free(out);
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void test_split(void **state) {
+    (void)state;
+    for (size_t k = 0; k < sizeof split_cases / sizeof split_cases[0]; k++) {
+        const char *in = split_cases[k].in;
+        g2p_span *spans;
+        size_t n;
+        wgml_error err;
+        assert_int_equal(g2p_en_split(in, &spans, &n, &err), WGML_OK);
+        size_t want = 0;
+        while (want < 16 && split_cases[k].spans[want])
+            want++;
+        assert_int_equal(n, want);
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *w = split_cases[k].spans[i];
+            int punct = w[0] == '|';
+            assert_int_equal(spans[i].punct, punct);
+            assert_int_equal(spans[i].off, off);
+            assert_int_equal(spans[i].len, strlen(w + punct));
+            assert_memory_equal(in + spans[i].off, w + punct, spans[i].len);
+            off += spans[i].len;
+        }
+        assert_int_equal(off, strlen(in));
+        wgml_free(spans);
+    }
+}
+
+static void test_bad_text(void **state) {
+    (void)state;
+    static const char *bad[] = {"\xff", "caf\xc3", "a\xc0\xaf", "\xed\xa0\x80 surrogate", "\xf4\x90\x80\x80"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char *out = (char *)"untouched";
+        wgml_error err;
+        assert_int_equal(g2p_en_normalize(bad[k], &out, &err), WGML_ERR_INVALID_ARGUMENT);
+        assert_null(out);
+        assert_non_null(strstr(err.message, "not valid UTF-8"));
+    }
+    assert_int_equal(g2p_en_american("en-us"), 1);
+    assert_int_equal(g2p_en_american("a"), 1);
+    assert_int_equal(g2p_en_american("en-gb"), 0);
+    assert_int_equal(g2p_en_american("b"), 0);
+    assert_int_equal(g2p_en_american("en"), -1);
+    assert_int_equal(g2p_en_american(NULL), -1);
+}
+
+/* ---- the G2P over a stand-in backend: pieces upper-cased ---- */
+
+typedef struct {
+    int calls, freed, fail, bad_utf8;
+    char lang[8];
+    char seen[1024];
+} fake;
+
+static wgml_status fake_pieces(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                               wgml_error *err) {
+    fake *f = user;
+    f->calls++;
+    snprintf(f->lang, sizeof f->lang, "%s", lang);
+    if (f->fail) return wgml_fail(err, WGML_ERR_IO, "the stand-in failed");
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(pieces[i]), used = strlen(f->seen);
+        snprintf(f->seen + used, sizeof f->seen - used, "[%s]", pieces[i]);
+        out[i] = wgml_malloc(len + 1);
+        if (!out[i]) {
+            for (size_t k = 0; k < i; k++)
+                wgml_free(out[k]), out[k] = NULL;
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "stand-in out of memory");
+        }
+        for (size_t c = 0; c <= len; c++) {
+            char ch = pieces[i][c];
+            out[i][c] = ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch;
+        }
+        if (f->bad_utf8 && len) out[i][0] = (char)0xff;
+    }
+    return WGML_OK;
+}
+
+static void fake_free(void *user) { ((fake *)user)->freed++; }
+
+static wgml_g2p *open_fake(fake *f) {
+    memset(f, 0, sizeof *f);
+    wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, f};
+    wgml_g2p *g = NULL;
+    wgml_error err;
+    assert_int_equal(wgml_g2p_open(&be, &g, &err), WGML_OK);
+    return g;
+}
+
+static void test_join(void **state) {
+    (void)state;
+    fake f;
+    wgml_g2p *g = open_fake(&f);
+    char *out = NULL;
+    wgml_error err;
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", "  Hello, world! (Yes) it's $5.  ", &out, &err), WGML_OK);
+    assert_string_equal(out, "HELLO, WORLD! «YES» IT'S 5 DOLLARS.");
+    assert_string_equal(f.seen, "[Hello][world][Yes][it's 5 dollars]");
+    assert_string_equal(f.lang, "en-us");
+    wgml_free(out);
+
+    f.seen[0] = '\0';
+    assert_int_equal(wgml_g2p_phonemize(g, "en-gb", "Mr. Smith", &out, &err), WGML_OK);
+    assert_string_equal(out, "MISTER SMITH");
+    assert_string_equal(f.lang, "en-gb");
+    wgml_free(out);
+
+    /* nothing to phonemize: the backend is not called */
+    int calls = f.calls;
+    assert_int_equal(wgml_g2p_phonemize(g, "a", " ...?! ", &out, &err), WGML_OK);
+    assert_string_equal(out, "...?!");
+    wgml_free(out);
+    assert_int_equal(wgml_g2p_phonemize(g, "b", "", &out, &err), WGML_OK);
+    assert_string_equal(out, "");
+    wgml_free(out);
+    assert_int_equal(f.calls, calls);
+
+    /* errors: language, UTF-8, the backend's own, its output */
+    out = (char *)"untouched";
+    assert_int_equal(wgml_g2p_phonemize(g, "fr", "Bonjour", &out, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_null(out);
+    assert_non_null(strstr(err.message, "'fr'"));
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", "caf\xc3", &out, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_int_equal(wgml_g2p_phonemize(NULL, "en-us", "x", &out, &err), WGML_ERR_INVALID_ARGUMENT);
+    f.fail = 1;
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", "Hello.", &out, &err), WGML_ERR_IO);
+    assert_string_equal(err.message, "the stand-in failed");
+    f.fail = 0;
+    f.bad_utf8 = 1;
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", "Hello.", &out, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "stand-in's output for 'Hello'"));
+    assert_null(out);
+
+    assert_int_equal(f.freed, 0);
+    wgml_g2p_free(g);
+    assert_int_equal(f.freed, 1);
+    wgml_g2p_free(NULL);
+}
+
+/* Every allocation failing in turn: an out-of-memory error, nothing leaked,
+ * the backend's user data freed when the open fails; then the right result. */
+static void alloc_fail_loop(int espeak, const char *text, const char *want) {
+    int done = 0;
+    for (long n = 0; !done && n < 10000; n++) {
+        long live = wgml_alloc_live();
+        fake f;
+        memset(&f, 0, sizeof f);
+        wgml_g2p *g = NULL;
+        wgml_error err;
+        wgml_alloc_fail_after(n);
+        wgml_status st;
+        if (espeak) {
+            st = wgml_g2p_open_espeak(NULL, &g, &err);
+        } else {
+            wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, &f};
+            st = wgml_g2p_open(&be, &g, &err);
+            if (st) assert_int_equal(f.freed, 1);
+        }
+        char *out = NULL;
+        if (!st) st = wgml_g2p_phonemize(g, "en-us", text, &out, &err);
+        wgml_alloc_fail_after(-1);
+        if (st) {
+            assert_int_equal(st, WGML_ERR_OUT_OF_MEMORY);
+            assert_null(out);
+        } else {
+            assert_string_equal(out, want);
+            done = 1;
+        }
+        wgml_free(out);
+        wgml_g2p_free(g);
+        assert_int_equal(wgml_alloc_live(), live);
+    }
+    assert_true(done);
+}
+
+static void test_alloc_fail(void **state) {
+    (void)state;
+    alloc_fail_loop(0, "It costs $4.99 (in 1984), Mr. Smith.",
+                    "IT COSTS 4 DOLLARS AND 99 CENTS «IN 19 84», MISTER SMITH.");
+}
+
+/* ---- the espeak-ng backend ---- */
+
+/* The G2P over espeak-ng; skips the test without it (fails where
+ * WGML_REQUIRE_SHARED is set). */
+static wgml_g2p *open_espeak(void) {
+    wgml_g2p *g = NULL;
+    wgml_error err;
+    if (wgml_g2p_open_espeak(NULL, &g, &err) == WGML_OK) return g;
+    const char *req = getenv("WGML_REQUIRE_SHARED");
+    if (req && *req) fail_msg("espeak-ng is needed (WGML_REQUIRE_SHARED is set): %s", err.message);
+    print_message("skipped: %s\n", err.message);
+    skip();
+    return NULL;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void check_tsv(const char *rel, const char *lang) {
+    wgml_g2p *g = open_espeak();
+    size_t size;
+    char *data = (char *)tu_read_file(tu_shared(rel), &size);
+    assert_non_null(data);
+    int total = 0, ok = 0;
+    double t0 = now_ms();
+    for (char *line = data; *line;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = '\0';
+        char *tab = strchr(line, '\t');
+        if (tab) {
+            *tab = '\0';
+            char *out = NULL;
+            wgml_error err;
+            wgml_status st = wgml_g2p_phonemize(g, lang, line, &out, &err);
+            total++;
+            if (st) {
+                print_message("%s: '%s': %s\n", rel, line, err.message);
+            } else if (strcmp(out, tab + 1)) {
+                print_message("%s: '%s'\n   gives '%s'\n  wanted '%s'\n", rel, line, out, tab + 1);
+            } else {
+                ok++;
+            }
+            wgml_free(out);
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    double ms = now_ms() - t0;
+    print_message("%s (%s): %d/%d sentences match; %.0f ms, %.1f ms a sentence\n", rel, lang, ok, total, ms,
+                  total ? ms / total : 0.0);
+    free(data);
+    wgml_g2p_free(g);
+    assert_true(total >= 42);
+    assert_int_equal(ok, total);
+}
+
+static void test_tsv_en_us(void **state) {
+    (void)state;
+    check_tsv("kokoro/g2p-en-us.tsv", "en-us");
+}
+
+static void test_tsv_en_gb(void **state) {
+    (void)state;
+    check_tsv("kokoro/g2p-en-gb.tsv", "en-gb");
+}
+
+/* A JSON string at *p (after optional white space), decoded to UTF-8 in a
+ * malloc'ed buffer; NULL when there is none. */
+static void skip_ws(const char **p) {
+    while (**p == ' ' || **p == '\n' || **p == '\r' || **p == '\t')
+        (*p)++;
+}
+
+static int hex4(const char *s, unsigned *v) {
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16u;
+        if (d > 15) return 0;
+        *v = *v << 4 | d;
+    }
+    return 1;
+}
+
+static char *json_string(const char **p) {
+    skip_ws(p);
+    if (**p != '"') return NULL;
+    const char *s = ++*p;
+    char *out = malloc(strlen(s) * 2 + 1), *o = out;
+    if (!out) return NULL;
+    for (; *s && *s != '"'; s++) {
+        if (*s != '\\') {
+            *o++ = *s;
+            continue;
+        }
+        s++;
+        unsigned cp;
+        switch (*s) {
+        case 'n': *o++ = '\n'; break;
+        case 't': *o++ = '\t'; break;
+        case 'r': *o++ = '\r'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'u':
+            if (!hex4(s + 1, &cp)) goto bad;
+            s += 4;
+            if (cp >= 0xD800 && cp < 0xDC00 && s[1] == '\\' && s[2] == 'u') {
+                unsigned lo;
+                if (!hex4(s + 3, &lo) || lo < 0xDC00 || lo > 0xDFFF) goto bad;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                s += 6;
+            }
+            if (cp < 0x80) {
+                *o++ = (char)cp;
+            } else if (cp < 0x800) {
+                *o++ = (char)(0xC0 | cp >> 6), *o++ = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                *o++ = (char)(0xE0 | cp >> 12), *o++ = (char)(0x80 | (cp >> 6 & 0x3F)),
+                *o++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *o++ = (char)(0xF0 | cp >> 18), *o++ = (char)(0x80 | (cp >> 12 & 0x3F));
+                *o++ = (char)(0x80 | (cp >> 6 & 0x3F)), *o++ = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        case '\0': goto bad;
+        default: *o++ = *s; break; /* \" \\ \/ */
+        }
+    }
+    if (*s != '"') goto bad;
+    *o = '\0';
+    *p = s + 1;
+    return out;
+bad:
+    free(out);
+    return NULL;
+}
+
+/* g2p-kokoro-js-tests.json: an array of objects whose values are all
+ * strings; the fields used are lang ("a"/"b"), text and expected. */
+static void test_kokoro_js_pairs(void **state) {
+    (void)state;
+    wgml_g2p *g = open_espeak();
+    size_t size;
+    char *data = (char *)tu_read_file(tu_shared("kokoro/g2p-kokoro-js-tests.json"), &size);
+    assert_non_null(data);
+    const char *p = data;
+    skip_ws(&p);
+    assert_int_equal(*p++, '[');
+    int total = 0, ok = 0, per_lang[2] = {0, 0};
+    for (;;) {
+        skip_ws(&p);
+        if (*p == ']') break;
+        assert_int_equal(*p++, '{');
+        char *lang = NULL, *text = NULL, *expected = NULL;
+        for (;;) {
+            char *key = json_string(&p);
+            assert_non_null(key);
+            skip_ws(&p);
+            assert_int_equal(*p++, ':');
+            char *value = json_string(&p);
+            assert_non_null(value);
+            if (!strcmp(key, "lang"))
+                lang = value;
+            else if (!strcmp(key, "text"))
+                text = value;
+            else if (!strcmp(key, "expected"))
+                expected = value;
+            else
+                free(value);
+            free(key);
+            skip_ws(&p);
+            if (*p == ',') {
+                p++;
+                continue;
+            }
+            assert_int_equal(*p++, '}');
+            break;
+        }
+        assert_non_null(lang);
+        assert_non_null(text);
+        assert_non_null(expected);
+        assert_true(!strcmp(lang, "a") || !strcmp(lang, "b"));
+        char *out = NULL;
+        wgml_error err;
+        wgml_status st = wgml_g2p_phonemize(g, lang, text, &out, &err);
+        total++;
+        if (st) {
+            print_message("[%s] '%s': %s\n", lang, text, err.message);
+        } else if (strcmp(out, expected)) {
+            print_message("[%s] '%s'\n   gives '%s'\n  wanted '%s'\n", lang, text, out, expected);
+        } else {
+            ok++;
+            per_lang[lang[0] == 'b']++;
+        }
+        wgml_free(out);
+        free(lang);
+        free(text);
+        free(expected);
+        skip_ws(&p);
+        if (*p == ',') p++;
+    }
+    print_message("g2p-kokoro-js-tests.json: %d/%d pairs match (%d a, %d b)\n", ok, total, per_lang[0], per_lang[1]);
+    free(data);
+    wgml_g2p_free(g);
+    assert_true(total >= 70);
+    assert_int_equal(ok, total);
+}
+
+/* espeak-ng that is not there: a clear error naming the fix. */
+static void test_espeak_missing(void **state) {
+    (void)state;
+    const char *old = getenv("WGML_ESPEAK");
+    char *saved = old ? strdup(old) : NULL;
+    wgml_g2p *g = (wgml_g2p *)&g;
+    wgml_error err;
+    setenv("WGML_ESPEAK", "/nonexistent", 1);
+    assert_int_equal(wgml_g2p_open_espeak(NULL, &g, &err), WGML_ERR_UNSUPPORTED);
+    assert_null(g);
+    assert_non_null(strstr(err.message, "'/nonexistent' (from WGML_ESPEAK) is not an executable file"));
+    assert_non_null(strstr(err.message, "text input needs espeak-ng (apt-get install espeak-ng)"));
+    assert_non_null(strstr(err.message, "phoneme input works without it"));
+    setenv("WGML_ESPEAK", "wgml-no-such-espeak", 1);
+    assert_int_equal(wgml_g2p_open_espeak(NULL, &g, &err), WGML_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "'wgml-no-such-espeak' (from WGML_ESPEAK) was not found on PATH"));
+    /* an argument wins over the variable; a folder is no program */
+    assert_int_equal(wgml_g2p_open_espeak("/", &g, &err), WGML_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "'/' is not an executable file"));
+    if (saved)
+        setenv("WGML_ESPEAK", saved, 1);
+    else
+        unsetenv("WGML_ESPEAK");
+    free(saved);
+    assert_int_equal(wgml_g2p_open_espeak(NULL, NULL, &err), WGML_ERR_INVALID_ARGUMENT);
+}
+
+/* A stand-in espeak-ng: a shell script at a temporary path. */
+static const char *script(const char *name, const char *body) {
+    const char *path = tu_tmp_path(name);
+    char text[512];
+    snprintf(text, sizeof text, "#!/bin/sh\n%s\n", body);
+    assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
+    assert_int_equal(chmod(path, 0755), 0);
+    return path;
+}
+
+static void test_espeak_process_errors(void **state) {
+    (void)state;
+    wgml_g2p *g;
+    wgml_error err;
+    char *out = NULL;
+
+    assert_int_equal(wgml_g2p_open_espeak(script("fail.sh", "echo 'Error: no such voice' >&2; exit 3"), &g, &err),
+                     WGML_OK);
+    assert_int_equal(wgml_g2p_phonemize(g, "en-gb", "Hello there.", &out, &err), WGML_ERR_IO);
+    assert_null(out);
+    assert_non_null(strstr(err.message, "-v en) failed with exit status 3 on 'Hello there': Error: no such voice"));
+    wgml_g2p_free(g);
+
+    assert_int_equal(wgml_g2p_open_espeak(script("killed.sh", "kill -9 $$"), &g, &err), WGML_OK);
+    assert_int_equal(wgml_g2p_phonemize(
+                         g, "en-us", "One, two, three, four, five, six, seven, eight, nine, ten, eleven.", &out, &err),
+                     WGML_ERR_IO);
+    assert_non_null(strstr(err.message, "was killed by signal 9"));
+    wgml_g2p_free(g);
+
+    /* not executable */
+    const char *plain = tu_tmp_path("plain.txt");
+    assert_int_equal(tu_write_file(plain, "x", 1), 0);
+    assert_int_equal(chmod(plain, 0644), 0);
+    assert_int_equal(wgml_g2p_open_espeak(plain, &g, &err), WGML_ERR_UNSUPPORTED);
+}
+
+/* Large and many pieces through `cat` (phonemes = the text), and a program
+ * that exits without reading its input: no deadlock, no SIGPIPE, results in
+ * order. */
+static void test_espeak_pipes(void **state) {
+    (void)state;
+    const size_t big = 3u << 20;
+    char *text = malloc(big + 1);
+    assert_non_null(text);
+    for (size_t i = 0; i < big; i++)
+        text[i] = "abc def ghi "[i % 12];
+    text[big - 1] = 'j';
+    text[big] = '\0';
+    wgml_g2p *g;
+    wgml_error err;
+    char *out = NULL;
+    assert_int_equal(wgml_g2p_open_espeak(script("cat.sh", "exec cat"), &g, &err), WGML_OK);
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", text, &out, &err), WGML_OK);
+    assert_string_equal(out, text);
+    wgml_free(out);
+
+    /* 300 pieces, several processes at a time */
+    size_t len = 0;
+    for (int i = 0; i < 300; i++)
+        len += (size_t)snprintf(text + len, big - len, "%sp%d", i ? ", " : "", i);
+    assert_int_equal(wgml_g2p_phonemize(g, "en-gb", text, &out, &err), WGML_OK);
+    assert_string_equal(out, text);
+    wgml_free(out);
+    wgml_g2p_free(g);
+
+    for (size_t i = 0; i < big; i++)
+        text[i] = "abc def ghi "[i % 12];
+    text[big - 1] = 'j';
+    assert_int_equal(wgml_g2p_open_espeak(script("early.sh", "exit 0"), &g, &err), WGML_OK);
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", text, &out, &err), WGML_OK);
+    assert_string_equal(out, "");
+    wgml_free(out);
+    assert_int_equal(wgml_g2p_phonemize(g, "en-us", "Yes. No!", &out, &err), WGML_OK);
+    assert_string_equal(out, ". !");
+    wgml_free(out);
+    wgml_g2p_free(g);
+    free(text);
+}
+
+static void test_espeak_alloc_fail(void **state) {
+    (void)state;
+    wgml_g2p_free(open_espeak());
+    alloc_fail_loop(1, "It costs $4.99 (in 1984), Mr. Smith.",
+                    "ɪt kˈɔsts fˈoːɹ dˈɑːlɚz ænd nˈaɪndi nˈaɪn sˈɛnts «ɪn nˈaɪntiːn ˈeɪɾi fˈoːɹ», mˈɪstɚ smˈɪθ.");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_normalize),
+        cmocka_unit_test(test_postprocess),
+        cmocka_unit_test(test_split),
+        cmocka_unit_test(test_bad_text),
+        cmocka_unit_test(test_join),
+        cmocka_unit_test(test_alloc_fail),
+        cmocka_unit_test(test_espeak_missing),
+        cmocka_unit_test(test_espeak_process_errors),
+        cmocka_unit_test(test_espeak_pipes),
+        cmocka_unit_test(test_tsv_en_us),
+        cmocka_unit_test(test_tsv_en_gb),
+        cmocka_unit_test(test_kokoro_js_pairs),
+        cmocka_unit_test(test_espeak_alloc_fail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

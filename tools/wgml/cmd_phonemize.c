@@ -1,0 +1,142 @@
+/*
+ * cmd_phonemize.c - `wgml phonemize [--lang en-us|en-gb] (TEXT... | -f FILE)`:
+ * the phonemes Kokoro reads for English text (kokoro-js's G2P over the
+ * espeak-ng program: src/text/g2p.h), one line per line of input.
+ */
+#include "cli.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "text/g2p.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *help = "usage: wgml phonemize [--lang en-us|en-gb] [--espeak PROGRAM] (TEXT... | -f FILE)\n"
+                          "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
+                          "normalization and punctuation handling around espeak-ng), one line per line of\n"
+                          "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"
+                          "(apt-get install espeak-ng).\n"
+                          "  --lang L          en-us (American English, the default) or en-gb (British English)\n"
+                          "  -f, --file FILE   the text, read line by line\n"
+                          "  --espeak PROGRAM  the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
+                          "  --                the arguments after it are text, even those starting with '-'\n";
+
+/* Phonemizes each line and prints it; returns a CLI exit code. */
+static int print_lines(wgml_g2p *g2p, const char *lang, char *const *lines, int n) {
+    for (int i = 0; i < n; i++) {
+        char *ph = NULL;
+        wgml_error err;
+        if (wgml_g2p_phonemize(g2p, lang, lines[i], &ph, &err)) {
+            if (n > 1) wgml_error_prefix(&err, "line %d", i + 1);
+            return cli_fail_err(&err);
+        }
+        fputs(ph, stdout);
+        fputc('\n', stdout);
+        wgml_free(ph);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) return cli_fail("cannot write the phonemes to standard output");
+    return CLI_OK;
+}
+
+int cmd_phonemize(int argc, char **argv) {
+    const char *lang = "en-us", *file = NULL, *espeak = NULL;
+    int n_args = 0, options = 1;
+    size_t text_len = 0;
+    const char **args = calloc((size_t)argc + 1, sizeof *args);
+    if (!args) return cli_fail("out of memory");
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options || a[0] != '-' || !a[1]) {
+            args[n_args++] = a;
+            text_len += strlen(a) + 1;
+        } else if (!strcmp(a, "--")) {
+            options = 0;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            free(args);
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "--lang")) {
+            if (!(lang = cli_value(argc, argv, &i))) goto usage;
+            if (strcmp(lang, "en-us") && strcmp(lang, "en-gb")) {
+                cli_usage_error("--lang: '%s' is not en-us or en-gb", lang);
+                goto usage;
+            }
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(file = cli_value(argc, argv, &i))) goto usage;
+        } else if (!strcmp(a, "--espeak")) {
+            if (!(espeak = cli_value(argc, argv, &i))) goto usage;
+        } else {
+            cli_usage_error("unknown option '%s' (text that starts with '-' goes after --)", a);
+            goto usage;
+        }
+    }
+    if (!!file == !!n_args) {
+        cli_usage_error("give the text as arguments or -f FILE (one of them)");
+        goto usage;
+    }
+
+    char **lines = NULL;
+    int n_lines;
+    if (file) {
+        if ((n_lines = cli_read_lines(file, &lines)) < 0) {
+            free(args);
+            return CLI_FAIL;
+        }
+    } else {
+        /* the arguments joined with spaces, then cut at line ends, as cli_read_lines does */
+        char *text = malloc(text_len + 1);
+        size_t count = 1;
+        if (!text) {
+            free(args);
+            return cli_fail("out of memory");
+        }
+        char *p = text;
+        for (int i = 0; i < n_args; i++) {
+            if (i) *p++ = ' ';
+            size_t len = strlen(args[i]);
+            memcpy(p, args[i], len);
+            p += len;
+        }
+        *p = '\0';
+        for (p = text; *p; p++)
+            count += *p == '\n';
+        lines = malloc((count + 1) * sizeof *lines);
+        if (!lines) {
+            free(text);
+            free(args);
+            return cli_fail("out of memory");
+        }
+        n_lines = 0;
+        for (p = text;;) {
+            char *e = strchr(p, '\n');
+            if (e) *e = '\0';
+            size_t len = strlen(p);
+            if (len && p[len - 1] == '\r') p[len - 1] = '\0';
+            lines[n_lines++] = p;
+            if (!e) break;
+            p = e + 1;
+        }
+        lines[n_lines] = NULL;
+    }
+
+    wgml_g2p *g2p = NULL;
+    wgml_error err;
+    int rc;
+    if (wgml_g2p_open_espeak(espeak, &g2p, &err))
+        rc = cli_fail_err(&err);
+    else
+        rc = print_lines(g2p, lang, lines, n_lines);
+    wgml_g2p_free(g2p);
+    if (file) {
+        cli_lines_free(lines);
+    } else {
+        free(lines[0]);
+        free(lines);
+    }
+    free(args);
+    return rc;
+usage:
+    free(args);
+    return CLI_USAGE;
+}
