@@ -40,11 +40,15 @@ if(WGML_FUZZ)
   # The command line's file-handling subcommands (tools/wgml, without main.c).
   set(WGML_FUZZ_CLI_SOURCES cli_util.c cmd_run.c cmd_info.c cmd_tokenize.c cmd_convert.c cmd_quantize.c)
   list(TRANSFORM WGML_FUZZ_CLI_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
-  add_executable(fuzz_cli ${CMAKE_SOURCE_DIR}/fuzz/fuzz_cli.c ${WGML_FUZZ_CLI_SOURCES})
+  # cmd_convert.c reads Kokoro's config.json: kokoro_config_json.c (json-c), as in the CLI
+  add_executable(fuzz_cli ${CMAKE_SOURCE_DIR}/fuzz/fuzz_cli.c ${WGML_FUZZ_CLI_SOURCES}
+                 ${CMAKE_SOURCE_DIR}/src/model/kokoro/kokoro_config_json.c)
   target_include_directories(fuzz_cli PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/wgml)
   target_compile_options(fuzz_cli PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
   target_link_options(fuzz_cli PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
-  target_link_libraries(fuzz_cli PRIVATE wgml_fuzzlib)
+  find_package(PkgConfig REQUIRED)
+  pkg_check_modules(JSONC REQUIRED IMPORTED_TARGET json-c)
+  target_link_libraries(fuzz_cli PRIVATE wgml_fuzzlib PkgConfig::JSONC)
   set_target_properties(fuzz_cli PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   add_executable(wgml_fuzz_seeds ${CMAKE_SOURCE_DIR}/fuzz/make_seeds.c)
