@@ -35,6 +35,22 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* Appends a copy of the first len bytes of s to v (count *cnt, capacity *cap); 0 when out of memory. */
+static int push(char ***v, int *cnt, int *cap, const char *s, size_t len) {
+    if (*cnt == *cap) {
+        int c = *cap ? 2 * *cap : 16;
+        char **nv = realloc(*v, (size_t)c * sizeof *nv);
+        if (!nv) return 0;
+        *v = nv, *cap = c;
+    }
+    char *copy = malloc(len + 1);
+    if (!copy) return 0;
+    memcpy(copy, s, len);
+    copy[len] = 0;
+    (*v)[(*cnt)++] = copy;
+    return 1;
+}
+
 /* The voice files of --voices: a folder's .bin and .pt files (sorted), or comma-separated files. */
 static int voice_list(const char *spec, char ***out, int *n) {
     *out = NULL, *n = 0;
@@ -45,10 +61,13 @@ static int voice_list(const char *spec, char ***out, int *n) {
         struct dirent *e;
         while ((e = readdir(d))) {
             if (!ends_with(e->d_name, ".bin") && !ends_with(e->d_name, ".pt")) continue;
-            if (cnt == cap) v = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *v);
-            size_t len = strlen(spec) + strlen(e->d_name) + 2;
-            v[cnt] = malloc(len);
-            snprintf(v[cnt++], len, "%s/%s", spec, e->d_name);
+            char path[4096];
+            int len = snprintf(path, sizeof path, "%s/%s", spec, e->d_name);
+            if (len < 0 || (size_t)len >= sizeof path || !push(&v, &cnt, &cap, path, (size_t)len)) {
+                closedir(d);
+                *out = v, *n = cnt;
+                return cli_fail("--voices: out of memory or too long a path in '%s'", spec);
+            }
         }
         closedir(d);
         for (int i = 1; i < cnt; i++) /* sorted: the GGUF's voice order does not depend on the file system */
@@ -56,15 +75,16 @@ static int voice_list(const char *spec, char ***out, int *n) {
                 char *t = v[j];
                 v[j] = v[j - 1], v[j - 1] = t;
             }
-        if (!cnt) return cli_usage_error("--voices: folder '%s' holds no .bin or .pt voice", spec);
+        if (!cnt) {
+            free(v);
+            return cli_usage_error("--voices: folder '%s' holds no .bin or .pt voice", spec);
+        }
     } else {
         for (const char *p = spec; *p;) {
             size_t len = strcspn(p, ",");
-            if (len) {
-                if (cnt == cap) v = realloc(v, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *v);
-                v[cnt] = malloc(len + 1);
-                memcpy(v[cnt], p, len);
-                v[cnt++][len] = 0;
+            if (len && !push(&v, &cnt, &cap, p, len)) {
+                *out = v, *n = cnt;
+                return cli_fail("--voices: out of memory");
             }
             p += len + (p[len] == ',');
         }
@@ -98,7 +118,11 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
     }
     char **files = NULL;
     int n = 0, rc;
-    if (voices && (rc = voice_list(voices, &files, &n)) != CLI_OK) return rc;
+    if (voices && (rc = voice_list(voices, &files, &n)) != CLI_OK) {
+        for (int i = 0; i < n; i++) free(files[i]);
+        free(files);
+        return rc;
+    }
     opt.voices = (const char *const *)files, opt.n_voices = n;
     cli_progress bar;
     cli_progress_begin(&bar, "converting");

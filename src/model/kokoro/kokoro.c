@@ -284,8 +284,7 @@ static wgml_tensor *upsample2(kokoro_model *m, const wgml_tensor *x) {
     size_t nb[4] = {4, 0, (size_t)C * 4, (size_t)(C * T) * 4};
     wgml_tensor v = wgml_tensor_view(x, ne, nb, 0);
     wgml_tensor *y = A(m, "up2", C, 2 * T);
-    wgml_tensor flat = *y;
-    wgml_op_copy(m->be, &(wgml_copy_args){.out = &flat, .x = &v});
+    wgml_op_copy(m->be, &(wgml_copy_args){.out = y, .x = &v});
     return y;
 }
 
