@@ -123,8 +123,8 @@ void wgml_model_free(wgml_model *model);
 
 /* What a model can be used for: a family's tasks, as bits. GENERATE has
  * sessions and wgml_generate (the llama family), EMBED wgml_embed and RERANK
- * wgml_rerank (the bert family); SPEECH and TRANSCRIBE name the tasks of
- * families to come (Kokoro, Whisper). */
+ * wgml_rerank (the bert family), SPEECH wgml_speak (the kokoro family);
+ * TRANSCRIBE names the task of a family to come (Whisper). */
 typedef enum wgml_task {
     WGML_TASK_GENERATE = 1u << 0,   /* text generation: sessions, wgml_generate (the LLM family) */
     WGML_TASK_EMBED = 1u << 1,      /* text to an embedding vector */
@@ -153,6 +153,9 @@ typedef struct wgml_model_info {
     /* the encoder family's section (family "bert") */
     int pooling;            /* the file's pooling (wgml_pooling; WGML_POOLING_NONE: none given) */
     int causal;             /* attention is causal (bert.attention.causal) */
+    /* the speech family's section (family "kokoro") */
+    int sample_rate;        /* of the audio it makes */
+    int n_voices;           /* voices in the file */
 } wgml_model_info;
 
 void wgml_model_get_info(const wgml_model *model, wgml_model_info *info);
@@ -305,6 +308,60 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
  * note through the model's log. */
 wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const *docs, int n, float *scores,
                         wgml_error *err);
+
+/* ---- speech (task SPEECH: the kokoro family) ------------------------------- */
+
+/* A word of a chunk and when it is spoken. */
+typedef struct wgml_word_time {
+    const char *word;   /* its phonemes (punctuation stripped), NUL-terminated */
+    double start, end;  /* seconds from the start of the whole utterance */
+} wgml_word_time;
+
+/* One piece of speech (a sentence, or part of a long one), valid during the
+ * callback only. */
+typedef struct wgml_audio_chunk {
+    const float *samples;      /* mono float32, nominally in [-1, 1] */
+    int64_t n_samples;
+    int sample_rate;           /* 24000 for Kokoro */
+    double start;              /* seconds: where the chunk begins in the utterance */
+    const char *phonemes;      /* what it says */
+    const wgml_word_time *words;
+    int n_words;
+    int index;                 /* 0, 1, ... */
+} wgml_audio_chunk;
+
+/* Receives each chunk as soon as it is made; return non-zero to stop. */
+typedef int (*wgml_audio_fn)(void *user, const wgml_audio_chunk *chunk);
+
+typedef struct wgml_speak_params {
+    float speed;        /* 1 = the voice's pace; 1.3 speaks 30% faster */
+    const char *lang;   /* text input: "en-us" (default) or "en-gb" */
+    int phonemes;       /* 1: the input is phonemes (the model's symbols), not text */
+    uint64_t seed;      /* the vocoder's noise: the same seed gives the same audio on one backend */
+    const char *espeak; /* text input: the espeak-ng program; NULL: $WGML_ESPEAK, else espeak-ng on PATH */
+} wgml_speak_params;
+
+typedef struct wgml_speak_result {
+    int64_t n_samples;      /* audio made, all chunks */
+    int n_chunks;
+    double first_audio_ms;  /* from the call to the first chunk */
+    double total_ms;
+} wgml_speak_result;
+
+wgml_speak_params wgml_speak_default_params(void);
+
+/* Speaks text (or phonemes): text goes through the G2P (English, espeak-ng
+ * as a separate program), then the phonemes are cut at sentence ends (and
+ * long sentences at clauses, so that no piece exceeds 510 phonemes) and each
+ * piece is synthesized and handed to on_audio in order. voice: a voice of the
+ * model by name ("af_heart", wgml_speech_voice), a voice file (kokoro-js
+ * .bin or the official .pt), or a blend ("af_heart:0.6,am_adam:0.4").
+ * result may be NULL. */
+wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, const wgml_speak_params *params,
+                       wgml_audio_fn on_audio, void *user, wgml_speak_result *result, wgml_error *err);
+
+/* The name of the model's voice i (0 ..), NULL past the last. */
+const char *wgml_speech_voice(const wgml_model *model, int i);
 
 /* ---- performance monitor ---------------------------------------------------- */
 

@@ -141,7 +141,7 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     char arch[64];
     wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
     if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
-    if (!st) st = wgml_tokenizer_load(g, &m->tok, err);
+    if (!st && !m->fam->no_tokenizer) st = wgml_tokenizer_load(g, &m->tok, err);
     if (!st) {
         gguf_str name;
         if (gguf_get_str(g, "general.name", &name, NULL) == 1) {
@@ -243,8 +243,8 @@ void wgml_model_get_info(const wgml_model *m, wgml_model_info *info) {
     info->backend = m->be->name;
     info->adapter = m->be->device_name ? m->be->device_name : "";
     info->n_threads = m->be->n_threads;
-    info->bos = wgml_tokenizer_bos(m->tok);
-    info->eos = wgml_tokenizer_eos(m->tok);
+    info->bos = m->tok ? wgml_tokenizer_bos(m->tok) : -1;
+    info->eos = m->tok ? wgml_tokenizer_eos(m->tok) : -1;
 }
 
 int wgml_tokenize(const wgml_model *m, const char *text, size_t len, int add_bos, int32_t *tokens, int cap,
@@ -253,11 +253,15 @@ int wgml_tokenize(const wgml_model *m, const char *text, size_t len, int add_bos
         wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_tokenize: NULL argument");
         return -1;
     }
+    if (!m->tok) {
+        wgml_fail(err, WGML_ERR_UNSUPPORTED, "wgml_tokenize: a %s model has no text tokenizer", m->fam->name);
+        return -1;
+    }
     return wgml_tokenizer_encode(m->tok, text ? text : "", len, add_bos, tokens, cap, err);
 }
 
 int wgml_token_to_piece(const wgml_model *m, int32_t token, char *buf, int cap) {
-    return wgml_tokenizer_piece(m->tok, token, buf, cap);
+    return m && m->tok ? wgml_tokenizer_piece(m->tok, token, buf, cap) : -1;
 }
 
 /* ---- sessions ---- */

@@ -349,6 +349,113 @@ static void test_convert(void **state) {
     remove(out);
 }
 
+/* Kokoro: convert the tiny checkpoint with its voices, describe it, speak to
+ * WAV files a standard tool reads (sox --i), word times, and the errors. */
+static void test_speak(void **state) {
+    (void)state;
+    if (!tu_shared_present()) skip();
+    result r;
+    char args[16384];
+    char gg[4096], wav[4096], words[4096], sox_txt[4096]; /* tu_tmp_path's buffer is reused */
+    snprintf(gg, sizeof gg, "%s", tu_tmp_path("cli-kokoro.gguf"));
+    snprintf(wav, sizeof wav, "%s", tu_tmp_path("cli-speech.wav"));
+    snprintf(words, sizeof words, "%s", tu_tmp_path("cli-words.tsv"));
+    snprintf(sox_txt, sizeof sox_txt, "%s", tu_tmp_path("sox.txt"));
+    char voices[4096];
+    snprintf(voices, sizeof voices, "%s", tu_shared("kokoro/voices"));
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s", tu_shared("kokoro/config-kokoro-tiny.json"));
+    snprintf(args, sizeof args, "convert kokoro '%s' --config '%s' --voices '%s' -o '%s'",
+             tu_shared("kokoro/kokoro-tiny.pth"), cfg, voices, gg);
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(args, sizeof args, "info -m '%s'", gg);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "speech"));
+    assert_non_null(strstr(r.out, "af_heart, am_adam, bf_emma"));
+    snprintf(args, sizeof args, "speak -m '%s' --list-voices", gg);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "af_heart\nam_adam\nbf_emma\n");
+
+    /* phonemes to a 16-bit WAV, with word times */
+    snprintf(args, sizeof args, "speak -m '%s' --backend cpu --threads 2 -v am_adam --speed 1.2 --seed 7 "
+                                "--phonemes 'həlˈoʊ wˈɜːld. hˌaʊ ɑːɹ juː?' --words '%s' -o '%s'", gg, words, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "real-time factor"));
+    assert_non_null(strstr(r.err, "first audio after"));
+    assert_non_null(strstr(r.err, "2 chunks"));
+    size_t n;
+    unsigned char *w = tu_read_file(words, &n);
+    assert_non_null(w);
+    int lines = 0;
+    double prev = 0, a, b;
+    for (char *p = (char *)w; *p; p = strchr(p, '\n') + 1) {
+        assert_int_equal(sscanf(p, "%lf\t%lf", &a, &b), 2);
+        assert_true(a >= prev && b > a);
+        prev = b;
+        lines++;
+        if (!strchr(p, '\n')) break;
+    }
+    assert_int_equal(lines, 5);
+    assert_non_null(strstr((char *)w, "\twˈɜːld\n")); /* the word's phonemes, without the full stop */
+    free(w);
+    int have_sox = system("command -v sox >/dev/null 2>&1") == 0;
+    if (!have_sox && getenv("WGML_REQUIRE_SHARED")) fail_msg("sox is needed to check the WAV files");
+    if (have_sox) {
+        char cmd[20000];
+        snprintf(cmd, sizeof cmd, "sox --i '%s' > '%s' 2>&1", wav, sox_txt);
+        assert_int_equal(system(cmd), 0);
+        unsigned char *t = tu_read_file(sox_txt, &n);
+        assert_non_null(strstr((char *)t, "Sample Rate    : 24000"));
+        assert_non_null(strstr((char *)t, "16-bit Signed Integer PCM"));
+        assert_non_null(strstr((char *)t, "Channels       : 1"));
+        free(t);
+        /* 32-bit float to standard output, through a pipe */
+        snprintf(cmd, sizeof cmd, "'%s' speak -m '%s' --backend cpu --phonemes 'hˈaɪ.' --wav-format f32 -o - 2>/dev/null"
+                                  " | sox --i - > '%s' 2>&1", getenv("WGML_CLI"), gg, sox_txt);
+        assert_int_equal(system(cmd), 0);
+        t = tu_read_file(sox_txt, &n);
+        assert_non_null(strstr((char *)t, "32-bit Floating Point PCM"));
+        free(t);
+    }
+    /* text, when espeak-ng is there */
+    if (system("command -v espeak-ng >/dev/null 2>&1") == 0) {
+        snprintf(args, sizeof args, "speak -m '%s' --backend cpu -t 'Hello there. Bye!' -o '%s'", gg, wav);
+        run(&r, args);
+        expect_exit(&r, 0);
+        assert_non_null(strstr(r.err, "2 chunks"));
+    }
+
+    /* errors */
+    snprintf(args, sizeof args, "speak -m '%s' --backend cpu --phonemes 'hˈaɪ' -v nobody -o '%s'", gg, wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "voice 'nobody'"));
+    assert_non_null(strstr(r.err, "af_heart"));
+    snprintf(args, sizeof args, "speak -m '%s' --backend cpu --phonemes '123' -o '%s'", gg, wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "nothing to say"));
+    snprintf(args, sizeof args, "speak %s --backend cpu --phonemes 'hˈaɪ' -o '%s'", model(), wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not speak"));
+    snprintf(args, sizeof args, "speak -m '%s' -o '%s'", gg, wav);
+    run(&r, args);
+    expect_exit(&r, 2);
+    snprintf(args, sizeof args, "speak -m '%s' --phonemes 'hˈaɪ' --speed 9 -o '%s'", gg, wav);
+    run(&r, args);
+    expect_exit(&r, 2);
+    snprintf(args, sizeof args, "speak -m '%s' --phonemes 'hˈaɪ' --wav-format mp3 -o '%s'", gg, wav);
+    run(&r, args);
+    expect_exit(&r, 2);
+    remove(gg), remove(wav), remove(words), remove(sox_txt);
+}
+
 /* ---- limits ---- */
 
 static void test_zero_tokens(void **state) {
@@ -635,7 +742,8 @@ int main(void) {
         cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_embed_rerank),
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_bench_repeat),
-        cmocka_unit_test(test_convert),       cmocka_unit_test(test_zero_tokens),
+        cmocka_unit_test(test_convert),
+        cmocka_unit_test(test_speak),       cmocka_unit_test(test_zero_tokens),
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),

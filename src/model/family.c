@@ -8,11 +8,13 @@
 #include "core/error.h"
 #include "model/family.h"
 #include "model/bert/bert.h"
+#include "model/kokoro/kokoro.h"
 #include "model/llama/llama.h"
 
 static const wgml_family *const families[] = {
     &wgml_family_llama,
     &wgml_family_bert,
+    &wgml_family_kokoro,
 };
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 

@@ -31,6 +31,7 @@ typedef struct wgml_family {
     const char *name;          /* "llama" */
     const char *const *archs;  /* the architectures it reads, NULL-terminated: {"llama", "qwen2", NULL} */
     uint32_t tasks;            /* wgml_task bits */
+    int no_tokenizer;          /* its files hold no text tokenizer (tokenizer.ggml.*): Kokoro's phonemes */
     /* Reads and checks the hyper-parameters from f's metadata only (no
      * tensors, no backend) and passes each to field (NULL: only check). */
     wgml_status (*describe)(const gguf_file *f, wgml_family_field_fn field, void *user, wgml_error *err);

@@ -32,6 +32,7 @@ int cmd_embed(int argc, char **argv);
 int cmd_bench_embed(int argc, char **argv); /* wgml bench --embed */
 int cmd_rerank(int argc, char **argv);
 int cmd_phonemize(int argc, char **argv);
+int cmd_speak(int argc, char **argv);
 
 extern const char *cli_cmd; /* the subcommand name, for messages */
 extern const char *cli_argv0;

@@ -1,7 +1,9 @@
 /*
- * cmd_synth.c - `wgml synth --arch NAME --type TYPE -o OUT.gguf [--vocab V] [--seed S] [--layers N]`.
+ * cmd_synth.c - `wgml synth --arch NAME --type TYPE -o OUT.gguf [--vocab V] [--seed S] [--layers N]`:
+ * the transformer architectures of tools/synth.h, and Kokoro (kokoro_synth).
  */
 #include "cli.h"
+#include "model/kokoro/kokoro.h"
 #include "tools/quantize.h"
 #include "tools/synth.h"
 
@@ -23,7 +25,9 @@ static const char *help =
     "  --arch NAME        decoders: stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
     "                     qwen2.5-0.5b, smollm2-135m, smollm2-360m; encoders (BERT family):\n"
     "                     bge-small, all-minilm-l6, ms-marco-minilm-l6 (reranker), nomic-embed\n"
-    "                     (--list shows their hyper-parameters)\n"
+    "                     (--list shows their hyper-parameters); speech: kokoro-82m (Kokoro v1.0's\n"
+    "                     shapes; --type F32, F16 or Q8_0 as wgml convert kokoro) and kokoro-tiny\n"
+    "                     (../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth'\n"
     "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
     "  -o, --output FILE  the GGUF to write\n"
     "  --vocab FILE       GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
@@ -56,6 +60,35 @@ static void list_archs(void) {
                a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
                a->rope3_factor > 0 ? ", llama3 rope scaling" : "", pooling_name(a->pooling));
     }
+}
+
+static int kokoro_progress(void *user, uint64_t done, uint64_t total) {
+    cli_progress_update(user, done, total);
+    return 0;
+}
+
+/* Kokoro: the official checkpoint's tensors with random values through the converter (kokoro_synth). */
+static int synth_kokoro(const char *arch, const char *type, const char *out, uint64_t seed) {
+    kokoro_config cfg;
+    if (!strcmp(arch, "kokoro-tiny")) kokoro_config_tiny(&cfg);
+    else kokoro_config_default(&cfg);
+    if (!type) return cli_usage_error("give the weight type with --type F32, F16 or Q8_0");
+    const int known = !strcmp(type, "F32") || !strcmp(type, "F16") || !strcmp(type, "Q8_0");
+    uint32_t t = !strcmp(type, "F16") ? WGML_F16 : !strcmp(type, "Q8_0") ? WGML_Q8_0 : WGML_F32;
+    if (!known) return cli_usage_error("--type %s: a Kokoro model is F32, F16 or Q8_0", type);
+    if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
+    cli_progress bar;
+    cli_progress_begin(&bar, "generating");
+    kokoro_convert_options o = {.type = t, .progress = kokoro_progress, .user = &bar};
+    wgml_error err;
+    double t0 = cli_now_ms();
+    wgml_status st = kokoro_synth(&cfg, &o, seed, out, NULL, NULL, &err);
+    cli_progress_end(&bar);
+    if (st) return cli_fail_err(&err);
+    struct stat sb;
+    fprintf(stderr, "wgml synth: wrote %s: %s, %s, %.1f MiB in %.1f s\n", out, arch, type,
+            stat(out, &sb) == 0 ? (double)sb.st_size / 1048576.0 : 0.0, (cli_now_ms() - t0) / 1e3);
+    return CLI_OK;
 }
 
 static void log_line(void *user, const char *line) {
@@ -95,6 +128,7 @@ int cmd_synth(int argc, char **argv) {
         }
     }
     if (!arch) return cli_usage_error("give the architecture with --arch NAME (--list shows them)");
+    if (!strcmp(arch, "kokoro-82m") || !strcmp(arch, "kokoro-tiny")) return synth_kokoro(arch, type, out, (uint64_t)seed);
     const synth_arch *sa = synth_arch_find(arch);
     if (!sa) return cli_usage_error("unknown architecture '%s' (--list shows them)", arch);
     if (!type) return cli_usage_error("give the weight type with --type TYPE (e.g. F16, Q8_0, Q4_K_M)");

@@ -25,6 +25,7 @@ static const struct {
     {"embed", cmd_embed, "turn texts into embedding vectors (BERT-family models)"},
     {"rerank", cmd_rerank, "score documents against a query (cross-encoder rerankers)"},
     {"phonemize", cmd_phonemize, "print the phonemes of English text (Kokoro's G2P, needs espeak-ng)"},
+    {"speak", cmd_speak, "text to speech (Kokoro models): a WAV file"},
 };
 
 static void usage(FILE *f) {

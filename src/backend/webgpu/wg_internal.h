@@ -281,6 +281,23 @@ static inline int wg_weight_rows(wg_backend *wb, const char *op, const wgml_tens
     *first = (int64_t)(t->offset / rb);
     return 1;
 }
+/* A vector operand read from a weight (a bias, a norm's scale): any
+ * contiguous piece of an f32 weight that fits its one window (a row, or part
+ * of one: the two halves of one bias). */
+static inline int wg_weight_vec(wg_backend *wb, const char *op, const wgml_tensor *t) {
+    const wgml_buffer *b = t ? t->buf : NULL;
+    if (!b || !b->is_weight || b->wtype != WGML_F32 || t->type != WGML_F32 || !wgml_tensor_is_contiguous(t) ||
+        (t->offset & 3) || t->offset / 4 + (uint64_t)wgml_tensor_nelements(t) > (uint64_t)(b->ne0 * b->ne1)) {
+        wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be a contiguous piece of an f32 weight", op,
+                 t && t->name ? t->name : "?");
+        return 0;
+    }
+    if (b->n_windows != 1) {
+        wg_error(wb, WGML_ERR_UNSUPPORTED, "%s: weight '%s' does not fit one binding", op, t->name ? t->name : "?");
+        return 0;
+    }
+    return 1;
+}
 static inline int wg_weight(wg_backend *wb, const char *op, const wgml_tensor *t) {
     int64_t first;
     return wg_weight_rows(wb, op, t, &first);

@@ -59,6 +59,12 @@ static int operand(wg_backend *wb, const wgml_tensor *t, const wgml_matmul_args 
     return 1;
 }
 
+/* A vector operand (bias, norm): a piece of an f32 weight, or an activation as operand() takes it. */
+static int vec_operand(wg_backend *wb, const wgml_tensor *t, const wgml_matmul_args *mm) {
+    if (t->buf && t->buf->is_weight) return wg_weight_vec(wb, "matmul", t);
+    return operand(wb, t, mm);
+}
+
 /* ---- matrix products ---- */
 
 typedef struct {
@@ -196,12 +202,12 @@ void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
                      mm->w[i]->name ? mm->w[i]->name : "?", wgml_dtype_name(mm->w[i]->type));
             return;
         }
-        if (mm->bias[i] && !operand(wb, mm->bias[i], mm)) return;
+        if (mm->bias[i] && !vec_operand(wb, mm->bias[i], mm)) return;
         same_type &= mm->w[i]->type == mm->w[0]->type;
         single &= n_windows(mm->w[i]) == 1;
         nbias += mm->bias[i] != NULL;
     }
-    if (mm->norm && !operand(wb, mm->norm, mm)) return;
+    if (mm->norm && !vec_operand(wb, mm->norm, mm)) return;
     int n_out = swiglu ? 1 : mm->n_w;
     int fused = mm->n_w == 1 ||
                 (same_type && single &&

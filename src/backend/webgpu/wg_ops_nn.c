@@ -22,12 +22,8 @@
 static int input(wg_backend *wb, const char *op, const wgml_tensor *t, const wgml_tensor *out, int i, uint32_t binding,
                  int weight_ok, uint32_t *off, uint32_t *flags, wgml_gpu_binding *b, int *nb) {
     if (weight_ok && t && t->buf && t->buf->is_weight) {
-        if (!wg_weight(wb, op, t)) return 0;
-        if (t->buf->n_windows != 1) {
-            wg_error(wb, WGML_ERR_UNSUPPORTED, "%s: weight '%s' does not fit one binding", op, t->name ? t->name : "?");
-            return 0;
-        }
-        *off = (uint32_t)(t->offset / 4); /* f32 rows: a row view's first element */
+        if (!wg_weight_vec(wb, op, t)) return 0;
+        *off = (uint32_t)(t->offset / 4); /* the piece's first element */
         b[(*nb)++] = (wgml_gpu_binding){binding, t->buf->win[0].gpu, 0, 0};
         return 1;
     }

@@ -35,11 +35,26 @@ typedef struct {
 typedef struct {
     char name[48];
     wgml_tensor t;
-    wgml_buffer *buf;
+    wgml_buffer *buf; /* its own, or NULL: a view of a scratch buffer */
 } act;
+
+/* A scratch buffer: every temporary of one role ("~col", "~rb.t") in a call
+ * shares it, as each is used up before the next of its role is made (ops
+ * run in order on every backend). It grows between calls: a larger need
+ * mid-call makes a new one, and the old one waits (its ops may still be
+ * recorded) until the next call. */
+#define MAX_SCRATCH 24
+#define MAX_RETIRED 64
+typedef struct {
+    char role[24];
+    wgml_buffer *buf;
+    size_t size;
+} scratch;
 
 struct kokoro_model {
     kokoro_hparams hp;
+    const gguf_file *f; /* the file (voices are read from it on the host) */
+    char vocab[KOKORO_N_VOCAB_MAX][8]; /* each id's symbol ("" unused) */
     wgml_backend *be;
     wgml_weights w;
     named_weight *weights; /* sorted by name */
@@ -49,6 +64,10 @@ struct kokoro_model {
     /* the activations of the current call, freed at the next */
     act acts[MAX_ACTS];
     int n_acts;
+    scratch scr[MAX_SCRATCH];
+    int n_scr;
+    wgml_buffer *retired[MAX_RETIRED];
+    int n_retired;
     int text_acts; /* acts of kokoro_text, kept for kokoro_audio */
     int T;         /* tokens of the last kokoro_text */
     int d_act, t_en_act; /* its prosody and text features (indices in acts) */
@@ -136,9 +155,28 @@ wgml_status kokoro_read_hparams(const gguf_file *f, kokoro_hparams *hp, wgml_err
     return WGML_OK;
 }
 
+wgml_status kokoro_read_vocab(const gguf_file *f, int n_token, char vocab[][8], wgml_error *err) {
+    const gguf_value *a;
+    int r = gguf_get_arr(f, "kokoro.vocab", GGUF_TYPE_STRING, &a, err);
+    if (r < 0) return err->code;
+    if (r == 0 || a->v.arr.n != (uint64_t)n_token)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: kokoro.vocab must be a list of %d strings", gguf_name(f), n_token);
+    for (int i = 0; i < n_token; i++) {
+        const gguf_str *s = &a->v.arr.items[i].v.str;
+        if (s->len > 7 || memchr(s->ptr, 0, (size_t)s->len))
+            return wgml_fail(err, WGML_ERR_FORMAT, "%s: kokoro.vocab[%d] is not a phoneme symbol", gguf_name(f), i);
+        memcpy(vocab[i], s->ptr, (size_t)s->len);
+        vocab[i][s->len] = '\0';
+    }
+    return WGML_OK;
+}
+
 void kokoro_model_free(kokoro_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_acts; i++) m->be->buffer_free(m->be, m->acts[i].buf);
+    for (int i = 0; i < m->n_acts; i++)
+        if (m->acts[i].buf) m->be->buffer_free(m->be, m->acts[i].buf);
+    for (int i = 0; i < m->n_scr; i++) m->be->buffer_free(m->be, m->scr[i].buf);
+    for (int i = 0; i < m->n_retired; i++) m->be->buffer_free(m->be, m->retired[i]);
     if (m->window_buf) m->be->buffer_free(m->be, m->window_buf);
     wgml_weights_free(&m->w);
     wgml_free(m->weights);
@@ -150,7 +188,9 @@ wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_f
     kokoro_model *m = wgml_calloc(1, sizeof *m);
     if (!m) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     m->be = be;
+    m->f = f;
     wgml_status st = kokoro_read_hparams(f, &m->hp, err);
+    if (!st) st = kokoro_read_vocab(f, m->hp.n_token, m->vocab, err);
     const int64_t n = gguf_n_tensors(f);
     if (!st && !(m->weights = wgml_calloc((size_t)n + 1, sizeof *m->weights)))
         st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
@@ -187,14 +227,56 @@ wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_f
 }
 
 const kokoro_hparams *kokoro_model_hparams(const kokoro_model *m) { return &m->hp; }
+const char *kokoro_model_symbol(const kokoro_model *m, int id) {
+    return id >= 0 && id < m->hp.n_token ? m->vocab[id] : "";
+}
+const gguf_file *kokoro_model_file(const kokoro_model *m) { return m->f; }
 wgml_weights *kokoro_model_weights(kokoro_model *m) { return &m->w; }
 
 /* ---- activations ---- */
 
 /* Frees the activations from index `keep` on. */
 static void acts_drop(kokoro_model *m, int keep) {
-    for (int i = keep; i < m->n_acts; i++) m->be->buffer_free(m->be, m->acts[i].buf);
+    for (int i = keep; i < m->n_acts; i++)
+        if (m->acts[i].buf) m->be->buffer_free(m->be, m->acts[i].buf);
     m->n_acts = keep < m->n_acts ? keep : m->n_acts;
+    for (int i = 0; i < m->n_retired; i++) m->be->buffer_free(m->be, m->retired[i]);
+    m->n_retired = 0;
+}
+
+/* The scratch buffer of `role` with room for size bytes; NULL with m->status set. */
+static wgml_buffer *scratch_get(kokoro_model *m, const char *role, size_t size) {
+    scratch *s = NULL;
+    for (int i = 0; i < m->n_scr && !s; i++)
+        if (!strcmp(m->scr[i].role, role)) s = &m->scr[i];
+    if (!s) {
+        if (m->n_scr == MAX_SCRATCH) {
+            m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many scratch roles");
+            return NULL;
+        }
+        s = &m->scr[m->n_scr++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->role, sizeof s->role, "%s", role);
+    }
+    if (s->buf && s->size >= size) return s->buf;
+    if (s->buf) {
+        if (m->n_retired == MAX_RETIRED) {
+            m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many retired scratch buffers");
+            return NULL;
+        }
+        m->retired[m->n_retired++] = s->buf;
+        s->buf = NULL, s->size = 0;
+    }
+    size_t want = size + size / 4; /* room to grow a little without a new one */
+    wgml_status st = m->be->buffer_create(m->be, want, WGML_BUFFER_ACTIVATIONS, &s->buf, m->err);
+    if (st) {
+        m->status = st;
+        wgml_error_prefix(m->err, "kokoro: scratch '%s' (%zu bytes)", role, want);
+        s->buf = NULL;
+        return NULL;
+    }
+    s->size = want;
+    return s->buf;
 }
 
 /* A new activation [rows][cols] named `name` (a buffer of its own). */
@@ -208,6 +290,14 @@ static wgml_tensor *A(kokoro_model *m, const char *name, int64_t cols, int64_t r
     act *a = &m->acts[m->n_acts];
     snprintf(a->name, sizeof a->name, "%s", name);
     size_t size = (size_t)(cols * rows) * 4;
+    if (name[0] == '~') { /* a temporary: a view of its role's scratch buffer */
+        wgml_buffer *b = scratch_get(m, name, size ? size : 4);
+        if (!b) return &none;
+        a->buf = NULL;
+        m->n_acts++;
+        a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = b, .name = a->name};
+        return &a->t;
+    }
     wgml_status st = m->be->buffer_create(m->be, size ? size : 4, WGML_BUFFER_ACTIVATIONS, &a->buf, m->err);
     if (st) {
         m->status = st;
@@ -223,6 +313,11 @@ const wgml_tensor *kokoro_act(const kokoro_model *m, const char *name) {
     for (int i = m->n_acts - 1; i >= 0; i--)
         if (!strcmp(m->acts[i].name, name)) return &m->acts[i].t;
     return NULL;
+}
+
+int kokoro_act_count(const kokoro_model *m) { return m->n_acts; }
+const wgml_tensor *kokoro_act_at(const kokoro_model *m, int i) {
+    return i >= 0 && i < m->n_acts ? &m->acts[i].t : NULL;
 }
 
 /* Columns [c0, c0+n) of a one-row tensor: a contiguous piece of it. */
@@ -243,7 +338,7 @@ static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x
     const int64_t T = x->ne[1], C = x->ne[0], T_out = (T + 2 * pad - (int64_t)dil * (K - 1) - 1) / stride + 1;
     const wgml_tensor *in = x;
     if (K != 1 || stride != 1 || pad) {
-        wgml_tensor *col = A(m, "col", K * C, T_out);
+        wgml_tensor *col = A(m, "~col", K * C, T_out);
         wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = K, .stride = stride, .dilation = dil,
                                                .pad_l = pad, .pad_r = pad});
         in = col;
@@ -256,7 +351,7 @@ static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x
 /* The style's share of an AdaIN / AdaLayerNorm: fc(style) = [1 + gamma ; beta] (one row of 2C). */
 static wgml_tensor *ada(kokoro_model *m, const char *fc, const wgml_tensor *style) {
     const wgml_tensor *w = W(m, "%s.weight", fc), *b = W(m, "%s.bias", fc);
-    wgml_tensor *gb = A(m, "ada", w->ne[1], 1);
+    wgml_tensor *gb = A(m, "~ada", w->ne[1], 1);
     wgml_op_matmul(m->be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {w}, .bias = {b}, .out = {gb}});
     return gb;
 }
@@ -283,7 +378,7 @@ static wgml_tensor *upsample2(kokoro_model *m, const wgml_tensor *x) {
     int64_t ne[4] = {C, 2, T, 1};
     size_t nb[4] = {4, 0, (size_t)C * 4, (size_t)(C * T) * 4};
     wgml_tensor v = wgml_tensor_view(x, ne, nb, 0);
-    wgml_tensor *y = A(m, "up2", C, 2 * T);
+    wgml_tensor *y = A(m, "~up2", C, 2 * T);
     wgml_op_copy(m->be, &(wgml_copy_args){.out = y, .x = &v});
     return y;
 }
@@ -292,7 +387,7 @@ static wgml_tensor *upsample2(kokoro_model *m, const wgml_tensor *x) {
 static wgml_tensor *conv_t(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                            const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
     const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
-    wgml_tensor *y = A(m, "convt.y", K * Co, T);
+    wgml_tensor *y = A(m, "~convt.y", K * Co, T);
     wgml_op_matmul(m->be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {w}, .out = {y}});
     wgml_tensor *o = A(m, name, Co, T_out);
     wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
@@ -313,7 +408,7 @@ static wgml_tensor *adain_resblk(kokoro_model *m, const char *p, const char *nam
     wgml_backend *be = m->be;
     const int64_t Ci = x->ne[0], T = x->ne[1];
     /* residual: norm1 -> leaky 0.2 -> (pool) -> conv1 -> norm2 -> leaky 0.2 -> conv2 */
-    wgml_tensor *t = A(m, "res.t", Ci, T);
+    wgml_tensor *t = A(m, "~res.t", Ci, T);
     wgml_op_copy(be, &(wgml_copy_args){.out = t, .x = x});
     adain_at(m, p, "norm1", t, style);
     leaky(m, t, 0.2f);
@@ -321,18 +416,18 @@ static wgml_tensor *adain_resblk(kokoro_model *m, const char *p, const char *nam
         int64_t ne[4] = {Ci, 3, T, 1};
         size_t nb[4] = {4, 0, (size_t)Ci * 4, (size_t)(Ci * T) * 4};
         wgml_tensor rep = wgml_tensor_view(t, ne, nb, 0);
-        wgml_tensor *y = A(m, "pool.y", 3 * Ci, T), flat = *y;
+        wgml_tensor *y = A(m, "~pool.y", 3 * Ci, T), flat = *y;
         flat.ne[0] = Ci, flat.ne[1] = 3 * T;
         wgml_op_copy(be, &(wgml_copy_args){.out = &flat, .x = &rep});
         char wn[128];
         snprintf(wn, sizeof wn, "%s.pool", p);
         wgml_op_mul(be, &(wgml_mul_args){.out = y, .a = y, .b = W(m, "%s.weight", wn)});
-        wgml_tensor *pooled = A(m, "pool", Ci, 2 * T);
+        wgml_tensor *pooled = A(m, "~pool", Ci, 2 * T);
         wgml_op_col2im(be, &(wgml_col2im_args){.out = pooled, .y = y, .bias = W(m, "%s.bias", wn), .kernel = 3,
                                                .stride = 2, .pad = 1});
         t = pooled;
     }
-    wgml_tensor *h = conv(m, "res.h", t, W(m, "%s.conv1.weight", p), W(m, "%s.conv1.bias", p), 3, 1, 1, 1,
+    wgml_tensor *h = conv(m, "~res.h", t, W(m, "%s.conv1.weight", p), W(m, "%s.conv1.bias", p), 3, 1, 1, 1,
                           WGML_EPI_STORE, NULL);
     adain_at(m, p, "norm2", h, style);
     leaky(m, h, 0.2f);
@@ -356,12 +451,12 @@ static void adain_resblock1(kokoro_model *m, const char *p, wgml_tensor *x, cons
     const int64_t C = x->ne[0], T = x->ne[1];
     for (int j = 0; j < 3; j++) {
         char sub[32];
-        wgml_tensor *t = A(m, "rb.t", C, T);
+        wgml_tensor *t = A(m, "~rb.t", C, T);
         wgml_op_copy(m->be, &(wgml_copy_args){.out = t, .x = x});
         snprintf(sub, sizeof sub, "adain1.%d", j);
         adain_at(m, p, sub, t, style);
         snake(m, t, W(m, "%s.alpha1.%d", p, j));
-        wgml_tensor *u = conv(m, "rb.u", t, W(m, "%s.convs1.%d.weight", p, j), W(m, "%s.convs1.%d.bias", p, j), k, 1,
+        wgml_tensor *u = conv(m, "~rb.u", t, W(m, "%s.convs1.%d.weight", p, j), W(m, "%s.convs1.%d.bias", p, j), k, 1,
                               dil[j], dil[j] * (k - 1) / 2, WGML_EPI_STORE, NULL);
         snprintf(sub, sizeof sub, "adain2.%d", j);
         adain_at(m, p, sub, u, style);
@@ -380,12 +475,12 @@ static wgml_tensor *bilstm(kokoro_model *m, const char *p, const char *name, con
     const int64_t G2 = wih->ne[1], H = whh->ne[0], T = x->ne[1];
     const wgml_tensor *b = bias;
     if (style) { /* bias + W_s s: one row */
-        wgml_tensor *bs = A(m, "lstm.bs", G2, 1);
+        wgml_tensor *bs = A(m, "~lstm.bs", G2, 1);
         wgml_op_matmul(be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {W(m, "%s.weight_ih_s", p)}, .bias = {bias},
                                                .out = {bs}});
         b = bs;
     }
-    wgml_tensor *gx = A(m, "lstm.gx", G2, T);
+    wgml_tensor *gx = A(m, "~lstm.gx", G2, T);
     wgml_op_matmul(be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {wih}, .bias = {b}, .out = {gx}});
     wgml_tensor *out = A(m, name, 2 * H, T);
     wgml_op_lstm(be, &(wgml_lstm_args){.out = out, .gx = gx, .w_hh = whh, .hidden = (int)H, .bidirectional = 1});
@@ -563,7 +658,7 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     wgml_tensor *N = conv(m, "dec_N_conv", &nc, W(m, "decoder.N_conv.weight"), W(m, "decoder.N_conv.bias"), 3, 2, 1, 1,
                           WGML_EPI_STORE, NULL);
     /* encode(cat(asr, F0, N)) */
-    wgml_tensor *cat = A(m, "dec.cat", D + 2, F);
+    wgml_tensor *cat = A(m, "~dec.cat", D + 2, F);
     const wgml_tensor *parts[3] = {asr, F0, N};
     int c0 = 0;
     for (int i = 0; i < 3; i++) {
@@ -575,7 +670,7 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     wgml_tensor *res = conv(m, "dec_asr_res", asr, W(m, "decoder.asr_res.0.weight"), W(m, "decoder.asr_res.0.bias"), 1,
                             1, 1, 0, WGML_EPI_STORE, NULL);
     for (int b = 0; b < 4; b++) {
-        wgml_tensor *c = A(m, "dec.cat", Dd + R + 2, F);
+        wgml_tensor *c = A(m, "~dec.cat", Dd + R + 2, F);
         const wgml_tensor *ps[4] = {x, res, F0, N};
         c0 = 0;
         for (int i = 0; i < 4; i++) {
@@ -638,7 +733,7 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
         /* the mean of the stage's residual blocks */
         wgml_tensor *sum = NULL;
         for (int j = 0; j < hp->n_rb; j++) {
-            wgml_tensor *r = A(m, "gen.rb", u->ne[0], u->ne[1]);
+            wgml_tensor *r = A(m, j ? "~gen.rb" : "gen.sum", u->ne[0], u->ne[1]);
             wgml_op_copy(be, &(wgml_copy_args){.out = r, .x = u});
             snprintf(p, sizeof p, "decoder.generator.resblocks.%d", i * hp->n_rb + j);
             adain_resblock1(m, p, r, style, hp->rb_kernels[j], hp->rb_dil[j]);
@@ -653,7 +748,7 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     const wgml_tensor *pw = W(m, "decoder.generator.conv_post.weight"), *pb = W(m, "decoder.generator.conv_post.bias");
     const int kp = (int)(pw->ne[0] / x->ne[0]);
     const int64_t Tf = x->ne[1];
-    wgml_tensor *col = A(m, "col", pw->ne[0], Tf);
+    wgml_tensor *col = A(m, "~col", pw->ne[0], Tf);
     wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = kp, .stride = 1, .dilation = 1,
                                            .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2});
     wgml_tensor *mag = A(m, "gen_mag", B, Tf), *ph = A(m, "gen_phase", B, Tf);
@@ -716,6 +811,11 @@ wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t se
         snprintf(p, sizeof p, "predictor.%s_proj", B);
         outs[br] = conv(m, br ? "N_pred" : "F0_pred", y, W(m, "%s.weight", p), W(m, "%s.bias", p), 1, 1, 1, 0,
                         WGML_EPI_STORE, NULL);
+    }
+    if (!audio) { /* the prosody alone */
+        wgml_status st = finish_step(m);
+        wgml_free(idx);
+        return st;
     }
     wgml_tensor *aud = NULL;
     decoder(m, asr, outs[0], outs[1], &s_dec, seed, &aud);

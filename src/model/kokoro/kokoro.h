@@ -38,6 +38,8 @@
 #define KOKORO_MAX_PHONEMES 510
 #define KOKORO_SAMPLE_RATE 24000
 
+extern const wgml_family wgml_family_kokoro; /* kokoro_family.c */
+
 typedef struct kokoro_hparams {
     int n_token;     /* embedding rows (ids 0 .. n_token-1; 0 is the pad) */
     int hidden;      /* D: hidden_dim */
@@ -67,6 +69,8 @@ typedef struct kokoro_config {
 
 /* The real v1.0 config (hexgrad/Kokoro-82M config.json), used when none is given. */
 void kokoro_config_default(kokoro_config *c);
+/* kokoro-tiny: the reduced widths of ../shared/kokoro/kokoro-tiny.pth (v1.0's structure and vocabulary). */
+void kokoro_config_tiny(kokoro_config *c);
 /* Reads a config.json (the official format; the widths the official code
  * hard-codes, decoder_dim and asr_res_dim, taken from the checkpoint's shapes
  * when absent). Unknown keys are ignored; wrong types and values are errors. */
@@ -88,5 +92,22 @@ typedef struct kokoro_convert_options {
 } kokoro_convert_options;
 wgml_status kokoro_convert(const char *pth_path, const kokoro_convert_options *opt, const char *path, void **mem,
                            size_t *mem_size, wgml_error *err);
+
+/* A tensor of the official checkpoint: its key ("decoder/module.encode.conv1.weight_v") and torch shape. */
+typedef struct kokoro_key {
+    char name[128];
+    int ndim;
+    int64_t size[3];
+} kokoro_key;
+/* The official checkpoint's tensors for hp (kokoro_keys.c); returns how many
+ * (out holds the first cap). */
+int kokoro_official_keys(const kokoro_hparams *hp, kokoro_key *out, int cap);
+
+/* A random-weight model of config cfg (wgml synth --arch kokoro-82m): the
+ * official checkpoint's tensors with random values (seeded; kokoro_convert.c
+ * says how they are drawn) through the converter, and one random voice
+ * named "synth". opt: type, progress (config and voices unused). */
+wgml_status kokoro_synth(const kokoro_config *cfg, const kokoro_convert_options *opt, uint64_t seed, const char *path,
+                         void **mem, size_t *mem_size, wgml_error *err);
 
 #endif

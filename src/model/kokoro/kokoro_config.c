@@ -50,3 +50,10 @@ void kokoro_config_default(kokoro_config *c) {
     for (size_t i = 0; i < sizeof default_vocab / sizeof default_vocab[0]; i++)
         strcpy(c->vocab[default_vocab[i].id], default_vocab[i].sym);
 }
+
+void kokoro_config_tiny(kokoro_config *c) {
+    kokoro_config_default(c);
+    kokoro_hparams *hp = &c->hp;
+    hp->hidden = 64, hp->bert_hidden = 80, hp->bert_heads = 4, hp->bert_ff = 160, hp->bert_layers = 2;
+    hp->dec_dim = 96, hp->asr_res_dim = 16, hp->up_initial = 48;
+}

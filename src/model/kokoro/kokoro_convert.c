@@ -56,7 +56,10 @@ typedef struct {
 } out_tensor;
 
 typedef struct {
-    const pth_file *p;
+    const pth_file *p;       /* the checkpoint, or NULL: the synthetic tensors syn (kokoro_synth) */
+    const pth_tensor *syn;
+    int64_t n_syn;
+    uint64_t seed;
     const kokoro_convert_options *opt;
     const kokoro_config *cfg;
     out_tensor *t;
@@ -75,10 +78,19 @@ static void join(char *dst, size_t n, const char *a, const char *b) {
     memcpy(dst + la, b, lb + 1);
 }
 
+/* The source's tensor `name` (the checkpoint's, or a synthetic one). */
+static const pth_tensor *src_find(const plan *P, const char *name) {
+    if (P->p) return pth_find(P->p, name);
+    for (int64_t i = 0; i < P->n_syn; i++)
+        if (!strcmp(P->syn[i].name, name)) return &P->syn[i];
+    return NULL;
+}
+static const char *src_name(const plan *P) { return P->p ? src_name(P) : "synthetic kokoro"; }
+
 static const pth_tensor *find(const plan *P, const char *a, const char *b) {
     char name[PTH_MAX_NAME];
     join(name, sizeof name, a, b);
-    return name[0] ? pth_find(P->p, name) : NULL;
+    return name[0] ? src_find(P, name) : NULL;
 }
 
 static int ends_with(const char *s, const char *suffix) {
@@ -113,7 +125,7 @@ static uint32_t matrix_type(const plan *P, const char *name, int64_t cols, int64
 }
 
 static wgml_status bad(plan *P, const pth_tensor *t, const char *what) {
-    return wgml_fail(P->err, WGML_ERR_FORMAT, "%s: tensor '%s' %s", pth_name(P->p), t ? t->name : "?", what);
+    return wgml_fail(P->err, WGML_ERR_FORMAT, "%s: tensor '%s' %s", src_name(P), t ? t->name : "?", what);
 }
 
 /* One checkpoint tensor's output(s); the LSTM's and weight norm's partner tensors are taken with it. */
@@ -180,7 +192,7 @@ static wgml_status plan_tensor(plan *P, const pth_tensor *t) {
         snprintf(name, sizeof name, "%s.%.*s", comp, (int)kl, key);
         char gname[PTH_MAX_NAME];
         snprintf(gname, sizeof gname, "%.*s_g", (int)(strlen(full) - strlen("_v")), full);
-        const pth_tensor *g = pth_find(P->p, gname);
+        const pth_tensor *g = src_find(P, gname);
         if (!g || t->ndim != 3 || g->numel != t->size[0]) return bad(P, t, "has no matching weight_g");
         const int64_t a = t->size[0], b = t->size[1], K = t->size[2];
         recipe r = strstr(key, ".ups.") ? R_CONVT : strstr(key, ".pool.") ? R_DWCONVT : R_CONV;
@@ -213,7 +225,43 @@ static wgml_status plan_tensor(plan *P, const pth_tensor *t) {
     return WGML_OK;
 oom: /* or a name too long for the table */
     return wgml_fail(P->err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory, or tensor '%s' has too long a name",
-                     pth_name(P->p), full);
+                     src_name(P), full);
+}
+
+/* splitmix64: the synthetic values' generator. */
+static uint64_t mix(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* A synthetic tensor's values, from the seed and its name: matrices and
+ * convolutions N(0, 1/fan_in) (weight norm's g is 1: unit-norm filters),
+ * AdaIN's fc a fifth of that, norms' scales and Snake's alpha 1, biases
+ * N(0, 0.02); the duration projection's bias -2.7 (about 3 frames per
+ * phoneme, as the real model speaks), F0's projection bias 150 (a voiced
+ * source everywhere: the generator's full work). */
+static void synth_values(const plan *P, const pth_tensor *t, float *v) {
+    uint64_t s = P->seed;
+    for (const char *c = t->name; *c; c++) s = (s ^ (uint8_t)*c) * 0x100000001b3ull;
+    const char *n = t->name;
+    double std = 0.02, mean = 0;
+    int64_t fan_in = t->ndim >= 2 ? t->numel / t->size[0] : 1;
+    if (ends_with(n, "weight_g") || strstr(n, "alpha") || ends_with(n, "LayerNorm.weight") ||
+        ends_with(n, "layer_norm.weight") || ends_with(n, ".gamma"))
+        mean = 1, std = 0;
+    else if (ends_with(n, "duration_proj.linear_layer.bias"))
+        mean = -2.7, std = 0;
+    else if (ends_with(n, "F0_proj.bias"))
+        mean = 150, std = 0;
+    else if (t->ndim >= 2)
+        std = (strstr(n, ".fc.") ? 0.2 : 1.0) / sqrt((double)fan_in);
+    for (int64_t i = 0; i < t->numel; i++) {
+        double u = 0; /* a normal: 12 uniforms minus 6 */
+        for (int k = 0; k < 12; k++) u += (double)(mix(&s) >> 11) * 0x1.0p-53;
+        v[i] = (float)(mean + std * (u - 6));
+    }
 }
 
 /* The floats of a checkpoint tensor (numel of them, malloc'd). */
@@ -223,7 +271,9 @@ static float *read_all(plan *P, const pth_tensor *t, wgml_status *st) {
         *st = wgml_fail(P->err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
         return NULL;
     }
-    if ((*st = pth_tensor_read_f32(P->p, t, v, (size_t)t->numel, P->err))) {
+    if (!P->p) {
+        synth_values(P, t, v);
+    } else if ((*st = pth_tensor_read_f32(P->p, t, v, (size_t)t->numel, P->err))) {
         wgml_free(v);
         return NULL;
     }
@@ -289,6 +339,13 @@ static wgml_status compute(plan *P, const out_tensor *o, float *out) {
         break;
     }
     case R_VOICE: {
+        if (!o->voice_path) { /* synthetic: N(0, 0.3), the spread of the real voices' values */
+            pth_tensor t = {.name = o->name, .ndim = 2, .size = {KOKORO_VOICE_ROWS, KOKORO_VOICE_DIM},
+                            .numel = (int64_t)KOKORO_VOICE_ROWS * KOKORO_VOICE_DIM};
+            synth_values(P, &t, out);
+            for (int64_t i = 0; i < t.numel; i++) out[i] *= 15; /* 0.02 -> 0.3 */
+            break;
+        }
         kokoro_voice *v = wgml_malloc(sizeof *v);
         if (!v) return wgml_fail(P->err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
         st = kokoro_voice_load(o->voice_path, v, P->err);
@@ -377,7 +434,7 @@ static wgml_status shapes_config(plan *P, kokoro_config *cfg) {
         up->ndim != 3 || hid->ndim != 2 || amap->ndim != 2)
         return wgml_fail(P->err, WGML_ERR_FORMAT,
                          "%s: not a Kokoro checkpoint (its bert, bert_encoder and decoder tensors are missing)",
-                         pth_name(P->p));
+                         src_name(P));
     kokoro_hparams *hp = &cfg->hp;
     hp->dec_dim = (int)enc->size[0];
     hp->asr_res_dim = (int)res->size[0];
@@ -387,27 +444,37 @@ static wgml_status shapes_config(plan *P, kokoro_config *cfg) {
         return wgml_fail(P->err, WGML_ERR_FORMAT,
                          "%s: the checkpoint's shapes do not match the config (n_token %d, hidden_dim %d, plbert "
                          "hidden_size %d, upsample_initial_channel %d): give its config.json",
-                         pth_name(P->p), hp->n_token, hp->hidden, hp->bert_hidden, hp->up_initial);
+                         src_name(P), hp->n_token, hp->hidden, hp->bert_hidden, hp->up_initial);
     return WGML_OK;
 }
 
-wgml_status kokoro_convert(const char *pth_path, const kokoro_convert_options *opt, const char *path, void **mem,
-                           size_t *mem_size, wgml_error *err) {
+/* The conversion of a checkpoint (pth_path), or of synthetic tensors (syn). */
+static wgml_status convert(const char *pth_path, const pth_tensor *syn, int64_t n_syn, uint64_t seed,
+                           const kokoro_convert_options *opt, const char *path, void **mem, size_t *mem_size,
+                           wgml_error *err) {
     if (opt->type != WGML_F32 && opt->type != WGML_F16 && opt->type != WGML_Q8_0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "convert kokoro: --type must be F32, F16 or Q8_0");
     kokoro_config cfg;
     if (opt->config) cfg = *opt->config;
     else kokoro_config_default(&cfg);
     pth_file *p = NULL;
-    wgml_status st = pth_open(pth_path, &p, err);
+    wgml_status st = syn ? WGML_OK : pth_open(pth_path, &p, err);
     if (st) return st;
-    plan P = {.p = p, .opt = opt, .cfg = &cfg, .err = err};
+    plan P = {.p = p, .syn = syn, .n_syn = n_syn, .seed = seed, .opt = opt, .cfg = &cfg, .err = err};
     gguf_writer *w = NULL;
     float *buf = NULL;
     void *qbuf = NULL;
-    if ((st = shapes_config(&P, &cfg))) goto done;
-    for (int64_t i = 0; i < pth_n_tensors(p); i++)
-        if ((st = plan_tensor(&P, pth_tensor_at(p, i)))) goto done;
+    if (p && (st = shapes_config(&P, &cfg))) goto done;
+    for (int64_t i = 0; i < (p ? pth_n_tensors(p) : n_syn); i++)
+        if ((st = plan_tensor(&P, p ? pth_tensor_at(p, i) : &syn[i]))) goto done;
+    if (syn) {
+        out_tensor *o = add(&P, "voice.synth", R_VOICE, NULL);
+        if (!o) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            goto done;
+        }
+        o->ne[0] = KOKORO_VOICE_DIM, o->ne[1] = KOKORO_VOICE_ROWS;
+    }
     for (int i = 0; i < opt->n_voices; i++) {
         char vn[64], tn[96];
         voice_name(opt->voices[i], vn, sizeof vn);
@@ -474,5 +541,34 @@ done:
     wgml_free(qbuf);
     wgml_free(P.t);
     pth_close(p);
+    return st;
+}
+
+wgml_status kokoro_convert(const char *pth_path, const kokoro_convert_options *opt, const char *path, void **mem,
+                           size_t *mem_size, wgml_error *err) {
+    return convert(pth_path, NULL, 0, 0, opt, path, mem, mem_size, err);
+}
+
+wgml_status kokoro_synth(const kokoro_config *cfg, const kokoro_convert_options *opt, uint64_t seed, const char *path,
+                         void **mem, size_t *mem_size, wgml_error *err) {
+    int n = kokoro_official_keys(&cfg->hp, NULL, 0);
+    kokoro_key *k = wgml_malloc((size_t)n * sizeof *k);
+    pth_tensor *t = wgml_calloc((size_t)n, sizeof *t);
+    wgml_status st;
+    if (!k || !t) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    } else {
+        kokoro_official_keys(&cfg->hp, k, n);
+        for (int i = 0; i < n; i++) {
+            t[i] = (pth_tensor){.name = k[i].name, .dtype = WGML_F32, .elem_size = 4, .ndim = k[i].ndim,
+                                .numel = 1, .contiguous = 1};
+            for (int d = 0; d < k[i].ndim; d++) t[i].size[d] = k[i].size[d], t[i].numel *= k[i].size[d];
+        }
+        kokoro_convert_options o = *opt;
+        o.config = cfg, o.voices = NULL, o.n_voices = 0;
+        st = convert(NULL, t, n, seed, &o, path, mem, mem_size, err);
+    }
+    wgml_free(k);
+    wgml_free(t);
     return st;
 }

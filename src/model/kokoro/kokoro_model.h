@@ -19,11 +19,15 @@
 typedef struct kokoro_model kokoro_model;
 
 wgml_status kokoro_read_hparams(const gguf_file *f, kokoro_hparams *hp, wgml_error *err);
+/* The phoneme vocabulary (kokoro.vocab): vocab[id] the symbol, "" unused. */
+wgml_status kokoro_read_vocab(const gguf_file *f, int n_token, char vocab[][8], wgml_error *err);
 wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_family_load_params *p,
                               kokoro_model **out, wgml_error *err);
 void kokoro_model_free(kokoro_model *m);
 const kokoro_hparams *kokoro_model_hparams(const kokoro_model *m);
 wgml_weights *kokoro_model_weights(kokoro_model *m);
+const char *kokoro_model_symbol(const kokoro_model *m, int id); /* "" for an unused id */
+const gguf_file *kokoro_model_file(const kokoro_model *m);
 
 /* Step 1. ids: T token ids, pads included (0, phonemes..., 0); style: the
  * voice row (2*S floats: the decoder's S, then the predictor's); speed > 0.
@@ -33,7 +37,8 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
                         wgml_error *err);
 /* Step 2, after kokoro_text: the audio of those durations (600 samples per
  * frame at 24 kHz: n_audio = hop * upsampling * 2 * frames), noise from seed
- * (the kit stream). audio: the caller's buffer of kokoro_audio_len floats. */
+ * (the kit stream). audio: the caller's buffer of kokoro_audio_len floats, or
+ * NULL for the prosody alone (F0_pred and N_pred, kokoro_act; no readback). */
 int64_t kokoro_audio_len(const kokoro_model *m, int64_t frames);
 wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err);
 /* The decoder and generator alone: asr [F][D], f0 and n [2F], style the
@@ -45,5 +50,37 @@ wgml_status kokoro_decode(kokoro_model *m, const float *asr, const float *f0, co
  * kokoro.c's names), f32 [rows][cols] as the model holds it (time-major);
  * NULL when there is none. */
 const wgml_tensor *kokoro_act(const kokoro_model *m, const char *name);
+/* Every intermediate of the last call, in the order computed (0 .. count-1;
+ * names repeat: "col", "rb.t"): for comparing two backends stage by stage. */
+int kokoro_act_count(const kokoro_model *m);
+const wgml_tensor *kokoro_act_at(const kokoro_model *m, int i);
+
+/* ---- speaking (kokoro_speak.c) ---- */
+
+/* The ids of the phonemes in ph[0..len) that the vocabulary has (others
+ * dropped); returns their count (ids holds the first cap; ids may be NULL
+ * with cap 0 to count). */
+int kokoro_encode(const kokoro_model *m, const char *ph, size_t len, int32_t *ids, int cap);
+
+/* A piece of a phoneme string: bytes [off, off + len). */
+typedef struct kokoro_piece {
+    size_t off, len;
+} kokoro_piece;
+/* Cuts a phoneme string into the pieces spoken one at a time: sentences,
+ * none over max phonemes (kokoro_speak.c says where it cuts). *out is
+ * wgml_malloc'ed; pieces without a phoneme of the vocabulary are left out. */
+wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_piece **out, int *n_out,
+                         wgml_error *err);
+
+/* The style row (256 floats) of voice spec for an utterance of n_phonemes
+ * code points: a voice of the model ("af_heart"), a voice file (.bin or
+ * .pt), or a blend of them ("af_heart:0.6,am_adam:0.4"). */
+wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes, float *style, wgml_error *err);
+
+/* Speaks a phoneme string piece by piece: on_audio gets each piece's audio
+ * and word times as soon as it is made (non-zero stops); the piece i's noise
+ * comes from seed + i. */
+wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voice, float speed, uint64_t seed,
+                         wgml_audio_fn on_audio, void *user, int64_t *n_samples, int *n_chunks, wgml_error *err);
 
 #endif

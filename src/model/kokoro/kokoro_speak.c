@@ -1,0 +1,288 @@
+/*
+ * kokoro_speak.c - from a phoneme string to streamed audio (kokoro_model.h):
+ * the string cut into pieces the model takes (sentences, and no piece over
+ * 510 phonemes), each piece's ids and voice row, the two forward steps, and
+ * the timing of each word from the predicted durations.
+ *
+ * Pieces: the string is cut after each run of sentence punctuation (. ! ? …)
+ * followed by a space, and at line ends; a sentence longer than 510
+ * phonemes is cut at its last clause punctuation (, ; : —) followed by a
+ * space that keeps the piece within the limit, else at its last space, else
+ * at the limit. Phonemes are counted as the model sees them (symbols of its
+ * vocabulary; others are dropped, as the official code drops them); a
+ * piece with no symbol of the vocabulary but spaces is left out.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "model/kokoro/kokoro_model.h"
+#include "model/kokoro/voice.h"
+
+/* The length in bytes of the UTF-8 sequence at s (1 for a stray byte). */
+static int cp_len(const char *s) {
+    unsigned char c = (unsigned char)*s;
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    for (int i = 1; i < n; i++)
+        if (((unsigned char)s[i] >> 6) != 2) return 1;
+    return n;
+}
+
+/* The id of the symbol at s (its cp_len bytes), -1 when outside the vocabulary. */
+static int symbol_id(const kokoro_model *m, const char *s, int len) {
+    const int n = kokoro_model_hparams(m)->n_token;
+    for (int id = 1; id < n; id++) {
+        const char *v = kokoro_model_symbol(m, id);
+        if ((int)strlen(v) == len && !memcmp(v, s, (size_t)len)) return id;
+    }
+    return -1;
+}
+
+int kokoro_encode(const kokoro_model *m, const char *ph, size_t len, int32_t *ids, int cap) {
+    int n = 0;
+    for (size_t i = 0; i < len;) {
+        int l = cp_len(ph + i);
+        if (i + (size_t)l > len) break;
+        int id = symbol_id(m, ph + i, l);
+        if (id > 0) {
+            if (n < cap) ids[n] = id;
+            n++;
+        }
+        i += (size_t)l;
+    }
+    return n;
+}
+
+static int is_one_of(const char *s, int l, const char *const *set) {
+    for (; *set; set++)
+        if ((int)strlen(*set) == l && !memcmp(*set, s, (size_t)l)) return 1;
+    return 0;
+}
+
+static const char *const sentence_end[] = {".", "!", "?", "\xe2\x80\xa6", NULL}; /* … */
+static const char *const clause_end[] = {",", ";", ":", "\xe2\x80\x94", NULL};   /* — */
+static const char *const punct[] = {";", ":", ",", ".", "!", "?", "\xc2\xa1", "\xc2\xbf", "\xe2\x80\x94",
+                                    "\xe2\x80\xa6", "\"", "\xc2\xab", "\xc2\xbb", "\xe2\x80\x9c", "\xe2\x80\x9d",
+                                    "(", ")", "{", "}", "[", "]", NULL};
+
+wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_piece **out, int *n_out,
+                         wgml_error *err) {
+    *out = NULL;
+    *n_out = 0;
+    const size_t len = strlen(ph);
+    int cap = 8, n = 0;
+    kokoro_piece *pc = wgml_malloc((size_t)cap * sizeof *pc);
+    if (!pc) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && (ph[i] == ' ' || ph[i] == '\n' || ph[i] == '\r' || ph[i] == '\t')) i++;
+        if (i == len) break;
+        /* scan one piece: stop at a sentence end, a line end or the limit */
+        size_t j = i, cut_clause = 0, cut_space = 0, end = 0;
+        int count = 0;
+        while (j < len) {
+            if (ph[j] == '\n') {
+                end = j;
+                break;
+            }
+            int l = cp_len(ph + j);
+            if (j + (size_t)l > len) l = (int)(len - j);
+            int in_vocab = symbol_id(m, ph + j, l) > 0;
+            if (in_vocab && count == max) { /* full: cut at the best place seen */
+                end = cut_clause ? cut_clause : cut_space ? cut_space : j;
+                break;
+            }
+            count += in_vocab;
+            const size_t next = j + (size_t)l;
+            if (is_one_of(ph + j, l, sentence_end) && (next == len || ph[next] == ' ')) {
+                size_t k = next; /* the whole run of sentence punctuation: "?!" */
+                while (k < len && is_one_of(ph + k, cp_len(ph + k), sentence_end)) k += (size_t)cp_len(ph + k);
+                if (k == next || k == len || ph[k] == ' ') {
+                    end = next;
+                    break;
+                }
+            }
+            if (next < len && ph[next] == ' ') {
+                if (is_one_of(ph + j, l, clause_end)) cut_clause = next;
+                cut_space = next;
+            }
+            j = next;
+        }
+        if (!end) end = j;
+        size_t e = end; /* trim trailing spaces */
+        while (e > i && (ph[e - 1] == ' ' || ph[e - 1] == '\r' || ph[e - 1] == '\t')) e--;
+        int sounds = 0; /* a piece of spaces and unknown symbols says nothing */
+        for (size_t k = i; k < e && !sounds; k += (size_t)cp_len(ph + k))
+            sounds = ph[k] != ' ' && symbol_id(m, ph + k, cp_len(ph + k)) > 0;
+        if (sounds) {
+            if (n == cap) {
+                kokoro_piece *g = wgml_realloc(pc, (size_t)cap * 2 * sizeof *pc);
+                if (!g) {
+                    wgml_free(pc);
+                    return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+                }
+                pc = g, cap *= 2;
+            }
+            pc[n++] = (kokoro_piece){i, e - i};
+        }
+        i = end;
+    }
+    *out = pc;
+    *n_out = n;
+    return WGML_OK;
+}
+
+wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes, float *style, wgml_error *err) {
+    kokoro_blend b;
+    wgml_status st = kokoro_blend_parse(spec, &b, err);
+    if (st) return st;
+    const gguf_file *f = kokoro_model_file(m);
+    const int row = n_phonemes < 1 ? 0 : n_phonemes > KOKORO_VOICE_ROWS ? KOKORO_VOICE_ROWS - 1 : n_phonemes - 1;
+    double acc[KOKORO_VOICE_DIM] = {0};
+    for (int v = 0; v < b.n; v++) {
+        char tn[80];
+        snprintf(tn, sizeof tn, "voice.%s", b.name[v]);
+        const gguf_tensor *t = gguf_find_tensor(f, tn);
+        const float *r = NULL;
+        kokoro_voice *file = NULL;
+        if (t) {
+            if (t->type != WGML_F32 || t->ne[0] != KOKORO_VOICE_DIM || t->ne[1] != KOKORO_VOICE_ROWS)
+                return wgml_fail(err, WGML_ERR_FORMAT, "%s: tensor %s is not f32 [510][256]", gguf_name(f), tn);
+            if (!t->data)
+                return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                                 "voice '%s': the model was streamed in without its voices; pass a voice file",
+                                 b.name[v]);
+            r = (const float *)t->data + (size_t)row * KOKORO_VOICE_DIM;
+        } else {
+            /* not in the model: a voice file (.bin or .pt) */
+            FILE *fp = fopen(b.name[v], "rb");
+            if (!fp) {
+                char names[512] = "";
+                const gguf_value *a;
+                size_t k = 0;
+                if (gguf_get_arr(f, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) == 1)
+                    for (uint64_t i = 0; i < a->v.arr.n && k < sizeof names - 1; i++)
+                        k += (size_t)snprintf(names + k, sizeof names - k, "%s%.*s", i ? ", " : "",
+                                              (int)a->v.arr.items[i].v.str.len, a->v.arr.items[i].v.str.ptr);
+                return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                                 "voice '%s' is neither in the model (voices: %s) nor a voice file", b.name[v],
+                                 k ? names : "none");
+            }
+            fclose(fp);
+            if (!(file = wgml_malloc(sizeof *file))) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            if ((st = kokoro_voice_load(b.name[v], file, err))) {
+                wgml_free(file);
+                return st;
+            }
+            r = file->rows[row];
+        }
+        for (int c = 0; c < KOKORO_VOICE_DIM; c++) acc[c] += (double)b.weight[v] * r[c];
+        wgml_free(file);
+    }
+    for (int c = 0; c < KOKORO_VOICE_DIM; c++) style[c] = (float)acc[c];
+    return WGML_OK;
+}
+
+/* The words of piece text ph[0..len) (runs between spaces, stripped of
+ * punctuation) with their times from the durations: token t of the piece
+ * (1-based after the leading pad) starts at frame start[t]. */
+static int word_times(const kokoro_model *m, const char *ph, size_t len, const int64_t *start, double sec_per_frame,
+                      double t0, char *text, wgml_word_time *words, int cap) {
+    int n = 0, tok = 0; /* tokens (in-vocabulary symbols) before position i */
+    size_t i = 0, at = 0;
+    while (i < len && n < cap) {
+        while (i < len && ph[i] == ' ') i++;
+        /* one run of non-spaces: [i, j); its word without punctuation [a, b) */
+        size_t j = i, a = 0, b = 0;
+        int first = -1, last = -1, t = tok;
+        while (j < len && ph[j] != ' ') {
+            int l = cp_len(ph + j);
+            if (j + (size_t)l > len) l = (int)(len - j);
+            const int id = symbol_id(m, ph + j, l);
+            if (!is_one_of(ph + j, l, punct)) {
+                if (first < 0 && id > 0) first = t;
+                if (id > 0) last = t;
+                if (!b) a = j;
+                b = j + (size_t)l;
+            }
+            t += id > 0;
+            j += (size_t)l;
+        }
+        if (first >= 0) {
+            memcpy(text + at, ph + a, b - a);
+            text[at + (b - a)] = '\0';
+            words[n].word = text + at;
+            words[n].start = t0 + (double)start[first + 1] * sec_per_frame;
+            words[n].end = t0 + (double)start[last + 2] * sec_per_frame;
+            at += b - a + 1;
+            n++;
+        }
+        tok = t;
+        i = j;
+    }
+    return n;
+}
+
+wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voice, float speed, uint64_t seed,
+                         wgml_audio_fn on_audio, void *user, int64_t *n_samples, int *n_chunks, wgml_error *err) {
+    kokoro_piece *pcs;
+    int n_pcs;
+    const kokoro_hparams *hp = kokoro_model_hparams(m);
+    if (n_samples) *n_samples = 0;
+    if (n_chunks) *n_chunks = 0;
+    wgml_status st = kokoro_split(m, phonemes, KOKORO_MAX_PHONEMES, &pcs, &n_pcs, err);
+    if (st) return st;
+    if (!n_pcs) {
+        wgml_free(pcs);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nothing to say: no phoneme of the model's vocabulary");
+    }
+    const int64_t spf = kokoro_audio_len(m, 1);
+    const double sec_per_frame = (double)spf / hp->sample_rate;
+    int32_t ids[KOKORO_MAX_PHONEMES + 2], dur[KOKORO_MAX_PHONEMES + 2];
+    int64_t start[KOKORO_MAX_PHONEMES + 3];
+    float style[KOKORO_VOICE_DIM];
+    const size_t total = strlen(phonemes) + 1;
+    char *text = wgml_malloc(total), *wtext = wgml_malloc(total);
+    wgml_word_time *words = wgml_malloc((KOKORO_MAX_PHONEMES + 1) * sizeof *words);
+    float *audio = NULL;
+    int64_t done = 0;
+    if (!text || !wtext || !words) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int p = 0; p < n_pcs && !st; p++) {
+        const char *ph = phonemes + pcs[p].off;
+        const size_t len = pcs[p].len;
+        const int n = kokoro_encode(m, ph, len, ids + 1, KOKORO_MAX_PHONEMES);
+        ids[0] = ids[n + 1] = 0;
+        int cps = 0; /* the voice row: code points of the piece, out-of-vocabulary ones included */
+        for (size_t i = 0; i < len; i += (size_t)cp_len(ph + i)) cps++;
+        if ((st = kokoro_style(m, voice, cps, style, err))) break;
+        if ((st = kokoro_text(m, ids, n + 2, style, speed, dur, err))) break;
+        start[0] = 0;
+        for (int t = 0; t < n + 2; t++) start[t + 1] = start[t] + dur[t];
+        const int64_t L = kokoro_audio_len(m, start[n + 2]);
+        float *a = wgml_realloc(audio, (size_t)L * sizeof *a);
+        if (!a) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for %lld samples", (long long)L);
+            break;
+        }
+        audio = a;
+        if ((st = kokoro_audio(m, dur, n + 2, seed + (uint64_t)p, audio, err))) break;
+        const double t0 = (double)done / hp->sample_rate;
+        memcpy(text, ph, len);
+        text[len] = '\0';
+        wgml_audio_chunk c = {.samples = audio, .n_samples = L, .sample_rate = hp->sample_rate, .start = t0,
+                              .phonemes = text, .index = p, .words = words};
+        c.n_words = word_times(m, ph, len, start, sec_per_frame, t0, wtext, words, KOKORO_MAX_PHONEMES + 1);
+        done += L;
+        if (n_samples) *n_samples = done;
+        if (n_chunks) *n_chunks = p + 1;
+        if (on_audio && on_audio(user, &c)) break;
+    }
+    wgml_free(audio);
+    wgml_free(text);
+    wgml_free(wtext);
+    wgml_free(words);
+    wgml_free(pcs);
+    return st;
+}

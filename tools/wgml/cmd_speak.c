@@ -1,0 +1,264 @@
+/*
+ * cmd_speak.c - `wgml speak -m kokoro.gguf (-t TEXT | -f FILE | --phonemes P)
+ * -o out.wav`: text to speech with a model of the kokoro family
+ * (wgml_speak), written as a WAV file (16-bit PCM, or 32-bit float), with a
+ * line on stderr: the audio's length, the real-time factor and the time to
+ * the first audio.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *help =
+    "usage: wgml speak -m MODEL (-t TEXT | -f FILE | --phonemes P) -o OUT.wav [options]\n"
+    "Speaks English text with a Kokoro model (wgml convert kokoro). Text goes through the\n"
+    "G2P (needs the espeak-ng program); phonemes (--phonemes) are spoken as given.\n"
+    "  -m, --model FILE      the Kokoro GGUF\n"
+    "  -t, --text TEXT       what to say\n"
+    "  -f, --file FILE       what to say, read from a file\n"
+    "  --phonemes P          phonemes in the model's symbols (as `wgml phonemize` prints)\n"
+    "  -o, --output FILE     the WAV file to write ('-': standard output)\n"
+    "  -v, --voice V         a voice of the model (default: its first), a voice file (.bin, .pt)\n"
+    "                        or a blend: af_heart:0.6,am_adam:0.4\n"
+    "  --list-voices         print the model's voices and exit\n"
+    "  --speed S             0.25 .. 4 (default 1)\n"
+    "  --lang L              en-us (default) or en-gb\n"
+    "  --seed N              the vocoder's noise (default 0): the same seed gives the same audio\n"
+    "  --wav-format F        s16 (16-bit PCM, the default) or f32 (32-bit float, no clipping)\n"
+    "  --words FILE          the time of each word: lines of start<TAB>end<TAB>phonemes (seconds)\n"
+    "  --espeak PROGRAM      the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
+    "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"
+    "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n"
+    "  --threads N           CPU threads (default: one per core)\n";
+
+typedef struct {
+    float *samples;
+    int64_t n, cap;
+    int rate;
+    FILE *words;
+    int words_failed;
+} sink;
+
+static int on_audio(void *user, const wgml_audio_chunk *c) {
+    sink *s = user;
+    if (s->n + c->n_samples > s->cap) {
+        int64_t cap = (s->n + c->n_samples) * 2;
+        float *p = realloc(s->samples, (size_t)cap * sizeof *p);
+        if (!p) return 1;
+        s->samples = p, s->cap = cap;
+    }
+    memcpy(s->samples + s->n, c->samples, (size_t)c->n_samples * sizeof *c->samples);
+    s->n += c->n_samples;
+    s->rate = c->sample_rate;
+    for (int i = 0; s->words && i < c->n_words; i++)
+        if (fprintf(s->words, "%.3f\t%.3f\t%s\n", c->words[i].start, c->words[i].end, c->words[i].word) < 0)
+            s->words_failed = 1;
+    return 0;
+}
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
+
+/* A RIFF WAVE file: PCM 16-bit, or IEEE float 32-bit (with its fact chunk). */
+static int write_wav(FILE *f, const float *x, int64_t n, int rate, int f32) {
+    const uint32_t bps = f32 ? 4 : 2, data = (uint32_t)n * bps, fmt_size = f32 ? 18 : 16;
+    unsigned char h[58];
+    size_t k = 0;
+    memcpy(h, "RIFF", 4);
+    put_u32(h + 4, 4 + (8 + fmt_size) + (f32 ? 12 : 0) + 8 + data);
+    memcpy(h + 8, "WAVEfmt ", 8);
+    put_u32(h + 16, fmt_size);
+    put_u16(h + 20, f32 ? 3 : 1); /* WAVE_FORMAT_IEEE_FLOAT, WAVE_FORMAT_PCM */
+    put_u16(h + 22, 1);           /* mono */
+    put_u32(h + 24, (uint32_t)rate);
+    put_u32(h + 28, (uint32_t)rate * bps);
+    put_u16(h + 32, (uint16_t)bps);
+    put_u16(h + 34, (uint16_t)(8 * bps));
+    k = 36;
+    if (f32) {
+        put_u16(h + 36, 0); /* no extension */
+        memcpy(h + 38, "fact", 4);
+        put_u32(h + 42, 4);
+        put_u32(h + 46, (uint32_t)n);
+        k = 50;
+    }
+    memcpy(h + k, "data", 4);
+    put_u32(h + k + 4, data);
+    k += 8;
+    if (fwrite(h, 1, k, f) != k) return 0;
+    enum { CHUNK = 4096 };
+    unsigned char buf[CHUNK * 4];
+    for (int64_t i = 0; i < n; i += CHUNK) {
+        int64_t m = n - i < CHUNK ? n - i : CHUNK;
+        for (int64_t j = 0; j < m; j++) {
+            float v = x[i + j];
+            if (f32) {
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                put_u32(buf + 4 * j, u);
+            } else {
+                v = v != v ? 0 : v > 1 ? 1 : v < -1 ? -1 : v;
+                put_u16(buf + 2 * j, (uint16_t)(int16_t)lrintf(v * 32767.0f));
+            }
+        }
+        if (fwrite(buf, 1, (size_t)(m * bps), f) != (size_t)(m * bps)) return 0;
+    }
+    return 1;
+}
+
+/* The whole of a text file (NUL bytes refused). */
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_fail("cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    for (size_t r; s && (r = fread(s + n, 1, cap - n - 1, f)) > 0;) {
+        n += r;
+        if (n + 1 == cap) {
+            char *g = realloc(s, cap * 2);
+            if (!g) free(s);
+            s = g, cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!s) {
+        cli_fail("out of memory reading '%s'", path);
+        return NULL;
+    }
+    s[n] = '\0';
+    if (bad || strlen(s) != n) {
+        cli_fail("'%s': %s", path, bad ? "read error" : "a NUL byte in the text");
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+int cmd_speak(int argc, char **argv) {
+    cli_model_opts mo = {0};
+    const char *text = NULL, *file = NULL, *phonemes = NULL, *out = NULL, *voice = NULL, *words = NULL;
+    wgml_speak_params sp = wgml_speak_default_params();
+    int f32 = 0, list = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        double d;
+        long long ll;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--text")) { /* here -t is the text, not --threads */
+            if (!(text = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            if (!(file = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--phonemes")) {
+            if (!(phonemes = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--voice")) {
+            if (!(voice = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--list-voices")) {
+            list = 1;
+        } else if (!strcmp(a, "--speed")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!v || !cli_parse_float("--speed", v, 0.25, 4, &d)) return CLI_USAGE;
+            sp.speed = (float)d;
+        } else if (!strcmp(a, "--lang")) {
+            if (!(sp.lang = cli_value(argc, argv, &i))) return CLI_USAGE;
+            if (strcmp(sp.lang, "en-us") && strcmp(sp.lang, "en-gb"))
+                return cli_usage_error("--lang: '%s' is not en-us or en-gb", sp.lang);
+        } else if (!strcmp(a, "--seed")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!v || !cli_parse_int("--seed", v, 0, (long long)(~0ull >> 1), &ll)) return CLI_USAGE;
+            sp.seed = (uint64_t)ll;
+        } else if (!strcmp(a, "--wav-format")) {
+            const char *v = cli_value(argc, argv, &i);
+            if (!v) return CLI_USAGE;
+            if (strcmp(v, "s16") && strcmp(v, "f32"))
+                return cli_usage_error("--wav-format: '%s' is not s16 or f32", v);
+            f32 = !strcmp(v, "f32");
+        } else if (!strcmp(a, "--words")) {
+            if (!(words = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--espeak")) {
+            if (!(sp.espeak = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else {
+            int r = cli_model_option(argc, argv, &i, &mo);
+            if (r < 0) return CLI_USAGE;
+            if (!r) return cli_usage_error("unknown option '%s' (wgml speak --help)", a);
+        }
+    }
+    if (!mo.model) return cli_usage_error("-m MODEL is required (a Kokoro GGUF: wgml convert kokoro)");
+    if (!list && (!!text + !!file + !!phonemes) != 1)
+        return cli_usage_error("say what to speak: -t TEXT, -f FILE or --phonemes P (one of them)");
+    if (!list && !out) return cli_usage_error("-o OUT.wav is required ('-' for standard output)");
+
+    wgml_model *m = cli_load_model(&mo, NULL);
+    if (!m) return CLI_FAIL;
+    wgml_model_info info;
+    wgml_model_get_info(m, &info);
+    int rc = CLI_OK;
+    if (!(info.tasks & WGML_TASK_SPEECH)) {
+        rc = cli_fail("%s: a %s model does not speak (a Kokoro model does)", mo.model, info.family);
+        goto done;
+    }
+    if (list) {
+        for (int i = 0; wgml_speech_voice(m, i); i++) printf("%s\n", wgml_speech_voice(m, i));
+        goto done;
+    }
+    char *input = file ? read_text(file) : NULL;
+    if (file && !input) {
+        rc = CLI_FAIL;
+        goto done;
+    }
+    sp.phonemes = phonemes != NULL;
+    sink s = {0};
+    if (words && !(s.words = fopen(words, "w"))) {
+        rc = cli_fail("cannot write '%s': %s", words, strerror(errno));
+        free(input);
+        goto done;
+    }
+    wgml_speak_result res;
+    wgml_error err;
+    wgml_status st =
+        wgml_speak(m, phonemes ? phonemes : input ? input : text, voice, &sp, on_audio, &s, &res, &err);
+    free(input);
+    if (s.words && (fclose(s.words) != 0 || s.words_failed) && !st) rc = cli_fail("cannot write '%s'", words);
+    if (st) {
+        rc = cli_fail_err(&err);
+    } else if (s.n != res.n_samples) {
+        rc = cli_fail("out of memory keeping %lld samples", (long long)res.n_samples);
+    } else if (rc == CLI_OK) {
+        FILE *f = strcmp(out, "-") ? fopen(out, "wb") : stdout;
+        if (!f) {
+            rc = cli_fail("cannot write '%s': %s", out, strerror(errno));
+        } else {
+            int ok = write_wav(f, s.samples, s.n, s.rate, f32);
+            ok &= f == stdout ? fflush(f) == 0 : fclose(f) == 0;
+            if (!ok) {
+                rc = cli_fail("cannot write '%s'", out);
+                if (f != stdout) remove(out);
+            }
+        }
+        if (rc == CLI_OK) {
+            const double secs = (double)s.n / s.rate;
+            fprintf(stderr,
+                    "wgml speak: %.2f s of audio in %.2f s (real-time factor %.3f), first audio after %.0f ms, "
+                    "%d chunk%s, %s%s%s\n",
+                    secs, res.total_ms / 1e3, res.total_ms / 1e3 / secs, res.first_audio_ms, res.n_chunks,
+                    res.n_chunks == 1 ? "" : "s", info.backend, *info.adapter ? " " : "", info.adapter);
+        }
+    }
+    free(s.samples);
+done:
+    wgml_model_free(m);
+    return rc;
+}
