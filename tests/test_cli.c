@@ -430,6 +430,21 @@ static void test_speak(void **state) {
         assert_non_null(strstr(r.err, "2 chunks"));
     }
 
+    /* a synthetic model of the same shapes, quantized, speaks with its one voice */
+    char syn[4096];
+    snprintf(syn, sizeof syn, "%s", tu_tmp_path("cli-kokoro-synth.gguf"));
+    snprintf(args, sizeof args, "synth --arch kokoro-tiny --type Q8_0 -o '%s'", syn);
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(args, sizeof args, "speak -m '%s' --backend cpu --phonemes 'hˈaɪ.' -o '%s'", syn, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.err, "1 chunk"));
+    snprintf(args, sizeof args, "synth --arch kokoro-82m --type Q4_K_M -o '%s'", syn);
+    run(&r, args);
+    expect_exit(&r, 2);
+    remove(syn);
+
     /* errors */
     snprintf(args, sizeof args, "speak -m '%s' --backend cpu --phonemes 'hˈaɪ' -v nobody -o '%s'", gg, wav);
     run(&r, args);

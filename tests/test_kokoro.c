@@ -509,6 +509,53 @@ static void test_speak(void **state) {
     free(mem);
 }
 
+/* The official checkpoint's tensors as kokoro_official_keys makes them for a
+ * config: the key lists of the real v1.0 file and of kokoro-tiny.pth
+ * (../shared/kokoro/keys-*.tsv: "component<TAB>module.name<TAB>[shape]"). */
+static void check_keys(const char *tsv, const kokoro_config *cfg) {
+    size_t n;
+    unsigned char *text = tu_read_file(tu_shared(tsv), &n);
+    assert_non_null(text);
+    const int nk = kokoro_official_keys(&cfg->hp, NULL, 0);
+    kokoro_key *k = malloc((size_t)nk * sizeof *k);
+    assert_int_equal(kokoro_official_keys(&cfg->hp, k, nk), nk);
+    int lines = 0;
+    for (char *line = strtok((char *)text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#' || strstr(line, "position_ids")) continue;
+        char comp[64], name[256], shape[64];
+        assert_int_equal(sscanf(line, "%63[^\t]\t%255[^\t]\t%63[^\t]", comp, name, shape), 3);
+        char full[400], want[64];
+        snprintf(full, sizeof full, "%s/%s", comp, name);
+        int found = 0;
+        for (int i = 0; i < nk && !found; i++) {
+            if (strcmp(k[i].name, full)) continue;
+            found = 1;
+            int w = snprintf(want, sizeof want, "[");
+            for (int d = 0; d < k[i].ndim; d++)
+                w += snprintf(want + w, sizeof want - (size_t)w, "%s%lld", d ? ", " : "", (long long)k[i].size[d]);
+            snprintf(want + w, sizeof want - (size_t)w, "]");
+            if (strcmp(want, shape)) fprintf(stderr, "%s: %s, the list says %s\n", full, want, shape);
+            assert_string_equal(want, shape);
+        }
+        if (!found) fprintf(stderr, "%s: not made by kokoro_official_keys\n", full);
+        assert_true(found);
+        lines++;
+    }
+    assert_int_equal(lines, nk);
+    free(k);
+    free(text);
+}
+
+static void test_official_keys(void **state) {
+    (void)state;
+    if (!tu_shared_present() || strcmp(backend_name, "cpu")) skip();
+    kokoro_config c;
+    kokoro_config_default(&c);
+    check_keys("kokoro/keys-kokoro-82m.tsv", &c);
+    kokoro_config_tiny(&c);
+    check_keys("kokoro/keys-kokoro-tiny.tsv", &c);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) backend_name = argv[1];
     if (argc > 2) cmocka_set_test_filter(argv[2]); /* one test: a part of its own under ctest */
@@ -520,6 +567,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_text_and_prosody),
         cmocka_unit_test(test_decoder),
         cmocka_unit_test(test_speak),
+        cmocka_unit_test(test_official_keys),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
