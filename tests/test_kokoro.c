@@ -34,6 +34,7 @@ static wgml_backend *be, *cpu_be;
 static kokoro_model *model, *cpu_model; /* cpu_*: the CPU's, beside a GPU backend's */
 static void *gguf_mem;
 static gguf_file *gf;
+static kokoro_config tiny_cfg; /* config-kokoro-tiny.json, read by setup */
 static const char *backend_name = "cpu";
 static size_t case_lo = 0, case_hi = 100; /* the cases run: [lo, hi] of the list (argument 3: "lo-hi") */
 static int have_backend; /* 0: the adapter is missing, every test skips */
@@ -68,8 +69,7 @@ static int setup(void **state) {
     json = malloc(1 << 16);
     len = fread(json, 1, (1 << 16) - 1, fp);
     fclose(fp);
-    kokoro_config cfg;
-    wgml_status st = kokoro_config_parse(json, len, &cfg, &err);
+    wgml_status st = kokoro_config_parse(json, len, &tiny_cfg, &err);
     free(json);
     if (st) {
         fprintf(stderr, "config: %s\n", err.message);
@@ -77,7 +77,7 @@ static int setup(void **state) {
     }
     char pth[4096];
     snprintf(pth, sizeof pth, "%s", tu_shared("kokoro/kokoro-tiny.pth"));
-    kokoro_convert_options opt = {.config = &cfg, .type = WGML_F32};
+    kokoro_convert_options opt = {.config = &tiny_cfg, .type = WGML_F32};
     size_t size = 0;
     if ((st = kokoro_convert(pth, &opt, NULL, &gguf_mem, &size, &err)) ||
         (st = gguf_open_memory(gguf_mem, size, "kokoro-tiny.gguf", &gf, &err)) ||
@@ -385,20 +385,13 @@ static int collect(void *user, const wgml_audio_chunk *c) {
 static void test_speak(void **state) {
     (void)state;
     if (!tu_shared_present() || !have_backend || strcmp(be->name, "cpu")) skip();
-    char *json = malloc(1 << 16);
-    FILE *fp = fopen(tu_shared("kokoro/config-kokoro-tiny.json"), "rb");
-    size_t len = fread(json, 1, (1 << 16) - 1, fp);
-    fclose(fp);
-    kokoro_config cfg;
     wgml_error err;
-    assert_int_equal(kokoro_config_parse(json, len, &cfg, &err), WGML_OK);
-    free(json);
     char v1[4096], v2[4096], v3[4096];
     snprintf(v1, sizeof v1, "%s", tu_shared("kokoro/voices/af_heart.bin"));
     snprintf(v2, sizeof v2, "%s", tu_shared("kokoro/voices/am_adam.bin"));
     snprintf(v3, sizeof v3, "%s", tu_shared("kokoro/voices/bf_emma.bin"));
     const char *voices[3] = {v1, v2, v3};
-    kokoro_convert_options opt = {.config = &cfg, .type = WGML_F32, .voices = voices, .n_voices = 3};
+    kokoro_convert_options opt = {.config = &tiny_cfg, .type = WGML_F32, .voices = voices, .n_voices = 3};
     void *mem;
     size_t size;
     char pth[4096];

@@ -10,11 +10,6 @@
 
 static const char *const archs[] = {"kokoro", NULL};
 
-static int n_voices(const gguf_file *f) {
-    const gguf_value *a;
-    return gguf_get_arr(f, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) == 1 ? (int)a->v.arr.n : 0;
-}
-
 static wgml_status describe(const gguf_file *f, wgml_family_field_fn field, void *user, wgml_error *err) {
     kokoro_hparams hp;
     static char vocab[KOKORO_N_VOCAB_MAX][8];
@@ -33,17 +28,10 @@ static wgml_status describe(const gguf_file *f, wgml_family_field_fn field, void
     F("decoder", "%d channels, generator %d channels, upsampling %d x %d, iSTFT n_fft %d hop %d", hp.dec_dim,
       hp.up_initial, hp.up_rates[0], hp.n_ups > 1 ? hp.up_rates[1] : 1, hp.n_fft, hp.hop);
     F("audio", "%d Hz mono", hp.sample_rate);
-    const gguf_value *a;
-    if (gguf_get_arr(f, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) == 1) {
-        size_t k = (size_t)snprintf(v, sizeof v, "%llu", (unsigned long long)a->v.arr.n);
-        for (uint64_t i = 0; i < a->v.arr.n && k < sizeof v - 8; i++)
-            k += (size_t)snprintf(v + k, sizeof v - k, "%s%.*s", i ? ", " : ": ", (int)a->v.arr.items[i].v.str.len,
-                                  a->v.arr.items[i].v.str.ptr);
-        if (k >= sizeof v - 8) snprintf(v + sizeof v - 8, 8, ", ...");
-        field(user, "voices", v);
-    } else {
-        field(user, "voices", "none (pass a voice file)");
-    }
+    char names[400];
+    const int nv = kokoro_voice_names(f, names, sizeof names);
+    if (nv) F("voices", "%d: %s", nv, names);
+    else field(user, "voices", "none (pass a voice file)");
 #undef F
     return WGML_OK;
 }
@@ -68,7 +56,8 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->n_params = w->n_params;
     info->weights_bytes = w->bytes;
     info->sample_rate = hp->sample_rate;
-    info->n_voices = n_voices(kokoro_model_file(m));
+    char names[8];
+    info->n_voices = kokoro_voice_names(kokoro_model_file(m), names, sizeof names);
 }
 
 const wgml_family wgml_family_kokoro = {

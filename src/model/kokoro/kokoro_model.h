@@ -72,6 +72,10 @@ typedef struct kokoro_piece {
 wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_piece **out, int *n_out,
                          wgml_error *err);
 
+/* The names of f's voices (kokoro.voices) as "a, b, c" into buf (cut with
+ * ", ..." when it is too small; "" when none); returns how many there are. */
+int kokoro_voice_names(const gguf_file *f, char *buf, size_t cap);
+
 /* The style row (256 floats) of voice spec for an utterance of n_phonemes
  * code points: a voice of the model ("af_heart"), a voice file (.bin or
  * .pt), or a blend of them ("af_heart:0.6,am_adam:0.4"). */

@@ -134,6 +134,20 @@ wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_
     return WGML_OK;
 }
 
+int kokoro_voice_names(const gguf_file *f, char *buf, size_t cap) {
+    const gguf_value *a;
+    size_t k = 0;
+    int n = 0;
+    if (cap) buf[0] = '\0';
+    if (gguf_get_arr(f, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) != 1) return 0;
+    n = (int)a->v.arr.n;
+    for (uint64_t i = 0; i < a->v.arr.n && k + 8 < cap; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%.*s", i ? ", " : "", (int)a->v.arr.items[i].v.str.len,
+                              a->v.arr.items[i].v.str.ptr);
+    if (k + 8 >= cap && cap >= 8) snprintf(buf + cap - 8, 8, ", ...");
+    return n;
+}
+
 wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes, float *style, wgml_error *err) {
     kokoro_blend b;
     wgml_status st = kokoro_blend_parse(spec, &b, err);
@@ -159,16 +173,11 @@ wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes
             /* not in the model: a voice file (.bin or .pt) */
             FILE *fp = fopen(b.name[v], "rb");
             if (!fp) {
-                char names[512] = "";
-                const gguf_value *a;
-                size_t k = 0;
-                if (gguf_get_arr(f, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) == 1)
-                    for (uint64_t i = 0; i < a->v.arr.n && k < sizeof names - 1; i++)
-                        k += (size_t)snprintf(names + k, sizeof names - k, "%s%.*s", i ? ", " : "",
-                                              (int)a->v.arr.items[i].v.str.len, a->v.arr.items[i].v.str.ptr);
+                char names[512];
+                kokoro_voice_names(f, names, sizeof names);
                 return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                                  "voice '%s' is neither in the model (voices: %s) nor a voice file", b.name[v],
-                                 k ? names : "none");
+                                 names[0] ? names : "none");
             }
             fclose(fp);
             if (!(file = wgml_malloc(sizeof *file))) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
