@@ -440,6 +440,22 @@ static void test_speak(void **state) {
     run(&r, args);
     expect_exit(&r, 0);
     assert_non_null(strstr(r.err, "1 chunk"));
+    /* wgml bench on a speech model: the speech benchmark, as JSON */
+    snprintf(args, sizeof args, "bench -m '%s' --backend cpu --repeat 1 --profile --json", syn);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"architecture\":\"kokoro\""));
+    assert_non_null(strstr(r.out, "\"paragraph_chunks\":3"));
+    const char *rtf = strstr(r.out, "\"sentence_rtf\":");
+    assert_non_null(rtf);
+    assert_true(strtod(rtf + 15, NULL) > 0);
+    assert_non_null(strstr(r.out, "\"paragraph_first_audio_ms\":"));
+    assert_non_null(strstr(r.out, "\"peak_rss_mb\":"));
+    assert_non_null(strstr(r.out, "\"name\":\"lstm\""));
+    snprintf(args, sizeof args, "bench --speech %s --backend cpu --repeat 1", model());
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not speak"));
     snprintf(args, sizeof args, "synth --arch kokoro-82m --type Q4_K_M -o '%s'", syn);
     run(&r, args);
     expect_exit(&r, 2);

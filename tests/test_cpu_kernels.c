@@ -489,6 +489,87 @@ static void test_to_float(void **state) {
 
 /* CPU time of this thread: on a shared machine, time slices given to other
  * processes do not count against the kernel. */
+/* The GEMM micro-kernel of every instruction set: every tile height, ragged
+ * column counts, k runs of 1 to past a block, with and without `add`,
+ * against a double sum within f32 rounding of sum |x w|; nothing written
+ * past the tile's rows and columns. */
+static void test_gemm(void **state) {
+    (void)state;
+    enum { LDX = 613, LDC = 45 };
+    tu_rng rng = {7};
+    float *x = malloc(sizeof(float) * CPU_GEMM_MR * LDX), *c = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+    float *init = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+    float *wp = aligned_alloc(64, sizeof(float) * 608 * CPU_GEMM_NR);
+    make_x(CPU_GEMM_MR * LDX, x, &rng);
+    for (int i = 0; i < (CPU_GEMM_MR + 1) * LDC; i++) init[i] = tu_normal(&rng);
+    const int64_t kcs[] = {1, 2, 7, 64, 129, 608};
+    const int ncs[] = {1, 8, 15, 16, 17, 31, 32};
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_gemm_fn fn = cpu_kernels_gemm_isa(k_isas[ii]);
+        if (!fn) continue;
+        for (size_t ki = 0; ki < sizeof kcs / sizeof kcs[0]; ki++)
+            for (size_t ni = 0; ni < sizeof ncs / sizeof ncs[0]; ni++)
+                for (int mr = 1; mr <= CPU_GEMM_MR; mr++)
+                    for (int add = 0; add < 2; add++) {
+                        const int64_t kc = kcs[ki];
+                        const int nc = ncs[ni];
+                        for (int64_t k = 0; k < kc; k++)
+                            for (int j = 0; j < CPU_GEMM_NR; j++)
+                                wp[k * CPU_GEMM_NR + j] = j < nc ? tu_normal(&rng) : 0;
+                        memcpy(c, init, sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+                        fn(kc, x, LDX, wp, c, LDC, mr, nc, add);
+                        for (int r = 0; r <= CPU_GEMM_MR; r++)
+                            for (int j = 0; j < LDC; j++) {
+                                const float got = c[r * LDC + j], was = init[r * LDC + j];
+                                if (r >= mr || j >= nc) {
+                                    assert_true(got == was); /* outside the tile: untouched */
+                                    continue;
+                                }
+                                double want = add ? was : 0, mag = add ? fabs(was) : 0;
+                                for (int64_t k = 0; k < kc; k++) {
+                                    want += (double)x[r * LDX + k] * wp[k * CPU_GEMM_NR + j];
+                                    mag += fabs((double)x[r * LDX + k] * wp[k * CPU_GEMM_NR + j]);
+                                }
+                                if (fabs(got - want) > 2e-6 * mag + 1e-30)
+                                    fail_msg("gemm %s kc=%lld nc=%d mr=%d add=%d [%d][%d]: %.9g, want %.9g",
+                                             k_isas[ii], (long long)kc, nc, mr, add, r, j, got, want);
+                            }
+                    }
+    }
+    free(x), free(c), free(init), free(wp);
+}
+
+/* Snake (x + sin(v x)^2 / v) of this CPU against the double formula: arguments
+ * from tiny to past CPU_SNAKE_MAX_ARG (the double fallback), ragged rows, in place. */
+static void test_snake(void **state) {
+    (void)state;
+    enum { N = 53, ROWS = 300 };
+    tu_rng rng = {11};
+    float *x = malloc(sizeof(float) * N * ROWS), *o = malloc(sizeof(float) * N * ROWS), v[N];
+    for (int c = 0; c < N; c++) v[c] = c == 0 ? 1e-3f : c == 1 ? 200.0f : 0.05f + 3 * tu_uniform(&rng);
+    for (int i = 0; i < N * ROWS; i++) x[i] = tu_normal(&rng) * (i % 7 == 0 ? 40.0f : 2.0f);
+    x[1] = 30, x[N + 1] = -25; /* 200 x: past CPU_SNAKE_MAX_ARG */
+    cpu_snake_fn fns[2] = {cpu_snake_scalar, cpu_kernels_snake()};
+    for (int f = 0; f < 2; f++) {
+        fns[f](o, x, v, N, ROWS);
+        double worst = 0;
+        for (int i = 0; i < N * ROWS; i++) {
+            const double y = x[i], vc = v[i % N], s = sin(vc * y), want = y + s * s / vc;
+            /* a few ulp of sin^2 / v, and the rounding of the sum */
+            const double e = fabs(o[i] - want) / (fabs(want) * 1.2e-7 + 6e-7 / vc);
+            worst = e > worst ? e : worst;
+        }
+        if (worst > 1) fail_msg("snake %d: error %.3g of the tolerance", f, worst);
+    }
+    /* in place gives the same */
+    memcpy(o, x, sizeof(float) * N * ROWS);
+    float *o2 = malloc(sizeof(float) * N * ROWS);
+    fns[1](o2, x, v, N, ROWS);
+    fns[1](o, o, v, N, ROWS);
+    assert_memory_equal(o, o2, sizeof(float) * N * ROWS);
+    free(x), free(o), free(o2);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -549,7 +630,8 @@ int main(void) {
         cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
-        cmocka_unit_test(test_to_float), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_snake),    cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

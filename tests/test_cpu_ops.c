@@ -89,7 +89,10 @@ static double matmul_tol(uint32_t type) {
 
 static void test_matmul_types(void **state) {
     (void)state;
-    const int shapes[][3] = {{32, 1, 1}, {64, 7, 3}, {256, 33, 1}, {512, 17, 5}, {768, 96, 2}, {77, 9, 6}, {40, 8, 8}};
+    /* the last three have rows enough for the float types' blocked GEMM (cpu_gemm.c): ragged
+     * tiles and panels, k blocks of 512 and a remainder */
+    const int shapes[][3] = {{32, 1, 1},   {64, 7, 3},    {256, 33, 1}, {512, 17, 5}, {768, 96, 2},
+                             {77, 9, 6},   {40, 8, 8},    {96, 64, 37}, {700, 45, 70}, {1100, 33, 50}};
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         uint32_t type = all_types[ti];
         if (!be->supports_type(be, type)) continue;
@@ -127,10 +130,10 @@ static void test_matmul_types(void **state) {
     }
 }
 
-/* norm prologue, biases, three weights, ADD and SWIGLU epilogues (F32 weights: exact math). */
-static void test_matmul_fused(void **state) {
-    (void)state;
-    const int K = 96, n = 3, M0 = 40, M1 = 24, M2 = 24;
+/* norm prologue, biases, three weights, ADD and SWIGLU epilogues (F32 weights: exact math), for n
+ * token rows (3: the dot products; 40: the blocked GEMM, but for SwiGLU). */
+static void matmul_fused(int n) {
+    const int K = 96, M0 = 40, M1 = 24, M2 = 24;
     const float eps = 1e-5f;
     float *x = randn((size_t)K * n, 1), *g = randn(K, 1), *w0 = randn((size_t)K * M0, 0.3f),
           *w1 = randn((size_t)K * M1, 0.3f), *w2 = randn((size_t)K * M2, 0.3f), *b0 = randn(M0, 1),
@@ -139,7 +142,8 @@ static void test_matmul_fused(void **state) {
          W1 = make(WGML_F32, K, M1, w1), W2 = make(WGML_F32, K, M2, w2), B0 = make(WGML_F32, M0, 1, b0),
          B2 = make(WGML_F32, M2, 1, b2), O0 = make(WGML_F32, M0, n, init), O1 = make(WGML_F32, M1, n, NULL),
          O2 = make(WGML_F32, M2, n, NULL);
-    double xn[3 * 96];
+    double *xn = malloc((size_t)n * K * sizeof *xn), *want = malloc((size_t)n * M0 * sizeof *want);
+    float *got = malloc((size_t)n * M0 * sizeof *got);
     for (int t = 0; t < n; t++) {
         double ss = 0;
         for (int c = 0; c < K; c++) ss += (double)x[t * K + c] * x[t * K + c];
@@ -155,8 +159,6 @@ static void test_matmul_fused(void **state) {
     const int Ms[3] = {M0, M1, M2};
     tbuf *outs[3] = {&O0, &O1, &O2};
     for (int k = 0; k < 3; k++) {
-        float got[200];
-        double want[200];
         read_f32(outs[k], got);
         for (int t = 0; t < n; t++)
             for (int r = 0; r < Ms[k]; r++) {
@@ -171,8 +173,6 @@ static void test_matmul_fused(void **state) {
     step(0, n);
     wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W0.t}, .out = {&O0.t}, .epilogue = WGML_EPI_ADD});
     end_ok();
-    float got[200];
-    double want[200];
     read_f32(&O0, got);
     for (int t = 0; t < n; t++)
         for (int r = 0; r < M0; r++) {
@@ -196,7 +196,13 @@ static void test_matmul_fused(void **state) {
     assert_true(rel_err(got, want, (size_t)M1 * n) < 1e-5);
     tbuf *all[] = {&X, &G, &W0, &W1, &W2, &B0, &B2, &O0, &O1, &O2};
     for (int i = 0; i < 10; i++) drop(all[i]);
-    free(x), free(g), free(w0), free(w1), free(w2), free(b0), free(b2), free(init);
+    free(x), free(g), free(w0), free(w1), free(w2), free(b0), free(b2), free(init), free(xn), free(want), free(got);
+}
+
+static void test_matmul_fused(void **state) {
+    (void)state;
+    matmul_fused(3);
+    matmul_fused(40);
 }
 
 static void ref_rope(double *v, int n_head, int hd, int pos, const wgml_rope *r, const float *ff) {

@@ -16,6 +16,8 @@
 #include <sys/resource.h>
 
 #include "cli.h"
+#include "format/gguf.h"
+#include "model/family.h"
 
 static const char *help =
     "usage: wgml bench [options]\n"
@@ -30,7 +32,8 @@ static const char *help =
     "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
     "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
     "  --json        print one JSON object on stdout\n"
-    "  --embed       embedding speed of a BERT-family model instead (wgml bench --embed --help)\n";
+    "  --embed       embedding speed of a BERT-family model instead (wgml bench --embed --help)\n"
+    "A speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help.\n";
 
 typedef struct {
     double pp_tps, tg_tps, p50, p90, ttft;
@@ -137,6 +140,23 @@ static double median_d(const double *v, int n) {
     return percentile(c, n, 0.5);
 }
 
+/* Whether the model named by -m/--model (or $WGML_MODEL) is of a family that
+ * speaks: its header is enough (an unreadable file is left to the loader's
+ * error). */
+static int model_speaks(int argc, char **argv) {
+    const char *path = getenv("WGML_MODEL");
+    for (int i = 0; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) path = argv[++i];
+    gguf_file *f;
+    wgml_error err;
+    if (!path || gguf_open(path, &f, &err)) return 0;
+    char arch[64];
+    const wgml_family *fam;
+    int speaks = !wgml_family_of(f, arch, sizeof arch, &fam, &err) && (fam->tasks & WGML_TASK_SPEECH);
+    gguf_close(f);
+    return speaks;
+}
+
 static double median_of(run_result *r, int n, size_t field) {
     double v[64];
     for (int i = 0; i < n; i++) v[i] = *(double *)((char *)&r[i] + field);
@@ -150,6 +170,8 @@ int cmd_bench(int argc, char **argv) {
     int json = 0, profile = 0, limits = 1;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
+        else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
+    if (model_speaks(argc, argv)) return cmd_bench_speech(argc, argv);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
         int r = cli_model_option(argc, argv, &i, &mo);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/cpu_gemm.h"
 #include "backend/cpu/kernels.h"
 
 /* Each view of an op lies in its buffer (cpu_check records the error). */
@@ -274,9 +275,55 @@ static const char *mm_profile_name(const wgml_matmul_args *mm) {
     }
 }
 
+/* Rows from which a matmul of float weights is a blocked GEMM (cpu_gemm.c):
+ * below, the weight is read fewer times than the GEMM's packing costs. */
+#define MM_GEMM_MIN_ROWS 32
+
+/* Whether the matmul goes through cpu_gemm: many rows, weights whose
+ * activations stay f32 (F32, F16, BF16), no SwiGLU pairing, a SIMD
+ * micro-kernel, and not the double-precision reference mode. */
+static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n) {
+    if (cb->exact || n < MM_GEMM_MIN_ROWS || mm->epilogue == WGML_EPI_SWIGLU || !cpu_kernels_gemm_fast()) return 0;
+    for (int i = 0; i < mm->n_w; i++)
+        if (cpu_weight_kernels(mm->w[i])->act_type != WGML_F32) return 0;
+    return 1;
+}
+
+static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int64_t K) {
+    size_t norm_bytes = mm->norm ? ((size_t)(n * K) * sizeof(float) + 63) & ~(size_t)63 : 0, pack = 0;
+    for (int i = 0; i < mm->n_w; i++) {
+        size_t b = cpu_gemm_scratch(wgml_tensor_nrows(mm->w[i]), K);
+        pack = b > pack ? b : pack;
+    }
+    pack = (pack + 63) & ~(size_t)63;
+    uint8_t *scratch = cpu_scratch(cb, norm_bytes + pack + (size_t)cb->n_threads * (size_t)K * sizeof(float));
+    if (!scratch) return;
+    const float *x = cpu_ptr(mm->x);
+    if (mm->norm) {
+        float *xn = (float *)scratch;
+        const float *g = cpu_ptr(mm->norm);
+        for (int64_t i = 0; i < n; i++) {
+            float s = cpu_rms_scale(x + i * K, K, mm->eps);
+            for (int64_t c = 0; c < K; c++) xn[i * K + c] = x[i * K + c] * s * g[c];
+        }
+        x = xn;
+    }
+    for (int i = 0; i < mm->n_w; i++) {
+        cpu_gemm_args a = {.x = x, .n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
+                           .w_row = wgml_row_size(mm->w[i]->type, K), .k = cpu_weight_kernels(mm->w[i]),
+                           .bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL, .out = cpu_ptr(mm->out[i]),
+                           .add = mm->epilogue == WGML_EPI_ADD};
+        cpu_gemm(cb->pool, cb->n_threads, &a, scratch + norm_bytes, (float *)(scratch + norm_bytes + pack));
+    }
+}
+
 void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
     if (!mm_check(cb, mm)) return;
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
+    if (mm_use_gemm(cb, mm, n)) {
+        mm_gemm(cb, mm, n, K);
+        return;
+    }
 
     /* scratch: [normalized x][prepared activations per weight] */
     size_t norm_bytes = mm->norm ? (size_t)(n * K) * sizeof(float) : 0;

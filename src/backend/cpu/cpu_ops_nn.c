@@ -4,7 +4,8 @@
  *
  * These are the reference every GPU backend is compared with, so they are
  * plain C that computes in double where rounding matters (sums, the
- * transcendental functions of unary); the row ops and unary share their
+ * transcendental functions of unary; Snake alone has a SIMD float kernel,
+ * kernels.h, outside the exact mode); the row ops and unary share their
  * rows out over the thread pool. Each op may run in place (out the very view
  * of its input; validate.c allows nothing else to overlap): every element is
  * read before it is written.
@@ -12,6 +13,7 @@
 #include <math.h>
 
 #include "backend/cpu/cpu_internal.h"
+#include "backend/cpu/kernels_impl.h"
 
 #define ROWS_PER_CHUNK_ELEMS 16384 /* elements per chunk of rows handed to a thread */
 
@@ -80,6 +82,7 @@ typedef struct {
     int64_t n;
     wgml_unary_kind kind;
     double a, b;
+    cpu_snake_fn snake; /* Snake's SIMD kernel (float); NULL: the double code below */
 } unary_task;
 
 /* Rows [lo, hi): one switch per chunk, a plain loop per kind. */
@@ -109,7 +112,12 @@ static void unary_rows(void *p, int64_t lo, int64_t hi, int ith) {
     case WGML_UNARY_LEAKY_RELU: EACH(y > 0 ? y : a * y);
     case WGML_UNARY_SIN: EACH(sin(y));
     case WGML_UNARY_EXP: EACH(exp(y));
-    case WGML_UNARY_SNAKE: EACH(y + sin(v[c] * y) * sin(v[c] * y) / v[c]);
+    case WGML_UNARY_SNAKE:
+        if (t->snake) {
+            t->snake(t->out + lo * n, t->x + lo * n, v, n, hi - lo);
+            break;
+        }
+        EACH(y + sin(v[c] * y) * sin(v[c] * y) / v[c]);
     case WGML_UNARY_COUNT: break;
     }
 #undef EACH
@@ -118,7 +126,10 @@ static void unary_rows(void *p, int64_t lo, int64_t hi, int ith) {
 void cpu_op_unary(cpu_backend *cb, const wgml_unary_args *a) {
     if (!cpu_check(cb, "unary", a->out) || !cpu_check(cb, "unary", a->x) || (a->v && !cpu_check(cb, "unary", a->v)))
         return;
-    unary_task t = {cpu_ptr(a->out), cpu_ptr(a->x), vec(a->v), a->x->ne[0], a->kind, a->a, a->b};
+    /* Snake, a hundred million sines an utterance in Kokoro, in SIMD float unless exact */
+    cpu_snake_fn snake = cb->exact ? NULL : cpu_kernels_snake();
+    unary_task t = {cpu_ptr(a->out), cpu_ptr(a->x), vec(a->v), a->x->ne[0], a->kind, a->a, a->b,
+                    snake == cpu_snake_scalar ? NULL : snake};
     wgml_threadpool_run_range(cb->pool, unary_rows, &t, wgml_tensor_nrows(a->x), chunk_rows(t.n));
 }
 

@@ -507,7 +507,28 @@ int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n) {
     return wgml_dequantize_row(act, src, dst, n);
 }
 
+void cpu_gemm_scalar(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                     int add) {
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nc; j++) {
+            float s = 0;
+            for (int64_t k = 0; k < kc; k++) s += x[(size_t)r * ldx + k] * wp[k * CPU_GEMM_NR + j];
+            float *o = &c[(size_t)r * ldc + j];
+            *o = add ? *o + s : s;
+        }
+}
+
+void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int64_t rows) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < n; c++) {
+            const double y = x[r * n + c], s = sin(v[c] * y);
+            out[r * n + c] = (float)(y + s * s / v[c]);
+        }
+}
+
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
+static cpu_snake_fn best_snake = cpu_snake_scalar;
+static cpu_gemm_fn best_gemm = cpu_gemm_scalar;
 static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_attn_rows_fn best_attn_rows = cpu_attn_rows_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
@@ -553,11 +574,14 @@ static void select_table(void) {
         cpu_kernels_fill_avx2(best_table);
         best_attn = cpu_attn_avx2;
         best_attn_rows = cpu_attn_rows_avx2;
+        best_gemm = cpu_gemm_avx2;
         best_isa = "avx2";
         if (level >= 2) {
             memcpy(avx2_table, best_table, sizeof avx2_table);
             have_avx2_table = 1;
             cpu_kernels_fill_avx512(best_table);
+            best_gemm = cpu_gemm_avx512;
+            best_snake = cpu_snake_avx512;
             best_isa = "avx512";
         }
     }
@@ -637,6 +661,28 @@ cpu_attn_fn cpu_kernels_attn(void) {
 cpu_attn_rows_fn cpu_kernels_attn_rows(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_attn_rows_scalar : best_attn_rows;
+}
+
+cpu_gemm_fn cpu_kernels_gemm(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_gemm_scalar : best_gemm;
+}
+
+cpu_snake_fn cpu_kernels_snake(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_snake_scalar : best_snake;
+}
+
+int cpu_kernels_gemm_fast(void) { return cpu_kernels_gemm() != cpu_gemm_scalar; }
+
+cpu_gemm_fn cpu_kernels_gemm_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_gemm_scalar;
+    if (strcmp(isa, best_isa) == 0) return best_gemm;
+#if defined(WGML_CPU_X86)
+    if (strcmp(isa, "avx2") == 0 && have_avx2_table) return cpu_gemm_avx2;
+#endif
+    return NULL;
 }
 
 void cpu_kernels_force_scalar(int on) { atomic_store(&force_scalar, on ? 1 : 0); }

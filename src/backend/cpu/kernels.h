@@ -184,6 +184,39 @@ typedef void (*cpu_attn_rows_fn)(const cpu_attn_rows_job *job);
 /* The block attention kernel for this CPU (the scalar one when forced). */
 cpu_attn_rows_fn cpu_kernels_attn_rows(void);
 
+/*
+ * The GEMM micro-kernel behind matmuls of many token rows (cpu_gemm.c): for
+ * rows r < mr (1..CPU_GEMM_MR) and columns j < nc (1..CPU_GEMM_NR),
+ *   c[r*ldc + j] = (add ? c[r*ldc + j] : 0) + sum_{k < kc} x[r*ldx + k] * wp[k*CPU_GEMM_NR + j]
+ * wp: a panel of CPU_GEMM_NR weight rows packed k-major (each k's
+ * CPU_GEMM_NR floats together), 64-byte aligned; columns past nc are zero
+ * there and not written to c. Sums in f32, in order of k per output.
+ */
+#define CPU_GEMM_MR 6
+#define CPU_GEMM_NR 32
+typedef void (*cpu_gemm_fn)(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr,
+                            int nc, int add);
+
+/* The GEMM micro-kernel for this CPU (the scalar one when forced); the
+ * scalar reference for an isa of "scalar"; NULL for an isa this CPU or
+ * build lacks. */
+cpu_gemm_fn cpu_kernels_gemm(void);
+cpu_gemm_fn cpu_kernels_gemm_isa(const char *isa);
+/* Whether the micro-kernel is a SIMD one: matmul takes the GEMM path only
+ * then (the scalar one is the reference, slower than the dot products). */
+int cpu_kernels_gemm_fast(void);
+
+/*
+ * Snake1d over rows of n columns: out[r][c] = x[r][c] + sin(v[c] x[r][c])^2 / v[c]
+ * (out may be x). The SIMD versions compute in float (a few ulp); the
+ * scalar one, the reference, in double. Arguments |v x| beyond
+ * CPU_SNAKE_MAX_ARG take the double path everywhere.
+ */
+#define CPU_SNAKE_MAX_ARG 4096.0f
+typedef void (*cpu_snake_fn)(float *out, const float *x, const float *v, int64_t n, int64_t rows);
+/* The Snake kernel for this CPU (the scalar one when forced). */
+cpu_snake_fn cpu_kernels_snake(void);
+
 /* NULL when the CPU backend cannot compute with weights of this type. */
 const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 

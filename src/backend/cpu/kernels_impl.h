@@ -30,6 +30,13 @@ void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 void cpu_attn_avx2(const cpu_attn_job *job);
 /* Block attention (cpu_attn_rows_job) with AVX2 + FMA (kernels_attn_x86.c). */
 void cpu_attn_rows_avx2(const cpu_attn_rows_job *job);
+/* GEMM micro-kernels (cpu_gemm_fn) for AVX-512 and AVX2 + FMA (kernels_gemm_x86.c). */
+void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                     int add);
+/* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
+void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows);
+void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                   int add);
 #endif
 
 /* The portable attention kernel (kernels.c): the reference the SIMD one is
@@ -37,6 +44,11 @@ void cpu_attn_rows_avx2(const cpu_attn_rows_job *job);
 void cpu_attn_scalar(const cpu_attn_job *job);
 /* The portable block attention kernel (kernels.c), likewise. */
 void cpu_attn_rows_scalar(const cpu_attn_rows_job *job);
+/* The portable Snake (kernels.c), in double, likewise. */
+void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int64_t rows);
+/* The portable GEMM micro-kernel (kernels.c), likewise. */
+void cpu_gemm_scalar(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                     int add);
 
 
 #if defined(__wasm_simd128__)

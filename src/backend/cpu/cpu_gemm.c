@@ -1,0 +1,107 @@
+/*
+ * cpu_gemm.c - matmul of many token rows as a blocked GEMM (the prompt rows
+ * of an LLM, a BERT batch, Kokoro's convolutions as im2col x weight).
+ *
+ *   out[i][m] = (add ? out[i][m] : 0) + sum_k x[i][k] * w[m][k] + bias[m]
+ *
+ * The weight rows are first converted to f32 and packed into panels of
+ * CPU_GEMM_NR rows laid out k-major (panel p, row k: the CPU_GEMM_NR
+ * weights of output columns 32p .. 32p+31), in the caller's scratch (a
+ * copy made per call, never kept: it costs one pass over the weight, small
+ * beside n passes of arithmetic). The micro-kernel (kernels.h) then holds a
+ * tile of CPU_GEMM_MR rows x CPU_GEMM_NR columns in registers.
+ *
+ * Blocking: k in blocks of GEMM_KC, so that one block of every panel (at
+ * most a few hundred KiB) stays in L2 while the tiles of a row block go
+ * over it, and a tile's rows of the block (CPU_GEMM_MR x GEMM_KC floats)
+ * stay in L1 while every panel goes over them. Work items are row blocks
+ * x groups of panels, shared out by the thread pool; a matmul of few rows
+ * splits its panels so that every thread gets work.
+ */
+#include "backend/cpu/cpu_gemm.h"
+
+#include <string.h>
+
+#include "backend/cpu/kernels.h"
+
+#define GEMM_KC 512                  /* k per block */
+#define GEMM_ROWS (CPU_GEMM_MR * 8)  /* token rows per work item */
+
+size_t cpu_gemm_scratch(int64_t M, int64_t K) {
+    int64_t panels = (M + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
+    return (size_t)panels * (size_t)K * CPU_GEMM_NR * sizeof(float) + 64;
+}
+
+typedef struct {
+    const cpu_gemm_args *a;
+    float *wp; /* packed panels */
+    cpu_gemm_fn fn;
+    int64_t panels, row_blocks, groups, per_group;
+    float *tmp; /* packing: a weight row as floats, per thread */
+} gemm_task;
+
+/* Panels [lo, hi): each weight row to floats, scattered to its column. */
+static void pack_panels(void *p, int64_t lo, int64_t hi, int ith) {
+    gemm_task *t = p;
+    const cpu_gemm_args *a = t->a;
+    const int64_t K = a->K;
+    float *row = t->tmp + (size_t)ith * (size_t)K;
+    for (int64_t pn = lo; pn < hi; pn++) {
+        float *dst = t->wp + (size_t)pn * (size_t)K * CPU_GEMM_NR;
+        for (int j = 0; j < CPU_GEMM_NR; j++) {
+            int64_t m = pn * CPU_GEMM_NR + j;
+            if (m < a->M) {
+                if (a->k->to_float) a->k->to_float(a->w + (size_t)m * a->w_row, row, K);
+                else memcpy(row, a->w + (size_t)m * a->w_row, (size_t)K * sizeof(float));
+                for (int64_t k = 0; k < K; k++) dst[k * CPU_GEMM_NR + j] = row[k];
+            } else {
+                for (int64_t k = 0; k < K; k++) dst[k * CPU_GEMM_NR + j] = 0;
+            }
+        }
+    }
+}
+
+/* Work items [lo, hi): item = row block * groups + panel group. */
+static void gemm_items(void *p, int64_t lo, int64_t hi, int ith) {
+    (void)ith;
+    gemm_task *t = p;
+    const cpu_gemm_args *a = t->a;
+    const int64_t K = a->K, M = a->M;
+    for (int64_t it = lo; it < hi; it++) {
+        const int64_t rb = it / t->groups, g = it % t->groups;
+        const int64_t i0 = rb * GEMM_ROWS, i1 = i0 + GEMM_ROWS < a->n ? i0 + GEMM_ROWS : a->n;
+        const int64_t p0 = g * t->per_group, p1 = p0 + t->per_group < t->panels ? p0 + t->per_group : t->panels;
+        for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
+            const int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
+            const int add = k0 > 0 || a->add;
+            for (int64_t i = i0; i < i1; i += CPU_GEMM_MR) {
+                const int mr = (int)(i1 - i < CPU_GEMM_MR ? i1 - i : CPU_GEMM_MR);
+                for (int64_t pn = p0; pn < p1; pn++) {
+                    const int64_t m0 = pn * CPU_GEMM_NR;
+                    const int nc = (int)(M - m0 < CPU_GEMM_NR ? M - m0 : CPU_GEMM_NR);
+                    t->fn(kc, a->x + (size_t)i * (size_t)K + k0, (size_t)K,
+                          t->wp + ((size_t)pn * (size_t)K + (size_t)k0) * CPU_GEMM_NR, a->out + (size_t)i * (size_t)M + m0,
+                          (size_t)M, mr, nc, add);
+                }
+            }
+        }
+        if (a->bias)
+            for (int64_t i = i0; i < i1; i++)
+                for (int64_t m = p0 * CPU_GEMM_NR; m < M && m < p1 * CPU_GEMM_NR; m++)
+                    a->out[(size_t)i * (size_t)M + m] += a->bias[m];
+    }
+}
+
+void cpu_gemm(wgml_threadpool *pool, int n_threads, const cpu_gemm_args *a, void *scratch, float *tmp) {
+    gemm_task t = {.a = a, .fn = cpu_kernels_gemm(), .tmp = tmp};
+    t.wp = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    t.panels = (a->M + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
+    wgml_threadpool_run_range(pool, pack_panels, &t, t.panels, 1);
+    t.row_blocks = (a->n + GEMM_ROWS - 1) / GEMM_ROWS;
+    /* enough items that every thread has several: split the panels when the rows are few */
+    t.groups = 1;
+    while (t.row_blocks * t.groups < 4 * (int64_t)n_threads && t.groups < t.panels) t.groups++;
+    t.per_group = (t.panels + t.groups - 1) / t.groups;
+    t.groups = (t.panels + t.per_group - 1) / t.per_group;
+    wgml_threadpool_run_range(pool, gemm_items, &t, t.row_blocks * t.groups, 1);
+}

@@ -1,0 +1,71 @@
+/*
+ * kernels_act_x86.c - elementwise activations with AVX-512 (cpu_snake_fn,
+ * kernels.h): Snake1d, x + sin(v x)^2 / v, the activation of Kokoro's
+ * generator, which runs over every sample of every channel (a hundred
+ * million sines an utterance), where libm's scalar sin took longer than the
+ * convolutions around it.
+ *
+ * sin(a)^2 in float: a = n pi/2 + r with |r| <= pi/4 (pi/2 in three parts,
+ * Cody-Waite, exact products for |n| < 2^12), then sin(r)^2 for even n and
+ * cos(r)^2 for odd n, each from its minimax polynomial on [-pi/4, pi/4]
+ * (the classic single-precision coefficients); a few ulp. A block with an
+ * argument beyond CPU_SNAKE_MAX_ARG goes through libm in double instead.
+ */
+#include "backend/cpu/kernels_impl.h"
+
+#if defined(WGML_CPU_X86)
+#include <immintrin.h>
+#include <math.h>
+
+#define KS512 __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+static void snake_scalar_cols(float *o, const float *x, const float *v, int64_t n) {
+    for (int64_t c = 0; c < n; c++) {
+        const double y = x[c], s = sin(v[c] * y);
+        o[c] = (float)(y + s * s / v[c]);
+    }
+}
+
+KS512 void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows) {
+    const __m512 two_pi = _mm512_set1_ps(0.63661977236758134f); /* 2/pi */
+    const __m512 p1 = _mm512_set1_ps(1.5703125f), p2 = _mm512_set1_ps(4.837512969970703125e-4f),
+                 p3 = _mm512_set1_ps(7.54978995489188216e-8f);
+    const __m512 s1 = _mm512_set1_ps(-1.6666654611e-1f), s2 = _mm512_set1_ps(8.3321608736e-3f),
+                 s3 = _mm512_set1_ps(-1.9515295891e-4f);
+    const __m512 c1 = _mm512_set1_ps(4.166664568298827e-2f), c2 = _mm512_set1_ps(-1.388731625493765e-3f),
+                 c3 = _mm512_set1_ps(2.443315711809948e-5f);
+    const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+    const __m512 lim = _mm512_set1_ps(CPU_SNAKE_MAX_ARG);
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *o = out + r * n;
+        for (int64_t c = 0; c < n; c += 16) {
+            const __mmask16 m = n - c >= 16 ? 0xffff : (__mmask16)((1u << (n - c)) - 1);
+            const __m512 y = _mm512_maskz_loadu_ps(m, xr + c);
+            const __m512 vv = _mm512_mask_loadu_ps(one, m, v + c);
+            const __m512 a = _mm512_mul_ps(vv, y);
+            if (_mm512_mask_cmp_ps_mask(m, _mm512_abs_ps(a), lim, _CMP_GT_OQ)) {
+                snake_scalar_cols(o + c, xr + c, v + c, n - c < 16 ? n - c : 16);
+                continue;
+            }
+            const __m512 q = _mm512_roundscale_ps(_mm512_mul_ps(a, two_pi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m512 t = _mm512_fnmadd_ps(q, p1, a);
+            t = _mm512_fnmadd_ps(q, p2, t);
+            t = _mm512_fnmadd_ps(q, p3, t);
+            const __m512 z = _mm512_mul_ps(t, t);
+            /* sin t = t + t z (s1 + z (s2 + z s3)) */
+            __m512 ps = _mm512_fmadd_ps(_mm512_fmadd_ps(s3, z, s2), z, s1);
+            ps = _mm512_fmadd_ps(_mm512_mul_ps(ps, z), t, t);
+            /* cos t = 1 - z/2 + z^2 (c1 + z (c2 + z c3)) */
+            __m512 pc = _mm512_fmadd_ps(_mm512_fmadd_ps(c3, z, c2), z, c1);
+            pc = _mm512_fmadd_ps(_mm512_mul_ps(pc, z), z, _mm512_fnmadd_ps(half, z, one));
+            const __mmask16 odd = _mm512_test_epi32_mask(_mm512_cvtps_epi32(q), _mm512_set1_epi32(1));
+            const __m512 s = _mm512_mask_blend_ps(odd, ps, pc);
+            const __m512 res = _mm512_add_ps(y, _mm512_div_ps(_mm512_mul_ps(s, s), vv));
+            _mm512_mask_storeu_ps(o + c, m, res);
+        }
+    }
+}
+#else
+typedef int cpu_kernels_act_x86_unused; /* not x86: nothing to build */
+#endif
