@@ -539,6 +539,77 @@ static void test_gemm(void **state) {
     free(x), free(c), free(init), free(wp);
 }
 
+/* The bf16-pair GEMM micro-kernel of every instruction set that has one, the
+ * same way (products of bf16 values are exact in f32), and the activation
+ * rounding: round to nearest even, the same on every instruction set. */
+static void test_gemm_bf16(void **state) {
+    (void)state;
+    enum { LDX = 307, LDC = 45 };
+    tu_rng rng = {9};
+    uint32_t *x = malloc(sizeof(uint32_t) * CPU_GEMM_MR * LDX), *wp = aligned_alloc(64, sizeof(uint32_t) * 304 * CPU_GEMM_NR);
+    float *c = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC), *init = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+    for (int i = 0; i < CPU_GEMM_MR * LDX; i++)
+        x[i] = wgml_f32_to_bf16(tu_normal(&rng)) | (uint32_t)wgml_f32_to_bf16(tu_normal(&rng)) << 16;
+    for (int i = 0; i < (CPU_GEMM_MR + 1) * LDC; i++) init[i] = tu_normal(&rng);
+    const int64_t kps[] = {1, 3, 32, 257, 304};
+    const int ncs[] = {1, 16, 17, 32};
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_gemm_bf16_fn fn = cpu_kernels_gemm_bf16_isa(k_isas[ii]);
+        if (!fn) continue;
+        ran++;
+        for (size_t ki = 0; ki < sizeof kps / sizeof kps[0]; ki++)
+            for (size_t ni = 0; ni < sizeof ncs / sizeof ncs[0]; ni++)
+                for (int mr = 1; mr <= CPU_GEMM_MR; mr++)
+                    for (int add = 0; add < 2; add++) {
+                        const int64_t kp = kps[ki];
+                        const int nc = ncs[ni];
+                        for (int64_t k = 0; k < kp; k++)
+                            for (int j = 0; j < CPU_GEMM_NR; j++)
+                                wp[k * CPU_GEMM_NR + j] = j < nc ? wgml_f32_to_bf16(tu_normal(&rng)) |
+                                                                       (uint32_t)wgml_f32_to_bf16(tu_normal(&rng)) << 16
+                                                                 : 0;
+                        memcpy(c, init, sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+                        fn(kp, x, LDX, wp, c, LDC, mr, nc, add);
+                        for (int r = 0; r <= CPU_GEMM_MR; r++)
+                            for (int j = 0; j < LDC; j++) {
+                                const float got = c[r * LDC + j], was = init[r * LDC + j];
+                                if (r >= mr || j >= nc) {
+                                    assert_true(got == was);
+                                    continue;
+                                }
+                                double want = add ? was : 0, mag = add ? fabs(was) : 0;
+                                for (int64_t k = 0; k < kp; k++)
+                                    for (int h = 0; h < 2; h++) {
+                                        const double p = (double)wgml_bf16_to_f32((uint16_t)(x[r * LDX + k] >> (16 * h))) *
+                                                         wgml_bf16_to_f32((uint16_t)(wp[k * CPU_GEMM_NR + j] >> (16 * h)));
+                                        want += p, mag += fabs(p);
+                                    }
+                                if (fabs(got - want) > 2e-6 * mag + 1e-30)
+                                    fail_msg("gemm bf16 %s kp=%lld nc=%d mr=%d add=%d: %.9g, want %.9g", k_isas[ii],
+                                             (long long)kp, nc, mr, add, got, want);
+                            }
+                    }
+    }
+    assert_true(ran >= 1); /* the scalar reference at least */
+    /* rounding: ties to even, on every length (the SIMD tail) */
+    float f[77];
+    uint16_t a[77], b[77];
+    for (int i = 0; i < 77; i++) f[i] = tu_normal(&rng) * 100;
+    f[0] = wgml_bits_to_f32(0x3f808000u); /* a tie: to even, 0x3f80 */
+    f[1] = wgml_bits_to_f32(0x3f818000u); /* a tie: to even, 0x3f82 */
+    cpu_to_bf16_fn conv = cpu_kernels_to_bf16();
+    for (int n = 1; n <= 77; n += 19) {
+        memset(a, 0xab, sizeof a), memset(b, 0xab, sizeof b);
+        conv(f, a, n);
+        cpu_to_bf16_scalar(f, b, n);
+        assert_memory_equal(a, b, sizeof a); /* equal values, nothing written past n */
+    }
+    assert_int_equal(b[0], 0x3f80);
+    assert_int_equal(b[1], 0x3f82);
+    free(x), free(wp), free(c), free(init);
+}
+
 /* Snake (x + sin(v x)^2 / v) of this CPU against the double formula: arguments
  * from tiny to past CPU_SNAKE_MAX_ARG (the double fallback), ragged rows, in place. */
 static void test_snake(void **state) {
@@ -631,7 +702,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_snake),    cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

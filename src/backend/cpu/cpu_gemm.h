@@ -19,6 +19,7 @@ typedef struct cpu_gemm_args {
     const uint8_t *w;               /* M rows of w_row bytes */
     size_t w_row;
     const struct cpu_type_kernels *k; /* the weight's kernels: to_float reads a row (NULL: f32) */
+    uint32_t type;                  /* the weight's type (BF16: pairs, cpu_gemm_bf16) */
     const float *bias;              /* [M] or NULL */
     float *out;                     /* [n][M] */
     int add;
@@ -27,8 +28,14 @@ typedef struct cpu_gemm_args {
 /* Scratch bytes cpu_gemm needs for M x K weights (the packed panels). */
 size_t cpu_gemm_scratch(int64_t M, int64_t K);
 
+/* Floats of tmp per thread for a K-wide matmul. */
+size_t cpu_gemm_tmp_floats(int64_t K);
+/* Whether weights of this type go as bf16 pairs, with the activations
+ * rounded to bf16 (BF16, where the CPU has AVX512_BF16). */
+int cpu_gemm_bf16(uint32_t type);
+
 /* Runs on the pool (n_threads threads). scratch: cpu_gemm_scratch(M, K)
- * bytes; tmp: n_threads * K floats. */
+ * bytes; tmp: n_threads * cpu_gemm_tmp_floats(K) floats. */
 void cpu_gemm(wgml_threadpool *pool, int n_threads, const cpu_gemm_args *a, void *scratch, float *tmp);
 
 #endif

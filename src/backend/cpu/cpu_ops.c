@@ -296,7 +296,7 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
         pack = b > pack ? b : pack;
     }
     pack = (pack + 63) & ~(size_t)63;
-    uint8_t *scratch = cpu_scratch(cb, norm_bytes + pack + (size_t)cb->n_threads * (size_t)K * sizeof(float));
+    uint8_t *scratch = cpu_scratch(cb, norm_bytes + pack + (size_t)cb->n_threads * cpu_gemm_tmp_floats(K) * sizeof(float));
     if (!scratch) return;
     const float *x = cpu_ptr(mm->x);
     if (mm->norm) {
@@ -311,6 +311,7 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     for (int i = 0; i < mm->n_w; i++) {
         cpu_gemm_args a = {.x = x, .n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
                            .w_row = wgml_row_size(mm->w[i]->type, K), .k = cpu_weight_kernels(mm->w[i]),
+                           .type = mm->w[i]->type,
                            .bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL, .out = cpu_ptr(mm->out[i]),
                            .add = mm->epilogue == WGML_EPI_ADD};
         cpu_gemm(cb->pool, cb->n_threads, &a, scratch + norm_bytes, (float *)(scratch + norm_bytes + pack));

@@ -526,9 +526,30 @@ void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int
         }
 }
 
+void cpu_gemm_bf16_scalar(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc, int mr,
+                          int nc, int add) {
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nc; j++) {
+            float s = 0;
+            for (int64_t k = 0; k < kp; k++) {
+                const uint32_t xv = x[(size_t)r * ldx + k], wv = wp[k * CPU_GEMM_NR + j];
+                s += wgml_bf16_to_f32((uint16_t)xv) * wgml_bf16_to_f32((uint16_t)wv) +
+                     wgml_bf16_to_f32((uint16_t)(xv >> 16)) * wgml_bf16_to_f32((uint16_t)(wv >> 16));
+            }
+            float *o = &c[(size_t)r * ldc + j];
+            *o = add ? *o + s : s;
+        }
+}
+
+void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = wgml_f32_to_bf16(x[i]);
+}
+
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
+static cpu_to_bf16_fn best_to_bf16 = cpu_to_bf16_scalar;
 static cpu_snake_fn best_snake = cpu_snake_scalar;
 static cpu_gemm_fn best_gemm = cpu_gemm_scalar;
+static cpu_gemm_bf16_fn best_gemm_bf16; /* NULL: none (BF16 weights take the f32 GEMM) */
 static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_attn_rows_fn best_attn_rows = cpu_attn_rows_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
@@ -563,6 +584,12 @@ static int x86_level(void) {
     const int avx512 = ((b >> 16) & 1) && ((b >> 30) & 1) && ((b >> 31) & 1) && ((c >> 11) & 1); /* F BW VL VNNI */
     return avx512 && (xlo & 0xe6) == 0xe6 ? 2 : 1;
 }
+
+/* AVX512_BF16 (vdpbf16ps): CPUID leaf 7 subleaf 1, EAX bit 5 (on top of level 2). */
+static int x86_bf16(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 5) & 1);
+}
 #endif
 
 static void select_table(void) {
@@ -582,6 +609,10 @@ static void select_table(void) {
             cpu_kernels_fill_avx512(best_table);
             best_gemm = cpu_gemm_avx512;
             best_snake = cpu_snake_avx512;
+            if (x86_bf16()) {
+                best_gemm_bf16 = cpu_gemm_bf16_avx512;
+                best_to_bf16 = cpu_to_bf16_avx512;
+            }
             best_isa = "avx512";
         }
     }
@@ -671,6 +702,22 @@ cpu_gemm_fn cpu_kernels_gemm(void) {
 cpu_snake_fn cpu_kernels_snake(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_snake_scalar : best_snake;
+}
+
+cpu_gemm_bf16_fn cpu_kernels_gemm_bf16(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? NULL : best_gemm_bf16;
+}
+
+cpu_to_bf16_fn cpu_kernels_to_bf16(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_to_bf16_scalar : best_to_bf16;
+}
+
+cpu_gemm_bf16_fn cpu_kernels_gemm_bf16_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_gemm_bf16_scalar;
+    return strcmp(isa, best_isa) == 0 ? best_gemm_bf16 : NULL;
 }
 
 int cpu_kernels_gemm_fast(void) { return cpu_kernels_gemm() != cpu_gemm_scalar; }

@@ -202,6 +202,23 @@ typedef void (*cpu_gemm_fn)(int64_t kc, const float *x, size_t ldx, const float 
  * build lacks. */
 cpu_gemm_fn cpu_kernels_gemm(void);
 cpu_gemm_fn cpu_kernels_gemm_isa(const char *isa);
+/*
+ * The same for BF16 weights with activations rounded to bf16 (AVX512_BF16's
+ * vdpbf16ps, twice the f32 FMA rate): x and wp hold bf16 pairs (element 2k
+ * in the low half of word k); kp pairs; ldx in words. For BF16 weights the
+ * blocked GEMM rounds the activations to bf16 (round to nearest even), as
+ * llama.cpp does: products exact in f32, sums in f32. NULL where the CPU
+ * lacks it (and when the scalar kernels are forced); the scalar reference
+ * from cpu_kernels_gemm_bf16_isa("scalar").
+ */
+typedef void (*cpu_gemm_bf16_fn)(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc,
+                                 int mr, int nc, int add);
+cpu_gemm_bf16_fn cpu_kernels_gemm_bf16(void);
+cpu_gemm_bf16_fn cpu_kernels_gemm_bf16_isa(const char *isa);
+/* f32 -> bf16, round to nearest even, for that kernel's activations (the
+ * instruction set's own with cpu_kernels_gemm_bf16, else the scalar one). */
+typedef void (*cpu_to_bf16_fn)(const float *x, uint16_t *dst, int64_t n);
+cpu_to_bf16_fn cpu_kernels_to_bf16(void);
 /* Whether the micro-kernel is a SIMD one: matmul takes the GEMM path only
  * then (the scalar one is the reference, slower than the dot products). */
 int cpu_kernels_gemm_fast(void);

@@ -60,6 +60,62 @@ KG512 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *
     }
 }
 
+/* ---- AVX512_BF16: pairs of bf16, vdpbf16ps ---- */
+
+#define KGBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+
+static KGBF KG_INLINE void b_tile(const int MR, int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c,
+                                  size_t ldc, int nc, int add) {
+    __m512 a0[CPU_GEMM_MR], a1[CPU_GEMM_MR];
+    for (int r = 0; r < MR; r++) a0[r] = a1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+    for (int64_t k = 0; k < kp; k++) {
+        const __m512bh w0 = (__m512bh)_mm512_load_si512(wp + k * CPU_GEMM_NR),
+                       w1 = (__m512bh)_mm512_load_si512(wp + k * CPU_GEMM_NR + 16);
+        for (int r = 0; r < MR; r++) {
+            const __m512bh xb = (__m512bh)_mm512_set1_epi32((int)x[(size_t)r * ldx + k]);
+            a0[r] = _mm512_dpbf16_ps(a0[r], xb, w0);
+            a1[r] = _mm512_dpbf16_ps(a1[r], xb, w1);
+        }
+    }
+    const __mmask16 m0 = nc >= 16 ? 0xffff : (__mmask16)((1u << nc) - 1);
+    const __mmask16 m1 = nc >= 32 ? 0xffff : nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
+    for (int r = 0; r < MR; r++) {
+        float *o = c + (size_t)r * ldc;
+        if (add) {
+            a0[r] = _mm512_add_ps(a0[r], _mm512_maskz_loadu_ps(m0, o));
+            a1[r] = _mm512_add_ps(a1[r], _mm512_maskz_loadu_ps(m1, o + 16));
+        }
+        _mm512_mask_storeu_ps(o, m0, a0[r]);
+        _mm512_mask_storeu_ps(o + 16, m1, a1[r]);
+    }
+}
+
+KGBF void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm512_storeu_si512(dst + i, (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+    if (i < n) {
+        const int64_t r = n - i;
+        const __mmask16 lo = r >= 16 ? 0xffff : (__mmask16)((1u << r) - 1);
+        const __mmask16 hi = r > 16 ? (__mmask16)((1u << (r - 16)) - 1) : 0;
+        const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + i + 16), _mm512_maskz_loadu_ps(lo, x + i));
+        _mm512_mask_storeu_epi16(dst + i, (__mmask32)(((uint64_t)1 << r) - 1), v);
+    }
+}
+
+KGBF void cpu_gemm_bf16_avx512(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc,
+                               int mr, int nc, int add) {
+    switch (mr) {
+    case 6: b_tile(6, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 5: b_tile(5, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 4: b_tile(4, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 3: b_tile(3, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 2: b_tile(2, kp, x, ldx, wp, c, ldc, nc, add); break;
+    default: b_tile(1, kp, x, ldx, wp, c, ldc, nc, add); break;
+    }
+}
+
 /* ---- AVX2 ---- */
 
 /* Columns [h, h + 16) of the panel (h = 0 or 16), nc of them valid (1..16). */

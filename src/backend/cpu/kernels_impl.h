@@ -33,6 +33,10 @@ void cpu_attn_rows_avx2(const cpu_attn_rows_job *job);
 /* GEMM micro-kernels (cpu_gemm_fn) for AVX-512 and AVX2 + FMA (kernels_gemm_x86.c). */
 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
                      int add);
+/* The bf16 GEMM micro-kernel (cpu_gemm_bf16_fn) with AVX512_BF16 (kernels_gemm_x86.c). */
+void cpu_gemm_bf16_avx512(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc, int mr,
+                          int nc, int add);
+void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n);
 /* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
 void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
@@ -44,6 +48,10 @@ void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, floa
 void cpu_attn_scalar(const cpu_attn_job *job);
 /* The portable block attention kernel (kernels.c), likewise. */
 void cpu_attn_rows_scalar(const cpu_attn_rows_job *job);
+/* The portable bf16 GEMM micro-kernel (kernels.c), likewise. */
+void cpu_gemm_bf16_scalar(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc, int mr,
+                          int nc, int add);
+void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n);
 /* The portable Snake (kernels.c), in double, likewise. */
 void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 /* The portable GEMM micro-kernel (kernels.c), likewise. */
