@@ -83,19 +83,24 @@ static double rel_err(const float *a, const double *b, size_t n) {
 
 /* Conv1d(Ci, Co, K, stride, padding, dilation) of x [T][Ci] with PyTorch's
  * weight [Co][Ci][K]: im2col, then a matmul with the weight laid out
- * [Co][K][Ci], against the definition. */
-static void conv_case(int64_t T, int64_t Ci, int64_t Co, int K, int stride, int pad, int dil) {
+ * [Co][K][Ct], against the definition. Ct > Ci: each tap padded with zero
+ * columns (a quantized Kokoro's), the unfolded signal's extra channels
+ * zeroed by im2col without an x over a buffer of NaN (a scratch's old values). */
+static void conv_case(int64_t T, int64_t Ci, int64_t Co, int K, int stride, int pad, int dil, int64_t Ct) {
     const int64_t T_out = (T + 2 * pad - dil * (K - 1) - 1) / stride + 1;
     float *x = randv((size_t)(T * Ci), 1), *w = randv((size_t)(Co * Ci * K), 0.3f), *bias = randv((size_t)Co, 1);
-    float *wl = malloc((size_t)(Co * Ci * K) * 4);
+    float *wl = calloc((size_t)(Co * Ct * K), 4), *nan = malloc((size_t)(T_out * K * Ct) * 4);
     for (int64_t o = 0; o < Co; o++)
         for (int64_t i = 0; i < Ci; i++)
-            for (int k = 0; k < K; k++) wl[(o * K + k) * Ci + i] = w[(o * Ci + i) * K + k];
-    tbuf tx = make(Ci, T, x), tcol = make(K * Ci, T_out, NULL), tw = make(K * Ci, Co, wl), tb = make(Co, 1, bias),
+            for (int k = 0; k < K; k++) wl[(o * K + k) * Ct + i] = w[(o * Ci + i) * K + k];
+    for (int64_t i = 0; i < T_out * K * Ct; i++) nan[i] = NAN;
+    tbuf tx = make(Ci, T, x), tcol = make(K * Ct, T_out, nan), tw = make(K * Ct, Co, wl), tb = make(Co, 1, bias),
          ty = make(Co, T_out, NULL);
     step();
     wgml_op_im2col(be, &(wgml_im2col_args){.out = &tcol.t, .x = &tx.t, .kernel = K, .stride = stride, .dilation = dil,
                                            .pad_l = pad, .pad_r = pad});
+    if (Ct > Ci)
+        wgml_op_im2col(be, &(wgml_im2col_args){.out = &tcol.t, .kernel = K, .c0 = (int)Ci, .zero_c = (int)(Ct - Ci)});
     wgml_op_matmul(be, &(wgml_matmul_args){.x = &tcol.t, .n_w = 1, .w = {&tw.t}, .bias = {&tb.t}, .out = {&ty.t}});
     end_ok();
     double *ref = calloc((size_t)(T_out * Co), sizeof *ref);
@@ -113,16 +118,19 @@ static void conv_case(int64_t T, int64_t Ci, int64_t Co, int K, int stride, int 
     double e = rel_err(y, ref, (size_t)(T_out * Co));
     if (e > 1e-5) fprintf(stderr, "conv T=%lld Ci=%lld K=%d stride %d: err %g\n", (long long)T, (long long)Ci, K, stride, e);
     assert_true(e <= 1e-5);
-    free(x), free(w), free(wl), free(bias), free(ref), free(y);
+    free(x), free(w), free(wl), free(nan), free(bias), free(ref), free(y);
     drop(&tx), drop(&tcol), drop(&tw), drop(&tb), drop(&ty);
 }
 
 static void test_conv1d(void **state) {
     (void)state;
-    conv_case(37, 5, 7, 3, 1, 1, 1);
-    conv_case(50, 22, 12, 12, 6, 3, 1); /* Kokoro's noise_convs.0 shape (narrower) */
-    conv_case(40, 6, 4, 7, 1, 9, 3);    /* dilation 3, padding d(k-1)/2 */
-    conv_case(16, 3, 2, 1, 1, 0, 1);
+    conv_case(37, 5, 7, 3, 1, 1, 1, 5);
+    conv_case(50, 22, 12, 12, 6, 3, 1, 22); /* Kokoro's noise_convs.0 shape (narrower) */
+    conv_case(40, 6, 4, 7, 1, 9, 3, 6);     /* dilation 3, padding d(k-1)/2 */
+    conv_case(16, 3, 2, 1, 1, 0, 1, 3);
+    conv_case(30, 66, 9, 3, 1, 1, 1, 96);   /* taps padded to 32 columns (kokoro-tiny's decoder.encode.conv1) */
+    conv_case(50, 22, 12, 12, 6, 3, 1, 24); /* noise_convs.0 padded: 12 taps of 24, whole blocks of 32 */
+    conv_case(20, 34, 5, 1, 1, 0, 1, 64);   /* a 1x1 convolution (a shortcut's) padded */
 }
 
 /* ConvTranspose1d(Ci, Co, K, stride, padding, output_padding) with PyTorch's
@@ -379,6 +387,16 @@ static void test_errors(void **state) {
     wgml_op_im2col(be, &(wgml_im2col_args){.out = &o.t, .x = &x.t, .kernel = 3, .stride = 1, .dilation = 1, .pad_l = 10,
                                            .pad_r = 1, .reflect = 1});
     expect_error("reflection padding");
+    step();
+    wgml_op_im2col(be, &(wgml_im2col_args){.out = &o.t, .kernel = 3, .c0 = 2, .zero_c = 3}); /* 5 of 4 channels */
+    expect_error("at least 5");
+    step();
+    wgml_op_im2col(be, &(wgml_im2col_args){.out = &o.t, .kernel = 3, .c0 = 1});
+    expect_error("zero_c");
+    step();
+    wgml_op_im2col(be, &(wgml_im2col_args){.out = &o.t, .x = &x.t, .kernel = 1, .stride = 1, .dilation = 1,
+                                           .zero_c = 1});
+    expect_error("zero_c");
     step();
     wgml_op_col2im(be, &(wgml_col2im_args){.out = &x.t, .y = &o.t, .kernel = 2, .stride = 1});
     expect_error("col2im");

@@ -314,7 +314,8 @@ static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const 
          * |silu(g)| <= |g|, and |g|, |u| within 4.5 RMS over a case's outputs. */
         double sig[3] = {0, 0, 0}, rms[3] = {0, 0, 0};
         for (int i = 0; i < nw && c->opt->act8; i++)
-            if (wgml_dtype_get(types[i])->quantized) sig[i] = act8_sigma(&m, xv, K, n, &m.w[i], M[i], &rms[i]);
+            if (wgml_dtype_get(types[i])->quantized || types[i] == WGML_BF16) /* bf16's step <= 8 bits' */
+                sig[i] = act8_sigma(&m, xv, K, n, &m.w[i], M[i], &rms[i]);
         for (int i = 0; i < (epi == WGML_EPI_SWIGLU ? 1 : nw); i++) {
             double s = epi == WGML_EPI_SWIGLU ? 1.1 * 4.5 * rms[1] * sig[0] + 4.5 * rms[0] * sig[1] : sig[i];
             finish_abs(c, "matmul", cfg, &m.out[i], 2e-4, s > 0 ? fmax(7 * s, 2e-4) : 0);
@@ -1283,6 +1284,18 @@ static void im2col_case(ctx *c, int64_t T, int64_t C, int K, int stride, int dil
     au_finish(c, &k, cfg, st, &err, 0); /* a copy: exact */
 }
 
+/* Zeros (no x) into channels [c0, c0 + n) of each of K taps of Ct, over T rows. */
+static void im2col_zero_case(ctx *c, int64_t T, int K, int64_t Ct, int c0, int n) {
+    au_case k = {.op = WGML_OP_IM2COL, .a.im = {.kernel = K, .c0 = c0, .zero_c = n}};
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, "zeros: T=%lld k=%d channels %d..%d of %lld", (long long)T, K, c0, c0 + n,
+             (long long)Ct);
+    wgml_error err;
+    /* out starts random on both sides (a scratch buffer's old values): only the zeros' slots change */
+    wgml_status st = au_act(c, &k, 0, K * Ct, T, NULL, 1, &err);
+    au_finish(c, &k, cfg, st, &err, 0);
+}
+
 static void check_im2col(ctx *c) {
     im2col_case(c, 37, 5, 3, 1, 1, 1, 1, 0, 5, 0);    /* a k3 p1 convolution */
     im2col_case(c, 50, 22, 12, 6, 1, 3, 3, 0, 22, 0); /* a strided one (Kokoro's noise_convs.0) */
@@ -1294,6 +1307,10 @@ static void check_im2col(ctx *c) {
     im2col_case(c, 17, 3, 3, 2, 1, 1, 1, 0, 9, 2);    /* the same, unfolded */
     im2col_case(c, 70000, 2, 1, 1, 1, 0, 0, 0, 2, 0); /* rows beyond one grid dimension */
     im2col_case(c, 3000, 100, 8, 1, 1, 4, 3, 1, 100, 0); /* 2.4M outputs: two rows of the flat grid */
+    im2col_zero_case(c, 17, 3, 32, 22, 10);   /* a tap padded to a block: channels 22..31 of 32 */
+    im2col_zero_case(c, 40, 12, 24, 22, 2);   /* many taps (Kokoro's noise_convs.0 in Q8_0) */
+    im2col_zero_case(c, 9, 1, 40, 3, 5);      /* a slot in the middle, the rest kept */
+    im2col_zero_case(c, 70000, 1, 64, 34, 30); /* 2.1M zeros, rows beyond one grid dimension */
 }
 
 static void col2im_case(ctx *c, int64_t T_in, int64_t C, int K, int stride, int pad, int64_t T_out, int bias) {

@@ -22,7 +22,9 @@ typedef struct wgml_opcheck_options {
                            "F32,Q8_0,Q4_K"); NULL: all types */
     uint64_t seed;
     /* The device rounds the activations of matmuls with block-quantized
-     * weights to 8 bits, one scale per block (the fast CPU backend): those
+     * weights to 8 bits, one scale per block (the fast CPU backend), and
+     * those with BF16 weights to bf16 (its blocked GEMM with AVX512_BF16;
+     * a step no coarser than 8 bits of the block's largest value): those
      * cases are held to 7 standard deviations of the error that rounding
      * makes (opcheck.c, act8_sigma) instead of the f32 tolerance. 0: the
      * device computes in f32. */

@@ -88,6 +88,12 @@ typedef struct wgml_matmul_args {
     const wgml_tensor *bias[WGML_MATMUL_MAX]; /* optional f32 [M_i] */
     const wgml_tensor *out[WGML_MATMUL_MAX];  /* f32 [n][M_i]; SWIGLU uses out[0] only */
     wgml_epilogue epilogue;
+    /* 1: the activations stay f32 whatever the weight type (a quantized
+     * weight is dequantized and multiplied in f32, as the GPU backends always
+     * do); 0: a backend may round them (the CPU's 8-bit activations for
+     * block-quantized weights, bf16 for BF16 in its GEMM). Kokoro asks for
+     * f32, so that its audio is the same on every backend. */
+    int f32_act;
 } wgml_matmul_args;
 
 /* Grouped-query attention: head h of a query row uses KV head
@@ -296,13 +302,20 @@ typedef struct wgml_copy_args {
  * dilation*(kernel-1) - 1) / stride + 1 exactly, Ct = out's ne[0] / kernel
  * >= c0 + C. Columns of other channel slots are left as they are: unfolding
  * the parts of a concatenation one by one (or, with kernel 1, copying a
- * signal into channels [c0, c0 + C) of a wider one). out apart from x. */
+ * signal into channels [c0, c0 + C) of a wider one). out apart from x.
+ * With x NULL, zeros: out[t][k*Ct + c0 + c] = 0 for every row t of out, k <
+ * kernel, c < zero_c (stride, dilation and padding unused), for a weight
+ * whose taps hold more columns than the signal has channels (zeros padding
+ * each tap to whole blocks of a quantized type): those channels must be
+ * exactly 0, as a scratch buffer's old values times a zero weight need not be
+ * (NaN, or an activation's quantization scale). */
 typedef struct wgml_im2col_args {
-    const wgml_tensor *out, *x;
+    const wgml_tensor *out, *x; /* x NULL: zeros (zero_c) */
     int kernel, stride, dilation;
     int pad_l, pad_r;
     int reflect; /* 1: reflection padding; 0: zeros */
-    int c0;      /* first channel slot of x in out */
+    int c0;      /* first channel slot of x (or of the zeros) in out */
+    int zero_c;  /* with x NULL: the channels written, zeros; 0 with an x */
 } wgml_im2col_args;
 
 /* The overlap-add of a transposed convolution: out[t][c] = bias[c] + sum of

@@ -425,6 +425,22 @@ wgml_status wgml_validate_im2col(const wgml_im2col_args *a, int pos, wgml_error 
     const char *op = "im2col";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: no arguments");
     wgml_status st;
+    if (!a->x) { /* zeros into channels [c0, c0 + zero_c) of each tap */
+        if ((st = wgml_check_type(op, a->out, WGML_F32, err)) ||
+            (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
+            (st = check_param(op, "c0", a->c0, 0, INT32_MAX, err)) ||
+            (st = check_param(op, "zero_c (the channels of zeros, without an x)", a->zero_c, 1, INT32_MAX, err)))
+            return st;
+        if (a->out->ne[0] % a->kernel || a->out->ne[0] / a->kernel < (int64_t)a->c0 + a->zero_c)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "im2col: output '%s' is [%lld x %lld]; rows of %d taps x (at least %lld) channels",
+                             nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], a->kernel,
+                             (long long)a->c0 + a->zero_c);
+        return WGML_OK;
+    }
+    if (a->zero_c)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "im2col: zero_c is %d with an x (zeros are written without one)", a->zero_c);
     if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->x, WGML_F32, err)) ||
         (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
         (st = check_param(op, "stride", a->stride, 1, MAX_KERNEL, err)) ||

@@ -176,7 +176,7 @@ void cpu_gemm(wgml_threadpool *pool, int n_threads, const cpu_gemm_args *a, void
     gemm_task t = {.a = a, .fn = cpu_kernels_gemm(), .tmp = tmp, .tmp_stride = cpu_gemm_tmp_floats(a->K)};
     t.wp = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     t.panels = (a->M + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
-    if (cpu_gemm_bf16(a->type)) {
+    if (cpu_gemm_bf16(a->type) && !a->f32) {
         t.bf16 = cpu_kernels_gemm_bf16();
         t.to_bf16 = cpu_kernels_to_bf16();
         wgml_threadpool_run_range(pool, pack_panels_bf16, &t, t.panels, 1);

@@ -20,6 +20,7 @@ typedef struct cpu_gemm_args {
     size_t w_row;
     const struct cpu_type_kernels *k; /* the weight's kernels: to_float reads a row (NULL: f32) */
     uint32_t type;                  /* the weight's type (BF16: pairs, cpu_gemm_bf16) */
+    int f32;                        /* 1: f32 activations even for BF16 (no bf16 pairs) */
     const float *bias;              /* [M] or NULL */
     float *out;                     /* [n][M] */
     int add;

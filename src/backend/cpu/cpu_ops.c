@@ -280,13 +280,19 @@ static const char *mm_profile_name(const wgml_matmul_args *mm) {
 #define MM_GEMM_MIN_ROWS 32
 
 /* Whether the matmul goes through cpu_gemm: many rows, weights whose
- * activations stay f32 (F32, F16, BF16), no SwiGLU pairing, a SIMD
- * micro-kernel, and not the double-precision reference mode. */
+ * activations stay f32 (F32, F16, BF16), or any type when the caller asks
+ * for f32 activations (f32_act: dequantized into the panels, at any row
+ * count), no SwiGLU pairing, a SIMD micro-kernel, and not the
+ * double-precision reference mode. */
 static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n) {
-    if (cb->exact || n < MM_GEMM_MIN_ROWS || mm->epilogue == WGML_EPI_SWIGLU || !cpu_kernels_gemm_fast()) return 0;
-    for (int i = 0; i < mm->n_w; i++)
-        if (cpu_weight_kernels(mm->w[i])->act_type != WGML_F32) return 0;
-    return 1;
+    if (cb->exact || mm->epilogue == WGML_EPI_SWIGLU || !cpu_kernels_gemm_fast()) return 0;
+    int quantized = 0;
+    for (int i = 0; i < mm->n_w; i++) {
+        if (cpu_weight_kernels(mm->w[i])->act_type == WGML_F32) continue;
+        if (!mm->f32_act) return 0;
+        quantized = 1;
+    }
+    return n >= MM_GEMM_MIN_ROWS || quantized;
 }
 
 static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int64_t K) {
@@ -311,7 +317,7 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     for (int i = 0; i < mm->n_w; i++) {
         cpu_gemm_args a = {.x = x, .n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
                            .w_row = wgml_row_size(mm->w[i]->type, K), .k = cpu_weight_kernels(mm->w[i]),
-                           .type = mm->w[i]->type,
+                           .type = mm->w[i]->type, .f32 = mm->f32_act,
                            .bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL, .out = cpu_ptr(mm->out[i]),
                            .add = mm->epilogue == WGML_EPI_ADD};
         cpu_gemm(cb->pool, cb->n_threads, &a, scratch + norm_bytes, (float *)(scratch + norm_bytes + pack));

@@ -43,8 +43,9 @@ static void im2col_rows(void *p, int64_t lo, int64_t hi, int ith) {
     for (int64_t r = lo; r < hi; r++) {
         float *o = t->out + r * t->Ct * a->kernel + a->c0;
         for (int k = 0; k < a->kernel; k++, o += t->Ct) {
-            int64_t src = padded_row(r * a->stride + (int64_t)k * a->dilation, t->T, a->pad_l, a->reflect);
-            if (src < 0)
+            const int64_t src =
+                t->x ? padded_row(r * a->stride + (int64_t)k * a->dilation, t->T, a->pad_l, a->reflect) : -1;
+            if (src < 0) /* padding, or zeros without an x */
                 memset(o, 0, (size_t)t->C * sizeof(float));
             else
                 memcpy(o, t->x + src * t->C, (size_t)t->C * sizeof(float));
@@ -53,9 +54,9 @@ static void im2col_rows(void *p, int64_t lo, int64_t hi, int ith) {
 }
 
 void cpu_op_im2col(cpu_backend *cb, const wgml_im2col_args *a) {
-    if (!cpu_check(cb, "im2col", a->out) || !cpu_check(cb, "im2col", a->x)) return;
-    im2col_task t = {a, cpu_ptr(a->x), cpu_ptr(a->out), wgml_tensor_nrows(a->x), a->x->ne[0],
-                     a->out->ne[0] / a->kernel};
+    if (!cpu_check(cb, "im2col", a->out) || (a->x && !cpu_check(cb, "im2col", a->x))) return;
+    im2col_task t = {a, a->x ? cpu_ptr(a->x) : NULL, cpu_ptr(a->out), a->x ? wgml_tensor_nrows(a->x) : 0,
+                     a->x ? a->x->ne[0] : a->zero_c, a->out->ne[0] / a->kernel};
     wgml_threadpool_run_range(cb->pool, im2col_rows, &t, wgml_tensor_nrows(a->out), chunk_for(a->out->ne[0]));
 }
 

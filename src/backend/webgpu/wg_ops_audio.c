@@ -98,16 +98,20 @@ static void conv_dispatch(wg_backend *wb, wg_kind kind, conv_params *p, uint32_t
     wg_dispatch_kernel(wb, k, p, sizeof *p, b, nb, grid[0], grid[1], grid[2]);
 }
 
+/* Without an x (zeros into channels [c0, c0 + zero_c)), the kernel unfolds an
+ * empty signal (T 0, zero padding): every row it reads is padding, so it
+ * writes zeros and reads nothing (x bound to the dummy buffer). */
 void wg_op_im2col(wg_backend *wb, const wgml_im2col_args *a) {
-    const int64_t T = wgml_tensor_nrows(a->x), C = a->x->ne[0], T_out = wgml_tensor_nrows(a->out);
+    const int64_t T = a->x ? wgml_tensor_nrows(a->x) : 0, C = a->x ? a->x->ne[0] : a->zero_c,
+                  T_out = wgml_tensor_nrows(a->out);
     conv_params p = {.C = (uint32_t)C,
                      .K = (uint32_t)a->kernel,
                      .Ct = (uint32_t)(a->out->ne[0] / a->kernel),
                      .T = (uint32_t)T,
                      .stride = (uint32_t)a->stride,
                      .dil = (uint32_t)a->dilation,
-                     .pad = (uint32_t)a->pad_l,
-                     .reflect = a->reflect ? 1u : 0u,
+                     .pad = a->x ? (uint32_t)a->pad_l : 0u,
+                     .reflect = a->x && a->reflect ? 1u : 0u,
                      .c0 = (uint32_t)a->c0};
     uint32_t flags = 0;
     wgml_gpu_binding b[2];
@@ -115,7 +119,10 @@ void wg_op_im2col(wg_backend *wb, const wgml_im2col_args *a) {
     const uint64_t n = (uint64_t)T_out * (uint64_t)a->kernel * (uint64_t)C;
     if (!flat_fits(wb, "im2col", n) || !wg_act(wb, "im2col", a->out, &p.o_off)) return;
     b[nb++] = wg_bind(3, a->out);
-    if (!input(wb, "im2col", a->x, a->out, 0, 2, 0, &p.x_off, &flags, b, &nb)) return;
+    if (!a->x)
+        b[nb++] = (wgml_gpu_binding){2, wb->dummy, 0, 0};
+    else if (!input(wb, "im2col", a->x, a->out, 0, 2, 0, &p.x_off, &flags, b, &nb))
+        return;
     conv_dispatch(wb, WGK_IM2COL, &p, flags, b, nb, n);
 }
 

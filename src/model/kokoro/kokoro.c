@@ -330,21 +330,33 @@ static wgml_tensor piece(const wgml_tensor *t, int64_t c0, int64_t n) {
 
 /* ---- building blocks ---- */
 
-/* y = conv1d(x) with weight `w` ([Co][K][Ci]) and optional bias, into a new activation. */
+/* y = conv1d(x) with weight `w` ([Co][K][Ct]) and optional bias, into a new
+ * activation. Ct, each tap's columns, is x's channels C, or more in a
+ * quantized file whose converter padded each tap with zero columns to whole
+ * blocks (kokoro.h): the unfolded signal then has Ct channels per tap, the
+ * last Ct - C of them exactly zero (im2col's zeros: the scratch's old values
+ * times a zero weight need not be zero). */
 static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                          const wgml_tensor *b, int K, int stride, int dil, int pad, wgml_epilogue epi,
                          wgml_tensor *into) {
     wgml_backend *be = m->be;
     const int64_t T = x->ne[1], C = x->ne[0], T_out = (T + 2 * pad - (int64_t)dil * (K - 1) - 1) / stride + 1;
+    const int64_t Ct = w->ne[0] / K;
+    if (!m->status && (w->ne[0] % K || Ct < C))
+        m->status = wgml_fail(m->err, WGML_ERR_FORMAT,
+                              "kokoro: weight '%s' has rows of %lld, not a convolution's of %d taps x %lld channels",
+                              w->name ? w->name : "?", (long long)w->ne[0], K, (long long)C);
     const wgml_tensor *in = x;
-    if (K != 1 || stride != 1 || pad) {
-        wgml_tensor *col = A(m, "~col", K * C, T_out);
+    if (K != 1 || stride != 1 || pad || Ct != C) {
+        wgml_tensor *col = A(m, "~col", K * Ct, T_out);
         wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = K, .stride = stride, .dilation = dil,
                                                .pad_l = pad, .pad_r = pad});
+        if (Ct > C)
+            wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .kernel = K, .c0 = (int)C, .zero_c = (int)(Ct - C)});
         in = col;
     }
     wgml_tensor *y = into ? into : A(m, name, w->ne[1], T_out);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = in, .n_w = 1, .w = {w}, .bias = {b}, .out = {y}, .epilogue = epi});
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = in, .n_w = 1, .w = {w}, .bias = {b}, .out = {y}, .epilogue = epi});
     return y;
 }
 
@@ -352,7 +364,7 @@ static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x
 static wgml_tensor *ada(kokoro_model *m, const char *fc, const wgml_tensor *style) {
     const wgml_tensor *w = W(m, "%s.weight", fc), *b = W(m, "%s.bias", fc);
     wgml_tensor *gb = A(m, "~ada", w->ne[1], 1);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {w}, .bias = {b}, .out = {gb}});
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .x = style, .n_w = 1, .w = {w}, .bias = {b}, .out = {gb}});
     return gb;
 }
 
@@ -388,7 +400,7 @@ static wgml_tensor *conv_t(kokoro_model *m, const char *name, const wgml_tensor 
                            const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
     const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
     wgml_tensor *y = A(m, "~convt.y", K * Co, T);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {w}, .out = {y}});
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {w}, .out = {y}});
     wgml_tensor *o = A(m, name, Co, T_out);
     wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
     return o;
@@ -476,12 +488,12 @@ static wgml_tensor *bilstm(kokoro_model *m, const char *p, const char *name, con
     const wgml_tensor *b = bias;
     if (style) { /* bias + W_s s: one row */
         wgml_tensor *bs = A(m, "~lstm.bs", G2, 1);
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = style, .n_w = 1, .w = {W(m, "%s.weight_ih_s", p)}, .bias = {bias},
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = style, .n_w = 1, .w = {W(m, "%s.weight_ih_s", p)}, .bias = {bias},
                                                .out = {bs}});
         b = bs;
     }
     wgml_tensor *gx = A(m, "~lstm.gx", G2, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = x, .n_w = 1, .w = {wih}, .bias = {b}, .out = {gx}});
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {wih}, .bias = {b}, .out = {gx}});
     wgml_tensor *out = A(m, name, 2 * H, T);
     wgml_op_lstm(be, &(wgml_lstm_args){.out = out, .gx = gx, .w_hh = whh, .hidden = (int)H, .bidirectional = 1});
     return out;
@@ -552,14 +564,14 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
     wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = e, .x = e, .w = W(m, "bert.embeddings.LayerNorm.weight"),
                                                    .b = W(m, "bert.embeddings.LayerNorm.bias"), .eps = 1e-12f});
     wgml_tensor *h = A(m, "bert_dur", H, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = e, .n_w = 1, .w = {W(m, "bert.encoder.embedding_hidden_mapping_in.weight")},
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = e, .n_w = 1, .w = {W(m, "bert.encoder.embedding_hidden_mapping_in.weight")},
                                            .bias = {W(m, "bert.encoder.embedding_hidden_mapping_in.bias")}, .out = {h}});
     const char *L = "bert.encoder.albert_layer_groups.0.albert_layers.0";
     wgml_tensor *q = A(m, "q", H, T), *k = A(m, "k", H, T), *v = A(m, "v", H, T), *att = A(m, "att", H, T),
                 *ff = A(m, "ffn", hp->bert_ff, T);
     const int hd = (int)(H / hp->bert_heads);
     for (int l = 0; l < hp->bert_layers; l++) {
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 3,
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 3,
                                                .w = {W(m, "%s.attention.query.weight", L), W(m, "%s.attention.key.weight", L),
                                                      W(m, "%s.attention.value.weight", L)},
                                                .bias = {W(m, "%s.attention.query.bias", L), W(m, "%s.attention.key.bias", L),
@@ -568,22 +580,22 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
         wgml_op_attention(be, &(wgml_attention_args){.q = q, .k = k, .v = v, .out = att, .n_head = hp->bert_heads,
                                                      .n_head_kv = hp->bert_heads, .head_dim = hd,
                                                      .scale = 1.0f / sqrtf((float)hd), .bidirectional = 1});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = att, .n_w = 1, .w = {W(m, "%s.attention.dense.weight", L)},
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = att, .n_w = 1, .w = {W(m, "%s.attention.dense.weight", L)},
                                                .bias = {W(m, "%s.attention.dense.bias", L)}, .out = {h},
                                                .epilogue = WGML_EPI_ADD});
         wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.attention.LayerNorm.weight", L),
                                                        .b = W(m, "%s.attention.LayerNorm.bias", L), .eps = 1e-12f});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 1, .w = {W(m, "%s.ffn.weight", L)},
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 1, .w = {W(m, "%s.ffn.weight", L)},
                                                .bias = {W(m, "%s.ffn.bias", L)}, .out = {ff}});
         wgml_op_unary(be, &(wgml_unary_args){.out = ff, .x = ff, .kind = WGML_UNARY_GELU});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = ff, .n_w = 1, .w = {W(m, "%s.ffn_output.weight", L)},
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = ff, .n_w = 1, .w = {W(m, "%s.ffn_output.weight", L)},
                                                .bias = {W(m, "%s.ffn_output.bias", L)}, .out = {h},
                                                .epilogue = WGML_EPI_ADD});
         wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.full_layer_layer_norm.weight", L),
                                                        .b = W(m, "%s.full_layer_layer_norm.bias", L), .eps = 1e-12f});
     }
     wgml_tensor *d_en = A(m, "d_en", D, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = h, .n_w = 1, .w = {W(m, "bert_encoder.weight")},
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 1, .w = {W(m, "bert_encoder.weight")},
                                            .bias = {W(m, "bert_encoder.bias")}, .out = {d_en}});
     /* DurationEncoder: (BiLSTM of cat(x, s), AdaLayerNorm) x n_layer; d = x (its style columns are s) */
     wgml_tensor *x = d_en;
@@ -604,7 +616,7 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
     m->d_act = m->n_acts - 1;
     wgml_tensor *dl = bilstm(m, "predictor.lstm", "dur_lstm", d, &s_pred);
     wgml_tensor *lg = A(m, "dur_logits", hp->max_dur, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = dl, .n_w = 1, .w = {W(m, "predictor.duration_proj.linear_layer.weight")},
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = dl, .n_w = 1, .w = {W(m, "predictor.duration_proj.linear_layer.weight")},
                                            .bias = {W(m, "predictor.duration_proj.linear_layer.bias")}, .out = {lg}});
     /* TextEncoder: embedding, (conv, LayerNorm, LeakyReLU 0.2) x n_layer, BiLSTM */
     wgml_tensor *te = A(m, "te_embedding", D, T);
@@ -754,7 +766,7 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     wgml_tensor *mag = A(m, "gen_mag", B, Tf), *ph = A(m, "gen_phase", B, Tf);
     wgml_tensor w_mag = wgml_tensor_rows(pw, 0, B), w_ph = wgml_tensor_rows(pw, B, B);
     wgml_tensor b_mag = piece(pb, 0, B), b_ph = piece(pb, B, B);
-    wgml_op_matmul(be, &(wgml_matmul_args){.x = col, .n_w = 2, .w = {&w_mag, &w_ph}, .bias = {&b_mag, &b_ph},
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = col, .n_w = 2, .w = {&w_mag, &w_ph}, .bias = {&b_mag, &b_ph},
                                            .out = {mag, ph}});
     wgml_op_unary(be, &(wgml_unary_args){.out = mag, .x = mag, .kind = WGML_UNARY_EXP});
     wgml_op_unary(be, &(wgml_unary_args){.out = ph, .x = ph, .kind = WGML_UNARY_SIN});

@@ -13,8 +13,11 @@
  *   ("decoder.generator.ups.0.weight"), in the layouts the ops want:
  *     - weight norm folded: w = g v / ||v|| (one `weight`, no weight_g/_v);
  *     - Conv1d weights [C_out][K][C_in] (rows of K*C_in taps-major: im2col's
- *       columns), ConvTranspose1d weights [K][C_out][C_in] (a matmul, then
- *       col2im), the depthwise `pool` one row [K][C];
+ *       columns; in a quantized type whose blocks K*C_in does not fill, each
+ *       tap's C_in columns followed by zeros up to the least width that does,
+ *       the model reading zero channels against them), ConvTranspose1d
+ *       weights [K][C_out][C_in] (a matmul, then col2im), the depthwise
+ *       `pool` one row [K][C];
  *     - LSTMs: weight_ih [2*4H][in] (both directions), weight_hh [2*4H][H],
  *       bias = b_ih + b_hh [2*4H]; where the input is cat(x, style) (the
  *       predictor's), weight_ih holds x's columns and weight_ih_s the style's;

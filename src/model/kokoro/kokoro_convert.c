@@ -15,7 +15,11 @@
  * (F16 at most: the lstm op reads f32 or f16) and the generator's last
  * convolution, conv_post, and the source's l_linear, which stay F32 (the
  * audio's spectrum and phase come straight from them). Vectors, embeddings
- * of the voices and 1-row tensors stay F32.
+ * of the voices and 1-row tensors stay F32. A convolution whose rows (K taps
+ * of C_in) are not whole blocks of the type has each tap padded with zero
+ * columns until they are (conv_shape: the decoder's convolutions of a
+ * concatenation, 514 and 1090 channels in v1.0, most of its weights); F32
+ * and F16 files keep every convolution unpadded.
  */
 #include <math.h>
 #include <stdio.h>
@@ -85,7 +89,7 @@ static const pth_tensor *src_find(const plan *P, const char *name) {
         if (!strcmp(P->syn[i].name, name)) return &P->syn[i];
     return NULL;
 }
-static const char *src_name(const plan *P) { return P->p ? src_name(P) : "synthetic kokoro"; }
+static const char *src_name(const plan *P) { return P->p ? pth_name(P->p) : "synthetic kokoro"; }
 
 static const pth_tensor *find(const plan *P, const char *a, const char *b) {
     char name[PTH_MAX_NAME];
@@ -122,6 +126,29 @@ static uint32_t matrix_type(const plan *P, const char *name, int64_t cols, int64
     if (lstm_hh) return WGML_F16;
     const wgml_dtype_traits *d = wgml_dtype_get(want);
     return d && cols % d->block_size == 0 ? want : WGML_F32;
+}
+
+static int64_t gcd(int64_t a, int64_t b) { return b ? gcd(b, a % b) : a; }
+
+/* The shape and type of Conv1d weight o, [Co][K][Ci] laid out [Co][K][Ct]:
+ * Ct = Ci, or, where rows of K*Ci are not whole blocks of the type, the least
+ * Ct > Ci that makes them whole (each tap's Ci columns then Ct - Ci zeros, read
+ * against zero channels: kokoro.c's conv), when the padded matrix is stored in
+ * the type and that is smaller than F32 unpadded. So the decoder's convolutions
+ * of a concatenation (encode and decode: 2 + hidden and 2 + asr_res + decoder
+ * channels, 514 and 1090 in v1.0) and the noise convolutions (n_fft + 2) take
+ * Q8_0 too. */
+static void conv_shape(const plan *P, out_tensor *o, const char *name, int64_t Co, int64_t K, int64_t Ci) {
+    const uint32_t want = P->opt->type;
+    const wgml_dtype_traits *d = wgml_dtype_get(want);
+    int64_t Ct = Ci;
+    if (d && d->block_size > 1 && (K * Ci) % d->block_size) {
+        const int64_t step = d->block_size / gcd(K, d->block_size), pad = (Ci + step - 1) / step * step;
+        if (matrix_type(P, name, K * pad, Co, 0) == want && wgml_row_size(want, K * pad) < (size_t)(K * Ci) * 4)
+            Ct = pad;
+    }
+    o->ne[0] = K * Ct, o->ne[1] = Co;
+    o->type = matrix_type(P, name, o->ne[0], o->ne[1], 0);
 }
 
 static wgml_status bad(plan *P, const pth_tensor *t, const char *what) {
@@ -198,8 +225,11 @@ static wgml_status plan_tensor(plan *P, const pth_tensor *t) {
         recipe r = strstr(key, ".ups.") ? R_CONVT : strstr(key, ".pool.") ? R_DWCONVT : R_CONV;
         if (!(o = add(P, name, r, t))) goto oom;
         o->g = g;
-        if (r == R_CONV) o->ne[0] = K * b, o->ne[1] = a;      /* [Co=a][K][Ci=b] */
-        if (r == R_CONVT) o->ne[0] = a, o->ne[1] = K * b;     /* [K][Co=b][Ci=a] */
+        if (r == R_CONV) { /* [Co=a][K][Ci=b] */
+            conv_shape(P, o, name, a, K, b);
+            return WGML_OK;
+        }
+        if (r == R_CONVT) o->ne[0] = a, o->ne[1] = K * b; /* [K][Co=b][Ci=a] */
         if (r == R_DWCONVT) {
             if (b != 1) return bad(P, t, "is a grouped transposed convolution that is not depthwise");
             o->ne[0] = K * a, o->ne[1] = 1;
@@ -210,8 +240,7 @@ static wgml_status plan_tensor(plan *P, const pth_tensor *t) {
     snprintf(name, sizeof name, "%s.%s", comp, key);
     if (t->ndim == 3 && ends_with(key, ".weight")) { /* a plain Conv1d */
         if (!(o = add(P, name, R_CONV, t))) goto oom;
-        o->ne[0] = t->size[2] * t->size[1], o->ne[1] = t->size[0];
-        o->type = matrix_type(P, name, o->ne[0], o->ne[1], 0);
+        conv_shape(P, o, name, t->size[0], t->size[2], t->size[1]);
         return WGML_OK;
     }
     if (!(o = add(P, name, ends_with(key, ".fc.bias") ? R_FC_BIAS : R_COPY, t))) goto oom;
@@ -307,11 +336,13 @@ static wgml_status compute(plan *P, const out_tensor *o, float *out) {
                 for (int64_t j = 0; j < B * K; j++) a[i * B * K + j] = (float)(a[i * B * K + j] * s);
             }
         }
+        const int64_t Ct = o->r == R_CONV ? o->ne[0] / K : B; /* a Conv1d's tap: Ci columns, then zeros */
+        if (Ct != B) memset(out, 0, (size_t)n * sizeof *out);
         for (int64_t i = 0; i < A; i++)
             for (int64_t j = 0; j < B; j++)
                 for (int64_t k = 0; k < K; k++) {
                     const float v = a[(i * B + j) * K + k];
-                    if (o->r == R_CONV) out[(i * K + k) * B + j] = v;       /* [Co][K][Ci] */
+                    if (o->r == R_CONV) out[(i * K + k) * Ct + j] = v;      /* [Co][K][Ct] */
                     else if (o->r == R_CONVT) out[(k * B + j) * A + i] = v; /* [K][Co][Ci] */
                     else out[k * A + i] = v;                                /* [K][C] */
                 }
