@@ -84,6 +84,8 @@ int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total
 void cli_log_cb(void *user, const char *line);
 
 double cli_now_ms(void);
+/* The median of v[0..n) (n <= 64; the upper one of an even count), v left as it is; 0 for none. */
+double cli_median(const double *v, int n);
 
 /* Generated text goes to stdout through cli_out, which remembers whether it
  * ended a line. cli_line_start() is called before a status line on stderr:

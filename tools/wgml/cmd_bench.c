@@ -133,13 +133,6 @@ static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, i
     return CLI_OK;
 }
 
-/* The median of v[0..n), n <= 64, leaving v in its order. */
-static double median_d(const double *v, int n) {
-    double c[64];
-    memcpy(c, v, (size_t)n * sizeof *c);
-    return percentile(c, n, 0.5);
-}
-
 /* Whether the model named by -m/--model (or $WGML_MODEL) is of a family that
  * speaks: its header is enough (an unreadable file is left to the loader's
  * error). */
@@ -276,8 +269,8 @@ int cmd_bench(int argc, char **argv) {
     run_result med = {median_of(runs, R, offsetof(run_result, pp_tps)), median_of(runs, R, offsetof(run_result, tg_tps)),
                       median_of(runs, R, offsetof(run_result, p50)), median_of(runs, R, offsetof(run_result, p90)),
                       median_of(runs, R, offsetof(run_result, ttft))};
-    double read_gbs = median_d(read_r, R), matmul_gflops = median_d(matmul_r, R);
-    double roofline = median_d(roof_r, R), pp_pct = median_d(pp_pct_r, R);
+    double read_gbs = cli_median(read_r, R), matmul_gflops = cli_median(matmul_r, R);
+    double roofline = cli_median(roof_r, R), pp_pct = cli_median(pp_pct_r, R);
     wgml_counters now;
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;

@@ -61,18 +61,6 @@ static char *make_text(wgml_model *m, int i, int want) {
     return s;
 }
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n) {
-    double c[64];
-    memcpy(c, v, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_d);
-    return n ? c[n / 2] : 0;
-}
-
 int cmd_bench_embed(int argc, char **argv) {
     cli_model_opts mo = {0};
     long long batch = 32, n_texts = 64, repeat = 3, step = 0;
@@ -171,7 +159,7 @@ int cmd_bench_embed(int argc, char **argv) {
             n_kt = wgml_model_get_kernel_times(m, kt, 64);
             wgml_model_set_profiling(m, 0);
         }
-        one_ms[r] = rc ? 0 : median(lat, N1);
+        one_ms[r] = rc ? 0 : cli_median(lat, N1);
         if (!rc && limits) {
             double gbs;
             if (wgml_model_measure_device(m, &gbs, &mm[r], &err)) rc = cli_fail_err(&err);
@@ -198,13 +186,13 @@ int cmd_bench_embed(int argc, char **argv) {
         json_object_object_add(o, "mean_tokens_per_text", json_object_new_double((double)tokens / N));
         json_object_object_add(o, "repeat", json_object_new_int(R));
         json_object_object_add(o, "batch", json_object_new_int(B));
-        json_object_object_add(o, "batch_texts_per_s", json_object_new_double(median(b_texts, R)));
-        json_object_object_add(o, "batch_tokens_per_s", json_object_new_double(median(b_tps, R)));
-        json_object_object_add(o, "batch_matmul_pct", json_object_new_double(median(pct, R)));
-        json_object_object_add(o, "single_tokens_per_s", json_object_new_double(median(one_tps, R)));
-        json_object_object_add(o, "single_latency_ms_p50", json_object_new_double(median(one_ms, R)));
-        json_object_object_add(o, "single_matmul_pct", json_object_new_double(median(pct1, R)));
-        json_object_object_add(o, "matmul_gflops", json_object_new_double(median(mm, R)));
+        json_object_object_add(o, "batch_texts_per_s", json_object_new_double(cli_median(b_texts, R)));
+        json_object_object_add(o, "batch_tokens_per_s", json_object_new_double(cli_median(b_tps, R)));
+        json_object_object_add(o, "batch_matmul_pct", json_object_new_double(cli_median(pct, R)));
+        json_object_object_add(o, "single_tokens_per_s", json_object_new_double(cli_median(one_tps, R)));
+        json_object_object_add(o, "single_latency_ms_p50", json_object_new_double(cli_median(one_ms, R)));
+        json_object_object_add(o, "single_matmul_pct", json_object_new_double(cli_median(pct1, R)));
+        json_object_object_add(o, "matmul_gflops", json_object_new_double(cli_median(mm, R)));
         json_object_object_add(o, "gemm_gflop_per_token", json_object_new_double(gflop_per_token));
         if (profile) json_object_object_add(o, "kernels", cli_kernels_json(kt, n_kt < 64 ? n_kt : 64));
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -214,11 +202,11 @@ int cmd_bench_embed(int argc, char **argv) {
         printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
         printf("\ntexts        %d of %.1f tokens on average, %d runs (medians)\n", N, (double)tokens / N, R);
-        printf("batch %-6d %.1f texts/s, %.0f tokens/s", B, median(b_texts, R), median(b_tps, R));
-        if (limits) printf(", %.0f%% of the matmul rate", median(pct, R));
-        printf("\nbatch 1      %.2f ms per text (p50), %.0f tokens/s", median(one_ms, R), median(one_tps, R));
-        if (limits) printf(", %.0f%% of the matmul rate", median(pct1, R));
-        if (limits) printf("\nmatmul       %.1f GFLOP/s (the backend's f32 matmul, 1024^3)", median(mm, R));
+        printf("batch %-6d %.1f texts/s, %.0f tokens/s", B, cli_median(b_texts, R), cli_median(b_tps, R));
+        if (limits) printf(", %.0f%% of the matmul rate", cli_median(pct, R));
+        printf("\nbatch 1      %.2f ms per text (p50), %.0f tokens/s", cli_median(one_ms, R), cli_median(one_tps, R));
+        if (limits) printf(", %.0f%% of the matmul rate", cli_median(pct1, R));
+        if (limits) printf("\nmatmul       %.1f GFLOP/s (the backend's f32 matmul, 1024^3)", cli_median(mm, R));
         printf("\n");
         for (int i = 0; i < n_kt && i < 64; i++)
             printf("  %-40s %8llu calls %10.2f ms\n", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms);

@@ -49,18 +49,6 @@ static const char *paragraph =
     "ɹˈʌn. sˌoʊ wiː wˈɔːkt ðə lˈɔŋ wˈeɪ ɹˈaʊnd, ˌoʊvɚ ðɪ ˈoʊld stˈoʊn bɹˈɪdʒ, ænd ɹˈiːtʃt ðə mˈɑːɹkɪt dʒˈʌst "
     "æz ɪɾ ˈoʊpənd.";
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(const double *v, int n) {
-    double c[64];
-    memcpy(c, v, (size_t)n * sizeof *c);
-    qsort(c, (size_t)n, sizeof *c, cmp_d);
-    return n ? c[n / 2] : 0;
-}
-
 static int ignore_audio(void *user, const wgml_audio_chunk *c) {
     (void)user, (void)c;
     return 0;
@@ -178,13 +166,13 @@ int cmd_bench_speech(int argc, char **argv) {
         json_object_object_add(o, "repeat", json_object_new_int(R));
         json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
         json_object_object_add(o, "sentence_audio_s", json_object_new_double(s[0].audio_s));
-        json_object_object_add(o, "sentence_ms", json_object_new_double(median(v_s_ms, R)));
-        json_object_object_add(o, "sentence_rtf", json_object_new_double(median(v_s_rtf, R)));
+        json_object_object_add(o, "sentence_ms", json_object_new_double(cli_median(v_s_ms, R)));
+        json_object_object_add(o, "sentence_rtf", json_object_new_double(cli_median(v_s_rtf, R)));
         json_object_object_add(o, "paragraph_audio_s", json_object_new_double(p[0].audio_s));
         json_object_object_add(o, "paragraph_chunks", json_object_new_int(p[0].chunks));
-        json_object_object_add(o, "paragraph_first_audio_ms", json_object_new_double(median(v_p_first, R)));
-        json_object_object_add(o, "paragraph_ms", json_object_new_double(median(v_p_ms, R)));
-        json_object_object_add(o, "paragraph_rtf", json_object_new_double(median(v_p_rtf, R)));
+        json_object_object_add(o, "paragraph_first_audio_ms", json_object_new_double(cli_median(v_p_first, R)));
+        json_object_object_add(o, "paragraph_ms", json_object_new_double(cli_median(v_p_ms, R)));
+        json_object_object_add(o, "paragraph_rtf", json_object_new_double(cli_median(v_p_rtf, R)));
         json_object_object_add(o, "peak_rss_mb", json_object_new_double(rss_mb));
         if (profile) json_object_object_add(o, "kernels", cli_kernels_json(kt, n_kt < 64 ? n_kt : 64));
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -194,10 +182,10 @@ int cmd_bench_speech(int argc, char **argv) {
         printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
         printf("\nvoice        %s, %d runs (medians)\n", voice, R);
-        printf("sentence     %.2f s of audio in %.0f ms: RTF %.3f\n", s[0].audio_s, median(v_s_ms, R),
-               median(v_s_rtf, R));
+        printf("sentence     %.2f s of audio in %.0f ms: RTF %.3f\n", s[0].audio_s, cli_median(v_s_ms, R),
+               cli_median(v_s_rtf, R));
         printf("paragraph    %.2f s of audio in %d pieces: first audio %.0f ms, RTF %.3f\n", p[0].audio_s, p[0].chunks,
-               median(v_p_first, R), median(v_p_rtf, R));
+               cli_median(v_p_first, R), cli_median(v_p_rtf, R));
         printf("peak RSS     %.1f MiB\n", rss_mb);
         for (int i = 0; i < n_kt && i < 64; i++)
             printf("  %-40s %8llu calls %10.2f ms\n", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms);

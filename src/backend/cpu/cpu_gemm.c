@@ -90,8 +90,7 @@ static void pack_panels(void *p, int64_t lo, int64_t hi, int ith) {
         for (int j = 0; j < CPU_GEMM_NR; j++) {
             int64_t m = pn * CPU_GEMM_NR + j;
             if (m < a->M) {
-                if (a->k->to_float) a->k->to_float(a->w + (size_t)m * a->w_row, row, K);
-                else memcpy(row, a->w + (size_t)m * a->w_row, (size_t)K * sizeof(float));
+                a->k->to_float(a->w + (size_t)m * a->w_row, row, K);
                 for (int64_t k = 0; k < K; k++) dst[k * CPU_GEMM_NR + j] = row[k];
             } else {
                 for (int64_t k = 0; k < K; k++) dst[k * CPU_GEMM_NR + j] = 0;
@@ -100,68 +99,40 @@ static void pack_panels(void *p, int64_t lo, int64_t hi, int ith) {
     }
 }
 
-/* Work items [lo, hi): item = row block * groups + panel group. */
-static void gemm_items_bf16(gemm_task *t, int64_t lo, int64_t hi, int ith);
-
+/* Work items [lo, hi): item = row block * groups + panel group. With bf16
+ * pairs each tile's rows of a k block are first rounded to bf16, once for
+ * all the panels, into the thread's tmp. */
 static void gemm_items(void *p, int64_t lo, int64_t hi, int ith) {
     gemm_task *t = p;
-    if (t->bf16) {
-        gemm_items_bf16(t, lo, hi, ith);
-        return;
-    }
-    const cpu_gemm_args *a = t->a;
-    const int64_t K = a->K, M = a->M;
-    for (int64_t it = lo; it < hi; it++) {
-        const int64_t rb = it / t->groups, g = it % t->groups;
-        const int64_t i0 = rb * GEMM_ROWS, i1 = i0 + GEMM_ROWS < a->n ? i0 + GEMM_ROWS : a->n;
-        const int64_t p0 = g * t->per_group, p1 = p0 + t->per_group < t->panels ? p0 + t->per_group : t->panels;
-        for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) {
-            const int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC;
-            const int add = k0 > 0 || a->add;
-            for (int64_t i = i0; i < i1; i += CPU_GEMM_MR) {
-                const int mr = (int)(i1 - i < CPU_GEMM_MR ? i1 - i : CPU_GEMM_MR);
-                for (int64_t pn = p0; pn < p1; pn++) {
-                    const int64_t m0 = pn * CPU_GEMM_NR;
-                    const int nc = (int)(M - m0 < CPU_GEMM_NR ? M - m0 : CPU_GEMM_NR);
-                    t->fn(kc, a->x + (size_t)i * (size_t)K + k0, (size_t)K,
-                          t->wp + ((size_t)pn * (size_t)K + (size_t)k0) * CPU_GEMM_NR, a->out + (size_t)i * (size_t)M + m0,
-                          (size_t)M, mr, nc, add);
-                }
-            }
-        }
-        if (a->bias)
-            for (int64_t i = i0; i < i1; i++)
-                for (int64_t m = p0 * CPU_GEMM_NR; m < M && m < p1 * CPU_GEMM_NR; m++)
-                    a->out[(size_t)i * (size_t)M + m] += a->bias[m];
-    }
-}
-
-/* The same with bf16 pairs: each tile's rows of a k block are rounded to
- * bf16 once, into the thread's tmp, for all the panels. */
-static void gemm_items_bf16(gemm_task *t, int64_t lo, int64_t hi, int ith) {
     const cpu_gemm_args *a = t->a;
     const int64_t K = a->K, M = a->M, kp_all = (K + 1) / 2;
     uint16_t *xb = (uint16_t *)(((uintptr_t)(t->tmp + (size_t)ith * t->tmp_stride) + 63) & ~(uintptr_t)63);
-    const uint32_t *wp = (const uint32_t *)t->wp;
     for (int64_t it = lo; it < hi; it++) {
         const int64_t rb = it / t->groups, g = it % t->groups;
         const int64_t i0 = rb * GEMM_ROWS, i1 = i0 + GEMM_ROWS < a->n ? i0 + GEMM_ROWS : a->n;
         const int64_t p0 = g * t->per_group, p1 = p0 + t->per_group < t->panels ? p0 + t->per_group : t->panels;
-        for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) { /* GEMM_KC is even: blocks start at a pair */
+        for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) { /* GEMM_KC is even: a block starts at a pair */
             const int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC, kp = (kc + 1) / 2;
             const int add = k0 > 0 || a->add;
             for (int64_t i = i0; i < i1; i += CPU_GEMM_MR) {
                 const int mr = (int)(i1 - i < CPU_GEMM_MR ? i1 - i : CPU_GEMM_MR);
-                for (int r = 0; r < mr; r++) {
-                    t->to_bf16(a->x + (size_t)(i + r) * (size_t)K + k0, xb + (size_t)r * 2 * (size_t)kp, kc);
-                    if (kc & 1) xb[(size_t)r * 2 * (size_t)kp + (size_t)kc] = 0;
-                }
+                const float *x = a->x + (size_t)i * (size_t)K + k0;
+                if (t->bf16)
+                    for (int r = 0; r < mr; r++) {
+                        t->to_bf16(x + (size_t)r * (size_t)K, xb + (size_t)r * 2 * (size_t)kp, kc);
+                        if (kc & 1) xb[(size_t)r * 2 * (size_t)kp + (size_t)kc] = 0;
+                    }
                 for (int64_t pn = p0; pn < p1; pn++) {
                     const int64_t m0 = pn * CPU_GEMM_NR;
                     const int nc = (int)(M - m0 < CPU_GEMM_NR ? M - m0 : CPU_GEMM_NR);
-                    t->bf16(kp, (const uint32_t *)xb, (size_t)kp,
-                            wp + ((size_t)pn * (size_t)kp_all + (size_t)(k0 / 2)) * CPU_GEMM_NR,
-                            a->out + (size_t)i * (size_t)M + m0, (size_t)M, mr, nc, add);
+                    float *c = a->out + (size_t)i * (size_t)M + m0;
+                    if (t->bf16)
+                        t->bf16(kp, (const uint32_t *)xb, (size_t)kp,
+                                (const uint32_t *)t->wp + ((size_t)pn * (size_t)kp_all + (size_t)(k0 / 2)) * CPU_GEMM_NR,
+                                c, (size_t)M, mr, nc, add);
+                    else
+                        t->fn(kc, x, (size_t)K, t->wp + ((size_t)pn * (size_t)K + (size_t)k0) * CPU_GEMM_NR, c,
+                              (size_t)M, mr, nc, add);
                 }
             }
         }

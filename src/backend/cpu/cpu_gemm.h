@@ -18,7 +18,7 @@ typedef struct cpu_gemm_args {
     int64_t n, K, M;
     const uint8_t *w;               /* M rows of w_row bytes */
     size_t w_row;
-    const struct cpu_type_kernels *k; /* the weight's kernels: to_float reads a row (NULL: f32) */
+    const struct cpu_type_kernels *k; /* the weight's kernels: to_float reads a row */
     uint32_t type;                  /* the weight's type (BF16: pairs, cpu_gemm_bf16) */
     int f32;                        /* 1: f32 activations even for BF16 (no bf16 pairs) */
     const float *bias;              /* [M] or NULL */

@@ -87,18 +87,22 @@ float cpu_rms_scale(const float *x, int64_t n, float eps) {
     return (float)(1.0 / sqrt(ss / (double)n + eps));
 }
 
+/* out[r] = x[r] / rms(x[r]) * g for rows of n (rms_norm, and matmul's norm prologue). */
+static void rms_norm_rows(float *out, const float *x, const float *g, int64_t n, int64_t rows, float eps) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *o = out + r * n;
+        const float s = cpu_rms_scale(xr, n, eps);
+        for (int64_t i = 0; i < n; i++) o[i] = xr[i] * s * g[i];
+    }
+}
+
 void cpu_op_rms_norm(cpu_backend *cb, const wgml_rms_norm_args *a) {
     const wgml_tensor *out = a->out, *x = a->x, *w = a->w;
     float eps = a->eps;
     if (!VIEWS_OK(cb, "rms_norm", out, x, w)) return;
     int64_t n = x->ne[0], rows = wgml_tensor_nrows(x);
-    const float *g = cpu_ptr(w);
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = (const float *)cpu_ptr(x) + r * n;
-        float *o = (float *)cpu_ptr(out) + r * n;
-        float s = cpu_rms_scale(xr, n, eps);
-        for (int64_t i = 0; i < n; i++) o[i] = xr[i] * s * g[i];
-    }
+    rms_norm_rows(cpu_ptr(out), cpu_ptr(x), cpu_ptr(w), n, rows, eps);
 }
 
 /* ---- matmul ---- */
@@ -306,13 +310,8 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     if (!scratch) return;
     const float *x = cpu_ptr(mm->x);
     if (mm->norm) {
-        float *xn = (float *)scratch;
-        const float *g = cpu_ptr(mm->norm);
-        for (int64_t i = 0; i < n; i++) {
-            float s = cpu_rms_scale(x + i * K, K, mm->eps);
-            for (int64_t c = 0; c < K; c++) xn[i * K + c] = x[i * K + c] * s * g[c];
-        }
-        x = xn;
+        rms_norm_rows((float *)scratch, x, cpu_ptr(mm->norm), K, n, mm->eps);
+        x = (const float *)scratch;
     }
     for (int i = 0; i < mm->n_w; i++) {
         cpu_gemm_args a = {.x = x, .n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
@@ -353,13 +352,8 @@ void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
 
     const float *x = cpu_ptr(mm->x);
     if (mm->norm) {
-        float *xn = (float *)scratch;
-        const float *g = cpu_ptr(mm->norm);
-        for (int64_t i = 0; i < n; i++) {
-            float s = cpu_rms_scale(x + i * K, K, mm->eps);
-            for (int64_t c = 0; c < K; c++) xn[i * K + c] = x[i * K + c] * s * g[c];
-        }
-        x = xn;
+        rms_norm_rows((float *)scratch, x, cpu_ptr(mm->norm), K, n, mm->eps);
+        x = (const float *)scratch;
     }
 
     mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue,

@@ -22,6 +22,21 @@
 
 /* ---- AVX-512 ---- */
 
+/* A tile's accumulators (columns 0-15 in a0, 16-31 in a1) to c: columns < nc only, added to c with add. */
+static KG512 KG_INLINE void z_store(const int MR, __m512 *a0, __m512 *a1, float *c, size_t ldc, int nc, int add) {
+    const __mmask16 m0 = nc >= 16 ? 0xffff : (__mmask16)((1u << nc) - 1);
+    const __mmask16 m1 = nc >= 32 ? 0xffff : nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
+    for (int r = 0; r < MR; r++) {
+        float *o = c + (size_t)r * ldc;
+        if (add) {
+            a0[r] = _mm512_add_ps(a0[r], _mm512_maskz_loadu_ps(m0, o));
+            a1[r] = _mm512_add_ps(a1[r], _mm512_maskz_loadu_ps(m1, o + 16));
+        }
+        _mm512_mask_storeu_ps(o, m0, a0[r]);
+        _mm512_mask_storeu_ps(o + 16, m1, a1[r]);
+    }
+}
+
 static KG512 KG_INLINE void z_tile(const int MR, int64_t kc, const float *x, size_t ldx, const float *wp, float *c,
                                    size_t ldc, int nc, int add) {
     __m512 a0[CPU_GEMM_MR], a1[CPU_GEMM_MR];
@@ -35,17 +50,7 @@ static KG512 KG_INLINE void z_tile(const int MR, int64_t kc, const float *x, siz
             a1[r] = _mm512_fmadd_ps(xb, w1, a1[r]);
         }
     }
-    const __mmask16 m0 = nc >= 16 ? 0xffff : (__mmask16)((1u << nc) - 1);
-    const __mmask16 m1 = nc >= 32 ? 0xffff : nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
-    for (int r = 0; r < MR; r++) {
-        float *o = c + (size_t)r * ldc;
-        if (add) {
-            a0[r] = _mm512_add_ps(a0[r], _mm512_maskz_loadu_ps(m0, o));
-            a1[r] = _mm512_add_ps(a1[r], _mm512_maskz_loadu_ps(m1, o + 16));
-        }
-        _mm512_mask_storeu_ps(o, m0, a0[r]);
-        _mm512_mask_storeu_ps(o + 16, m1, a1[r]);
-    }
+    z_store(MR, a0, a1, c, ldc, nc, add);
 }
 
 KG512 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr,
@@ -62,7 +67,7 @@ KG512 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *
 
 /* ---- AVX512_BF16: pairs of bf16, vdpbf16ps ---- */
 
-#define KGBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")))
+#define KGBF __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
 
 static KGBF KG_INLINE void b_tile(const int MR, int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c,
                                   size_t ldc, int nc, int add) {
@@ -78,17 +83,7 @@ static KGBF KG_INLINE void b_tile(const int MR, int64_t kp, const uint32_t *x, s
             a1[r] = _mm512_dpbf16_ps(a1[r], xb, w1);
         }
     }
-    const __mmask16 m0 = nc >= 16 ? 0xffff : (__mmask16)((1u << nc) - 1);
-    const __mmask16 m1 = nc >= 32 ? 0xffff : nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
-    for (int r = 0; r < MR; r++) {
-        float *o = c + (size_t)r * ldc;
-        if (add) {
-            a0[r] = _mm512_add_ps(a0[r], _mm512_maskz_loadu_ps(m0, o));
-            a1[r] = _mm512_add_ps(a1[r], _mm512_maskz_loadu_ps(m1, o + 16));
-        }
-        _mm512_mask_storeu_ps(o, m0, a0[r]);
-        _mm512_mask_storeu_ps(o + 16, m1, a1[r]);
-    }
+    z_store(MR, a0, a1, c, ldc, nc, add);
 }
 
 KGBF void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n) {

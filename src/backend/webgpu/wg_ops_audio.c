@@ -22,7 +22,9 @@
 #include "backend/webgpu/wg_internal.h"
 #include "core/dtype.h"
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MAX_GROUPS 65535u         /* workgroups per grid dimension (WebGPU's default limit) */
 #define FLAT_COLS  (64u * 32768u) /* the elements written, as rows of this many */
@@ -81,22 +83,32 @@ static void flat_grid(uint64_t n, uint32_t *cols, uint32_t *rows, uint32_t grid[
     grid[2] = wg_div_up(*rows, MAX_GROUPS);
 }
 
+/* Parameter blocks of flat kernels start with n, x_off, o_off, cols, rows (uint32 each). */
+#define FLAT_HEAD(T)                                                                               \
+    _Static_assert(offsetof(T, n) == 0 && offsetof(T, cols) == 12 && offsetof(T, rows) == 16, \
+                   #T " must start with n, x_off, o_off, cols, rows")
+
+/* A flat kernel over n elements: sets the block's n, cols and rows and dispatches its grid. */
+static void flat_dispatch(wg_backend *wb, wg_kind kind, uint32_t flags, void *params, size_t size,
+                          const wgml_gpu_binding *b, int nb, uint64_t n) {
+    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, flags);
+    if (!k || n == 0) return;
+    uint32_t head[5], grid[3];
+    memcpy(head, params, sizeof head);
+    head[0] = (uint32_t)n;
+    flat_grid(n, &head[3], &head[4], grid);
+    memcpy(params, head, sizeof head);
+    wg_dispatch_kernel(wb, k, params, size, b, nb, grid[0], grid[1], grid[2]);
+}
+
 /* ---- im2col, col2im (conv.wgsl) ---- */
 
 typedef struct {
     uint32_t n, x_off, o_off, cols, rows, C, K, Ct, T, stride, dil, pad, reflect, c0, b_off, flags;
 } conv_params;
 _Static_assert(sizeof(conv_params) == 64, "conv_params must match ConvParams in conv.wgsl");
+FLAT_HEAD(conv_params);
 
-static void conv_dispatch(wg_backend *wb, wg_kind kind, conv_params *p, uint32_t flags, const wgml_gpu_binding *b,
-                          int nb, uint64_t n) {
-    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, flags);
-    if (!k || n == 0) return;
-    uint32_t grid[3];
-    p->n = (uint32_t)n;
-    flat_grid(n, &p->cols, &p->rows, grid);
-    wg_dispatch_kernel(wb, k, p, sizeof *p, b, nb, grid[0], grid[1], grid[2]);
-}
 
 /* Without an x (zeros into channels [c0, c0 + zero_c)), the kernel unfolds an
  * empty signal (T 0, zero padding): every row it reads is padding, so it
@@ -123,7 +135,7 @@ void wg_op_im2col(wg_backend *wb, const wgml_im2col_args *a) {
         b[nb++] = (wgml_gpu_binding){2, wb->dummy, 0, 0};
     else if (!input(wb, "im2col", a->x, a->out, 0, 2, 0, &p.x_off, &flags, b, &nb))
         return;
-    conv_dispatch(wb, WGK_IM2COL, &p, flags, b, nb, n);
+    flat_dispatch(wb, WGK_IM2COL, flags, &p, sizeof p, b, nb, n);
 }
 
 void wg_op_col2im(wg_backend *wb, const wgml_col2im_args *a) {
@@ -143,7 +155,7 @@ void wg_op_col2im(wg_backend *wb, const wgml_col2im_args *a) {
         !opt_input(wb, "col2im", a->bias, a->out, 1, 4, &p.b_off, &flags, b, &nb, &has_bias))
         return;
     p.flags = has_bias ? 1u : 0u;
-    conv_dispatch(wb, WGK_COL2IM, &p, flags, b, nb, n);
+    flat_dispatch(wb, WGK_COL2IM, flags, &p, sizeof p, b, nb, n);
 }
 
 /* ---- instance_norm (instance_norm.wgsl) ---- */
@@ -226,16 +238,8 @@ typedef struct {
     uint32_t n, x_off, o_off, cols, rows, N, hop, B, L, F, w_off, ph_off;
 } spec_params;
 _Static_assert(sizeof(spec_params) == 48, "spec_params must match SpecParams in spectral.wgsl");
+FLAT_HEAD(spec_params);
 
-static void spec_dispatch(wg_backend *wb, wg_kind kind, spec_params *p, uint32_t flags, const wgml_gpu_binding *b,
-                          int nb, uint64_t n) {
-    wgml_gpu_kernel *k = wg_get_kernel(wb, kind, 0, flags);
-    if (!k || n == 0) return;
-    uint32_t grid[3];
-    p->n = (uint32_t)n;
-    flat_grid(n, &p->cols, &p->rows, grid);
-    wg_dispatch_kernel(wb, k, p, sizeof *p, b, nb, grid[0], grid[1], grid[2]);
-}
 
 void wg_op_stft(wg_backend *wb, const wgml_stft_args *a) {
     const int64_t L = a->x->ne[0], F = wgml_tensor_nrows(a->out), B = a->n_fft / 2 + 1;
@@ -250,7 +254,7 @@ void wg_op_stft(wg_backend *wb, const wgml_stft_args *a) {
     if (!input(wb, "stft", a->x, a->out, 0, 2, 0, &p.x_off, &flags, b, &nb) ||
         !input(wb, "stft", a->window, a->out, 1, 4, 1, &p.w_off, &flags, b, &nb))
         return;
-    spec_dispatch(wb, WGK_STFT, &p, flags, b, nb, n);
+    flat_dispatch(wb, WGK_STFT, flags, &p, sizeof p, b, nb, n);
 }
 
 void wg_op_istft(wg_backend *wb, const wgml_istft_args *a) {
@@ -266,7 +270,7 @@ void wg_op_istft(wg_backend *wb, const wgml_istft_args *a) {
         !input(wb, "istft", a->phase, a->out, 1, 5, 0, &p.ph_off, &flags, b, &nb) ||
         !input(wb, "istft", a->window, a->out, 2, 4, 1, &p.w_off, &flags, b, &nb))
         return;
-    spec_dispatch(wb, WGK_ISTFT, &p, flags, b, nb, (uint64_t)L);
+    flat_dispatch(wb, WGK_ISTFT, flags, &p, sizeof p, b, nb, (uint64_t)L);
 }
 
 /* ---- nsf_source (nsf.wgsl) ---- */
