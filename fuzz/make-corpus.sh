@@ -38,12 +38,24 @@ seed 'convert\nllama2c\n@ckpt\n@tok\n-o\n@out' convert
 seed 'convert\nllama2c\n@file\n@tok\n-o\n@out\0\x08\0\0\0' convert-bad
 seed 'quantize\n@model\n@out\nq8_0' quantize
 seed 'quantize\n@file\n@out\nQ4_K_M\0GGUF' quantize-bad
+# fuzz_chat_template: the shared chat templates, each followed by a NUL and a
+# conversation (see fuzz/fuzz_chat_template.c), and a few small language samples.
+ct=$root/fuzz/corpus-run/chat_template
+mkdir -p "$ct"
+conv='[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Bye"}]'
+for f in "$shared"/chat/templates/*.jinja; do
+  [ -f "$f" ] || continue
+  { cat "$f"; printf '\0%s' "$conv"; } > "$ct/seed-$(basename "$f" .jinja)"
+done
+printf '%s' "{% for m in messages %}{{ loop.index }}{{ m.role | upper }}{% if not loop.last %}, {% endif %}{% endfor %}" > "$ct/seed-loop"
+printf '%s' "{% set ns = namespace(a=[]) %}{% macro f(x) %}{{ x | tojson(indent=2) }}{% endmacro %}{{ f(messages[1:]) }}{{ 'a b'.split() }}" > "$ct/seed-macro"
+printf '%s' "{%- raw -%} {{ x }} {%- endraw %}{# c #}{{ (1, 2)[::-1] ~ 2 ** 3 // 2 }}{{ 'x' if true else y }}" > "$ct/seed-misc"
 # Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load pth tokenizer cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template cli; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template cli; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

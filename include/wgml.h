@@ -58,6 +58,7 @@ typedef enum wgml_status {
     WGML_ERR_DEVICE_LOST,      /* the GPU device was lost; free the model */
     WGML_ERR_NO_ADAPTER,       /* no usable GPU adapter */
     WGML_ERR_TOKENIZER,        /* text cannot be tokenized with this vocabulary */
+    WGML_ERR_TEMPLATE,         /* a chat template failed or refused the messages (raise_exception) */
 } wgml_status;
 
 #define WGML_ERROR_MESSAGE_MAX 512
@@ -260,6 +261,69 @@ wgml_status wgml_generate(wgml_session *session, const char *prompt,
                           const wgml_generate_params *params, wgml_generate_result *result,
                           wgml_error *err);
 
+/* ---- several sequences decoded together (a server's slots) ------------------ */
+
+/* A batch holds n_seq independent sequences of one model, each with its own
+ * KV cache and positions. One wgml_batch_step evaluates the next tokens of
+ * several of them in one forward pass, which reads each weight once for all
+ * (decode is bandwidth-bound: N streams cost little more than one), e.g. every
+ * running stream's next token plus a chunk of a new prompt. A sequence's
+ * greedy tokens are the same whether it ran alone or beside others. */
+typedef struct wgml_batch wgml_batch;
+
+typedef struct wgml_batch_params {
+    int n_seq;            /* sequences; 0 = 4 */
+    int n_ctx;            /* context of each sequence; 0 = as a session's default */
+    int n_batch;          /* most tokens in one step, all sequences together; 0 = 64 + n_seq */
+    wgml_kv_type kv_type; /* as wgml_session_params */
+} wgml_batch_params;
+
+wgml_batch_params wgml_batch_default_params(void);
+wgml_status wgml_batch_create(wgml_model *model, const wgml_batch_params *params, wgml_batch **out,
+                              wgml_error *err);
+void wgml_batch_free(wgml_batch *batch);
+int wgml_batch_n_seq(const wgml_batch *batch);
+int wgml_batch_n_ctx(const wgml_batch *batch);
+int wgml_batch_n_batch(const wgml_batch *batch);
+
+/* The tokens sequence seq holds (in its KV cache): *n of them; NULL when seq is out of range. */
+const int32_t *wgml_batch_seq_tokens(const wgml_batch *batch, int seq, int *n);
+/* Keeps the first n_keep tokens of sequence seq and forgets the rest (0: all), so that a
+ * follow-up sharing a prefix with what it holds evaluates only the rest. */
+wgml_status wgml_batch_seq_keep(wgml_batch *batch, int seq, int n_keep, wgml_error *err);
+/* How the tokens wgml_batch_step picks for sequence seq are chosen (default: greedy);
+ * restarts its random stream from params->seed. */
+wgml_status wgml_batch_seq_sampler(wgml_batch *batch, int seq, const wgml_sampler_params *params,
+                                   wgml_error *err);
+
+/* One sequence's part of a step. */
+typedef struct wgml_batch_item {
+    int seq;               /* 0 .. n_seq-1, once per step */
+    const int32_t *tokens; /* appended to what the sequence holds */
+    int n_tokens;          /* at least 1 */
+    int sample;            /* 1: pick the token after the last one, with the sequence's sampler */
+    int logits;            /* 1: keep the last token's logits (wgml_batch_logits) */
+    int32_t next;          /* out: the token picked, or -1 */
+} wgml_batch_item;
+
+/* Evaluates one step: each item's tokens after what its sequence holds, all
+ * in one forward pass (n_tokens summing to at most n_batch). A picked token
+ * is not appended: pass it as the sequence's token in the next step. On an
+ * error no sequence takes the step's tokens. */
+wgml_status wgml_batch_step(wgml_batch *batch, wgml_batch_item *items, int n_items, wgml_error *err);
+/* The logits (n_vocab floats) of sequence seq's last token in the last step whose item asked
+ * for them and until its next step; otherwise NULL. */
+const float *wgml_batch_logits(const wgml_batch *batch, int seq);
+
+/* Text helpers for a caller's own generation loop. The bytes of `token` as
+ * they follow `prev` in a sequence (-1: none): wgml_token_to_piece, except that
+ * a SentencePiece vocabulary drops the leading space of the piece right after
+ * BOS (as wgml_generate does). Returns the length (may exceed cap); negative
+ * for an id out of range. */
+int wgml_token_to_text(const wgml_model *model, int32_t prev, int32_t token, char *buf, int cap);
+/* 1 when the token ends a generation (EOS, or an end-of-turn token such as <|im_end|>). */
+int wgml_token_is_eog(const wgml_model *model, int32_t token);
+
 /* ---- embeddings and reranking (task EMBED / RERANK: the bert family) ------- */
 
 /* How the token vectors of a text become one vector. */
@@ -339,6 +403,9 @@ typedef struct wgml_speak_params {
     int phonemes;       /* 1: the input is phonemes (the model's symbols), not text */
     uint64_t seed;      /* the vocoder's noise: the same seed gives the same audio on one backend */
     const char *espeak; /* text input: the espeak-ng program; NULL: $WGML_ESPEAK, else espeak-ng on PATH */
+    int full_precision; /* 1: every matrix product in f32 on the CPU too. 0 (default): the decoder's and
+                           vocoder's as bf16 pairs where the CPU has them (AVX512_BF16), about 1.5x
+                           faster, the audio measured unchanged (docs/kokoro.md); the prosody is f32 */
 } wgml_speak_params;
 
 typedef struct wgml_speak_result {
@@ -402,6 +469,41 @@ uint64_t wgml_session_decode_bytes(const wgml_session *session, int kv_len);
  * matmul_gflops is not NULL, the f32 matmul rate of the backend's own matmul
  * on a 1024 x 1024 x 1024 problem (GFLOP/s). Takes a few seconds. */
 wgml_status wgml_model_measure_device(wgml_model *model, double *read_gbs, double *matmul_gflops, wgml_error *err);
+
+/* ---- chat templates ------------------------------------------------------ */
+
+/* A chat template is the Jinja2 program (tokenizer.chat_template in a GGUF)
+ * that turns a conversation into the prompt text an instruction-tuned model
+ * was trained on. wgml renders it exactly as Hugging Face's
+ * apply_chat_template does, in a sandbox: no I/O, bounded time, memory and
+ * output; a hostile template gets an error, never a hang or a crash
+ * (docs/chat.md). */
+typedef struct wgml_chat_params {
+    int add_generation_prompt;          /* default 1: end with the assistant's header */
+    const char *bos_token, *eos_token;  /* NULL: the model's, or "" without a model */
+    const char *now;                    /* "YYYY-MM-DD HH:MM:SS" fixes strftime_now's clock; NULL: the real local time */
+    const char *extra_json;             /* optional JSON object whose keys become extra variables (e.g. "tools") */
+    const wgml_model *model;            /* optional: supplies bos/eos (above) and, with tmpl NULL, the template */
+} wgml_chat_params;
+
+wgml_chat_params wgml_chat_default_params(void);
+
+/* Renders messages (a JSON array of {"role","content",...} objects, as OpenAI's API) through a Jinja
+ * chat template (NUL-terminated; NULL: params->model's, wgml_model_chat_template). *prompt is
+ * malloc'ed (caller frees). A template's raise_exception gives WGML_ERR_TEMPLATE with its message
+ * as the message; other template errors WGML_ERR_TEMPLATE naming the line and column; bad JSON
+ * WGML_ERR_INVALID_ARGUMENT. params NULL: the defaults. */
+wgml_status wgml_chat_render(const char *tmpl, const char *messages_json, const wgml_chat_params *params,
+                             char **prompt, wgml_error *err);
+
+/* The model's chat template: tokenizer.chat_template from the GGUF, else a built-in fallback by
+ * architecture/vocabulary (ChatML, Llama 2, Llama 3, Zephyr, Mistral) with *is_fallback set (may
+ * be NULL); NULL if none (a model that does not generate text). Owned by the model. */
+const char *wgml_model_chat_template(const wgml_model *model, int *is_fallback);
+
+/* The name of the template wgml_model_chat_template returns: "gguf" for the file's own, else the
+ * fallback's ("chatml", "llama2", "llama3", "zephyr", "mistral"); NULL if none. */
+const char *wgml_model_chat_template_name(const wgml_model *model);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
 # wasm-opt for the Asyncify variant (docs/web.md).
 need=()
-for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev valgrind \
+for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev libcivetweb-dev libedit-dev valgrind \
          wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
@@ -34,3 +34,9 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${WGML_BUILD_TYPE:-Release}" >/dev/null
 cmake --build build
+
+# The web page's G2P for speech: espeak-ng compiled to WebAssembly (npm phonemizer,
+# GPL-3.0 inside, pinned in web/package-lock.json), loaded at run time, never linked.
+if [ ! -d web/node_modules/phonemizer ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+fi

@@ -109,6 +109,10 @@ if [ -z "${WGML_SKIP_WEB:-}" ] && [ $have_shared = 1 ]; then
   if [ ! -d tests/web/node_modules/playwright-core ] || [ tests/web/package-lock.json -nt tests/web/node_modules/.package-lock.json ]; then
     PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --prefix tests/web --no-audit --no-fund --loglevel=error
   fi
+  # the page's espeak-ng (npm phonemizer, pinned), for speech from text
+  if [ ! -d web/node_modules/phonemizer ] || [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+    npm ci --prefix web --no-audit --no-fund --loglevel=error
+  fi
   test -f web/dist/wgml.wasm || { echo "web/dist/wgml.wasm is missing (the build should have made it)"; exit 1; }
   node tests/web/run.mjs
 fi
@@ -123,7 +127,8 @@ if [ -z "${WGML_SKIP_FUZZ:-}" ] && [ $have_shared = 1 ]; then
   stage "fuzz smoke: every target for $secs s, $jobs at a time"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWGML_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_pth fuzz_tokenizer fuzz_cli wgml_fuzz_seeds
+  cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_pth fuzz_tokenizer fuzz_cli \
+    fuzz_chat_template wgml_fuzz_seeds
   fuzz/make-corpus.sh
   WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
 fi

@@ -142,6 +142,7 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
     if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
     if (!st && !m->fam->no_tokenizer) st = wgml_tokenizer_load(g, &m->tok, err);
+    if (!st) st = chat_model_info_load(g, m->tok, m->fam, &m->chat, err);
     if (!st) {
         gguf_str name;
         if (gguf_get_str(g, "general.name", &name, NULL) == 1) {
@@ -229,6 +230,7 @@ void wgml_model_free(wgml_model *m) {
     if (!m) return;
     if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
+    chat_model_info_free(&m->chat);
     wgml_tokenizer_free(m->tok);
     gguf_close(m->gguf);
     wgml_free(m);
@@ -266,6 +268,22 @@ int wgml_token_to_piece(const wgml_model *m, int32_t token, char *buf, int cap) 
 
 /* ---- sessions ---- */
 
+int wgml_model_default_ctx(const wgml_model *m) { return m->llm->hp.n_ctx_train < 4096 ? m->llm->hp.n_ctx_train : 4096; }
+
+wgml_status wgml_model_kv_dtype(const wgml_model *m, wgml_kv_type want, uint32_t *out, wgml_error *err) {
+    uint32_t kv = m->be->kv_type;
+    if (want == WGML_KV_F16 || want == WGML_KV_F32) {
+        kv = want == WGML_KV_F16 ? WGML_F16 : WGML_F32;
+        if (!(m->be->kv_types & (1u << kv)))
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this device keeps its KV cache in %s, not %s",
+                             wgml_dtype_name(m->be->kv_type), wgml_dtype_name(kv));
+    } else if (want != WGML_KV_DEFAULT) {
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown KV cache type %d", (int)want);
+    }
+    *out = kv;
+    return WGML_OK;
+}
+
 wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params, wgml_session **out, wgml_error *err) {
     if (!m || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_create: NULL argument");
     *out = NULL;
@@ -276,18 +294,12 @@ wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params
     if (sp.n_ctx < 0 || sp.n_batch < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d and batch %d must not be negative", sp.n_ctx,
                          sp.n_batch);
-    if (sp.n_ctx == 0) sp.n_ctx = m->llm->hp.n_ctx_train < 4096 ? m->llm->hp.n_ctx_train : 4096;
+    if (sp.n_ctx == 0) sp.n_ctx = wgml_model_default_ctx(m);
     if (sp.n_batch == 0) sp.n_batch = 64;
     if (sp.n_ctx > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d is too large", sp.n_ctx);
-    uint32_t kv = m->be->kv_type;
-    if (sp.kv_type == WGML_KV_F16 || sp.kv_type == WGML_KV_F32) {
-        kv = sp.kv_type == WGML_KV_F16 ? WGML_F16 : WGML_F32;
-        if (!(m->be->kv_types & (1u << kv)))
-            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this device keeps its KV cache in %s, not %s",
-                             wgml_dtype_name(m->be->kv_type), wgml_dtype_name(kv));
-    } else if (sp.kv_type != WGML_KV_DEFAULT) {
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown KV cache type %d", (int)sp.kv_type);
-    }
+    uint32_t kv = 0;
+    wgml_status kst = wgml_model_kv_dtype(m, sp.kv_type, &kv, err);
+    if (kst) return kst;
     wgml_session *s = wgml_calloc(1, sizeof *s);
     if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->m = m;

@@ -80,6 +80,7 @@ wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, 
     }
     int64_t n_samples = 0;
     int n_chunks = 0;
+    kokoro_set_bf16(k, !p.full_precision);
     st = kokoro_speak(k, phonemes ? phonemes : input, voice_copy, p.speed, p.seed, on_chunk, &r, &n_samples,
                       &n_chunks, err);
     wgml_free(phonemes);

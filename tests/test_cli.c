@@ -741,6 +741,101 @@ static void test_verify_quantized(void **state) {
 /* The fast CPU backend as the device, against the exact one: the op grid and the
  * model pass with tolerances for its 8-bit activations, and a bug large enough to
  * stand out from them fails (one block of the head's weights at twice its scale). */
+/* `wgml chat` from a pipe: one message per line, one reply line each; the second turn
+ * reuses the first's KV cache (only its new tokens are evaluated); /save writes the
+ * conversation as OpenAI-style JSON, which /load reads back. */
+static void run_stdin(result *r, const char *input, const char *args) {
+    const char *in = tu_tmp_path("chat.in");
+    assert_int_equal(tu_write_file(in, input, strlen(input)), 0);
+    char env[4200];
+    snprintf(env, sizeof env, "<'%s'", in); /* the later </dev/null would win: give the input first */
+    const char *cli = getenv("WGML_CLI");
+    assert_non_null(cli);
+    const char *out = tu_tmp_path("cli.out"), *err = tu_tmp_path("cli.err");
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' %s", cli, args, out, err, env);
+    int st = system(cmd);
+    r->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    size_t n;
+    unsigned char *b = tu_read_file(out, &n);
+    snprintf(r->out, sizeof r->out, "%s", b ? (char *)b : "");
+    free(b);
+    b = tu_read_file(err, &n);
+    snprintf(r->err, sizeof r->err, "%s", b ? (char *)b : "");
+    free(b);
+}
+
+static void test_chat_pipe(void **state) {
+    (void)state;
+    result r;
+    char args[4400], input[4400];
+    const char *saved = tu_tmp_path("chat.json");
+    snprintf(input, sizeof input, "Hello there\nTell me a story\n/save %s\n", saved);
+    snprintf(args, sizeof args, "chat %s --backend cpu --temp 0 -n 8 --stats", model());
+    run_stdin(&r, input, args);
+    expect_exit(&r, 0);
+    /* two replies, one line each */
+    int lines = 0;
+    for (const char *p = r.out; *p; p++) lines += *p == '\n';
+    assert_int_equal(lines, 2);
+    int n1, k1, e1, g1, n2, k2, e2, g2;
+    const char *t1 = strstr(r.err, "wgml chat: prompt "), *t2 = t1 ? strstr(t1 + 1, "wgml chat: prompt ") : NULL;
+    assert_non_null(t2);
+    assert_int_equal(sscanf(t1, "wgml chat: prompt %d tokens, %d reused, %d evaluated (%*[^;]; %d generated", &n1, &k1, &e1,
+                            &g1), 4);
+    assert_int_equal(sscanf(t2, "wgml chat: prompt %d tokens, %d reused, %d evaluated (%*[^;]; %d generated", &n2, &k2, &e2,
+                            &g2), 4);
+    assert_int_equal(k1, 0);
+    assert_int_equal(e1, n1);
+    assert_true(g1 > 0 && g1 <= 8);
+    assert_true(k2 >= n1); /* the whole first prompt came from the cache */
+    assert_int_equal(e2, n2 - k2); /* the reply as the template writes it, and the new message */
+    /* the saved conversation: user, assistant, user, assistant */
+    size_t len;
+    char *json = (char *)tu_read_file(saved, &len);
+    assert_non_null(json);
+    int users = 0, assistants = 0;
+    for (const char *p = json; (p = strstr(p, "\"role\"")); p++) {
+        users += !strncmp(strchr(p + 6, '"'), "\"user\"", 6);
+        assistants += !strncmp(strchr(p + 6, '"'), "\"assistant\"", 11);
+    }
+    free(json);
+    assert_int_equal(users, 2);
+    assert_int_equal(assistants, 2);
+    /* /load brings it back: the next turn's prompt holds all of it */
+    snprintf(input, sizeof input, "/load %s\nAnd then?\n", saved);
+    run_stdin(&r, input, args);
+    expect_exit(&r, 0);
+    int n3, k3, e3;
+    const char *t3 = strstr(r.err, "wgml chat: prompt ");
+    assert_non_null(t3);
+    assert_int_equal(sscanf(t3, "wgml chat: prompt %d tokens, %d reused, %d evaluated", &n3, &k3, &e3), 3);
+    assert_true(n3 > n2);
+    /* a file that is not a conversation is refused with a message, and the chat goes on */
+    snprintf(input, sizeof input, "/load %s\nHi\n", tu_shared("models/stories260K.gguf"));
+    run_stdin(&r, input, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.err, "is not a conversation"));
+    assert_non_null(strstr(r.err, "wgml chat: prompt "));
+}
+
+/* bench --parallel: one run gives the single-stream and the N-stream rates and their ratio. */
+static void test_bench_parallel(void **state) {
+    (void)state;
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "bench %s --backend cpu --parallel 3 -n 8 --ctx 4 --repeat 1 --json", model());
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_int_equal(r.out[0], '{');
+    const char *keys[] = {"single_tps", "batch1_tps", "aggregate_tps", "per_stream_tps", "ratio"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) assert_true(json_number_at(r.out, keys[i]) > 0);
+    assert_int_equal((int)json_number_at(r.out, "parallel"), 3);
+    snprintf(args, sizeof args, "bench %s --parallel 0", model());
+    run(&r, args);
+    expect_exit(&r, 2);
+}
+
 static void test_verify_cpu(void **state) {
     (void)state;
     const char *m = q4km_model();
@@ -765,6 +860,76 @@ static void test_verify_cpu(void **state) {
     assert_non_null(strstr(r.err, "WGML_VERIFY_FAULT"));
 }
 
+/* wgml template: a conversation on stdin through a chat template, the prompt on stdout as is. */
+static void test_template(void **state) {
+    (void)state;
+    result r;
+    char args[8800];
+    const char *conv = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}";
+    /* a shared real template (Qwen2.5's adds its default system prompt) */
+    snprintf(args, sizeof args, "template --template '%s'", tu_shared("chat/templates/Qwen-Qwen2.5-7B-Instruct.jinja"));
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+                               "assistant.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    assert_string_equal(r.err, "");
+    /* the options, and other keys of the input as variables */
+    char t[4200];
+    snprintf(t, sizeof t, "%s", tu_tmp_path("t.jinja")); /* tu_tmp_path's buffer is reused */
+    const char *tt = "{{ bos_token }}{% for m in messages %}{{ m.role }}={{ m.content }};{% endfor %}"
+                     "{{ tools | length }}{{ eos_token }}{{ add_generation_prompt }}{{ strftime_now('%Y-%m-%d') }}\n";
+    assert_int_equal(tu_write_file(t, tt, strlen(tt)), 0);
+    snprintf(args, sizeof args,
+             "template --template '%s' --bos '<s>' --eos '</s>' --no-generation-prompt --now '2026-11-24 09:30:00'", t);
+    run_stdin(&r, "{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xc3\xa9\"}], \"tools\": [1, 2]}", args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "<s>user=caf\xc3\xa9;2</s>False2026-11-24"); /* nothing added, the final newline gone as in Jinja */
+    /* raise_exception: exit 1 with the template's message */
+    tt = "{% if messages[0].role != 'system' %}{{ raise_exception('The first message must be a system message') }}"
+         "{% endif %}ok";
+    assert_int_equal(tu_write_file(t, tt, strlen(tt)), 0);
+    snprintf(args, sizeof args, "template --template '%s'", t);
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 1);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "The first message must be a system message"));
+    /* a model without a template: the built-in fallback, named in a note; BOS from the vocabulary */
+    snprintf(args, sizeof args, "template %s", model());
+    run_stdin(&r, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}", args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "<s>[INST] Hi [/INST]");
+    assert_non_null(strstr(r.err, "no chat template"));
+    assert_non_null(strstr(r.err, "llama2"));
+    /* errors that name the problem */
+    tt = "{% for m in messages %}\n{{ m.role | nosuch }}{% endfor %}";
+    assert_int_equal(tu_write_file(t, tt, strlen(tt)), 0);
+    snprintf(args, sizeof args, "template --template '%s'", t);
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "line 2"));
+    assert_non_null(strstr(r.err, "nosuch"));
+    run_stdin(&r, "{\"messages\": [", args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "invalid JSON"));
+    run_stdin(&r, "{\"msgs\": []}", args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "messages"));
+    snprintf(args, sizeof args, "template --template '%s' --now yesterday", t);
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "YYYY-MM-DD HH:MM:SS"));
+    snprintf(args, sizeof args, "template --template /no/such.jinja");
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "/no/such.jinja"));
+    snprintf(args, sizeof args, "template --template '%s' %s", t, model());
+    run_stdin(&r, conv, args);
+    expect_exit(&r, 2);
+    run_stdin(&r, conv, "template --bogus");
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "--bogus"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_reference), cmocka_unit_test(test_missing_file),
@@ -779,7 +944,9 @@ int main(void) {
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
         cmocka_unit_test(test_verify_wide_simd), cmocka_unit_test(test_verify_quantized),
-        cmocka_unit_test(test_verify_cpu),
+        cmocka_unit_test(test_verify_cpu),       cmocka_unit_test(test_chat_pipe),
+        cmocka_unit_test(test_bench_parallel),
+        cmocka_unit_test(test_template),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * activations; `prepare` decodes back close to x, to the same values on
  * every instruction set (whatever layout it writes them in); `to_float`
  * equals wgml_dequantize_row; unaligned rows give the same result as
- * aligned ones.
+ * aligned ones; `dot_rows` over 1..8 activation rows gives each row the
+ * bits `dot` gives it.
  *
  * WGML_KERNEL_BENCH=1 also prints the single-thread throughput of `dot` per
  * type and instruction set, in GB/s of weights, over a 64 MB weight matrix
@@ -271,6 +272,85 @@ static void test_dot(void **state) {
     free(wp);
     free(xp);
     free(xpu);
+    free(x);
+}
+
+/* ---- dot_rows ---- */
+
+/* Row t of a dot_rows call's activations: prepared from its own x, `stride`
+ * bytes apart (more than a row, and not a multiple of 4 for the quantized
+ * formats, so that no row is aligned as the first one is). */
+#define ROWS_MAX 8
+
+/* k->dot_rows of one weight row with nr prepared rows equals k->dot of each
+ * row, bit for bit, for every nr <= ROWS_MAX; so does a call that starts at
+ * any of the rows (a row's result does not depend on where in a pass it is). */
+static void check_dot_rows(uint32_t t, const cpu_type_kernels *k, const char *isa, int64_t n, const uint8_t *w,
+                           const uint8_t *xp, size_t stride) {
+    float single[ROWS_MAX], got[ROWS_MAX + 1];
+    for (int r = 0; r < ROWS_MAX; r++) single[r] = k->dot(n, w, xp + r * stride);
+    for (int nr = 1; nr <= ROWS_MAX; nr++)
+        for (int first = 0; first + nr <= ROWS_MAX; first += nr > 2 ? ROWS_MAX : 1) {
+            got[nr] = 12345.0f; /* past the last row: never written */
+            k->dot_rows(n, w, xp + first * stride, stride, nr, got);
+            for (int r = 0; r < nr; r++)
+                if (memcmp(&got[r], &single[first + r], sizeof(float)))
+                    fail_msg("%s/%s%s n=%lld: dot_rows of %d rows from row %d gives row %d %.9g, dot %.9g",
+                             wgml_dtype_name(t), isa, k->repack ? " (own layout)" : "", (long long)n, nr, first, r,
+                             got[r], single[first + r]);
+            assert_true(got[nr] == 12345.0f);
+        }
+}
+
+static void test_dot_rows(void **state) {
+    (void)state;
+    tu_rng rng = {0x5eed};
+    const int64_t nmax = 8192;
+    uint8_t *w = malloc(wgml_row_size(WGML_F32, nmax));
+    uint8_t *wp = malloc(wgml_row_size(WGML_F32, nmax));
+    const size_t stride_max = wgml_row_size(WGML_F32, nmax) + 68;
+    uint8_t *xp = malloc(stride_max * ROWS_MAX);
+    float *x = malloc(nmax * sizeof(float));
+    int checked = 0;
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const int64_t *lens;
+        const int64_t nlen = lengths_for(t, &lens);
+        for (int64_t li = 0; li < nlen; li++) {
+            const int64_t n = lens[li];
+            for (int mode = 0; mode < (block_of(t) > 1 ? 3 : 1); mode++) {
+                make_weights(t, mode, n, w, &rng);
+                for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+                    const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+                    if (!k) continue;
+                    /* every SIMD table has it, for every type and its own layouts */
+                    if (strcmp(k_isas[ii], "scalar") != 0) assert_non_null(k->dot_rows);
+                    if (k->packed) assert_non_null(k->packed->dot_rows);
+                    if (!k->dot_rows) continue;
+                    const size_t row = cpu_act_row_size(k->act_type, n);
+                    const size_t stride = row + (k->act_type == WGML_F32 ? 4 : 3) + 64 * (size_t)(li % 2);
+                    for (int r = 0; r < ROWS_MAX; r++) {
+                        make_x(n, x, &rng);
+                        if (mode == 2 && r % 2) /* all equal: every activation quant at -127 */
+                            for (int64_t i = 0; i < n; i++) x[i] = 1.0f;
+                        if (r == 3) /* a row of zeros: zero scales */
+                            memset(x, 0, n * sizeof(float));
+                        k->prepare(x, xp + r * stride, n);
+                    }
+                    check_dot_rows(t, k, k_isas[ii], n, w, xp, stride);
+                    checked++;
+                    if (!k->packed) continue;
+                    k->packed->repack(w, wp, n);
+                    check_dot_rows(t, k->packed, k_isas[ii], n, wp, xp, stride);
+                    checked++;
+                }
+            }
+        }
+    }
+    print_message("%d weight rows checked against 1..%d activation rows\n", checked, ROWS_MAX);
+    free(w);
+    free(wp);
+    free(xp);
     free(x);
 }
 
@@ -696,13 +776,74 @@ static void test_bench(void **state) {
     free(w);
 }
 
+/* WGML_KERNEL_BENCH=1: per weight row, one dot; CPU_DOT_ROWS dots, one per
+ * activation row; and one dot_rows over those rows (which should cost
+ * little more than the single dot while the weights stream from DRAM). */
+static void test_bench_rows(void **state) {
+    (void)state;
+    const char *env = getenv("WGML_KERNEL_BENCH");
+    if (!env || strcmp(env, "1") != 0) skip();
+    const int64_t n = 4096, R = CPU_DOT_ROWS;
+    const size_t total = (size_t)64 << 20;
+    tu_rng rng = {2};
+    float *x = malloc(n * sizeof(float));
+    uint8_t *xp = malloc(R * n * sizeof(float) + 64);
+    uint8_t *w = malloc(total);
+    print_message("single-thread GB/s of weights, rows of %lld over a 64 MB matrix, best of 5:\n"
+                  "one activation row (dot), %d rows by %d dots, %d rows by one dot_rows\n",
+                  (long long)n, (int)R, (int)R, (int)R);
+    print_message("%-6s %-7s %8s %8s %8s\n", "type", "isa", "dot", "dots", "rows");
+    for (size_t ti = 0; ti < N_WEIGHTS; ti++) {
+        const uint32_t t = k_weights[ti];
+        const size_t row = wgml_row_size(t, n);
+        const int64_t rows = (int64_t)(total / row);
+        make_weights(t, 0, n, w, &rng);
+        for (int64_t r = 1; r < rows; r++) memcpy(w + r * row, w, row);
+        for (size_t ii = 1; ii < 3; ii++) {
+            const cpu_type_kernels *k = cpu_kernels_get_isa(k_isas[ii], t);
+            if (!k || !k->dot_rows) continue;
+            const size_t xs = cpu_act_row_size(k->act_type, n);
+            for (int64_t i = 0; i < R; i++) {
+                make_x(n, x, &rng);
+                k->prepare(x, xp + i * xs, n);
+            }
+            double best[3] = {1e30, 1e30, 1e30};
+            float sink = 0, o[CPU_DOT_ROWS];
+            for (int rep = 0; rep < 5; rep++)
+                for (int v = 0; v < 3; v++) {
+                    const double t0 = now_s();
+                    for (int64_t r = 0; r < rows; r++) {
+                        const uint8_t *wr = w + r * row;
+                        if (v == 0) sink += k->dot(n, wr, xp);
+                        else if (v == 1)
+                            for (int64_t i = 0; i < R; i++) sink += k->dot(n, wr, xp + i * xs);
+                        else {
+                            k->dot_rows(n, wr, xp, xs, (int)R, o);
+                            sink += o[0] + o[R - 1];
+                        }
+                    }
+                    const double dt = now_s() - t0;
+                    best[v] = dt < best[v] ? dt : best[v];
+                }
+            if (isnan(sink)) print_message("(NaN sum)\n");
+            print_message("%-6s %-7s %8.2f %8.2f %8.2f\n", wgml_dtype_name(t), k_isas[ii], (double)rows * row / best[0] / 1e9,
+                          (double)rows * row / best[1] / 1e9, (double)rows * row / best[2] / 1e9);
+        }
+    }
+    free(x);
+    free(xp);
+    free(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_table),    cmocka_unit_test(test_dot),   cmocka_unit_test(test_dot_rows),
+        cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_bench_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,25 +1,40 @@
 // demo.js - the demo page's logic (index.html) over the wgml.js API: load a
 // model from a URL or a file with a progress bar, show the backend and adapter,
 // stream generated text with tokens/s, stop, and explain failures in words
-// (no WebGPU, a corrupt file, a model that does not fit).
+// (no WebGPU, a corrupt file, a model that does not fit). The speech tab
+// (Kokoro models): text or phonemes, voice, speed; each sentence is played
+// (Web Audio, back to back) as soon as it arrives, its words shown with their
+// times (highlighted while spoken); then the real-time factor and a WAV file.
 //
 // For tests and the curious, window.wgmlDemo holds the state: the model, its
-// info(), the status ('idle', 'loading', 'ready', 'generating', 'error'), and
-// how many loads and generations have finished (successfully or not).
+// info(), the status ('idle', 'loading', 'ready', 'generating', 'speaking',
+// 'error'), how many loads, generations and speeches have finished
+// (successfully or not), and the last speech (its chunks as they arrived).
 import wgml, { STATUS } from './wgml.js';
 
 const $ = (id) => document.getElementById(id);
-const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0 };
+const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0, speeches: 0, speech: null };
 window.wgmlDemo = demo;
+
+const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).includes(task));
 
 function setStatus(s) {
   demo.status = s;
   document.body.dataset.status = s;
-  const busy = s === 'loading' || s === 'generating';
+  const busy = s === 'loading' || s === 'generating' || s === 'speaking';
   $('load').disabled = busy;
   $('unload').disabled = busy || !demo.model;
-  $('generate').disabled = busy || !demo.model;
+  $('generate').disabled = busy || !demo.model || (demo.info && !hasTask('generate'));
   $('stop').disabled = s !== 'generating';
+  $('speak').disabled = busy || !hasTask('speech');
+  $('speak-stop').disabled = s !== 'speaking';
+}
+
+function showTab(name) {
+  for (const t of ['generate', 'speech']) {
+    $(`tab-${t}`).setAttribute('aria-selected', String(t === name));
+    $(`${t}-section`).hidden = t !== name;
+  }
 }
 
 function showError(text) {
@@ -53,6 +68,7 @@ function explain(e) {
     case STATUS.IO:
       return `The model could not be read: ${msg}`;
     case STATUS.UNSUPPORTED:
+      if (/espeak|does not (speak|generate|embed)/.test(msg)) return msg;
       return `This model is not supported: ${msg}`;
     case STATUS.NO_ADAPTER:
       return `No WebGPU adapter: ${msg}. Choose the CPU backend.`;
@@ -66,14 +82,24 @@ function showInfo(i) {
   const gpu = i.backend === 'webgpu';
   $('info-backend').textContent = gpu ? `WebGPU (${i.mode === 'jspi' ? 'JSPI' : i.mode})` : `CPU, WebAssembly ${i.adapter === 'wasm-simd128' ? 'SIMD128' : i.adapter}`;
   $('info-adapter').textContent = gpu ? i.adapter : 'none (CPU)';
+  const what = (i.tasks || []).includes('speech')
+    ? `${(i.voices || []).length} voices, ${i.sample_rate} Hz`
+    : `${i.n_layer} layers, vocabulary ${i.n_vocab}`;
   $('info-model').textContent = `${i.name || i.architecture}: ${(i.n_params / 1e6).toFixed(2)}M parameters, ` +
-    `${i.n_layer} layers, ${mib(i.weights_bytes)} of weights, vocabulary ${i.n_vocab}` +
-    (gpu ? `, ${mib(i.device_memory_bytes)} on the GPU` : '');
+    `${mib(i.weights_bytes)} of weights, ${what}` + (gpu ? `, ${mib(i.device_memory_bytes)} on the GPU` : '');
+}
+
+function showVoices(voices) {
+  const sel = $('voice');
+  sel.textContent = '';
+  for (const v of voices) sel.append(new Option(v, v));
+  if (!voices.length) sel.append(new Option('(the model has no voices)', ''));
 }
 
 async function unload() {
   if (!demo.model) return;
   const m = demo.model;
+  stopPlayback();
   demo.model = null;
   demo.info = null;
   $('model-info').hidden = true;
@@ -110,6 +136,10 @@ async function loadModel() {
     const cached = demo.info.notes.some((n) => /cache/.test(n));
     $('progress-text').textContent = `loaded ${name} in ${((performance.now() - t0) / 1e3).toFixed(1)} s${cached ? ' (from the browser cache)' : ''}`;
     showInfo(demo.info);
+    if (hasTask('speech')) {
+      showVoices(demo.model.voices);
+      showTab('speech');
+    } else if (hasTask('generate')) showTab('generate');
     const fallback = demo.info.notes.find((n) => /webgpu unavailable/i.test(n));
     if (demo.info.backend === 'cpu' && fallback)
       showNotice(`WebGPU could not be used, so wgml runs on the CPU (WebAssembly SIMD), which is slower. Why: ${fallback.replace(/^webgpu unavailable \((.*)\); using the CPU$/, '$1')}`);
@@ -171,6 +201,172 @@ async function generate() {
   }
 }
 
+// ---- speech ----
+
+let audioCtx = null;
+let playing = []; // scheduled AudioBufferSourceNodes
+let playhead = 0; // where the next chunk starts, in audioCtx time
+let wavUrl = '';
+let highlight = 0; // requestAnimationFrame id
+
+function stopPlayback() {
+  for (const src of playing) {
+    try {
+      src.stop();
+    } catch {
+      // not started yet or already ended
+    }
+  }
+  playing = [];
+  playhead = 0;
+  if (highlight) cancelAnimationFrame(highlight);
+  highlight = 0;
+}
+
+// Schedules a chunk right after the previous one; returns its start in audioCtx time.
+function schedule(c) {
+  if (!audioCtx) return null;
+  const buf = audioCtx.createBuffer(1, c.audio.length, c.sampleRate);
+  buf.copyToChannel(c.audio, 0);
+  const src = audioCtx.createBufferSource();
+  src.buffer = buf;
+  src.connect(audioCtx.destination);
+  const when = Math.max(audioCtx.currentTime + 0.05, playhead);
+  src.start(when);
+  playhead = when + buf.duration;
+  playing.push(src);
+  src.onended = () => (playing = playing.filter((s) => s !== src));
+  return when;
+}
+
+// Marks the word being spoken (words carry their audioCtx times).
+function followWords() {
+  const now = audioCtx ? audioCtx.currentTime : 0;
+  for (const el of document.querySelectorAll('#speech-chunks .word[data-t0]'))
+    el.classList.toggle('now', now >= Number(el.dataset.t0) && now < Number(el.dataset.t1));
+  highlight = playing.length ? requestAnimationFrame(followWords) : 0;
+}
+
+function showChunk(c, when) {
+  const li = document.createElement('li');
+  li.className = 'chunk';
+  const head = document.createElement('div');
+  head.className = 'chunk-head';
+  head.textContent = `${c.start.toFixed(2)} s: ${c.phonemes}`;
+  const words = document.createElement('div');
+  words.className = 'words';
+  for (const w of c.words) {
+    const span = document.createElement('span');
+    span.className = 'word';
+    span.textContent = w.word;
+    span.title = `${w.start.toFixed(3)}-${w.end.toFixed(3)} s`;
+    const t = document.createElement('small');
+    t.textContent = ` ${w.start.toFixed(2)}-${w.end.toFixed(2)}`;
+    span.append(t);
+    if (when !== null) {
+      span.dataset.t0 = String(when + w.start - c.start);
+      span.dataset.t1 = String(when + w.end - c.start);
+    }
+    words.append(span, ' ');
+  }
+  li.append(head, words);
+  $('speech-chunks').append(li);
+}
+
+// A 16-bit PCM mono WAV of the chunks.
+function wavBlob(parts, rate) {
+  const n = parts.reduce((k, a) => k + a.length, 0);
+  const buf = new ArrayBuffer(44 + 2 * n);
+  const v = new DataView(buf);
+  const str = (at, s) => [...s].forEach((ch, i) => v.setUint8(at + i, ch.charCodeAt(0)));
+  str(0, 'RIFF');
+  v.setUint32(4, 36 + 2 * n, true);
+  str(8, 'WAVE');
+  str(12, 'fmt ');
+  v.setUint32(16, 16, true);
+  v.setUint16(20, 1, true); // PCM
+  v.setUint16(22, 1, true); // mono
+  v.setUint32(24, rate, true);
+  v.setUint32(28, rate * 2, true);
+  v.setUint16(32, 2, true);
+  v.setUint16(34, 16, true);
+  str(36, 'data');
+  v.setUint32(40, 2 * n, true);
+  let at = 44;
+  for (const a of parts)
+    for (let i = 0; i < a.length; i++, at += 2) v.setInt16(at, Math.round(Math.max(-1, Math.min(1, a[i])) * 32767), true);
+  return new Blob([buf], { type: 'audio/wav' });
+}
+
+async function speak() {
+  if (!hasTask('speech')) return;
+  showError('');
+  stopPlayback();
+  setStatus('speaking');
+  $('speech-chunks').textContent = '';
+  $('download').hidden = true;
+  if (wavUrl) URL.revokeObjectURL(wavUrl);
+  wavUrl = '';
+  $('speech-rtf').textContent = '';
+  $('speech-status').textContent = 'speaking...';
+  try {
+    // created on the click (a user gesture), so that it may play
+    if (!audioCtx && globalThis.AudioContext) audioCtx = new AudioContext();
+    if (audioCtx && audioCtx.state === 'suspended') audioCtx.resume().catch(() => {});
+  } catch {
+    audioCtx = null; // no audio output: the WAV still comes
+  }
+  const record = { chunks: [], firstAudioMs: 0, done: false };
+  demo.speech = record;
+  const parts = [];
+  let rate = 24000;
+  const t0 = performance.now();
+  const it = demo.model.speak($('speech-text').value, {
+    voice: $('voice').value,
+    speed: Number($('speed').value) || 1,
+    seed: Math.max(0, Math.floor(Number($('speech-seed').value) || 0)),
+    phonemes: $('speech-phonemes').checked,
+    lang: $('speech-lang').value,
+  });
+  demo.currentSpeech = it;
+  try {
+    for await (const c of it) {
+      const at = performance.now() - t0;
+      if (!record.chunks.length) {
+        record.firstAudioMs = at;
+        $('speech-status').textContent = `first audio after ${at.toFixed(0)} ms; speaking...`;
+      }
+      record.chunks.push({ index: c.index, samples: c.audio.length, start: c.start, phonemes: c.phonemes, words: c.words, atMs: at });
+      parts.push(c.audio);
+      rate = c.sampleRate;
+      showChunk(c, schedule(c));
+      if (!highlight && audioCtx) highlight = requestAnimationFrame(followWords);
+    }
+    const r = demo.model.info().last;
+    record.done = true;
+    record.result = r;
+    const seconds = parts.reduce((k, a) => k + a.length, 0) / rate;
+    $('speech-rtf').textContent = `${seconds.toFixed(2)} s of audio in ${(r.total_ms / 1e3).toFixed(2)} s: ` +
+      `real-time factor ${r.rtf.toFixed(2)};`;
+    $('speech-status').textContent = `first audio after ${record.firstAudioMs.toFixed(0)} ms` +
+      (r.g2p_ms ? ` (espeak-ng ${r.g2p_ms.toFixed(0)} ms)` : '') + `, ${r.n_chunks} chunk${r.n_chunks === 1 ? '' : 's'}`;
+    if (parts.length) {
+      wavUrl = URL.createObjectURL(wavBlob(parts, rate));
+      $('download').href = wavUrl;
+      $('download').hidden = false;
+    }
+    setStatus('ready');
+  } catch (e) {
+    showError(explain(e));
+    $('speech-status').textContent = '';
+    if (e.code === STATUS.DEVICE_LOST) await unload().catch(() => {});
+    setStatus(demo.model ? 'ready' : 'error');
+  } finally {
+    demo.currentSpeech = null;
+    demo.speeches++;
+  }
+}
+
 $('load').addEventListener('click', loadModel);
 $('unload').addEventListener('click', async () => {
   setStatus('loading');
@@ -184,6 +380,13 @@ $('model-file').addEventListener('change', () => {
 });
 $('generate').addEventListener('click', generate);
 $('stop').addEventListener('click', () => demo.current && demo.current.stop());
+$('tab-generate').addEventListener('click', () => showTab('generate'));
+$('tab-speech').addEventListener('click', () => showTab('speech'));
+$('speak').addEventListener('click', speak);
+$('speak-stop').addEventListener('click', () => {
+  if (demo.currentSpeech) demo.currentSpeech.stop();
+  stopPlayback();
+});
 
 setStatus('idle');
 wgml.webgpuAvailable().then((r) => {

@@ -1,6 +1,8 @@
 // engine.js - runs web/dist/wgml.wasm: instantiates it with its imports (the
 // GPU layer of gpu.js, model reads, token callbacks, a few WASI functions) and
-// makes the asynchronous imports look synchronous to C.
+// makes the asynchronous imports look synchronous to C. Models of every task:
+// generate, embed, rerank, speak (Kokoro; text through a G2P function the
+// caller gives, see web/g2p.js).
 //
 // Three ways to wait, picked once (Engine.create({ mode })):
 //  - 'jspi': JavaScript Promise Integration (Chromium 137+). Async imports are
@@ -19,7 +21,7 @@
 // drives it, and Node can too (tests/web/cpu.mjs).
 import { createGpuImports, ASYNC_IMPORTS as GPU_ASYNC } from './gpu.js';
 
-const ASYNC_IMPORTS = [...GPU_ASYNC, 'read', 'token'];
+const ASYNC_IMPORTS = [...GPU_ASYNC, 'read', 'token', 'audio'];
 const ASYNCIFY_DATA_SIZE = 256 * 1024;
 
 export const jspiSupported = () =>
@@ -82,6 +84,9 @@ function wasiImports(mem, log) {
     proc_exit(code) {
       throw new Error(`wgml.wasm called exit(${code})`);
     },
+    // no preopened directories: wasi-libc's start-up asks (files used by the
+    // library, e.g. a voice file by name, then simply do not exist)
+    fd_prestat_get: () => EBADF,
     fd_close: () => EBADF,
     fd_seek: () => EBADF,
     fd_fdstat_get: () => EBADF,
@@ -103,6 +108,7 @@ export class Engine {
   #queue = Promise.resolve();
   #readers = new Map();
   #tokenSinks = new Map();
+  #audioSinks = new Map();
   #nextId = 1;
   #async = null; // Asyncify state
 
@@ -116,6 +122,7 @@ export class Engine {
       ...g.imports,
       read: (src, offset, buf, len) => this.#read(src, offset, buf, len),
       token: (user, token, text, len) => this.#token(user, token, text, len),
+      audio: (user, samples, n, meta, len) => this.#audio(user, samples, n, meta, len),
       log: (ptr, len) => log(new TextDecoder().decode(new Uint8Array(mem(), ptr, len))),
     };
     const wrapped = {};
@@ -274,6 +281,15 @@ export class Engine {
     return sink(piece, token);
   }
 
+  // A speech chunk: the samples copied out, the rest from C's JSON.
+  #audio(user, samples, n, meta, len) {
+    const sink = this.#audioSinks.get(user);
+    const chunk = JSON.parse(new TextDecoder().decode(new Uint8Array(this.memory, meta, len)));
+    chunk.audio = new Float32Array(this.memory, samples, n).slice();
+    const r = sink(chunk);
+    return r instanceof Promise ? r.then((stop) => (stop ? 1 : 0)) : r ? 1 : 0;
+  }
+
   // ---- the API ----
 
   // reader: { size, read(offset, len) -> Uint8Array | Promise<Uint8Array> }.
@@ -395,6 +411,106 @@ export class Engine {
       });
     } finally {
       this.#tokenSinks.delete(id);
+    }
+  }
+
+  // ---- speech (the kokoro family) ----
+
+  // The pieces of text that espeak-ng phonemizes, after kokoro-js's
+  // normalization and split (the C G2P's): { voice: 'en-us' | 'en', pieces }.
+  g2pPieces(text, lang = 'en-us') {
+    if (typeof text !== 'string') return Promise.reject(new WgmlError(1, 'the text must be a string'));
+    return this.#exclusive(async () => {
+      const x = this.#x;
+      const t = this.#alloc(text);
+      const l = this.#alloc(String(lang));
+      try {
+        const p = x.wgmlw_g2p_pieces(l, t);
+        if (!p) throw this.lastError();
+        return JSON.parse(this.cstring(p));
+      } finally {
+        x.wgmlw_free(t);
+        x.wgmlw_free(l);
+      }
+    });
+  }
+
+  // The phonemes of each piece of text from g2p(pieces, voice) (a promise of
+  // an array of strings: web/g2p.js's phonemizePieces), or none to phonemize.
+  async #phonemizePieces(text, lang, g2p) {
+    const { voice, pieces } = await this.g2pPieces(text, lang);
+    if (!pieces.length) return { pieces, results: [] };
+    if (!g2p) throw new WgmlError(4, 'text input needs a G2P (espeak-ng); phoneme input works without it');
+    const results = await g2p(pieces, voice);
+    if (!Array.isArray(results) || results.length !== pieces.length || !results.every((r) => typeof r === 'string'))
+      throw new WgmlError(1, `the G2P gave ${results && results.length} results for ${pieces.length} pieces`);
+    return { pieces, results };
+  }
+
+  // kokoro-js's phonemize(text, lang): resolves to the phoneme string.
+  async phonemize(text, { lang = 'en-us' } = {}, g2p) {
+    const { pieces, results } = await this.#phonemizePieces(text, lang, g2p);
+    return this.#exclusive(async () => {
+      const x = this.#x;
+      const t = this.#alloc(text);
+      const l = this.#alloc(String(lang));
+      const ps = this.#allocStrings(pieces);
+      const rs = this.#allocStrings(results);
+      try {
+        const p = x.wgmlw_phonemize(l, t, ps.arr, rs.arr, pieces.length);
+        if (!p) throw this.lastError();
+        const out = this.cstring(p);
+        x.wgmlw_free(p);
+        return out;
+      } finally {
+        x.wgmlw_free(t);
+        x.wgmlw_free(l);
+        this.#freeStrings(ps);
+        this.#freeStrings(rs);
+      }
+    });
+  }
+
+  // Speaks input (text, or with phonemes: true the model's phoneme symbols).
+  // onChunk({ audio: Float32Array, sample_rate, start, phonemes, words: [{ word,
+  // start, end }], index }) gets each piece (a sentence) as soon as it is made;
+  // it returns true to stop, or a promise of that. Text goes through g2p
+  // (see #phonemizePieces). Resolves to { n_samples, n_chunks, first_audio_ms,
+  // total_ms, g2p_ms }.
+  async speak(model, input, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us' } = {}, g2p, onChunk) {
+    if (typeof input !== 'string') throw new WgmlError(1, 'speak: the input must be a string');
+    if (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 53) throw new WgmlError(1, `speak: seed ${seed} is not an integer in 0 .. 2^53`);
+    if (typeof speed !== 'number' || !Number.isFinite(speed)) throw new WgmlError(1, `speak: speed ${speed} is not a number`);
+    // a model that does not speak: the library's message (wgmlw_speak checks the task first), no G2P
+    const direct = phonemes || !(await this.info(model)).tasks.includes('speech');
+    const t0 = performance.now();
+    const given = direct ? { pieces: [], results: [] } : await this.#phonemizePieces(input, lang, g2p);
+    const g2pMs = direct ? 0 : performance.now() - t0;
+    const id = this.#nextId++;
+    this.#audioSinks.set(id, onChunk);
+    try {
+      return await this.#exclusive(async () => {
+        const x = this.#x;
+        const t = this.#alloc(input);
+        const v = this.#alloc(String(voice || ''));
+        const l = this.#alloc(String(lang));
+        const ps = this.#allocStrings(given.pieces);
+        const rs = this.#allocStrings(given.results);
+        try {
+          const st = await this.#call('wgmlw_speak', [model, t, v, speed, seed, direct ? 1 : 0, l, ps.arr, rs.arr,
+            given.pieces.length, id]);
+          if (st) throw this.lastError();
+          return { ...JSON.parse(this.cstring(x.wgmlw_speak_result())), g2p_ms: g2pMs };
+        } finally {
+          x.wgmlw_free(t);
+          x.wgmlw_free(v);
+          x.wgmlw_free(l);
+          this.#freeStrings(ps);
+          this.#freeStrings(rs);
+        }
+      });
+    } finally {
+      this.#audioSinks.delete(id);
     }
   }
 }

@@ -10,6 +10,8 @@
 //   model.info();                                 // backend, adapter, family, tasks, sizes, tokens/s
 //   await model.embed(['a text', 'another']);     // embedding models: [Float32Array, ...]
 //   await model.rerank('query', ['doc 1', 'doc 2']);  // rerankers: Float32Array of scores
+//   for await (const chunk of tts.speak('Hello there. How are you?', { voice: 'af_heart' }))
+//     play(chunk.audio, chunk.sampleRate);       // Kokoro: one chunk per sentence, as it is made
 //   await model.dispose();                        // frees the GPU buffers, ends the worker
 //
 // The source is a URL (string or URL; downloaded models are kept in the Cache
@@ -67,6 +69,7 @@ class Model {
     const h = this.#pending.get(m.id);
     if (!h) return;
     if (m.type === 'piece') h.piece(m.text, m.token);
+    else if (m.type === 'chunk') h.piece(m.chunk);
     else if (m.type === 'error') {
       this.#pending.delete(m.id);
       h.reject(new WgmlError(m.code, m.message));
@@ -93,15 +96,25 @@ class Model {
     };
   }
 
-  // Backend, adapter, sizes, counters, and the last generation's speed.
+  // Backend, adapter, sizes, counters, and the last generation's (or speech's) speed.
   info() {
     const i = { ...this.#info, notes: [...this.#notes] };
     if (this.#lastResult) {
       i.last = this.#lastResult;
-      i.tokensPerSecond = this.#lastResult.tokens_per_s;
-      i.promptTokensPerSecond = this.#lastResult.prompt_tokens_per_s;
+      if ('rtf' in this.#lastResult) {
+        i.realTimeFactor = this.#lastResult.rtf;
+        i.firstAudioMs = this.#lastResult.first_audio_ms;
+      } else {
+        i.tokensPerSecond = this.#lastResult.tokens_per_s;
+        i.promptTokensPerSecond = this.#lastResult.prompt_tokens_per_s;
+      }
     }
     return i;
+  }
+
+  // Speech models (tasks has 'speech'): the names of the voices in the file.
+  get voices() {
+    return [...(this.#info.voices || [])];
   }
 
   // Async iterable of the new text. Options: maxTokens (128), temperature (0.8;
@@ -109,6 +122,43 @@ class Model {
   // loop, or calling .stop() on the iterable, stops generation. Calls run one
   // after another; each starts from an empty context.
   generate(prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0 } = {}) {
+    // seed 0: a new random one each time (the C sampler takes 0 as a seed like any other)
+    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52) };
+    return this.#stream({ op: 'generate', prompt: String(prompt), options }, (text) => text);
+  }
+
+  // Speech (Kokoro; info().tasks has 'speech'): an async iterable of chunks,
+  // one per sentence (long ones cut at clauses), each as soon as it is made:
+  //   { audio: Float32Array (mono), sampleRate, start (s, in the utterance),
+  //     phonemes, words: [{ word (its phonemes), start, end }], index }
+  // Options: voice (a name of tts.voices, default the first, or a blend
+  // 'af_heart:0.6,am_adam:0.4' or { af_heart: 0.6, am_adam: 0.4 }), speed
+  // (0.25 .. 4, default 1), seed (the vocoder's noise, default 0: the same
+  // seed gives the same audio), phonemes (true: text is the model's phoneme
+  // symbols, as `wgml phonemize` prints them; no espeak-ng needed), lang
+  // ('en-us' | 'en-gb'), phonemizer (the URL of the phonemizer module; default
+  // web/node_modules/phonemizer). Text goes through espeak-ng (web/g2p.js),
+  // loaded on first use. Breaking out of the loop or .stop() stops after the
+  // chunk being made; info().last then has the speed (rtf, first_audio_ms).
+  speak(text, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us', phonemizer } = {}) {
+    if (voice && typeof voice === 'object')
+      voice = Object.entries(voice).map(([name, w]) => `${name}:${Number(w)}`).join(',');
+    const options = { voice: String(voice || ''), speed: Number(speed), seed: Number(seed), phonemes: !!phonemes,
+      lang: String(lang), phonemizer: phonemizer ? String(new URL(phonemizer, globalThis.location ? location.href : undefined)) : undefined };
+    return this.#stream({ op: 'speak', input: String(text), options },
+      (c) => ({ audio: c.audio, sampleRate: c.sample_rate, start: c.start, phonemes: c.phonemes, words: c.words, index: c.index }));
+  }
+
+  // Text to phonemes as kokoro-js's phonemize() and `wgml phonemize` give them
+  // (espeak-ng in the page; see speak). Options: lang, phonemizer.
+  async phonemize(text, { lang = 'en-us', phonemizer } = {}) {
+    return this.#task({ op: 'phonemize', text: String(text), options: { lang: String(lang),
+      phonemizer: phonemizer ? String(new URL(phonemizer, globalThis.location ? location.href : undefined)) : undefined } });
+  }
+
+  // An async iterable of what the worker streams for msg (pieces of text,
+  // speech chunks), each passed through shape; .stop() or leaving the loop stops it.
+  #stream(msg, shape) {
     const queue = [];
     let wake = null;
     let finished = false;
@@ -120,12 +170,10 @@ class Model {
         wake = null;
       }
     };
-    // seed 0: a new random one each time (the C sampler takes 0 as a seed like any other)
-    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52) };
     const start = () => {
       const turn = this.#busy.then(() => {
-        req = this.#request({ op: 'generate', prompt: String(prompt), options }, (text) => {
-          queue.push(text);
+        req = this.#request(msg, (item) => {
+          queue.push(shape(item));
           notify();
         });
         return req.done;

@@ -10,6 +10,9 @@
 //                                          {type:'done', id, result, info} | {type:'error', id, ...}
 //   {op:'embed', id, texts, options}       {type:'done', id, result: [Float32Array], info}
 //   {op:'rerank', id, query, docs}         {type:'done', id, result: Float32Array, info}
+//   {op:'speak', id, input, options}       {type:'chunk', id, chunk: {audio, sample_rate, start, phonemes, words, index}} ...
+//                                          {type:'done', id, result, info}
+//   {op:'phonemize', id, text, options}    {type:'done', id, result: 'phonemes', info}
 //   {op:'stop', id}
 //   {op:'info', id}                        {type:'info', id, info}
 //   {op:'dispose', id}                     {type:'disposed', id, live}
@@ -19,6 +22,9 @@
 // once), a File/Blob (read in slices) or an ArrayBuffer. The loader pulls the
 // file in order: the header first, then each tensor straight into GPU buffers
 // (wgml_model_load_stream), so the model is never whole in wasm memory.
+//
+// Speech: text goes through espeak-ng (web/g2p.js: the npm package phonemizer,
+// GPL-3.0 inside), imported here only when text (not phonemes) is spoken.
 import { Engine, WgmlError, jspiSupported } from './engine.js';
 
 const CACHE_NAME = 'wgml-models-v1';
@@ -232,10 +238,11 @@ async function info() {
   return i;
 }
 
-// Lets queued messages (a stop) in during CPU generation, which never waits otherwise.
-function maybeYield(id) {
+// Lets queued messages (a stop) in during CPU generation, which never waits
+// otherwise (always when forced: after each speech chunk).
+function maybeYield(id, force = false) {
   const now = performance.now();
-  if (mode === 'sync' || now - lastYield < YIELD_MS) return stops.has(id);
+  if (mode === 'sync' || (!force && now - lastYield < YIELD_MS)) return stops.has(id);
   lastYield = now;
   return new Promise((resolve) => {
     const ch = new MessageChannel();
@@ -288,6 +295,40 @@ async function rerank(query, docs) {
   return engine.rerank(model, query, docs).catch(async (e) => { throw await withTasks(e); });
 }
 
+// The G2P for text: espeak-ng from the phonemizer module, loaded on first use.
+let g2pModule = null;
+async function g2pFor(options) {
+  if (!g2pModule) g2pModule = await import('./g2p.js');
+  const url = options.phonemizer ? new URL(options.phonemizer, self.location.href).href : undefined;
+  return (pieces, voice) => g2pModule.phonemizePieces(pieces, voice, url);
+}
+
+async function speak(id, input, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  const g2p = options.phonemes ? null : await g2pFor(options);
+  lastYield = performance.now();
+  let result;
+  try {
+    result = await engine.speak(model, input, options, g2p, (chunk) => {
+      post({ type: 'chunk', id, chunk }, [chunk.audio.buffer]);
+      return maybeYield(id, true);
+    });
+  } catch (e) {
+    throw await withTasks(e);
+  } finally {
+    stops.delete(id);
+  }
+  const info = await engine.info(model);
+  result.audio_s = result.n_samples / (info.sample_rate || 24000);
+  result.rtf = result.audio_s > 0 ? result.total_ms / 1e3 / result.audio_s : 0;
+  return result;
+}
+
+async function phonemize(text, options) {
+  if (!engine) throw new WgmlError(1, 'no model is loaded');
+  return engine.phonemize(text, options, await g2pFor(options));
+}
+
 async function dispose() {
   if (engine && session) await engine.freeSession(session);
   if (engine && model) await engine.freeModel(model);
@@ -315,6 +356,16 @@ self.onmessage = async (ev) => {
       case 'rerank': {
         const result = await rerank(m.query, m.docs);
         post({ type: 'done', id: m.id, result, info: await info() }, [result.buffer]);
+        break;
+      }
+      case 'speak': {
+        const result = await speak(m.id, m.input, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() });
+        break;
+      }
+      case 'phonemize': {
+        const result = await phonemize(m.text, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() });
         break;
       }
       case 'stop':

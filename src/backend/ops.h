@@ -75,6 +75,18 @@ typedef enum wgml_epilogue {
 
 #define WGML_MATMUL_MAX 3
 
+/* A 1-D convolution's unfolding of its input signal (matmul's conv). */
+typedef struct wgml_conv1d {
+    int kernel;       /* taps; 0: no convolution */
+    int stride, dilation;
+    int pad_l, pad_r; /* zero rows before and after the signal */
+} wgml_conv1d;
+
+/* Output rows of a convolution of a T-row signal. */
+static inline int64_t wgml_conv1d_rows(const wgml_conv1d *c, int64_t T) {
+    return (T + c->pad_l + c->pad_r - (int64_t)c->dilation * (c->kernel - 1) - 1) / c->stride + 1;
+}
+
 /* Up to three matrix products sharing one input: out_i[t][r] = sum_c W_i[r][c] x[t][c].
  * W, norm and bias are weights, or activations computed in the step (W then
  * f32: a product of two computed operands, e.g. x times another tensor's
@@ -94,6 +106,26 @@ typedef struct wgml_matmul_args {
      * block-quantized weights, bf16 for BF16 in its GEMM). Kokoro asks for
      * f32, so that its audio is the same on every backend. */
     int f32_act;
+    /* 1: a row's result does not depend on the other rows of x (no kernel
+     * chosen by the row count), so that a sequence decoded beside others in
+     * one step gets the bits it gets alone. The CPU then takes one dot
+     * product per row (no 4x4 tiles, no GEMM; f32_act keeps its GEMM);
+     * WebGPU always the tiled kernel (matmul.wgsl), even for one row. */
+    int batch_invariant;
+    /* 1: the caller accepts weights and activations rounded to bf16 in the
+     * product (8-bit mantissas, f32 sums): the CPU's GEMM then multiplies
+     * bf16 pairs where the CPU has them (AVX512_BF16, twice its f32 rate);
+     * elsewhere this is f32_act. Kokoro's decoder and vocoder ask for it
+     * (their audio measured unchanged: docs/kokoro.md), never its prosody. */
+    int bf16_act;
+    /* conv.kernel > 0: a 1-D convolution. x is then a signal [T][C] and the
+     * product's input rows are its unfolding (as im2col writes it, but never
+     * stored on the CPU: its GEMM reads the taps from x): input row t,
+     * column j * Ct + c is x[t * stride + j * dilation - pad_l][c] for c < C,
+     * zero outside the signal and for C <= c < Ct, where Ct = K / kernel >= C
+     * (a quantized file pads each tap with zero columns to whole blocks).
+     * out has wgml_conv1d_rows(conv, T) rows. One weight, no norm. */
+    wgml_conv1d conv;
 } wgml_matmul_args;
 
 /* Grouped-query attention: head h of a query row uses KV head

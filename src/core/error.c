@@ -20,6 +20,7 @@ const char *wgml_status_name(wgml_status status) {
     case WGML_ERR_DEVICE_LOST: return "device lost";
     case WGML_ERR_NO_ADAPTER: return "no adapter";
     case WGML_ERR_TOKENIZER: return "tokenizer error";
+    case WGML_ERR_TEMPLATE: return "template error";
     }
     return "unknown error";
 }

@@ -182,17 +182,45 @@ void wgml_weights_free(wgml_weights *w) {
     wgml_free(w->first_row);
     wgml_free(w->n_rows);
     wgml_free(w->fault_copy);
+    for (int h = 0; h < w->n_host; h++)
+        wgml_free(w->host_data[h]);
+    wgml_free(w->host_src);
+    wgml_free(w->host_data);
     memset(w, 0, sizeof *w);
 }
 
 #define STREAM_CHUNK (4u << 20)
 
 
+/* A tensor streamed in: weight i (>= 0) or host tensor -(i + 1). */
+static const gguf_tensor *stream_src(const wgml_weights *w, int i) { return i >= 0 ? w->src[i] : w->host_src[-i - 1]; }
+static int64_t stream_first(const wgml_weights *w, int i) { return i >= 0 ? w->first_row[i] : 0; }
+
+/* Collects the tensors of f that no weight holds (and that have no bytes) into w->host_src. */
+static wgml_status find_host_tensors(wgml_weights *w, const gguf_file *f, wgml_error *err) {
+    const int64_t n = gguf_n_tensors(f);
+    for (int64_t k = 0; k < n; k++) {
+        const gguf_tensor *t = gguf_tensor_at(f, k);
+        int held = t->data != NULL;
+        for (int i = 0; i < w->n && !held; i++) held = w->src[i] == t;
+        if (held) continue;
+        if (!w->host_src) {
+            w->host_src = wgml_calloc((size_t)n, sizeof *w->host_src);
+            w->host_data = wgml_calloc((size_t)n, sizeof *w->host_data);
+            if (!w->host_src || !w->host_data)
+                return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory streaming the model");
+        }
+        w->host_src[w->n_host++] = t;
+    }
+    return WGML_OK;
+}
+
 wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weights_read_fn read, void *read_user,
                                 wgml_load_progress_fn progress, void *user, wgml_error *err) {
-    int *order = wgml_calloc((size_t)(w->n > 0 ? w->n : 1), sizeof *order);
-    uint8_t *chunk = wgml_malloc(STREAM_CHUNK);
-    wgml_status st = WGML_OK;
+    wgml_status st = w->n_host ? WGML_OK : find_host_tensors(w, f, err);
+    int *order = st ? NULL : wgml_calloc((size_t)(w->n + w->n_host > 0 ? w->n + w->n_host : 1), sizeof *order);
+    uint8_t *chunk = st ? NULL : wgml_malloc(STREAM_CHUNK);
+    if (st) goto done;
     if (!order || !chunk) {
         st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory streaming the model");
         goto done;
@@ -208,17 +236,43 @@ wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weight
             total += w->src[i]->size / (uint64_t)(w->src[i]->n_elements / w->src[i]->ne[0]) * (uint64_t)w->n_rows[i];
         }
     }
+    for (int h = 0; h < w->n_host; h++)
+        if (!w->host_data[h]) {
+            order[n++] = -h - 1;
+            total += w->host_src[h]->size;
+        }
     for (int i = 1; i < n; i++) /* file order (insertion sort: a few hundred tensors) */
-        for (int j = i; j > 0 && (w->src[order[j]]->offset < w->src[order[j - 1]]->offset ||
-                                  (w->src[order[j]] == w->src[order[j - 1]] &&
-                                   w->first_row[order[j]] < w->first_row[order[j - 1]]));
-             j--) {
+        for (int j = i; j > 0; j--) {
+            const gguf_tensor *a = stream_src(w, order[j]), *b = stream_src(w, order[j - 1]);
+            if (!(a->offset < b->offset || (a == b && stream_first(w, order[j]) < stream_first(w, order[j - 1]))))
+                break;
             int t = order[j];
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
     for (int k = 0; k < n && !st; k++) {
-        const gguf_tensor *t = w->src[order[k]];
+        const gguf_tensor *t = stream_src(w, order[k]);
+        if (order[k] < 0) { /* a tensor the family reads on the host: whole, into memory of its own */
+            uint8_t *dst = wgml_malloc(t->size ? t->size : 1);
+            if (!dst) {
+                st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory streaming '%s' (%zu bytes)", t->name,
+                               t->size);
+                break;
+            }
+            w->host_data[-order[k] - 1] = dst;
+            for (size_t at = 0; at < t->size && !st; at += STREAM_CHUNK) {
+                size_t len = t->size - at < STREAM_CHUNK ? t->size - at : STREAM_CHUNK;
+                uint64_t off = gguf_data_offset(f) + t->offset + at;
+                int64_t got = read(read_user, off, dst + at, len);
+                if (got != (int64_t)len)
+                    st = wgml_fail(err, WGML_ERR_IO, "%s: reading tensor '%s' at offset %llu failed (%lld of %zu bytes)",
+                                   gguf_name(f), t->name, (unsigned long long)off, (long long)got, len);
+                done_bytes += len;
+                if (!st && progress && progress(user, done_bytes, total))
+                    st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "loading cancelled");
+            }
+            continue;
+        }
         size_t row = t->size / (size_t)(t->n_elements / t->ne[0]);
         int64_t rows = w->n_rows[order[k]], first = w->first_row[order[k]];
         /* an even number of rows per chunk (backends need even row starts), at least 2 */
@@ -256,4 +310,11 @@ done:
     wgml_free(order);
     wgml_free(chunk);
     return st;
+}
+
+const void *wgml_weights_host_data(const wgml_weights *w, const gguf_tensor *t) {
+    if (!t || t->data) return t ? t->data : NULL;
+    for (int h = 0; w && h < w->n_host; h++)
+        if (w->host_src[h] == t) return w->host_data[h];
+    return NULL;
 }

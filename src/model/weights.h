@@ -41,6 +41,12 @@ typedef struct wgml_weights {
     int n, cap;
     uint64_t n_params, bytes;    /* elements and stored bytes of every weight loaded */
     void *fault_copy;            /* the bytes of the weight with the planted fault, owned */
+    /* The tensors of a header-only file that no weight holds (a family reads
+     * them on the host through gguf, as Kokoro its voices): wgml_weights_stream
+     * reads their bytes too, into host memory owned here. */
+    const gguf_tensor **host_src;
+    void **host_data;
+    int n_host;
 } wgml_weights;
 
 /* One load: the file, where the weights go, progress and an optional fault. */
@@ -78,9 +84,15 @@ wgml_status wgml_weights_load_part(wgml_weights_loader *L, wgml_tensor *t, const
 wgml_status wgml_weights_end(wgml_weights_loader *L);
 
 /* Fills the weights of a load from a header-only file through read, tensor by
- * tensor in file order, in chunks of at most a few MiB. */
+ * tensor in file order, in chunks of at most a few MiB; the tensors that no
+ * weight holds go into host memory (w->host_*), so that a streamed model
+ * has every byte a model loaded from a file would read. */
 wgml_status wgml_weights_stream(wgml_weights *w, const gguf_file *f, wgml_weights_read_fn read, void *read_user,
                                 wgml_load_progress_fn progress, void *user, wgml_error *err);
+
+/* The bytes of tensor t on the host: t->data (a file or memory load), else
+ * the copy a streamed load kept; NULL when there is none. */
+const void *wgml_weights_host_data(const wgml_weights *w, const gguf_tensor *t);
 
 /* Frees the buffers and the loader's arrays (not w itself). */
 void wgml_weights_free(wgml_weights *w);

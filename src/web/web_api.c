@@ -17,7 +17,22 @@
  *                                             wgml_embed: texts is an array of n string pointers,
  *                                             out has room for n * dim floats
  *   wgmlw_rerank(m, query, docs, n, scores)   wgml_rerank
+ *   wgmlw_g2p_pieces(lang, text)              JSON: the espeak-ng voice and the pieces of text
+ *                                             (normalized, split) that JS phonemizes
+ *   wgmlw_phonemize(lang, text, pieces, results, n)
+ *                                             the G2P (text/g2p.h) with those results: phonemes
+ *   wgmlw_speak(m, input, voice, speed, seed, phonemes, lang, pieces, results, n, user)
+ *                                             wgml_speak; each chunk goes to the import
+ *                                             wgml.audio(user, samples, n, meta, len) (non-zero stops)
+ *   wgmlw_speak_result()                      JSON: the last wgml_speak_result
  *   wgmlw_error_code() / wgmlw_error_message()   the last failure of any call
+ *
+ * Text to speech: espeak-ng (GPL) is not part of this module. JS asks
+ * wgmlw_g2p_pieces for the pieces kokoro-js's phonemize() gives espeak-ng,
+ * phonemizes them with the separately loaded phonemizer module (web/g2p.js),
+ * and passes both back: the G2P here runs with a backend that answers from
+ * those results, so normalization, splitting, joining and post-processing
+ * are the native G2P's, one implementation.
  *
  * Handles are the C pointers. Every call that can reach the GPU may suspend
  * (JSPI) or unwind (Asyncify) in its imports; engine.js runs one call at a time.
@@ -25,6 +40,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "text/g2p.h"
 #include "wgml.h"
 
 #include <stdarg.h>
@@ -37,10 +53,11 @@
 JS(read) double js_read(int src, double offset, void *buf, int len);
 JS(token) int js_token(int user, int token, const char *text, int len);
 JS(log) void js_log(const char *text, int len);
+JS(audio) int js_audio(int user, const float *samples, int n, const char *meta, int len);
 
 static wgml_error last_error;
 static wgml_generate_result last_result;
-static char json[4096];
+static wgml_speak_result last_speech;
 
 EXPORT(wgmlw_malloc) void *wgmlw_malloc(int size) { return wgml_malloc(size > 0 ? (size_t)size : 1); }
 EXPORT(wgmlw_free) void wgmlw_free(void *p) { wgml_free(p); }
@@ -77,19 +94,47 @@ EXPORT(wgmlw_load) wgml_model *wgmlw_load(double size, int backend, int flags, i
 
 EXPORT(wgmlw_model_free) void wgmlw_model_free(wgml_model *m) { wgml_model_free(m); }
 
-/* The JSON answers are built in one static buffer by appending; past its end
- * the text is cut (and then reported as "{}"), never overrun. */
-static size_t json_at;
+/* The JSON answers are built in one buffer by appending; it grows as needed
+ * (a speech chunk's phonemes and words, the pieces of a long text). When it
+ * cannot grow, the answer is reported as "{}" (json_done), never overrun. */
+static char json_static[4096];
+static char *json = json_static;
+static size_t json_cap = sizeof json_static, json_at;
+static int json_cut;
+
+static void json_start(void) {
+    json_at = 0;
+    json_cut = 0;
+    json[0] = '\0';
+}
 
 static void append(const char *fmt, ...) WGML_PRINTF(1, 2);
 static void append(const char *fmt, ...) {
-    if (json_at >= sizeof json - 1) return;
+    if (json_cut) return;
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(json + json_at, sizeof json - json_at, fmt, ap);
+    int w = vsnprintf(json + json_at, json_cap - json_at, fmt, ap);
     va_end(ap);
-    json_at = w < 0 ? sizeof json - 1 : json_at + (size_t)w;
-    if (json_at > sizeof json - 1) json_at = sizeof json - 1;
+    if (w < 0) {
+        json_cut = 1;
+        return;
+    }
+    if ((size_t)w >= json_cap - json_at) { /* grow and write it again */
+        size_t cap = json_cap * 2;
+        while (cap - json_at <= (size_t)w) cap *= 2;
+        char *b = json == json_static ? wgml_malloc(cap) : wgml_realloc(json, cap);
+        if (!b) {
+            json_cut = 1;
+            return;
+        }
+        if (json == json_static) memcpy(b, json_static, json_at);
+        json = b;
+        json_cap = cap;
+        va_start(ap, fmt);
+        vsnprintf(json + json_at, json_cap - json_at, fmt, ap);
+        va_end(ap);
+    }
+    json_at += (size_t)w;
 }
 
 /* s as a JSON string. */
@@ -107,7 +152,7 @@ static void append_str(const char *s) {
     append("\"");
 }
 
-static const char *json_done(void) { return json_at < sizeof json - 1 ? json : "{}"; }
+static const char *json_done(void) { return json_cut ? "{}" : json; }
 
 EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
     if (!m) return "{}";
@@ -115,7 +160,7 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
     wgml_counters c;
     wgml_model_get_info(m, &i);
     wgml_model_get_counters(m, &c);
-    json_at = 0;
+    json_start();
     append("{");
     const char *keys[4] = {"architecture", "name", "backend", "adapter"};
     const char *vals[4] = {i.architecture, i.name, i.backend, i.adapter};
@@ -135,6 +180,14 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         static const char *const pools[] = {"model", "mean", "cls", "last", "none"};
         append("\"pooling\":\"%s\",\"causal\":%s,", i.pooling >= 0 && i.pooling <= 4 ? pools[i.pooling] : "none",
                i.causal ? "true" : "false");
+    }
+    if (i.tasks & WGML_TASK_SPEECH) {
+        append("\"sample_rate\":%d,\"voices\":[", i.sample_rate);
+        for (int v = 0; v < i.n_voices; v++) {
+            if (v) append(",");
+            append_str(wgml_speech_voice(m, v));
+        }
+        append("],");
     }
     const struct {
         const char *key;
@@ -209,11 +262,11 @@ int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double te
 
 EXPORT(wgmlw_result) const char *wgmlw_result(void) {
     const wgml_generate_result *r = &last_result;
-    snprintf(json, sizeof json,
-             "{\"n_prompt\":%d,\"n_generated\":%d,\"stop\":\"%s\",\"prompt_ms\":%.6g,\"generate_ms\":%.6g,"
-             "\"ttft_ms\":%.6g}",
-             r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop), r->prompt_ms, r->generate_ms, r->ttft_ms);
-    return json;
+    json_start();
+    append("{\"n_prompt\":%d,\"n_generated\":%d,\"stop\":\"%s\",\"prompt_ms\":%.6g,\"generate_ms\":%.6g,"
+           "\"ttft_ms\":%.6g}",
+           r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop), r->prompt_ms, r->generate_ms, r->ttft_ms);
+    return json_done();
 }
 
 /* ---- embeddings and reranking ------------------------------------------------------ */
@@ -256,4 +309,178 @@ EXPORT(wgmlw_rerank)
 int wgmlw_rerank(wgml_model *m, const char *query, const char *const *docs, int n, float *scores) {
     wgml_error_clear(&last_error);
     return (int)wgml_rerank(m, query, docs, n, scores, &last_error);
+}
+
+/* ---- speech (the kokoro family) ------------------------------------------------------ */
+
+/* The G2P backend of the page: the phonemes of each piece, computed in JS
+ * (web/g2p.js: phonemizer, espeak-ng compiled to WebAssembly) for exactly
+ * these pieces, handed over before the call. */
+typedef struct {
+    const char *voice; /* espeak-ng's voice the results are for */
+    const char *const *pieces, *const *results;
+    int n;
+} given_g2p;
+
+/* espeak-ng's voice for a language, as kokoro-js picks it ('a' en-us, 'b' en). */
+static const char *espeak_voice(const char *lang) { return g2p_en_american(lang) ? "en-us" : "en"; }
+
+static wgml_status given_phonemize(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                   wgml_error *err) {
+    const given_g2p *g = user;
+    if (strcmp(espeak_voice(lang), g->voice))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the phonemes were made with espeak-ng voice '%s', not '%s'",
+                         g->voice, espeak_voice(lang));
+    if (n != (size_t)g->n)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the text has %zu pieces to phonemize, %d phonemized", n,
+                         g->n);
+    for (size_t i = 0; i < n; i++)
+        if (!g->pieces[i] || !g->results[i] || strcmp(pieces[i], g->pieces[i]))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "piece %zu to phonemize is '%s', phonemized was '%s'", i,
+                             pieces[i], g->pieces[i] ? g->pieces[i] : "(none)");
+    for (size_t i = 0; i < n; i++)
+        if (!(out[i] = wgml_strdup(g->results[i]))) {
+            for (size_t j = 0; j < i; j++) {
+                wgml_free(out[j]);
+                out[j] = NULL;
+            }
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing text");
+        }
+    return WGML_OK;
+}
+
+/* The pieces of text that espeak-ng phonemizes (g2p_en_normalize, g2p_en_split):
+ * {"voice":"en-us","pieces":["...", ...]}; NULL on failure (bad UTF-8, unknown language). */
+EXPORT(wgmlw_g2p_pieces) const char *wgmlw_g2p_pieces(const char *lang, const char *text) {
+    wgml_error_clear(&last_error);
+    if (!text) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_g2p_pieces: no text");
+        return NULL;
+    }
+    if (!lang) lang = "en-us";
+    if (g2p_en_american(lang) < 0) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)", lang);
+        return NULL;
+    }
+    char *norm = NULL;
+    g2p_span *spans = NULL;
+    size_t n = 0;
+    if (g2p_check_utf8(text, &last_error) || g2p_en_normalize(text, &norm, &last_error) ||
+        g2p_en_split(norm, &spans, &n, &last_error)) {
+        wgml_free(norm);
+        return NULL;
+    }
+    json_start();
+    append("{\"voice\":\"%s\",\"pieces\":[", espeak_voice(lang));
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (spans[i].punct) continue;
+        append("%s\"", k++ ? "," : "");
+        for (size_t j = spans[i].off; j < spans[i].off + spans[i].len; j++) {
+            unsigned char c = (unsigned char)norm[j];
+            if (c == '"' || c == '\\')
+                append("\\%c", c);
+            else if (c < 0x20)
+                append("\\u%04x", c);
+            else
+                append("%c", c);
+        }
+        append("\"");
+    }
+    append("]}");
+    wgml_free(spans);
+    wgml_free(norm);
+    if (json_cut) {
+        wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory listing the pieces of the text");
+        return NULL;
+    }
+    return json;
+}
+
+/* text -> phonemes through the G2P, with the pieces' phonemes from JS. *out: wgml_malloc'ed. */
+static wgml_status phonemize_given(const char *lang, const char *text, const char *const *pieces,
+                                   const char *const *results, int n, char **out) {
+    given_g2p given = {espeak_voice(lang ? lang : "en-us"), pieces, results, n};
+    wgml_g2p_backend be = {.name = "espeak-ng (phonemizer)", .phonemize_pieces = given_phonemize, .user = &given};
+    wgml_g2p *g;
+    wgml_status st = wgml_g2p_open(&be, &g, &last_error);
+    if (st) return st;
+    st = wgml_g2p_phonemize(g, lang ? lang : "en-us", text, out, &last_error);
+    wgml_g2p_free(g);
+    return st;
+}
+
+/* kokoro-js's phonemize(text): a wgml_malloc'ed string (free with wgmlw_free); NULL on failure. */
+EXPORT(wgmlw_phonemize)
+char *wgmlw_phonemize(const char *lang, const char *text, const char *const *pieces, const char *const *results,
+                      int n) {
+    wgml_error_clear(&last_error);
+    if (!text) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_phonemize: no text");
+        return NULL;
+    }
+    char *ph = NULL;
+    if (lang && g2p_en_american(lang) < 0) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)", lang);
+        return NULL;
+    }
+    phonemize_given(lang, text, pieces, results, n, &ph);
+    return ph;
+}
+
+/* A chunk to JS: the samples, and the rest as JSON. */
+static int on_audio(void *user, const wgml_audio_chunk *c) {
+    json_start();
+    append("{\"index\":%d,\"start\":%.17g,\"sample_rate\":%d,\"phonemes\":", c->index, c->start, c->sample_rate);
+    append_str(c->phonemes);
+    append(",\"words\":[");
+    for (int i = 0; i < c->n_words; i++) {
+        append("%s{\"word\":", i ? "," : "");
+        append_str(c->words[i].word);
+        append(",\"start\":%.17g,\"end\":%.17g}", c->words[i].start, c->words[i].end);
+    }
+    append("]}");
+    if (json_cut) return 1; /* out of memory: stop rather than lose the chunk's timing */
+    return js_audio((int)(intptr_t)user, c->samples, (int)c->n_samples, json, (int)json_at);
+}
+
+/* Speaks input (phonemes: 1, the model's symbols; 0: text, with the
+ * phonemes of its pieces from wgmlw_g2p_pieces in pieces/results, n of
+ * each). seed: the vocoder noise's (0 .. 2^53). Returns a wgml_status. */
+EXPORT(wgmlw_speak)
+int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double speed, double seed, int phonemes,
+                const char *lang, const char *const *pieces, const char *const *results, int n, int user) {
+    wgml_error_clear(&last_error);
+    memset(&last_speech, 0, sizeof last_speech);
+    if (!m || !input) return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_speak: NULL argument");
+    if (!(seed >= 0 && seed <= 9007199254740992.0))
+        return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "seed %g is outside 0 .. 2^53", seed);
+    wgml_model_info info;
+    wgml_model_get_info(m, &info);
+    if (!(info.tasks & WGML_TASK_SPEECH)) /* the library's message, before any G2P */
+        return (int)wgml_speak(m, "", NULL, NULL, NULL, NULL, NULL, &last_error);
+    wgml_speak_params p = wgml_speak_default_params();
+    p.speed = (float)speed;
+    p.seed = (uint64_t)seed;
+    p.phonemes = 1;
+    if (lang) p.lang = lang;
+    char *ph = NULL;
+    if (!phonemes) {
+        if (g2p_en_american(p.lang) < 0)
+            return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)",
+                                  p.lang);
+        wgml_status st = phonemize_given(p.lang, input, pieces, results, n, &ph);
+        if (st) return (int)st;
+    }
+    wgml_status st = wgml_speak(m, ph ? ph : input, voice && *voice ? voice : NULL, &p, on_audio,
+                                (void *)(intptr_t)user, &last_speech, &last_error);
+    wgml_free(ph);
+    return (int)st;
+}
+
+EXPORT(wgmlw_speak_result) const char *wgmlw_speak_result(void) {
+    const wgml_speak_result *r = &last_speech;
+    json_start();
+    append("{\"n_samples\":%lld,\"n_chunks\":%d,\"first_audio_ms\":%.6g,\"total_ms\":%.6g}", (long long)r->n_samples,
+           r->n_chunks, r->first_audio_ms, r->total_ms);
+    return json_done();
 }

@@ -9,7 +9,11 @@
 // wasm path), the JS API (progress, streaming, info, dispose), a corrupt
 // file, the model cache, the stop button, the Asyncify build, a 24M-parameter
 // synthetic model against the native CLI, and embed/rerank with small synthetic
-// BERT models (written to a temporary folder) against the native CLI within 1e-4.
+// BERT models (written to a temporary folder) against the native CLI within 1e-4,
+// and Kokoro text to speech (the tiny checkpoint of ../shared/kokoro converted by
+// the native CLI): audio against `wgml speak` on WebGPU and the CPU wasm, G2P in
+// the page (espeak-ng from web/node_modules/phonemizer) against `wgml phonemize`
+// and the shared G2P vectors, chunks streamed per sentence, the demo's speech tab.
 // Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
 // and are checked (the DOM text at that moment, and the PNG is not blank).
 // Prints one line per test and then "N passed, N failed"; exits 1 on failure.
@@ -19,6 +23,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startServer } from '../../scripts/serve-web.mjs';
 import { Engine } from '../../web/engine.js';
 import { decodePng, imageStats } from './png.mjs';
@@ -186,6 +192,113 @@ function checkEmbeddings(r, want, what) {
   check(d3 < 1e-4, `${what}: rerank scores ${r.scores} differ from the native CLI's ${want.rerank} by ${d3}`);
 }
 
+// ---- speech (the kokoro family) ----
+// kokoro-tiny.pth (random weights, the real structure) with the three shared
+// voices, converted by the native CLI into a temporary folder, and what the
+// native CLI says for the same phonemes, voice and seed: on the CPU (one
+// thread) and on SwiftShader (started at once, in the background: Kokoro on
+// SwiftShader runs at about 4x real time).
+const KOKORO_DIR = path.resolve(opt.models, '../kokoro');
+const KOKORO_PHONEMES = 'həlˈoʊ wˈɜːld. hˌaʊ ɑːɹ juː?'; // two sentences, on the CPU
+const KOKORO_VOICE = 'af_heart:0.6,am_adam:0.4';
+const KOKORO_SEED = 5;
+const KOKORO_GPU_PHONEMES = 'hˈaɪ. bˈaɪ!'; // short: SwiftShader
+const KOKORO_GPU_SEED = 7;
+const SPEECH_TEXT = 'Hello there. Mr. Smith paid $5.50 for 12 apples! How are you today?';
+// sentences for `wgml phonemize` (when espeak-ng is installed) besides the shared vectors
+const G2P_SENTENCES = ['Hello there. Mr. Smith paid $5.50 for 12 apples! How are you today?',
+  "It's 7:30 in the morning; the café (on 5th Avenue) opens at 8.", 'Kokoro speaks in 1999, 2024 and 3.14 seconds.'];
+let kokoroCache = null;
+function kokoroFiles() {
+  if (kokoroCache) return kokoroCache;
+  const cli = path.join(repo, 'build/wgml');
+  check(existsSync(cli), 'build/wgml is missing (the native build makes it)');
+  check(existsSync(path.join(KOKORO_DIR, 'kokoro-tiny.pth')), `${KOKORO_DIR}/kokoro-tiny.pth is missing`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wgml-web-kokoro-'));
+  profiles.push(dir);
+  const run = (a) => execFileSync(cli, a, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+  const model = path.join(dir, 'kokoro-tiny.gguf');
+  run(['convert', 'kokoro', path.join(KOKORO_DIR, 'kokoro-tiny.pth'), '--config', path.join(KOKORO_DIR, 'config-kokoro-tiny.json'),
+    '--voices', path.join(KOKORO_DIR, 'voices'), '-o', model]);
+  const speak = (backend, phonemes, voice, seed, name) => [cli, ['speak', '-m', model, ...backend, '-v', voice, '--seed', String(seed),
+    '--phonemes', phonemes, '--wav-format', 'f32', '-o', path.join(dir, `${name}.wav`), '--words', path.join(dir, `${name}.tsv`)]];
+  const [c1, a1] = speak(['--adapter', 'swiftshader'], KOKORO_GPU_PHONEMES, 'af_heart', KOKORO_GPU_SEED, 'swiftshader');
+  const swiftshader = promisify(execFile)(c1, a1, { cwd: repo }).then(() => readWav(path.join(dir, 'swiftshader.wav')));
+  swiftshader.catch(() => {}); // awaited by its test
+  const [c2, a2] = speak(['--backend', 'cpu', '--threads', '1'], KOKORO_PHONEMES, KOKORO_VOICE, KOKORO_SEED, 'cpu');
+  execFileSync(c2, a2, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+  const words = readFileSync(path.join(dir, 'cpu.tsv'), 'utf8').trim().split('\n').map((l) => {
+    const [start, end, word] = l.split('\t');
+    return { word, start: Number(start), end: Number(end) };
+  });
+  // text to phonemes: the shared vectors (kokoro-js's own output, which the
+  // native G2P matches exactly), and `wgml phonemize` where espeak-ng is installed
+  const tsv = (lang) => readFileSync(path.join(KOKORO_DIR, `g2p-${lang}.tsv`), 'utf8').trim().split('\n')
+    .map((l) => l.split('\t')).map(([text, phonemes]) => ({ text, phonemes }));
+  let native = null;
+  try {
+    execFileSync('sh', ['-c', 'command -v espeak-ng'], { stdio: 'ignore' });
+    const f = path.join(dir, 'sentences.txt');
+    writeFileSync(f, G2P_SENTENCES.join('\n') + '\n');
+    native = run(['phonemize', '-f', f]).replace(/\n$/, '').split('\n');
+  } catch {
+    console.log('     (no espeak-ng here: the page\'s G2P is compared with the shared vectors only)');
+  }
+  return (kokoroCache = { dir, model, cpu: readWav(path.join(dir, 'cpu.wav')), words, swiftshader,
+    g2p: { 'en-us': tsv('en-us'), 'en-gb': tsv('en-gb') }, native });
+}
+// The float samples of a WAV file (format 3, 32-bit float, as `wgml speak --wav-format f32` writes it).
+function readWav(file) {
+  const b = readFileSync(file);
+  check(b.toString('ascii', 0, 4) === 'RIFF' && b.toString('ascii', 8, 12) === 'WAVE', `${file} is not a WAV file`);
+  for (let off = 12; off + 8 <= b.length;) {
+    const id = b.toString('ascii', off, off + 4);
+    const size = b.readUInt32LE(off + 4);
+    if (id === 'data') return new Float32Array(b.buffer.slice(b.byteOffset + off + 8, b.byteOffset + off + 8 + size));
+    off += 8 + size + (size & 1);
+  }
+  throw new Error(`${file} has no data chunk`);
+}
+// How far got is from want: SNR in dB, the largest and the median |difference|, each relative to want's peak.
+function audioDistance(got, want) {
+  check(got.length === want.length, `${got.length} samples, the native CLI made ${want.length}`);
+  let signal = 0;
+  let noise = 0;
+  let peak = 0;
+  const d = new Float32Array(want.length);
+  for (let i = 0; i < want.length; i++) {
+    d[i] = Math.abs(got[i] - want[i]);
+    signal += want[i] * want[i];
+    noise += d[i] * d[i];
+    peak = Math.max(peak, Math.abs(want[i]));
+  }
+  let max = 0;
+  for (const x of d) max = Math.max(max, x);
+  d.sort();
+  return { snr: noise ? 10 * Math.log10(signal / noise) : Infinity, max: max / peak, median: d[d.length >> 1] / peak, peak };
+}
+// The CPU wasm against the native CPU backend: the same durations (sample
+// counts, word times), and the audio as close as two CPU builds get. The
+// kernels differ (WebAssembly SIMD128 against AVX-512), and those rounding
+// differences reach the sine source's phase and the voiced/unvoiced switch of
+// a random-weight model's F0 around 10 Hz: ~33 dB SNR, median |d| ~1e-4 of the
+// peak. A wrong voice row, seed or speed gives 0-2 dB.
+function checkCpuSpeech(got, words, k, what) {
+  const d = audioDistance(got, k.cpu);
+  check(d.snr >= 20 && d.median <= 1e-3, `${what}: audio differs from \`wgml speak --backend cpu\`: ${JSON.stringify(d)}`);
+  check(words.length === k.words.length && words.every((w, i) => w.word === k.words[i].word &&
+    Math.abs(w.start - k.words[i].start) < 6e-4 && Math.abs(w.end - k.words[i].end) < 6e-4),
+  `${what}: word times ${JSON.stringify(words)} differ from the native CLI's ${JSON.stringify(k.words)}`);
+  return d;
+}
+const concat = (parts) => {
+  const out = new Float32Array(parts.reduce((n, a) => n + a.length, 0));
+  let at = 0;
+  for (const a of parts) out.set(a, (at += a.length) - a.length);
+  return out;
+};
+const speechStats = {};
+
 // ---- the tests ----
 
 const wasmPath = path.join(repo, 'web/dist/wgml.wasm');
@@ -226,6 +339,37 @@ await test('node: CPU wasm embed and rerank equal the native CLI', async () => {
     scores: await e.rerank(rr, RERANK_QUERY, RERANK_DOCS) }, want, 'node CPU');
   await e.freeModel(m);
   await e.freeModel(rr);
+});
+
+await test('node: Kokoro on the CPU wasm, stream-loaded with its voices: phonemes speak as `wgml speak --backend cpu`; errors', async () => {
+  const k = kokoroFiles();
+  const e = await Engine.create({ wasm: readFileSync(wasmPath), mode: 'sync', log: () => {} });
+  const b = readFileSync(k.model);
+  let reads = 0;
+  const m = await e.load({ size: b.length, read: (o, n) => (reads++, b.subarray(o, o + n)) }, { backend: 'cpu' });
+  const info = await e.info(m);
+  check(info.family === 'kokoro' && JSON.stringify(info.tasks) === '["speech"]' && info.sample_rate === 24000 &&
+    JSON.stringify(info.voices) === '["af_heart","am_adam","bf_emma"]', `info ${JSON.stringify(info)}`);
+  check(reads > 3, `the model was read in ${reads} pieces, not streamed`);
+  const chunks = [];
+  const r = await e.speak(m, KOKORO_PHONEMES, { voice: KOKORO_VOICE, seed: KOKORO_SEED, phonemes: true }, null, (c) => { chunks.push(c); });
+  check(chunks.length === 2 && r.n_chunks === 2 && chunks.map((c) => c.phonemes).join(' ') === KOKORO_PHONEMES,
+    `chunks: ${JSON.stringify(chunks.map((c) => c.phonemes))}`);
+  check(chunks[1].start === chunks[0].audio.length / 24000, `chunk 1 starts at ${chunks[1].start}`);
+  const d = checkCpuSpeech(concat(chunks.map((c) => c.audio)), chunks.flatMap((c) => c.words), k, 'node CPU');
+  speechStats.node_cpu = { snr_db: d.snr, max_rel: d.max, median_rel: d.median };
+  const fail = (p) => p.then(() => 'no error', (err) => `${err.name} ${err.code}: ${err.message}`);
+  const nobody = await fail(e.speak(m, 'hˈaɪ', { voice: 'nobody', phonemes: true }, null, () => {}));
+  check(/^WgmlError 1: voice 'nobody' is neither in the model \(voices: af_heart, am_adam, bf_emma\)/.test(nobody), `unknown voice: ${nobody}`);
+  const text = await fail(e.speak(m, 'Hello.', {}, null, () => {}));
+  check(/^WgmlError 4: text input needs a G2P \(espeak-ng\); phoneme input works without it/.test(text), `text without a G2P: ${text}`);
+  const speed = await fail(e.speak(m, 'hˈaɪ', { speed: 9, phonemes: true }, null, () => {}));
+  check(/^WgmlError 1: speed 9 is outside/.test(speed), `speed 9: ${speed}`);
+  const llama = await e.load({ size: modelBytes.length, read: (o, n) => modelBytes.subarray(o, o + n) }, { backend: 'cpu' });
+  const notTts = await fail(e.speak(llama, 'Hello.', {}, null, () => {})); // text: no G2P is asked for
+  check(/^WgmlError 4: a llama model does not speak/.test(notTts), `speak on llama: ${notTts}`);
+  await e.freeModel(llama);
+  await e.freeModel(m);
 });
 
 const { server, url: base } = await startServer({ root: repo, models: opt.models });
@@ -441,6 +585,52 @@ await test('API: embed and rerank (bert family) on WebGPU (JSPI, Asyncify) and t
   await page.close();
 });
 
+await test('API (WebGPU, SwiftShader): Kokoro speaks phonemes as native SwiftShader, chunk by chunk; Asyncify CPU as the native CPU', async () => {
+  const k = kokoroFiles();
+  const page = await openDemo(gpuCtx, demoUrl);
+  await page.route('**/wgml-kokoro/*.gguf', (route) => route.fulfill({ path: k.model, headers: { 'content-type': 'application/octet-stream' } }));
+  const r = await page.evaluate(async ({ url, gpu, cpu }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const out = {};
+    const tts = await wgml.load(url, { backend: 'webgpu', cache: false });
+    out.voices = tts.voices;
+    out.info = tts.info();
+    const t0 = performance.now();
+    out.chunks = [];
+    for await (const c of tts.speak(gpu.phonemes, { voice: 'af_heart', seed: gpu.seed, phonemes: true }))
+      out.chunks.push({ at: performance.now() - t0, audio: Array.from(c.audio), start: c.start, sampleRate: c.sampleRate,
+        phonemes: c.phonemes, words: c.words, isFloat32: c.audio instanceof Float32Array });
+    out.total = performance.now() - t0;
+    out.last = tts.info();
+    out.live = await tts.dispose();
+    // the Asyncify build (browsers without JSPI) unwinds through the audio callback
+    const a = await wgml.load(url, { backend: 'cpu', mode: 'asyncify', cache: false });
+    out.asyncify = { info: a.info(), chunks: [] };
+    for await (const c of a.speak(cpu.phonemes, { voice: cpu.voice, seed: cpu.seed, phonemes: true }))
+      out.asyncify.chunks.push({ audio: Array.from(c.audio), words: c.words });
+    await a.dispose();
+    return out;
+  }, { url: `${base}wgml-kokoro/kokoro-tiny.gguf`, gpu: { phonemes: KOKORO_GPU_PHONEMES, seed: KOKORO_GPU_SEED },
+    cpu: { phonemes: KOKORO_PHONEMES, voice: KOKORO_VOICE, seed: KOKORO_SEED } });
+  check(r.info.backend === 'webgpu' && /swiftshader/i.test(r.info.adapter) && r.info.family === 'kokoro', `info ${JSON.stringify(r.info)}`);
+  check(JSON.stringify(r.voices) === '["af_heart","am_adam","bf_emma"]', `voices ${r.voices}`);
+  check(r.chunks.length === 2 && r.chunks.every((c) => c.isFloat32 && c.sampleRate === 24000 && c.words.length === 1),
+    `chunks: ${JSON.stringify(r.chunks.map((c) => ({ n: c.audio.length, phonemes: c.phonemes, words: c.words })))}`);
+  // streamed: the first sentence is heard while the second is being made
+  check(r.chunks[0].at < r.chunks[1].at - 300 && r.chunks[0].at < r.total * 0.8,
+    `not streamed: chunks at ${r.chunks.map((c) => c.at.toFixed(0))} ms of ${r.total.toFixed(0)} ms`);
+  // the same kernels on the same adapter as `wgml speak --adapter swiftshader`
+  const d = audioDistance(concat(r.chunks.map((c) => Float32Array.from(c.audio))), await k.swiftshader);
+  check(d.max <= 1e-4, `WebGPU audio differs from native SwiftShader's: ${JSON.stringify(d)}`);
+  speechStats.webgpu = { max_rel: d.max, snr_db: d.snr, rtf: r.last.realTimeFactor, first_audio_ms: r.last.firstAudioMs };
+  check(r.last.realTimeFactor > 0 && r.last.firstAudioMs > 0 && r.last.last.n_chunks === 2, `info after: ${JSON.stringify(r.last.last)}`);
+  check(r.live.buffers === 0 && r.live.devices === 0, `after dispose the GPU layer holds ${JSON.stringify(r.live)}`);
+  check(r.asyncify.info.mode === 'asyncify' && r.asyncify.chunks.length === 2, `Asyncify: ${r.asyncify.info.mode}, ${r.asyncify.chunks.length} chunks`);
+  const da = checkCpuSpeech(concat(r.asyncify.chunks.map((c) => Float32Array.from(c.audio))), r.asyncify.chunks.flatMap((c) => c.words), k, 'Asyncify CPU');
+  speechStats.asyncify_cpu = { snr_db: da.snr, median_rel: da.median };
+  await page.close();
+});
+
 await gpuCtx.close();
 const cpuCtx = await launch(false);
 
@@ -476,12 +666,117 @@ await test('page: the stop button stops a long generation', async () => {
   await page.close();
 });
 
+await test('page, speech tab (CPU wasm): text through espeak-ng in the page, chunks played as they come, words, RTF, WAV download; screenshot', async () => {
+  const k = kokoroFiles();
+  const page = await openDemo(cpuCtx, demoUrl);
+  const l = await demoLoad(page, { backend: 'auto', file: k.model });
+  check(l.status === 'ready' && l.info.backend === 'cpu', `load: ${l.status} ${l.error} ${l.info && l.info.backend}`);
+  const tab = await page.evaluate(() => ({ speech: !document.getElementById('speech-section').hidden,
+    voices: [...document.getElementById('voice').options].map((o) => o.value), generate: document.getElementById('generate').disabled }));
+  check(tab.speech && tab.generate && JSON.stringify(tab.voices) === '["af_heart","am_adam","bf_emma"]', `speech tab: ${JSON.stringify(tab)}`);
+  await page.fill('#speech-text', SPEECH_TEXT);
+  await page.selectOption('#voice', 'am_adam');
+  await page.fill('#speed', '1.1');
+  await page.click('#speak');
+  await page.waitForFunction(() => window.wgmlDemo.speeches > 0, null, { timeout: 120000, polling: 100 });
+  const r = await page.evaluate(() => ({ error: window.wgmlDemo.error, speech: window.wgmlDemo.speech,
+    stats: document.getElementById('speech-stats').textContent, words: document.querySelectorAll('#speech-chunks .word').length,
+    items: document.querySelectorAll('#speech-chunks li').length, download: !document.getElementById('download').hidden }));
+  check(!r.error && r.speech.done, `speak failed: ${r.error}`);
+  const ch = r.speech.chunks;
+  check(ch.length === 3 && r.items === 3, `${ch.length} chunks, ${r.items} shown, for three sentences`);
+  check(ch.every((c, i) => i === 0 || (c.atMs >= ch[i - 1].atMs && c.start > ch[i - 1].start)), `chunk order/times: ${JSON.stringify(ch.map((c) => [c.atMs, c.start]))}`);
+  const phonemes = ch.map((c) => c.phonemes).join(' ');
+  const want = k.native ? k.native[0] : null;
+  if (want) checkText(phonemes, want, 'phonemes spoken vs `wgml phonemize`');
+  check(r.words === ch.reduce((n, c) => n + c.words.length, 0) && r.words >= 14, `${r.words} words shown`);
+  check(/real-time factor \d/.test(r.stats) && /first audio after \d+ ms/.test(r.stats) && /espeak-ng \d+ ms/.test(r.stats), `stats: ${r.stats}`);
+  speechStats.page_cpu = { rtf: r.speech.result.rtf, first_audio_ms: r.speech.firstAudioMs, g2p_ms: r.speech.result.g2p_ms, stats: r.stats };
+  check(r.download, 'no WAV download link');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#download')]);
+  const wav = readFileSync(await dl.path());
+  const samples = ch.reduce((n, c) => n + c.samples, 0);
+  check(wav.toString('ascii', 0, 4) === 'RIFF' && wav.toString('ascii', 8, 16) === 'WAVEfmt ' && wav.readUInt16LE(20) === 1 &&
+    wav.readUInt16LE(22) === 1 && wav.readUInt32LE(24) === 24000 && wav.readUInt16LE(34) === 16 && wav.readUInt32LE(40) === 2 * samples &&
+    wav.length === 44 + 2 * samples, `WAV header ${wav.subarray(0, 44).toString('hex')} for ${samples} samples`);
+  let peak = 0;
+  for (let i = 44; i < wav.length; i += 2) peak = Math.max(peak, Math.abs(wav.readInt16LE(i)));
+  check(peak > 1000, `the WAV is silent (peak ${peak})`);
+  const file = path.join(artifacts, 'demo-speech.png');
+  await page.screenshot({ path: file, fullPage: true });
+  const st = imageStats(decodePng(readFileSync(file)));
+  check(st.distinctColors > 50 && st.lumaStdDev > 20, `demo-speech.png looks blank: ${JSON.stringify(st)}`);
+  check(page.errors.length === 0, `page errors: ${page.errors}`);
+  await page.close();
+});
+
+await test('API (CPU wasm): G2P in the page equals `wgml phonemize` and the shared vectors (en-us, en-gb), loaded only for text; without it text fails clearly', async () => {
+  const k = kokoroFiles();
+  const page = await openDemo(cpuCtx, demoUrl);
+  await page.route('**/wgml-kokoro/*.gguf', (route) => route.fulfill({ path: k.model, headers: { 'content-type': 'application/octet-stream' } }));
+  let phonemizerLoads = 0;
+  await page.route('**/phonemizer/dist/phonemizer.js', (route) => {
+    phonemizerLoads++;
+    route.continue();
+  });
+  await page.exposeFunction('phonemizerLoads', () => phonemizerLoads);
+  const r = await page.evaluate(async ({ url, vectors, sentences, cpu }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const fail = (p) => p.then(() => 'no error', (e) => `${e.name} ${e.code}: ${e.message}`);
+    const tts = await wgml.load(url, { backend: 'cpu', cache: false });
+    const out = { chunks: [] };
+    for await (const c of tts.speak(cpu.phonemes, { voice: cpu.voice, seed: cpu.seed, phonemes: true }))
+      out.chunks.push({ audio: Array.from(c.audio), words: c.words });
+    out.loadsBeforeText = await window.phonemizerLoads(); // phonemes only so far
+    out.missing = await fail((async () => {
+      for await (const c of tts.speak('Hello.', { phonemizer: './no-such-dir/phonemizer.js' })) void c;
+    })());
+    out.after = 0;
+    for await (const c of tts.speak('hˈaɪ.', { phonemes: true })) out.after += c.audio.length;
+    // stop: after the first of six sentences, the rest is not made
+    const it = tts.speak(Array(6).fill('hˈaɪ.').join(' '), { phonemes: true });
+    out.stopped = 0;
+    for await (const c of it) {
+      if (!out.stopped++) it.stop();
+      void c;
+    }
+    out.stoppedInfo = tts.info().last;
+    out.g2p = {};
+    for (const [lang, rows] of Object.entries(vectors)) out.g2p[lang] = await Promise.all(rows.map((row) => tts.phonemize(row.text, { lang })));
+    out.sentences = await Promise.all(sentences.map((t) => tts.phonemize(t)));
+    out.badLang = await fail(tts.phonemize('Hello.', { lang: 'fr' }));
+    await tts.dispose();
+    return out;
+  }, { url: `${base}wgml-kokoro/kokoro-tiny.gguf`, vectors: k.g2p, sentences: G2P_SENTENCES,
+    cpu: { phonemes: KOKORO_PHONEMES, voice: KOKORO_VOICE, seed: KOKORO_SEED } });
+  const d = checkCpuSpeech(concat(r.chunks.map((c) => Float32Array.from(c.audio))), r.chunks.flatMap((c) => c.words), k, 'page CPU');
+  speechStats.page_cpu_phonemes = { snr_db: d.snr, max_rel: d.max, median_rel: d.median };
+  check(/^WgmlError 4: text input needs espeak-ng.*no-such-dir\/phonemizer\.js.*npm ci --prefix web.*phoneme input works without it/.test(r.missing),
+    `text without the phonemizer module: ${r.missing}`);
+  check(r.after > 0, `phonemes after the failure: ${r.after} samples`);
+  speechStats.stopped_after_chunks = r.stopped;
+  check(r.stopped >= 1 && r.stopped < 6 && r.stoppedInfo.n_chunks === r.stopped, `stop after the first chunk: ${r.stopped} chunks, ${JSON.stringify(r.stoppedInfo)}`);
+  for (const [lang, rows] of Object.entries(k.g2p)) {
+    const bad = rows.map((row, i) => ({ ...row, got: r.g2p[lang][i] })).filter((x) => x.got !== x.phonemes);
+    check(!bad.length, `${lang}: ${bad.length} of ${rows.length} differ from the shared vectors, e.g. ${JSON.stringify(bad[0])}`);
+  }
+  if (k.native) G2P_SENTENCES.forEach((t, i) => checkText(r.sentences[i], k.native[i], `phonemize '${t}' vs \`wgml phonemize\``));
+  check(/^WgmlError 1: unknown language 'fr'/.test(r.badLang), `lang fr: ${r.badLang}`);
+  check(r.loadsBeforeText === 0 && phonemizerLoads === 1,
+    `the phonemizer module was fetched ${r.loadsBeforeText} times for phonemes and ${phonemizerLoads} in all (want 0, then once for text)`);
+  await page.close();
+});
+
 await cpuCtx.close();
 server.close();
 for (const d of profiles) rmSync(d, { recursive: true, force: true });
 
 const fmt = (v) => (v ? `${v.toFixed(1)} tokens/s` : 'n/a');
 console.log(`speeds (stories260K, 60 greedy tokens): WebGPU SwiftShader ${fmt(speeds.webgpu)}, CPU wasm in Chromium ${fmt(speeds.cpu)}, CPU wasm in Node ${fmt(speeds.node_cpu)}`);
+const rtf = (s) => (s && s.rtf ? `RTF ${s.rtf.toFixed(2)}, first audio ${s.first_audio_ms.toFixed(0)} ms` : 'n/a');
+if (Object.keys(speechStats).length)
+  console.log(`speech (kokoro-tiny): WebGPU SwiftShader ${rtf(speechStats.webgpu)}, CPU wasm in Chromium ${rtf(speechStats.page_cpu)}`);
+speeds.speech = speechStats;
 writeFileSync(path.join(artifacts, 'speeds.json'), JSON.stringify(speeds, null, 2));
 const passed = results.filter(Boolean).length;
 const failed = results.length - passed;

@@ -31,9 +31,13 @@ int cmd_synth(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_bench_embed(int argc, char **argv); /* wgml bench --embed */
 int cmd_bench_speech(int argc, char **argv); /* wgml bench on a speech model, or --speech */
+int cmd_bench_parallel(int argc, char **argv); /* wgml bench --parallel N */
+int cmd_serve(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_rerank(int argc, char **argv);
 int cmd_phonemize(int argc, char **argv);
 int cmd_speak(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 
 extern const char *cli_cmd; /* the subcommand name, for messages */
 extern const char *cli_argv0;

@@ -33,6 +33,8 @@ static const char *help =
     "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
     "  --json        print one JSON object on stdout\n"
     "  --embed       embedding speed of a BERT-family model instead (wgml bench --embed --help)\n"
+    "  --parallel N  one stream's decode rate against N streams decoded together\n"
+    "                (wgml bench --parallel N --help)\n"
     "A speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help.\n";
 
 typedef struct {
@@ -164,6 +166,7 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
         else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
+        else if (!strcmp(argv[i], "--parallel")) return cmd_bench_parallel(argc, argv);
     if (model_speaks(argc, argv)) return cmd_bench_speech(argc, argv);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;

@@ -32,6 +32,8 @@ static const char *help =
     "  --phonemes P   the sentence to time instead of the built-in one (the model's symbols)\n"
     "  --repeat R     runs; figures are medians (default 3)\n"
     "  --seed N       the vocoder's noise (default 0)\n"
+    "  --full-precision  every product in f32 (default: the decoder's and vocoder's as bf16 pairs\n"
+    "                 where the CPU has them, as wgml speak)\n"
     "  --profile      per-op time table of the last sentence run (GPU timestamps / CPU op time)\n"
     "  --json         print one JSON object on stdout\n";
 
@@ -76,7 +78,7 @@ static int speak_once(wgml_model *m, const char *ph, const char *voice, const wg
 int cmd_bench_speech(int argc, char **argv) {
     cli_model_opts mo = {0};
     long long repeat = 3, seed = 0;
-    int json = 0, profile = 0;
+    int json = 0, profile = 0, full = 0;
     const char *voice = NULL, *ph = sentence;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -95,6 +97,8 @@ int cmd_bench_speech(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
         } else if (!strcmp(a, "--seed")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, INT64_MAX, &seed)) return CLI_USAGE;
+        } else if (!strcmp(a, "--full-precision")) {
+            full = 1;
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--profile")) {
@@ -122,6 +126,7 @@ int cmd_bench_speech(int argc, char **argv) {
     wgml_speak_params sp = wgml_speak_default_params();
     sp.phonemes = 1;
     sp.seed = (uint64_t)seed;
+    sp.full_precision = full;
     speak_run s[64], p[64], warm;
     /* warm-up of both inputs: pipelines, scratch buffers at their sizes, page faults */
     if ((rc = speak_once(m, ph, voice, &sp, &warm)) || (rc = speak_once(m, paragraph, voice, &sp, &warm))) goto done;
@@ -160,6 +165,7 @@ int cmd_bench_speech(int argc, char **argv) {
         json_object_object_add(o, "backend", json_object_new_string(info.backend));
         json_object_object_add(o, "adapter", json_object_new_string(info.adapter));
         json_object_object_add(o, "threads", json_object_new_int(info.n_threads));
+        json_object_object_add(o, "full_precision", json_object_new_boolean(full));
         json_object_object_add(o, "n_params", json_object_new_int64((int64_t)info.n_params));
         json_object_object_add(o, "file_mb", json_object_new_double(file_mb));
         json_object_object_add(o, "voice", json_object_new_string(voice));
@@ -181,6 +187,7 @@ int cmd_bench_speech(int argc, char **argv) {
         printf("model        %s (%s, %.2f M params, %.1f MiB)\n", path, info.architecture, info.n_params / 1e6, file_mb);
         printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
+        if (full) printf(", full precision");
         printf("\nvoice        %s, %d runs (medians)\n", voice, R);
         printf("sentence     %.2f s of audio in %.0f ms: RTF %.3f\n", s[0].audio_s, cli_median(v_s_ms, R),
                cli_median(v_s_rtf, R));

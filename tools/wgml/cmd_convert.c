@@ -1,7 +1,7 @@
 /*
  * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf` and
  * `wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILES]
- * [--type F32|F16|Q8_0] -o OUT.gguf`.
+ * [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf`.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -16,14 +16,17 @@
 static const char *help =
     "usage: wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf\n"
     "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
-    "                           [--type F32|F16|Q8_0] -o OUT.gguf\n"
+    "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n"
     "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
     "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
     "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
     "'kokoro' (weight norm folded, voices as tensors). --config: its config.json (default:\n"
     "the v1.0 values); --voices: voice files (.bin from kokoro-js or the official .pt),\n"
     "or a folder of them, named after their files; --type: the matrices' type (default F32;\n"
-    "LSTM recurrences at most F16, the generator's last convolution always F32).\n";
+    "LSTM recurrences at most F16, the generator's last convolution always F32);\n"
+    "--prosody-type: the type of the matrices that make F0 and N (ALBERT, the duration\n"
+    "encoder, the shared LSTM, the F0/N blocks; default F32: rounding them moves the pitch,\n"
+    "and with it the phase of the audio, far more than float32 does: docs/kokoro.md).\n";
 
 static int progress(void *user, uint64_t done, uint64_t total) {
     cli_progress_update(user, done, total);
@@ -93,7 +96,18 @@ static int voice_list(const char *spec, char ***out, int *n) {
     return CLI_OK;
 }
 
-static int convert_kokoro(const char *pth, const char *config, const char *voices, const char *type, const char *out) {
+/* A Kokoro file type: F32, F16, BF16 or Q8_0; -1 (after an error message) otherwise. */
+static int kokoro_type(const char *opt, const char *name) {
+    int t = wgml_dtype_from_name(name);
+    if (t != WGML_F32 && t != WGML_F16 && t != WGML_BF16 && t != WGML_Q8_0) {
+        cli_usage_error("%s: '%s' is not F32, F16, BF16 or Q8_0", opt, name);
+        return -1;
+    }
+    return t;
+}
+
+static int convert_kokoro(const char *pth, const char *config, const char *voices, const char *type,
+                          const char *prosody_type, const char *out) {
     kokoro_config cfg;
     wgml_error err;
     if (config) {
@@ -110,11 +124,14 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
         }
     }
     kokoro_convert_options opt = {.config = config ? &cfg : NULL, .type = WGML_F32, .progress = progress};
+    int t;
     if (type) {
-        int t = wgml_dtype_from_name(type);
-        if (t != WGML_F32 && t != WGML_F16 && t != WGML_Q8_0)
-            return cli_usage_error("--type: '%s' is not F32, F16 or Q8_0", type);
+        if ((t = kokoro_type("--type", type)) < 0) return CLI_USAGE;
         opt.type = (uint32_t)t;
+    }
+    if (prosody_type) {
+        if ((t = kokoro_type("--prosody-type", prosody_type)) < 0) return CLI_USAGE;
+        opt.prosody_type = (uint32_t)t;
     }
     char **files = NULL;
     int n = 0, rc;
@@ -137,7 +154,7 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
 }
 
 int cmd_convert(int argc, char **argv) {
-    const char *pos[3] = {0}, *out = NULL, *config = NULL, *voices = NULL, *type = NULL;
+    const char *pos[3] = {0}, *out = NULL, *config = NULL, *voices = NULL, *type = NULL, *prosody_type = NULL;
     int n_pos = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -151,6 +168,8 @@ int cmd_convert(int argc, char **argv) {
             if (!(voices = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(argv[i], "--type")) {
             if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(argv[i], "--prosody-type")) {
+            if (!(prosody_type = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return cli_usage_error("unknown option '%s'", argv[i]);
         } else if (n_pos < 3) {
@@ -166,9 +185,10 @@ int cmd_convert(int argc, char **argv) {
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
     if (kokoro) {
         if (n_pos != 2) return cli_usage_error("give the checkpoint: wgml convert kokoro MODEL.pth -o OUT.gguf");
-        return convert_kokoro(pos[1], config, voices, type, out);
+        return convert_kokoro(pos[1], config, voices, type, prosody_type, out);
     }
-    if (config || voices || type) return cli_usage_error("--config, --voices and --type are for kokoro");
+    if (config || voices || type || prosody_type)
+        return cli_usage_error("--config, --voices, --type and --prosody-type are for kokoro");
     if (n_pos != 3) return cli_usage_error("give CHECKPOINT and TOKENIZER");
     cli_progress bar;
     cli_progress_begin(&bar, "converting");

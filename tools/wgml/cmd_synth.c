@@ -26,9 +26,11 @@ static const char *help =
     "                     qwen2.5-0.5b, smollm2-135m, smollm2-360m; encoders (BERT family):\n"
     "                     bge-small, all-minilm-l6, ms-marco-minilm-l6 (reranker), nomic-embed\n"
     "                     (--list shows their hyper-parameters); speech: kokoro-82m (Kokoro v1.0's\n"
-    "                     shapes; --type F32, F16 or Q8_0 as wgml convert kokoro) and kokoro-tiny\n"
+    "                     shapes; --type F32, F16, BF16 or Q8_0 and --prosody-type as wgml convert\n"
+    "                     kokoro) and kokoro-tiny\n"
     "                     (../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth'\n"
     "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
+    "  --prosody-type T   Kokoro: the type of the matrices that make F0 and N (default F32)\n"
     "  -o, --output FILE  the GGUF to write\n"
     "  --vocab FILE       GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
     "                     (padded with [PAD<i>] tokens or truncated). Default: the shipped files, the\n"
@@ -68,18 +70,25 @@ static int kokoro_progress(void *user, uint64_t done, uint64_t total) {
 }
 
 /* Kokoro: the official checkpoint's tensors with random values through the converter (kokoro_synth). */
-static int synth_kokoro(const char *arch, const char *type, const char *out, uint64_t seed) {
+/* F16, BF16 or Q8_0; 0 (WGML_F32) for F32 and for anything else */
+static uint32_t kokoro_type(const char *name) {
+    return !strcmp(name, "F32") ? WGML_F32 : !strcmp(name, "F16") ? WGML_F16 : !strcmp(name, "BF16") ? WGML_BF16
+         : !strcmp(name, "Q8_0") ? WGML_Q8_0 : 0;
+}
+
+static int synth_kokoro(const char *arch, const char *type, const char *prosody_type, const char *out, uint64_t seed) {
     kokoro_config cfg;
     if (!strcmp(arch, "kokoro-tiny")) kokoro_config_tiny(&cfg);
     else kokoro_config_default(&cfg);
-    if (!type) return cli_usage_error("give the weight type with --type F32, F16 or Q8_0");
-    const int known = !strcmp(type, "F32") || !strcmp(type, "F16") || !strcmp(type, "Q8_0");
-    uint32_t t = !strcmp(type, "F16") ? WGML_F16 : !strcmp(type, "Q8_0") ? WGML_Q8_0 : WGML_F32;
-    if (!known) return cli_usage_error("--type %s: a Kokoro model is F32, F16 or Q8_0", type);
+    if (!type) return cli_usage_error("give the weight type with --type F32, F16, BF16 or Q8_0");
+    const uint32_t t = kokoro_type(type), pt = prosody_type ? kokoro_type(prosody_type) : WGML_F32;
+    if (!t && strcmp(type, "F32")) return cli_usage_error("--type %s: a Kokoro model is F32, F16, BF16 or Q8_0", type);
+    if (prosody_type && !pt && strcmp(prosody_type, "F32"))
+        return cli_usage_error("--prosody-type %s: not F32, F16, BF16 or Q8_0", prosody_type);
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
     cli_progress bar;
     cli_progress_begin(&bar, "generating");
-    kokoro_convert_options o = {.type = t, .progress = kokoro_progress, .user = &bar};
+    kokoro_convert_options o = {.type = t, .prosody_type = pt, .progress = kokoro_progress, .user = &bar};
     wgml_error err;
     double t0 = cli_now_ms();
     wgml_status st = kokoro_synth(&cfg, &o, seed, out, NULL, NULL, &err);
@@ -97,7 +106,7 @@ static void log_line(void *user, const char *line) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    const char *arch = NULL, *type = NULL, *out = NULL, *vocab = NULL;
+    const char *arch = NULL, *type = NULL, *out = NULL, *vocab = NULL, *prosody_type = NULL;
     long long seed = 42, layers = 0, threads = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -111,6 +120,8 @@ int cmd_synth(int argc, char **argv) {
             if (!(arch = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--type")) {
             if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--prosody-type")) {
+            if (!(prosody_type = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--vocab")) {
@@ -128,7 +139,9 @@ int cmd_synth(int argc, char **argv) {
         }
     }
     if (!arch) return cli_usage_error("give the architecture with --arch NAME (--list shows them)");
-    if (!strcmp(arch, "kokoro-82m") || !strcmp(arch, "kokoro-tiny")) return synth_kokoro(arch, type, out, (uint64_t)seed);
+    if (!strcmp(arch, "kokoro-82m") || !strcmp(arch, "kokoro-tiny"))
+        return synth_kokoro(arch, type, prosody_type, out, (uint64_t)seed);
+    if (prosody_type) return cli_usage_error("--prosody-type is for the kokoro architectures");
     const synth_arch *sa = synth_arch_find(arch);
     if (!sa) return cli_usage_error("unknown architecture '%s' (--list shows them)", arch);
     if (!type) return cli_usage_error("give the weight type with --type TYPE (e.g. F16, Q8_0, Q4_K_M)");

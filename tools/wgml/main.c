@@ -26,6 +26,11 @@ static const struct {
     {"rerank", cmd_rerank, "score documents against a query (cross-encoder rerankers)"},
     {"phonemize", cmd_phonemize, "print the phonemes of English text (Kokoro's G2P, needs espeak-ng)"},
     {"speak", cmd_speak, "text to speech (Kokoro models): a WAV file"},
+    {"template", cmd_template, "render a conversation (JSON on stdin) through a chat template"},
+#ifdef WGML_HAVE_SERVE
+    {"serve", cmd_serve, "an OpenAI-compatible HTTP server with parallel slots"},
+#endif
+    {"chat", cmd_chat, "chat with a model in the terminal (or one message per line from a pipe)"},
 };
 
 static void usage(FILE *f) {

@@ -372,10 +372,12 @@ static size_t gf_work_len(size_t span, int hd, int f16) {
 
 /* rows [from, from + cnt) of an f16 cache's KV head g as f32, hd apart */
 static void gf_rows_f32(const gf_task *t, const uint8_t *base, int from, int cnt, int g, float *dst) {
+    /* the F16 kernels' to_float: SIMD, and exact (f16 -> f32 loses nothing), so the bits are
+     * those of the scalar conversion */
+    void (*to_float)(const void *, float *, int64_t) = cpu_kernels_get(WGML_F16)->to_float;
     for (int j = 0; j < cnt; j++) {
         const uint16_t *h = (const uint16_t *)(base + (size_t)(from + j) * t->krow) + (size_t)g * t->hd;
-        for (int d = 0; d < t->hd; d++)
-            dst[(size_t)j * t->hd + d] = wgml_f16_to_f32(h[d]);
+        to_float(h, dst + (size_t)j * t->hd, t->hd);
     }
 }
 

@@ -29,18 +29,25 @@ void cpu_error(cpu_backend *cb, wgml_status code, const char *fmt, ...) {
     va_end(ap);
 }
 
-void *cpu_scratch(cpu_backend *cb, size_t size) {
-    if (size <= cb->scratch_size && cb->scratch) return cb->scratch;
+/* *buf grown to at least size bytes (contents not kept). */
+static void *grow(cpu_backend *cb, uint8_t **buf, size_t *have, size_t size, const char *what) {
+    if (size <= *have && *buf) return *buf;
     size_t want = size + size / 4 + 4096;
     void *p = wgml_aligned_alloc(want);
     if (!p) {
-        cpu_error(cb, WGML_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %zu bytes of scratch", want);
+        cpu_error(cb, WGML_ERR_OUT_OF_MEMORY, "cpu backend: out of memory for %zu bytes of %s", want, what);
         return NULL;
     }
-    wgml_aligned_free(cb->scratch);
-    cb->scratch = p;
-    cb->scratch_size = want;
+    wgml_aligned_free(*buf);
+    *buf = p;
+    *have = want;
     return p;
+}
+
+void *cpu_scratch(cpu_backend *cb, size_t size) { return grow(cb, &cb->scratch, &cb->scratch_size, size, "scratch"); }
+
+void *cpu_scratch_unfold(cpu_backend *cb, size_t size) {
+    return grow(cb, &cb->unfold, &cb->unfold_size, size, "a convolution's signal");
 }
 
 int cpu_check(cpu_backend *cb, const char *op, const wgml_tensor *t) {
@@ -257,6 +264,7 @@ static void cpu_free(wgml_backend *be) {
     if (!cb) return;
     wgml_threadpool_free(cb->pool);
     wgml_aligned_free(cb->scratch);
+    wgml_aligned_free(cb->unfold);
     wgml_free(cb);
 }
 

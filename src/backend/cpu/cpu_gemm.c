@@ -11,10 +11,12 @@
  * beside n passes of arithmetic). The micro-kernel (kernels.h) then holds a
  * tile of CPU_GEMM_MR rows x CPU_GEMM_NR columns in registers.
  *
- * BF16 weights, where the CPU has AVX512_BF16, go as bf16 pairs instead
- * (panel p, pair k: 32 words of (w[m][2k], w[m][2k+1])), against the
- * activations rounded to bf16 tile by tile (cpu_gemm_bf16_fn): twice the
- * f32 FMA rate, at bf16's 8-bit mantissa for the activations.
+ * Where the CPU has AVX512_BF16 and the caller allows it (bf16: BF16
+ * weights without f32_act, or any weight with bf16_act, cpu_ops.c), the
+ * product goes as bf16 pairs instead (panel p, pair k: 32 words of
+ * (w[m][2k], w[m][2k+1]), BF16 weights as stored, others rounded to
+ * nearest even), against the activations rounded to bf16 tile by tile
+ * (cpu_gemm_bf16_fn): twice the f32 FMA rate, at bf16's 8-bit mantissa.
  *
  * Blocking: k in blocks of GEMM_KC, so that one block of every panel (at
  * most a few hundred KiB) stays in L2 while the tiles of a row block go
@@ -38,9 +40,14 @@ size_t cpu_gemm_scratch(int64_t M, int64_t K) {
     return (size_t)panels * (size_t)K * CPU_GEMM_NR * sizeof(float) + 64;
 }
 
-size_t cpu_gemm_tmp_floats(int64_t K) { return (size_t)K + CPU_GEMM_MR * (GEMM_KC / 2) + 16; }
+/* a weight row as floats, then as bf16 (pack_panels_bf16); or a tile's
+ * activations as bf16 (gemm_items) */
+size_t cpu_gemm_tmp_floats(int64_t K) {
+    size_t row = (size_t)K + ((size_t)K + 1) / 2, tile = CPU_GEMM_MR * (GEMM_KC / 2);
+    return (row > tile ? row : tile) + 16;
+}
 
-int cpu_gemm_bf16(uint32_t type) { return type == WGML_BF16 && cpu_kernels_gemm_bf16() != NULL; }
+int cpu_gemm_bf16_ok(void) { return cpu_kernels_gemm_bf16() != NULL; }
 
 typedef struct {
     const cpu_gemm_args *a;
@@ -53,27 +60,34 @@ typedef struct {
     size_t tmp_stride;
 } gemm_task;
 
-/* BF16 panels [lo, hi): rows copied as pairs into their column. */
+/* bf16 pair panels [lo, hi): BF16 rows copied as pairs into their column,
+ * other types' rows converted to floats and rounded to bf16 first. */
 static void pack_panels_bf16(void *p, int64_t lo, int64_t hi, int ith) {
-    (void)ith;
     gemm_task *t = p;
     const cpu_gemm_args *a = t->a;
     const int64_t K = a->K, kp = (K + 1) / 2;
     uint32_t *wp = (uint32_t *)t->wp;
+    float *tmp = t->tmp + (size_t)ith * t->tmp_stride;
+    uint16_t *conv = (uint16_t *)(tmp + K);
     for (int64_t pn = lo; pn < hi; pn++) {
         uint32_t *dst = wp + (size_t)pn * (size_t)kp * CPU_GEMM_NR;
         for (int j = 0; j < CPU_GEMM_NR; j++) {
             const int64_t m = pn * CPU_GEMM_NR + j;
+            if (m >= a->M) {
+                for (int64_t k = 0; k < kp; k++) dst[k * CPU_GEMM_NR + j] = 0;
+                continue;
+            }
             const uint8_t *row = a->w + (size_t)m * a->w_row;
+            if (a->type != WGML_BF16) {
+                a->k->to_float(row, tmp, K);
+                t->to_bf16(tmp, conv, K);
+                row = (const uint8_t *)conv;
+            }
             for (int64_t k = 0; k < kp; k++) {
-                uint32_t v = 0;
-                if (m < a->M) {
-                    uint16_t e0, e1 = 0;
-                    memcpy(&e0, row + 4 * k, 2);
-                    if (2 * k + 1 < K) memcpy(&e1, row + 4 * k + 2, 2);
-                    v = (uint32_t)e0 | (uint32_t)e1 << 16;
-                }
-                dst[k * CPU_GEMM_NR + j] = v;
+                uint16_t e0, e1 = 0;
+                memcpy(&e0, row + 4 * k, 2);
+                if (2 * k + 1 < K) memcpy(&e1, row + 4 * k + 2, 2);
+                dst[k * CPU_GEMM_NR + j] = (uint32_t)e0 | (uint32_t)e1 << 16;
             }
         }
     }
@@ -99,27 +113,53 @@ static void pack_panels(void *p, int64_t lo, int64_t hi, int ith) {
     }
 }
 
+/* The product's k blocks: block b covers weight columns [wk, wk + kc),
+ * which input row i reads at x + i * ldx + xoff. Plain: blocks of GEMM_KC.
+ * A convolution: each tap's real channels in blocks of GEMM_KC, read from
+ * the signal's rows (a tap's padding columns, zero, are never visited). */
+typedef struct {
+    int64_t wk, kc;
+    size_t xoff;
+} kblock;
+
+static int64_t kblock_count(const cpu_gemm_args *a) {
+    if (!a->conv_kernel) return (a->K + GEMM_KC - 1) / GEMM_KC;
+    return (int64_t)a->conv_kernel * ((a->conv_c + GEMM_KC - 1) / GEMM_KC);
+}
+
+static kblock kblock_at(const cpu_gemm_args *a, int64_t b) {
+    if (!a->conv_kernel) {
+        const int64_t k0 = b * GEMM_KC;
+        return (kblock){k0, a->K - k0 < GEMM_KC ? a->K - k0 : GEMM_KC, (size_t)k0};
+    }
+    const int64_t C = a->conv_c, per = (C + GEMM_KC - 1) / GEMM_KC, j = b / per, c0 = (b % per) * GEMM_KC;
+    return (kblock){j * (a->K / a->conv_kernel) + c0, C - c0 < GEMM_KC ? C - c0 : GEMM_KC,
+                    (size_t)(j * a->conv_dilation * C + c0)};
+}
+
 /* Work items [lo, hi): item = row block * groups + panel group. With bf16
  * pairs each tile's rows of a k block are first rounded to bf16, once for
  * all the panels, into the thread's tmp. */
 static void gemm_items(void *p, int64_t lo, int64_t hi, int ith) {
     gemm_task *t = p;
     const cpu_gemm_args *a = t->a;
-    const int64_t K = a->K, M = a->M, kp_all = (K + 1) / 2;
+    const int64_t K = a->K, M = a->M, kp_all = (K + 1) / 2, nb = kblock_count(a);
+    const size_t ldx = a->conv_kernel ? (size_t)a->conv_stride * (size_t)a->conv_c : (size_t)K;
     uint16_t *xb = (uint16_t *)(((uintptr_t)(t->tmp + (size_t)ith * t->tmp_stride) + 63) & ~(uintptr_t)63);
     for (int64_t it = lo; it < hi; it++) {
         const int64_t rb = it / t->groups, g = it % t->groups;
         const int64_t i0 = rb * GEMM_ROWS, i1 = i0 + GEMM_ROWS < a->n ? i0 + GEMM_ROWS : a->n;
         const int64_t p0 = g * t->per_group, p1 = p0 + t->per_group < t->panels ? p0 + t->per_group : t->panels;
-        for (int64_t k0 = 0; k0 < K; k0 += GEMM_KC) { /* GEMM_KC is even: a block starts at a pair */
-            const int64_t kc = K - k0 < GEMM_KC ? K - k0 : GEMM_KC, kp = (kc + 1) / 2;
-            const int add = k0 > 0 || a->add;
+        for (int64_t b = 0; b < nb; b++) {
+            const kblock kb = kblock_at(a, b); /* wk is even with bf16 pairs (cpu_gemm) */
+            const int64_t kc = kb.kc, kp = (kc + 1) / 2;
+            const int add = b > 0 || a->add;
             for (int64_t i = i0; i < i1; i += CPU_GEMM_MR) {
                 const int mr = (int)(i1 - i < CPU_GEMM_MR ? i1 - i : CPU_GEMM_MR);
-                const float *x = a->x + (size_t)i * (size_t)K + k0;
+                const float *x = a->x + (size_t)i * ldx + kb.xoff;
                 if (t->bf16)
                     for (int r = 0; r < mr; r++) {
-                        t->to_bf16(x + (size_t)r * (size_t)K, xb + (size_t)r * 2 * (size_t)kp, kc);
+                        t->to_bf16(x + (size_t)r * ldx, xb + (size_t)r * 2 * (size_t)kp, kc);
                         if (kc & 1) xb[(size_t)r * 2 * (size_t)kp + (size_t)kc] = 0;
                     }
                 for (int64_t pn = p0; pn < p1; pn++) {
@@ -128,11 +168,11 @@ static void gemm_items(void *p, int64_t lo, int64_t hi, int ith) {
                     float *c = a->out + (size_t)i * (size_t)M + m0;
                     if (t->bf16)
                         t->bf16(kp, (const uint32_t *)xb, (size_t)kp,
-                                (const uint32_t *)t->wp + ((size_t)pn * (size_t)kp_all + (size_t)(k0 / 2)) * CPU_GEMM_NR,
+                                (const uint32_t *)t->wp + ((size_t)pn * (size_t)kp_all + (size_t)(kb.wk / 2)) * CPU_GEMM_NR,
                                 c, (size_t)M, mr, nc, add);
                     else
-                        t->fn(kc, x, (size_t)K, t->wp + ((size_t)pn * (size_t)K + (size_t)k0) * CPU_GEMM_NR, c,
-                              (size_t)M, mr, nc, add);
+                        t->fn(kc, x, ldx, t->wp + ((size_t)pn * (size_t)K + (size_t)kb.wk) * CPU_GEMM_NR, c, (size_t)M,
+                              mr, nc, add);
                 }
             }
         }
@@ -147,7 +187,8 @@ void cpu_gemm(wgml_threadpool *pool, int n_threads, const cpu_gemm_args *a, void
     gemm_task t = {.a = a, .fn = cpu_kernels_gemm(), .tmp = tmp, .tmp_stride = cpu_gemm_tmp_floats(a->K)};
     t.wp = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
     t.panels = (a->M + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
-    if (cpu_gemm_bf16(a->type) && !a->f32) {
+    /* bf16 pairs start at even columns: a convolution's taps must be of even width */
+    if (a->bf16 && (!a->conv_kernel || (a->K / a->conv_kernel) % 2 == 0)) {
         t.bf16 = cpu_kernels_gemm_bf16();
         t.to_bf16 = cpu_kernels_to_bf16();
         wgml_threadpool_run_range(pool, pack_panels_bf16, &t, t.panels, 1);

@@ -12,15 +12,24 @@
 struct cpu_type_kernels;
 
 /* out[i][m] = (add ? out[i][m] : 0) + sum_k x[i][k] * w[m][k] (+ bias[m])
- * for i < n, m < M, k < K. */
+ * for i < n, m < M, k < K; x[i] is a row of x, or of a convolution's
+ * unfolding of it (conv_kernel). */
 typedef struct cpu_gemm_args {
     const float *x;                 /* [n][K] */
     int64_t n, K, M;
     const uint8_t *w;               /* M rows of w_row bytes */
     size_t w_row;
     const struct cpu_type_kernels *k; /* the weight's kernels: to_float reads a row */
-    uint32_t type;                  /* the weight's type (BF16: pairs, cpu_gemm_bf16) */
-    int f32;                        /* 1: f32 activations even for BF16 (no bf16 pairs) */
+    uint32_t type;                  /* the weight's type */
+    int bf16;                       /* 1: as bf16 pairs (needs cpu_gemm_bf16_ok()): weights and
+                                       activations rounded to bf16, f32 sums */
+    /* a 1-D convolution (conv_kernel > 0): x is then a signal whose rows
+     * are conv_c channels, already padded (its row 0 is the first tap of
+     * output row 0), and input row i, column j * (K / conv_kernel) + c is
+     * x[i * conv_stride + j * conv_dilation][c] for c < conv_c; the columns
+     * from conv_c to the tap's end are zero (never read) */
+    int conv_kernel, conv_stride, conv_dilation;
+    int64_t conv_c;
     const float *bias;              /* [M] or NULL */
     float *out;                     /* [n][M] */
     int add;
@@ -31,9 +40,9 @@ size_t cpu_gemm_scratch(int64_t M, int64_t K);
 
 /* Floats of tmp per thread for a K-wide matmul. */
 size_t cpu_gemm_tmp_floats(int64_t K);
-/* Whether weights of this type go as bf16 pairs, with the activations
- * rounded to bf16 (BF16, where the CPU has AVX512_BF16). */
-int cpu_gemm_bf16(uint32_t type);
+/* Whether this CPU multiplies bf16 pairs (AVX512_BF16): cpu_gemm_args.bf16
+ * may then be set. */
+int cpu_gemm_bf16_ok(void);
 
 /* Runs on the pool (n_threads threads). scratch: cpu_gemm_scratch(M, K)
  * bytes; tmp: n_threads * cpu_gemm_tmp_floats(K) floats. */

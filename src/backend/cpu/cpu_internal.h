@@ -41,6 +41,9 @@ typedef struct cpu_backend {
     /* scratch reused by every op; grows on demand, never shrinks */
     uint8_t *scratch;
     size_t scratch_size;
+    /* a convolution's padded signal or unfolding (matmul's conv), beside the scratch */
+    uint8_t *unfold;
+    size_t unfold_size;
     wgml_backend_stats stats;
     int profiling;
     wgml_kernel_time prof[CPU_MAX_PROFILE];
@@ -53,6 +56,8 @@ static inline void *cpu_ptr(const wgml_tensor *t) { return t->buf->data + t->off
 void cpu_error(cpu_backend *cb, wgml_status code, const char *fmt, ...);
 /* Scratch of at least `size` bytes, 64-byte aligned; NULL (with error recorded) if out of memory. */
 void *cpu_scratch(cpu_backend *cb, size_t size);
+/* The same for a convolution's signal (cpu_op_matmul's conv), kept apart from the scratch. */
+void *cpu_scratch_unfold(cpu_backend *cb, size_t size);
 /* Checks that a tensor view lies within its buffer; records an error if not. */
 int cpu_check(cpu_backend *cb, const char *op, const wgml_tensor *t);
 /* Profiling: wall time of one op call. */

@@ -134,12 +134,29 @@ typedef struct {
     wgml_epilogue epi;
     float *exact_tmp; /* exact mode: n_threads x K floats, else NULL */
     float *swiglu_up; /* tiled SwiGLU: the up products [n][M], else NULL */
+    int no_tiles;     /* batch_invariant: never dot4x4 (its sums run in another order than dot's) */
 } mm_task;
 
 static float part_dot(const mm_task *t, const mm_part *p, const uint8_t *w, int64_t i, int ith) {
     if (t->exact_tmp)
         return exact_dot(p->k, t->K, w, (const float *)(p->act + (size_t)i * p->act_row), t->exact_tmp + ith * t->K);
     return p->k->dot(t->K, w, p->act + (size_t)i * p->act_row);
+}
+
+/* Token rows per part_dots call (its callers' buffers). */
+#define MM_DOT_ROWS 16
+
+/* o[j] = weight row w . token row i0 + j for j < cnt (<= MM_DOT_ROWS): the
+ * type's dot_rows where it has one, which reads and decodes each weight
+ * block once for several rows and gives each row the bits `dot` gives it
+ * (kernels.h), so a row's result never depends on the rows beside it. */
+static void part_dots(const mm_task *t, const mm_part *p, const uint8_t *w, int64_t i0, int64_t cnt, int ith,
+                      float *o) {
+    if (cnt > 1 && p->k->dot_rows && !t->exact_tmp) {
+        p->k->dot_rows(t->K, w, p->act + (size_t)i0 * p->act_row, p->act_row, (int)cnt, o);
+        return;
+    }
+    for (int64_t j = 0; j < cnt; j++) o[j] = part_dot(t, p, w, i0 + j, ith);
 }
 
 static float silu(float x) { return x / (1.0f + expf(-x)); }
@@ -151,10 +168,11 @@ static float silu(float x) { return x / (1.0f + expf(-x)); }
 
 /* Output rows [lo, hi) of part pt for all tokens into res [n][M] (adding to
  * what is there with `add`, plus bias[r] if given): 4 x 4 tiles with the
- * type's dot4x4 kernel where it has one (prompts), single dots elsewhere. */
+ * type's dot4x4 kernel where it has one (prompts, unless batch-invariant),
+ * elsewhere each weight row with up to MM_DOT_ROWS token rows at a time. */
 static void part_rows(const mm_task *t, const mm_part *pt, int64_t lo, int64_t hi, int ith, float *res, int add,
                       const float *bias) {
-    int tiled = pt->k->dot4x4 && !t->exact_tmp && t->n >= 4;
+    int tiled = pt->k->dot4x4 && !t->exact_tmp && !t->no_tiles && t->n >= 4;
     int64_t r = lo;
 #define PUT(i, row, v)                                                              \
     do {                                                                            \
@@ -172,12 +190,23 @@ static void part_rows(const mm_task *t, const mm_part *pt, int64_t lo, int64_t h
                 for (int a = 0; a < 4; a++)
                     for (int b = 0; b < 4; b++) PUT(i + b, r + a, o[4 * a + b]);
             }
-            for (; i < t->n; i++)
-                for (int a = 0; a < 4; a++) PUT(i, r + a, part_dot(t, pt, w + (size_t)a * pt->w_row, i, ith));
+            if (i < t->n)
+                for (int a = 0; a < 4; a++) {
+                    float o[4];
+                    part_dots(t, pt, w + (size_t)a * pt->w_row, i, t->n - i, ith, o);
+                    for (int64_t j = i; j < t->n; j++) PUT(j, r + a, o[j - i]);
+                }
         }
     }
+    if (t->n == 1) /* decode of one sequence */
+        for (; r < hi; r++) PUT(0, r, part_dot(t, pt, pt->w + (size_t)r * pt->w_row, 0, ith));
     for (; r < hi; r++)
-        for (int64_t i = 0; i < t->n; i++) PUT(i, r, part_dot(t, pt, pt->w + (size_t)r * pt->w_row, i, ith));
+        for (int64_t i = 0; i < t->n; i += MM_DOT_ROWS) {
+            const int64_t cnt = t->n - i < MM_DOT_ROWS ? t->n - i : MM_DOT_ROWS;
+            float o[MM_DOT_ROWS];
+            part_dots(t, pt, pt->w + (size_t)r * pt->w_row, i, cnt, ith, o);
+            for (int64_t j = 0; j < cnt; j++) PUT(i + j, r, o[j]);
+        }
 #undef PUT
 }
 
@@ -202,12 +231,16 @@ static void mm_rows(void *p, int64_t lo, int64_t hi, int ith) {
         }
         for (int64_t r = lo; r < hi; r++) {
             const uint8_t *wg = g->w + (size_t)r * g->w_row, *wu = u->w + (size_t)r * u->w_row;
-            for (int64_t i = 0; i < t->n; i++) {
-                float a = part_dot(t, g, wg, i, ith);
-                float b = part_dot(t, u, wu, i, ith);
-                if (g->bias) a += g->bias[r];
-                if (u->bias) b += u->bias[r];
-                g->out[i * g->M + r] = silu(a) * b;
+            for (int64_t i = 0; i < t->n; i += MM_DOT_ROWS) {
+                const int64_t cnt = t->n - i < MM_DOT_ROWS ? t->n - i : MM_DOT_ROWS;
+                float a[MM_DOT_ROWS], b[MM_DOT_ROWS];
+                part_dots(t, g, wg, i, cnt, ith, a);
+                part_dots(t, u, wu, i, cnt, ith, b);
+                for (int64_t j = 0; j < cnt; j++) {
+                    if (g->bias) a[j] += g->bias[r];
+                    if (u->bias) b[j] += u->bias[r];
+                    g->out[(i + j) * g->M + r] = silu(a[j]) * b[j];
+                }
             }
         }
         return;
@@ -290,16 +323,26 @@ static const char *mm_profile_name(const wgml_matmul_args *mm) {
  * double-precision reference mode. */
 static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n) {
     if (cb->exact || mm->epilogue == WGML_EPI_SWIGLU || !cpu_kernels_gemm_fast()) return 0;
+    if (mm->batch_invariant && !mm->f32_act) return 0;
     int quantized = 0;
     for (int i = 0; i < mm->n_w; i++) {
         if (cpu_weight_kernels(mm->w[i])->act_type == WGML_F32) continue;
-        if (!mm->f32_act) return 0;
+        if (!mm->f32_act && !mm->bf16_act) return 0;
         quantized = 1;
     }
     return n >= MM_GEMM_MIN_ROWS || quantized;
 }
 
-static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int64_t K) {
+/* Whether a GEMM goes as bf16 pairs: where the CPU has them, for BF16
+ * weights whose caller did not ask for f32 activations, and for any weight
+ * whose caller accepts bf16 (bf16_act). */
+static int mm_bf16(const wgml_matmul_args *mm, uint32_t type) {
+    return cpu_gemm_bf16_ok() && ((type == WGML_BF16 && !mm->f32_act) || mm->bf16_act);
+}
+
+/* n rows of K by the blocked GEMM. sig: a convolution's padded signal
+ * (mm->conv; K is then the weight's row), else NULL. */
+static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int64_t K, const float *sig) {
     size_t norm_bytes = mm->norm ? ((size_t)(n * K) * sizeof(float) + 63) & ~(size_t)63 : 0, pack = 0;
     for (int i = 0; i < mm->n_w; i++) {
         size_t b = cpu_gemm_scratch(wgml_tensor_nrows(mm->w[i]), K);
@@ -308,7 +351,7 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     pack = (pack + 63) & ~(size_t)63;
     uint8_t *scratch = cpu_scratch(cb, norm_bytes + pack + (size_t)cb->n_threads * cpu_gemm_tmp_floats(K) * sizeof(float));
     if (!scratch) return;
-    const float *x = cpu_ptr(mm->x);
+    const float *x = sig ? sig : cpu_ptr(mm->x);
     if (mm->norm) {
         rms_norm_rows((float *)scratch, x, cpu_ptr(mm->norm), K, n, mm->eps);
         x = (const float *)scratch;
@@ -316,18 +359,60 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     for (int i = 0; i < mm->n_w; i++) {
         cpu_gemm_args a = {.x = x, .n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
                            .w_row = wgml_row_size(mm->w[i]->type, K), .k = cpu_weight_kernels(mm->w[i]),
-                           .type = mm->w[i]->type, .f32 = mm->f32_act,
+                           .type = mm->w[i]->type, .bf16 = mm_bf16(mm, mm->w[i]->type),
+                           .conv_kernel = sig ? mm->conv.kernel : 0, .conv_stride = mm->conv.stride,
+                           .conv_dilation = mm->conv.dilation, .conv_c = mm->x->ne[0],
                            .bias = mm->bias[i] ? cpu_ptr(mm->bias[i]) : NULL, .out = cpu_ptr(mm->out[i]),
                            .add = mm->epilogue == WGML_EPI_ADD};
         cpu_gemm(cb->pool, cb->n_threads, &a, scratch + norm_bytes, (float *)(scratch + norm_bytes + pack));
     }
 }
 
+/* A convolution (mm->conv). The blocked GEMM reads each tap's rows straight
+ * from the signal, copied with its zero pads into the unfold scratch when it
+ * has pads: no unfolding is stored (for Kokoro's vocoder it would be up to
+ * 11x the signal). Elsewhere (the exact mode, CPUs without the GEMM's
+ * micro-kernels) the unfolding is written there, as im2col does, and
+ * multiplied as any input. */
+static void mm_conv(cpu_backend *cb, const wgml_matmul_args *mm) {
+    const wgml_conv1d *c = &mm->conv;
+    const int64_t T = wgml_tensor_nrows(mm->x), C = mm->x->ne[0], W = mm->w[0]->ne[0], Ct = W / c->kernel;
+    const int64_t n = wgml_conv1d_rows(c, T);
+    if (mm_use_gemm(cb, mm, n)) {
+        const float *sig = cpu_ptr(mm->x);
+        if (c->pad_l || c->pad_r) {
+            float *p = cpu_scratch_unfold(cb, (size_t)((T + c->pad_l + c->pad_r) * C) * sizeof(float));
+            if (!p) return;
+            memset(p, 0, (size_t)(c->pad_l * C) * sizeof(float));
+            memcpy(p + c->pad_l * C, sig, (size_t)(T * C) * sizeof(float));
+            memset(p + (c->pad_l + T) * C, 0, (size_t)(c->pad_r * C) * sizeof(float));
+            sig = p;
+        }
+        mm_gemm(cb, mm, n, W, sig);
+        return;
+    }
+    float *col = cpu_scratch_unfold(cb, (size_t)(n * W) * sizeof(float));
+    if (!col) return;
+    wgml_buffer b = {.data = (uint8_t *)col, .size = (size_t)(n * W) * sizeof(float)};
+    wgml_tensor u = {.type = WGML_F32, .ne = {W, n, 1, 1}, .buf = &b, .name = "unfolding"};
+    cpu_op_im2col(cb, &(wgml_im2col_args){.out = &u, .x = mm->x, .kernel = c->kernel, .stride = c->stride,
+                                          .dilation = c->dilation, .pad_l = c->pad_l, .pad_r = c->pad_r});
+    if (Ct > C)
+        cpu_op_im2col(cb, &(wgml_im2col_args){.out = &u, .kernel = c->kernel, .c0 = (int)C, .zero_c = (int)(Ct - C)});
+    wgml_matmul_args plain = *mm;
+    plain.x = &u, plain.conv = (wgml_conv1d){0};
+    cpu_op_matmul(cb, &plain);
+}
+
 void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
     if (!mm_check(cb, mm)) return;
+    if (mm->conv.kernel) {
+        mm_conv(cb, mm);
+        return;
+    }
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
     if (mm_use_gemm(cb, mm, n)) {
-        mm_gemm(cb, mm, n, K);
+        mm_gemm(cb, mm, n, K, NULL);
         return;
     }
 
@@ -344,7 +429,8 @@ void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
     }
     size_t exact_off = total;
     if (cb->exact) total += (size_t)cb->n_threads * (size_t)K * sizeof(float);
-    int swiglu_tiled = mm->epilogue == WGML_EPI_SWIGLU && !cb->exact && n >= 4 && k[0]->dot4x4 && k[1]->dot4x4;
+    int swiglu_tiled = mm->epilogue == WGML_EPI_SWIGLU && !cb->exact && !mm->batch_invariant && n >= 4 &&
+                       k[0]->dot4x4 && k[1]->dot4x4;
     size_t up_off = total;
     if (swiglu_tiled) total += (size_t)(n * wgml_tensor_nrows(mm->w[1])) * sizeof(float);
     uint8_t *scratch = cpu_scratch(cb, total);
@@ -358,7 +444,8 @@ void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
 
     mm_task t = {.n_parts = mm->n_w, .K = K, .n = n, .epi = mm->epilogue,
                  .exact_tmp = cb->exact ? (float *)(scratch + exact_off) : NULL,
-                 .swiglu_up = swiglu_tiled ? (float *)(scratch + up_off) : NULL};
+                 .swiglu_up = swiglu_tiled ? (float *)(scratch + up_off) : NULL,
+                 .no_tiles = mm->batch_invariant};
     uint8_t *act = scratch + ((norm_bytes + 63) & ~(size_t)63);
     for (int i = 0; i < mm->n_w; i++) {
         mm_part *p = &t.part[i];

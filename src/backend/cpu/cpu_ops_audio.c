@@ -351,38 +351,62 @@ void cpu_op_stft(cpu_backend *cb, const wgml_stft_args *a) {
     }
 }
 
+typedef struct {
+    const wgml_istft_args *a;
+    const float *mag, *ph;
+    const double *cs; /* cos, sin of 2 pi n / N */
+    double *frames;   /* [F][N]: each frame's inverse DFT */
+    double *bins;     /* per thread: 2 B doubles, the bins' re and im */
+} istft_task;
+
+/* Frames [lo, hi): the real inverse DFT of each, in double (the bins'
+ * cos and sin of the phase once per frame). */
+static void istft_frames(void *p, int64_t lo, int64_t hi, int ith) {
+    const istft_task *t = p;
+    const int N = t->a->n_fft, B = N / 2 + 1, half = N / 2;
+    double *re = t->bins + (size_t)ith * 2 * (size_t)B, *im = re + B;
+    for (int64_t f = lo; f < hi; f++) {
+        const float *m = t->mag + f * B, *ph = t->ph + f * B;
+        for (int k = 0; k <= half; k++) {
+            re[k] = m[k] * cos((double)ph[k]);
+            im[k] = m[k] * sin((double)ph[k]);
+        }
+        double *fr = t->frames + f * N;
+        for (int n = 0; n < N; n++) {
+            /* bins 0 and N/2 once (their real parts), the others twice */
+            double v = re[0] + (n % 2 ? -1.0 : 1.0) * re[half];
+            for (int k = 1; k < half; k++) {
+                const int idx = (int)(((int64_t)k * n) % N);
+                v += 2 * (re[k] * t->cs[2 * idx] - im[k] * t->cs[2 * idx + 1]);
+            }
+            fr[n] = v / N;
+        }
+    }
+}
+
 void cpu_op_istft(cpu_backend *cb, const wgml_istft_args *a) {
     if (!cpu_check(cb, "istft", a->out) || !cpu_check(cb, "istft", a->mag) || !cpu_check(cb, "istft", a->phase) ||
         !cpu_check(cb, "istft", a->window))
         return;
-    const int N = a->n_fft, B = N / 2 + 1, half = N / 2;
+    const int N = a->n_fft, half = N / 2, B = N / 2 + 1;
     const int64_t F = wgml_tensor_nrows(a->mag), hop = a->hop, Lp = hop * (F - 1) + N; /* padded length */
-    double *buf = cpu_scratch(cb, (size_t)(2 * Lp + 2 * N + N) * sizeof(double));
+    double *buf = cpu_scratch(cb, (size_t)(2 * Lp + 2 * N + F * N + 2 * B * cb->n_threads) * sizeof(double));
     if (!buf) return;
-    double *acc = buf, *wsum = buf + Lp, *cs = wsum + Lp, *fr = cs + 2 * N;
+    double *acc = buf, *wsum = buf + Lp, *cs = wsum + Lp, *frames = cs + 2 * N, *bins = frames + F * N;
     for (int64_t i = 0; i < 2 * Lp; i++) buf[i] = 0;
     for (int n = 0; n < N; n++) {
         cs[2 * n] = cos(TWO_PI * n / N);
         cs[2 * n + 1] = sin(TWO_PI * n / N);
     }
-    const float *mag = cpu_ptr(a->mag), *ph = cpu_ptr(a->phase), *w = cpu_ptr(a->window);
-    for (int64_t f = 0; f < F; f++) {
-        const float *m = mag + f * B, *p = ph + f * B;
+    const float *w = cpu_ptr(a->window);
+    istft_task t = {a, cpu_ptr(a->mag), cpu_ptr(a->phase), cs, frames, bins};
+    wgml_threadpool_run_range(cb->pool, istft_frames, &t, F, 256);
+    /* overlap-add, in frame order */
+    for (int64_t f = 0; f < F; f++)
         for (int n = 0; n < N; n++) {
-            /* real inverse DFT: bins 0 and N/2 once (their real parts), the others twice */
-            double v = m[0] * cos((double)p[0]) + (n % 2 ? -1.0 : 1.0) * m[half] * cos((double)p[half]);
-            for (int k = 1; k < half; k++) {
-                int idx = (int)(((int64_t)k * n) % N);
-                double re = m[k] * cos((double)p[k]), im = m[k] * sin((double)p[k]);
-                v += 2 * (re * cs[2 * idx] - im * cs[2 * idx + 1]);
-            }
-            fr[n] = v / N;
-        }
-        for (int n = 0; n < N; n++) {
-            acc[f * hop + n] += fr[n] * w[n];
+            acc[f * hop + n] += frames[f * N + n] * w[n];
             wsum[f * hop + n] += (double)w[n] * w[n];
         }
-    }
     float *out = cpu_ptr(a->out);
     const int64_t L = a->out->ne[0];
     for (int64_t i = 0; i < L; i++) {

@@ -104,6 +104,9 @@ void cpu_w_q4_0_x8_to_float(const void *src, float *dst, int64_t n);
  * unknown or the row's redundant fields (CPU_ACT_Q8_0_G8's sums) disagree with its values. */
 int cpu_act_to_float(uint32_t act, const void *src, float *dst, int64_t n);
 
+/* Activation rows one pass of a dot_rows kernel takes (more are done in passes of this many). */
+#define CPU_DOT_ROWS 4
+
 typedef struct cpu_type_kernels {
     uint32_t act_type; /* format of the prepared activation row: a wgml_dtype or CPU_ACT_* */
     /* x (n f32) -> prepared activation row (cpu_act_row_size(act_type, n) bytes) */
@@ -117,6 +120,14 @@ typedef struct cpu_type_kernels {
      * out[4 * r + t] = row r . row t. Loads each vector once for four
      * products, for prompt processing. */
     void (*dot4x4)(int64_t n, const void *w, size_t w_stride, const void *x, size_t x_stride, float *out);
+    /* Optional (NULL if none): the dot products of one weight row with nr >= 1
+     * prepared activation rows (x_stride bytes apart), out[t] = dot(n, w_row,
+     * x + t * x_stride) bit for bit: `dot`'s own loop with a set of
+     * accumulators per row, so each weight block is loaded and decoded once
+     * for up to CPU_DOT_ROWS rows. Decoding several sequences in one step
+     * (batch-invariant matmuls, ops.h) relies on that identity; without
+     * this entry the backend calls `dot` per row, which keeps it too. */
+    void (*dot_rows)(int64_t n, const void *w_row, const void *x, size_t x_stride, int nr, float *out);
     /* Optional (NULL if none): the kernels of weights stored in a layout of
      * their own (a CPU_W_*), which read faster than GGUF's. The backend
      * rewrites a weight into it once, when the weight is created, with that

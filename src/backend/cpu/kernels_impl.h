@@ -4,7 +4,8 @@
  *
  * kernels.c fills a table with the portable scalar kernels (the reference),
  * then lets each instruction-set file the CPU supports overwrite the `dot`
- * and `to_float` entries it has faster versions of. Most keep the scalar
+ * and `to_float` entries it has faster versions of (`dot` always with its
+ * `dot_rows`, the same loop over several activation rows). Most keep the scalar
  * `act_type` and `prepare`; one that reads its activations in another order
  * sets both, to a CPU_ACT_* layout holding the same values (kernels.h).
  */

@@ -26,6 +26,9 @@
  * waiting on DRAM for part of every row.
  * Products stay in range: 63 * 127 * 2 < 32767 for vpmaddubsw's saturating
  * pairs; Q8_0 weights go through |w| and sign(y, w) (|-128| is 128 unsigned).
+ * Every dot product is one always-inlined loop over NR activation rows
+ * (KX_ROWS_ENTRY): `dot` is its NR = 1 instance and `dot_rows` runs the
+ * NR = 1..4 ones, so row t of a dot_rows pass gets `dot`'s bits (kernels.h).
  */
 #include "backend/cpu/kernels_impl.h"
 #include "core/dtype.h"
@@ -126,135 +129,233 @@ static KX_TARGET inline __m128i kx_q3k_scales(const uint8_t *s) {
 /* Lane k of v in all lanes. */
 static KX_TARGET inline __m256 kx_lane(__m256 v, int k) { return _mm256_permutevar8x32_ps(v, _mm256_set1_epi32(k)); }
 
-/* ---- float weights ---- */
+/* ---- float weights ----
+ * Each dot product is written once as kx_rows_<type>(..., NR, out): `dot`'s
+ * loop over the weight row with NR sets of accumulators, each loaded weight
+ * vector meeting the NR activation rows in turn. NR is a constant where it
+ * is inlined (KX_ROWS_ENTRY), so the NR = 1 instance is the plain `dot`, and
+ * row t of any instance does the same float operations in the same order as
+ * that one: the bit-for-bit identity dot_rows promises (kernels.h). */
+
+#define KX_INLINE static KX_TARGET inline __attribute__((always_inline))
+
+/* The `dot` (NAME) and `dot_rows` (NAME##_rows) entries of kx_rows-style ROWS:
+ * passes of up to CPU_DOT_ROWS rows, each an instance with a constant NR. */
+#define KX_ROWS_ENTRY(NAME, ROWS)                                                                                      \
+    static KX_TARGET float NAME(int64_t n, const void *w, const void *x) {                                             \
+        float o;                                                                                                       \
+        ROWS(n, w, x, 0, 1, &o);                                                                                       \
+        return o;                                                                                                      \
+    }                                                                                                                  \
+    static KX_TARGET void NAME##_rows(int64_t n, const void *w, const void *xv, size_t xs, int nr, float *out) {      \
+        const uint8_t *x = xv;                                                                                         \
+        for (; nr > 0; nr -= CPU_DOT_ROWS, x += CPU_DOT_ROWS * xs, out += CPU_DOT_ROWS) {                             \
+            switch (nr) {                                                                                              \
+            case 1: ROWS(n, w, x, xs, 1, out); break;                                                                  \
+            case 2: ROWS(n, w, x, xs, 2, out); break;                                                                  \
+            case 3: ROWS(n, w, x, xs, 3, out); break;                                                                  \
+            default: ROWS(n, w, x, xs, 4, out); break;                                                                 \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+
+/* Activation row t of a dot_rows call. */
+#define KX_XROW(x, xs, t) ((const uint8_t *)(x) + (size_t)(t) * (xs))
 
 #if KX_AVX512
-static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
-    const float *w = wv, *x = xv;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+KX_INLINE void kx_rows_f32(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
+    const float *w = wv;
+    __m512 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS], a2[CPU_DOT_ROWS], a3[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {
         KX_PREFETCH_RANGE(w + i, 64 * 4);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 16), _mm512_loadu_ps(x + i + 16), a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 32), _mm512_loadu_ps(x + i + 32), a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i + 48), _mm512_loadu_ps(x + i + 48), a3);
+        const __m512 w0 = _mm512_loadu_ps(w + i), w1 = _mm512_loadu_ps(w + i + 16);
+        const __m512 w2 = _mm512_loadu_ps(w + i + 32), w3 = _mm512_loadu_ps(w + i + 48);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i + 16), a1[t]);
+            a2[t] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + i + 32), a2[t]);
+            a3[t] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + i + 48), a3[t]);
+        }
     }
-    for (; i + 16 <= n; i += 16)
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(w + i), _mm512_loadu_ps(x + i), a0);
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += w[i] * x[i];
-    return sum;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 w0 = _mm512_loadu_ps(w + i);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0[t], a1[t]), _mm512_add_ps(a2[t], a3[t])));
+        for (int64_t j = i; j < n; j++)
+            sum += w[j] * x[j];
+        out[t] = sum;
+    }
 }
 
-static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
+KX_INLINE void kx_rows_f16(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
     const uint8_t *w = wv;
-    const float *x = xv;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS], a2[CPU_DOT_ROWS], a3[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = a2[t] = a3[t] = _mm512_setzero_ps();
     int64_t i = 0;
 #define KX_H(k) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k)))))
     for (; i + 64 <= n; i += 64) {
         KX_PREFETCH_RANGE(w + 2 * i, 64 * 2);
-        a0 = _mm512_fmadd_ps(KX_H(0), _mm512_loadu_ps(x + i), a0);
-        a1 = _mm512_fmadd_ps(KX_H(16), _mm512_loadu_ps(x + i + 16), a1);
-        a2 = _mm512_fmadd_ps(KX_H(32), _mm512_loadu_ps(x + i + 32), a2);
-        a3 = _mm512_fmadd_ps(KX_H(48), _mm512_loadu_ps(x + i + 48), a3);
+        const __m512 w0 = KX_H(0), w1 = KX_H(16), w2 = KX_H(32), w3 = KX_H(48);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i + 16), a1[t]);
+            a2[t] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + i + 32), a2[t]);
+            a3[t] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + i + 48), a3[t]);
+        }
     }
-    for (; i + 16 <= n; i += 16)
-        a0 = _mm512_fmadd_ps(KX_H(0), _mm512_loadu_ps(x + i), a0);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 w0 = KX_H(0);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
 #undef KX_H
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += kx_f16(w + 2 * i) * x[i];
-    return sum;
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0[t], a1[t]), _mm512_add_ps(a2[t], a3[t])));
+        for (int64_t j = i; j < n; j++)
+            sum += kx_f16(w + 2 * j) * x[j];
+        out[t] = sum;
+    }
 }
 
-static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
+KX_INLINE void kx_rows_bf16(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
     const uint8_t *w = wv;
-    const float *x = xv;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
+    __m512 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = _mm512_setzero_ps();
     int64_t i = 0;
 #define KX_B(k)                                                                                                        \
     _mm512_castsi512_ps(                                                                                               \
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(w + 2 * (i + (k))))), 16))
     for (; i + 32 <= n; i += 32) {
         KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
-        a0 = _mm512_fmadd_ps(KX_B(0), _mm512_loadu_ps(x + i), a0);
-        a1 = _mm512_fmadd_ps(KX_B(16), _mm512_loadu_ps(x + i + 16), a1);
+        const __m512 w0 = KX_B(0), w1 = KX_B(16);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i + 16), a1[t]);
+        }
     }
-    for (; i + 16 <= n; i += 16)
-        a0 = _mm512_fmadd_ps(KX_B(0), _mm512_loadu_ps(x + i), a0);
+    for (; i + 16 <= n; i += 16) {
+        const __m512 w0 = KX_B(0);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm512_fmadd_ps(w0, _mm512_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
 #undef KX_B
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-    for (; i < n; i++)
-        sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
-    return sum;
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = _mm512_reduce_add_ps(_mm512_add_ps(a0[t], a1[t]));
+        for (int64_t j = i; j < n; j++)
+            sum += wgml_bf16_to_f32(quant_rd16(w + 2 * j)) * x[j];
+        out[t] = sum;
+    }
 }
 #else
-static KX_TARGET float kx_dot_f32(int64_t n, const void *wv, const void *xv) {
-    const float *w = wv, *x = xv;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+KX_INLINE void kx_rows_f32(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
+    const float *w = wv;
+    __m256 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS], a2[CPU_DOT_ROWS], a3[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = a2[t] = a3[t] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
         KX_PREFETCH_RANGE(w + i, 32 * 4);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 8), _mm256_loadu_ps(x + i + 8), a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 16), _mm256_loadu_ps(x + i + 16), a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+        const __m256 w0 = _mm256_loadu_ps(w + i), w1 = _mm256_loadu_ps(w + i + 8);
+        const __m256 w2 = _mm256_loadu_ps(w + i + 16), w3 = _mm256_loadu_ps(w + i + 24);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1[t]);
+            a2[t] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + i + 16), a2[t]);
+            a3[t] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + i + 24), a3[t]);
+        }
     }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + i), _mm256_loadu_ps(x + i), a0);
-    float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += w[i] * x[i];
-    return sum;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w0 = _mm256_loadu_ps(w + i);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0[t], a1[t]), _mm256_add_ps(a2[t], a3[t])));
+        for (int64_t j = i; j < n; j++)
+            sum += w[j] * x[j];
+        out[t] = sum;
+    }
 }
 
-static KX_TARGET float kx_dot_f16(int64_t n, const void *wv, const void *xv) {
+KX_INLINE void kx_rows_f16(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
     const uint8_t *w = wv;
-    const float *x = xv;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS], a2[CPU_DOT_ROWS], a3[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = a2[t] = a3[t] = _mm256_setzero_ps();
     int64_t i = 0;
 #define KX_H(k) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k)))))
     for (; i + 32 <= n; i += 32) {
         KX_PREFETCH_RANGE(w + 2 * i, 32 * 2);
-        a0 = _mm256_fmadd_ps(KX_H(0), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(KX_H(8), _mm256_loadu_ps(x + i + 8), a1);
-        a2 = _mm256_fmadd_ps(KX_H(16), _mm256_loadu_ps(x + i + 16), a2);
-        a3 = _mm256_fmadd_ps(KX_H(24), _mm256_loadu_ps(x + i + 24), a3);
+        const __m256 w0 = KX_H(0), w1 = KX_H(8), w2 = KX_H(16), w3 = KX_H(24);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1[t]);
+            a2[t] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + i + 16), a2[t]);
+            a3[t] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + i + 24), a3[t]);
+        }
     }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(KX_H(0), _mm256_loadu_ps(x + i), a0);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w0 = KX_H(0);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
 #undef KX_H
-    float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    for (; i < n; i++)
-        sum += kx_f16(w + 2 * i) * x[i];
-    return sum;
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = kx_hsum(_mm256_add_ps(_mm256_add_ps(a0[t], a1[t]), _mm256_add_ps(a2[t], a3[t])));
+        for (int64_t j = i; j < n; j++)
+            sum += kx_f16(w + 2 * j) * x[j];
+        out[t] = sum;
+    }
 }
 
-static KX_TARGET float kx_dot_bf16(int64_t n, const void *wv, const void *xv) {
+KX_INLINE void kx_rows_bf16(int64_t n, const void *wv, const void *xv, size_t xs, const int NR, float *out) {
     const uint8_t *w = wv;
-    const float *x = xv;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
+    __m256 a0[CPU_DOT_ROWS], a1[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) a0[t] = a1[t] = _mm256_setzero_ps();
     int64_t i = 0;
 #define KX_B(k)                                                                                                        \
     _mm256_castsi256_ps(                                                                                               \
         _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + 2 * (i + (k))))), 16))
     for (; i + 16 <= n; i += 16) {
         KX_PREFETCH_RANGE(w + 2 * i, 16 * 2);
-        a0 = _mm256_fmadd_ps(KX_B(0), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(KX_B(8), _mm256_loadu_ps(x + i + 8), a1);
+        const __m256 w0 = KX_B(0), w1 = KX_B(8);
+        for (int t = 0; t < NR; t++) {
+            const float *x = (const float *)KX_XROW(xv, xs, t);
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + i), a0[t]);
+            a1[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + i + 8), a1[t]);
+        }
     }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(KX_B(0), _mm256_loadu_ps(x + i), a0);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 w0 = KX_B(0);
+        for (int t = 0; t < NR; t++)
+            a0[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps((const float *)KX_XROW(xv, xs, t) + i), a0[t]);
+    }
 #undef KX_B
-    float sum = kx_hsum(_mm256_add_ps(a0, a1));
-    for (; i < n; i++)
-        sum += wgml_bf16_to_f32(quant_rd16(w + 2 * i)) * x[i];
-    return sum;
+    for (int t = 0; t < NR; t++) {
+        const float *x = (const float *)KX_XROW(xv, xs, t);
+        float sum = kx_hsum(_mm256_add_ps(a0[t], a1[t]));
+        for (int64_t j = i; j < n; j++)
+            sum += wgml_bf16_to_f32(quant_rd16(w + 2 * j)) * x[j];
+        out[t] = sum;
+    }
 }
 #endif
+KX_ROWS_ENTRY(kx_dot_f32, kx_rows_f32)
+KX_ROWS_ENTRY(kx_dot_f16, kx_rows_f16)
+KX_ROWS_ENTRY(kx_dot_bf16, kx_rows_bf16)
 
 /* F16C conversion is exact, so this equals the reference decoder. */
 static KX_TARGET void kx_to_float_f16(const void *src, float *dst, int64_t n) {
@@ -266,11 +367,14 @@ static KX_TARGET void kx_to_float_f16(const void *src, float *dst, int64_t n) {
         dst[i] = kx_f16(s + 2 * i);
 }
 
-/* ---- 32-element blocks: groups of 8 blocks share one scale conversion ---- */
+/* ---- 32-element blocks: groups of 8 blocks share one scale conversion ----
+ * Per type: kx_<t>_w, a weight block's quants as 32 bytes (decoded once for
+ * all rows of a dot_rows call), and kx_<t>_p, their 8 int32 partial sums
+ * against one activation block; kx_<t>_block is the two together. */
 
-/* sum((q - 8) y) of one Q4_0 block against one Q8_0 block. */
-static KX_TARGET inline __m256i kx_q4_0_block(const uint8_t *w, const uint8_t *x) {
-    const __m256i q = kx_nibbles(w + offsetof(block_q4_0, qs));
+/* Q4_0: nibbles 0..15, zero point 8: sum((q - 8) y). */
+static KX_TARGET inline __m256i kx_q4_0_w(const uint8_t *w) { return kx_nibbles(w + offsetof(block_q4_0, qs)); }
+static KX_TARGET inline __m256i kx_q4_0_p(__m256i q, const uint8_t *x) {
     const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
 #if KX_VNNI
     return _mm256_sub_epi32(kx_dot_us(q, y), kx_dot_us(_mm256_set1_epi8(8), y));
@@ -286,8 +390,10 @@ static KX_TARGET inline __m256i kx_q5_bytes(const uint8_t *qh, const uint8_t *qs
     return _mm256_or_si256(kx_nibbles(qs), hi);
 }
 
-static KX_TARGET inline __m256i kx_q5_0_block(const uint8_t *w, const uint8_t *x) {
-    const __m256i q = kx_q5_bytes(w + offsetof(block_q5_0, qh), w + offsetof(block_q5_0, qs));
+static KX_TARGET inline __m256i kx_q5_0_w(const uint8_t *w) {
+    return kx_q5_bytes(w + offsetof(block_q5_0, qh), w + offsetof(block_q5_0, qs));
+}
+static KX_TARGET inline __m256i kx_q5_0_p(__m256i q, const uint8_t *x) {
     const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
 #if KX_VNNI
     return _mm256_sub_epi32(kx_dot_us(q, y), kx_dot_us(_mm256_set1_epi8(16), y));
@@ -297,62 +403,90 @@ static KX_TARGET inline __m256i kx_q5_0_block(const uint8_t *w, const uint8_t *x
 #endif
 }
 
-static KX_TARGET inline __m256i kx_q8_0_block(const uint8_t *w, const uint8_t *x) {
-    const __m256i q = kx_load(w + offsetof(block_q8_0, qs));
+static KX_TARGET inline __m256i kx_q8_0_w(const uint8_t *w) { return kx_load(w + offsetof(block_q8_0, qs)); }
+static KX_TARGET inline __m256i kx_q8_0_p(__m256i q, const uint8_t *x) {
     const __m256i y = kx_load(x + offsetof(block_q8_0, qs));
     return kx_dot_us(_mm256_abs_epi8(q), _mm256_sign_epi8(y, q));
 }
 
-static KX_TARGET inline __m256i kx_q4_1_block(const uint8_t *w, const uint8_t *x) {
-    return kx_dot_us(kx_nibbles(w + offsetof(block_q4_1, qs)), kx_load(x + offsetof(block_q8_1, qs)));
-}
-
-static KX_TARGET inline __m256i kx_q5_1_block(const uint8_t *w, const uint8_t *x) {
-    const __m256i q = kx_q5_bytes(w + offsetof(block_q5_1, qh), w + offsetof(block_q5_1, qs));
+static KX_TARGET inline __m256i kx_q4_1_w(const uint8_t *w) { return kx_nibbles(w + offsetof(block_q4_1, qs)); }
+static KX_TARGET inline __m256i kx_q4_1_p(__m256i q, const uint8_t *x) {
     return kx_dot_us(q, kx_load(x + offsetof(block_q8_1, qs)));
 }
 
+static KX_TARGET inline __m256i kx_q5_1_w(const uint8_t *w) {
+    return kx_q5_bytes(w + offsetof(block_q5_1, qh), w + offsetof(block_q5_1, qs));
+}
+static KX_TARGET inline __m256i kx_q5_1_p(__m256i q, const uint8_t *x) { return kx_q4_1_p(q, x); }
+
+static KX_TARGET inline __m256i kx_q4_0_block(const uint8_t *w, const uint8_t *x) { return kx_q4_0_p(kx_q4_0_w(w), x); }
+static KX_TARGET inline __m256i kx_q5_0_block(const uint8_t *w, const uint8_t *x) { return kx_q5_0_p(kx_q5_0_w(w), x); }
+static KX_TARGET inline __m256i kx_q8_0_block(const uint8_t *w, const uint8_t *x) { return kx_q8_0_p(kx_q8_0_w(w), x); }
+static KX_TARGET inline __m256i kx_q4_1_block(const uint8_t *w, const uint8_t *x) { return kx_q4_1_p(kx_q4_1_w(w), x); }
+static KX_TARGET inline __m256i kx_q5_1_block(const uint8_t *w, const uint8_t *x) { return kx_q5_1_p(kx_q5_1_w(w), x); }
+
 /*
- * One loop for all 32-element types: WSZ/XSZ are the block sizes, BLOCK(w, x)
- * the 8 int32 partial sums of one block pair. Eight blocks per step: their
- * 16 fp16 scales are converted together, then lane k of the products
- * scales block k. With MINS (the Q8_1 pairing) m_w * s_x is added per block
- * (both fp16 at byte offset 2).
+ * One loop for all 32-element types: WSZ/XSZ are the block sizes, T the
+ * type's kx_<T>_w / kx_<T>_p pair. Eight blocks per step: their 16 fp16
+ * scales are converted together, then lane k of the products scales block
+ * k. With MINS (the Q8_1 pairing) m_w * s_x is added per block (both fp16
+ * at byte offset 2). Rows of a dot_rows call each keep their own acc, accm
+ * and tail.
  */
-#define KX_DOT32(name, WSZ, XSZ, BLOCK, MINS)                                                                          \
-    static KX_TARGET float name(int64_t n, const void *wv, const void *xv) {                                           \
-        const uint8_t *w = wv, *x = xv;                                                                                \
+#define KX_DOT32(name, WSZ, XSZ, T, MINS)                                                                              \
+    KX_INLINE void name##_r(int64_t n, const void *wv, const void *xv, size_t xst, const int NR, float *out) {         \
+        const uint8_t *w = wv;                                                                                         \
         const int64_t nb = n / 32;                                                                                     \
         const int ws = (int)(WSZ), xs = (int)(XSZ);                                                                    \
-        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};          \
-        __m256 accm = _mm256_setzero_ps();                                                                             \
+        __m256 acc[CPU_DOT_ROWS][4], accm[CPU_DOT_ROWS];                                                               \
+        float tail[CPU_DOT_ROWS];                                                                                      \
+        for (int t = 0; t < NR; t++) {                                                                                 \
+            for (int k = 0; k < 4; k++) acc[t][k] = _mm256_setzero_ps();                                               \
+            accm[t] = _mm256_setzero_ps();                                                                             \
+            tail[t] = 0;                                                                                               \
+        }                                                                                                              \
         int64_t b = 0;                                                                                                 \
         for (; b + 8 <= nb; b += 8) {                                                                                  \
-            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
+            const uint8_t *wb = w + b * ws;                                                                            \
             KX_PREFETCH_RANGE(wb, 8 * (WSZ));                                                                          \
-            const __m256 d = _mm256_mul_ps(kx_f16x8(wb, ws), kx_f16x8(xb, xs));                                        \
+            const __m256 dw = kx_f16x8(wb, ws);                                                                        \
+            __m256 d[CPU_DOT_ROWS];                                                                                    \
+            for (int t = 0; t < NR; t++) d[t] = _mm256_mul_ps(dw, kx_f16x8(KX_XROW(xv, xst, t) + b * xs, xs));         \
             for (int k = 0; k < 8; k++) {                                                                              \
-                const __m256i p = BLOCK(wb + k * ws, xb + k * xs);                                                     \
-                acc[k % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), kx_lane(d, k), acc[k % 4]);                        \
+                const __m256i q = kx_##T##_w(wb + k * ws);                                                             \
+                for (int t = 0; t < NR; t++) {                                                                         \
+                    const __m256i p = kx_##T##_p(q, KX_XROW(xv, xst, t) + (b + k) * xs);                               \
+                    acc[t][k % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), kx_lane(d[t], k), acc[t][k % 4]);           \
+                }                                                                                                      \
             }                                                                                                          \
-            if (MINS) accm = _mm256_fmadd_ps(kx_f16x8(wb + 2, ws), kx_f16x8(xb + 2, xs), accm);                        \
+            if (MINS) {                                                                                                \
+                const __m256 mw = kx_f16x8(wb + 2, ws);                                                                \
+                for (int t = 0; t < NR; t++)                                                                           \
+                    accm[t] = _mm256_fmadd_ps(mw, kx_f16x8(KX_XROW(xv, xst, t) + b * xs + 2, xs), accm[t]);            \
+            }                                                                                                          \
         }                                                                                                              \
-        float tail = 0;                                                                                                \
         for (; b < nb; b++) {                                                                                          \
-            const uint8_t *wb = w + b * ws, *xb = x + b * xs;                                                          \
-            const __m256 d = _mm256_set1_ps(kx_f16(wb) * kx_f16(xb));                                                  \
-            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(wb, xb)), d, acc[0]);                                    \
-            if (MINS) tail += kx_f16(wb + 2) * kx_f16(xb + 2);                                                         \
+            const uint8_t *wb = w + b * ws;                                                                            \
+            const __m256i q = kx_##T##_w(wb);                                                                          \
+            for (int t = 0; t < NR; t++) {                                                                             \
+                const uint8_t *xb = KX_XROW(xv, xst, t) + b * xs;                                                      \
+                const __m256 d = _mm256_set1_ps(kx_f16(wb) * kx_f16(xb));                                              \
+                acc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(kx_##T##_p(q, xb)), d, acc[t][0]);                      \
+                if (MINS) tail[t] += kx_f16(wb + 2) * kx_f16(xb + 2);                                                  \
+            }                                                                                                          \
         }                                                                                                              \
-        const __m256 all = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));                \
-        return kx_hsum(_mm256_add_ps(all, accm)) + tail;                                                               \
-    }
+        for (int t = 0; t < NR; t++) {                                                                                 \
+            const __m256 all = _mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])); \
+            out[t] = kx_hsum(_mm256_add_ps(all, accm[t])) + tail[t];                                                   \
+        }                                                                                                              \
+    }                                                                                                                  \
+    KX_ROWS_ENTRY(name, name##_r)
 
-KX_DOT32(kx_dot_q4_0, sizeof(block_q4_0), sizeof(block_q8_0), kx_q4_0_block, 0)
-KX_DOT32(kx_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), kx_q5_0_block, 0)
-KX_DOT32(kx_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), kx_q8_0_block, 0)
-KX_DOT32(kx_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), kx_q4_1_block, 1)
-KX_DOT32(kx_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), kx_q5_1_block, 1)
+KX_DOT32(kx_dot_q4_0, sizeof(block_q4_0), sizeof(block_q8_0), q4_0, 0)
+KX_DOT32(kx_dot_q5_0, sizeof(block_q5_0), sizeof(block_q8_0), q5_0, 0)
+KX_DOT32(kx_dot_q8_0, sizeof(block_q8_0), sizeof(block_q8_0), q8_0, 0)
+KX_DOT32(kx_dot_q4_1, sizeof(block_q4_1), sizeof(block_q8_1), q4_1, 1)
+KX_DOT32(kx_dot_q5_1, sizeof(block_q5_1), sizeof(block_q8_1), q5_1, 1)
 
 /* ---- K-quants against Q8_K ---- */
 
@@ -379,140 +513,153 @@ static KX_TARGET inline __m256 kx_fma_i32(__m256i v, float s, __m256 acc) {
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_set1_ps(s), acc);
 }
 
-static KX_TARGET float kx_dot_q2_k(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
+/* The K-quant kernels, each `dot`'s loop with per-row accumulators (see the
+ * float kernels): a super-block's scales and quants are unpacked once, then
+ * meet the NR activation blocks in turn. */
+
+/* Activation block b of row t (Q8_K). */
+#define KX_XBLK(t, b) (KX_XROW(xv, xst, t) + (b) * sizeof(block_q8_K))
+
+KX_INLINE void kx_rows_q2_k(int64_t n, const void *wv, const void *xv, size_t xst, const int NR, float *out) {
+    const uint8_t *w = wv;
     const __m256i m3 = _mm256_set1_epi8(3);
-    __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q2_K), x += sizeof(block_q8_K)) {
+    __m256 acc[CPU_DOT_ROWS], accm[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q2_K)) {
         KX_PREFETCH_RANGE(w, sizeof(block_q2_K));
-        const float dy = quant_rd_f32(x);
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + offsetof(block_q2_K, scales)));
-        const __m128i mins = _mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f));
-        const __m256i msum = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepu8_epi16(mins));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sc8, 4), _mm_set1_epi8(0x0f)));
         const __m256i sc = kx_scales_even_odd(_mm_and_si128(sc8, _mm_set1_epi8(0x0f)), 0);
         const uint8_t *qs = w + offsetof(block_q2_K, qs);
-        const uint8_t *y = KX_Y(x);
-        __m256i isum = _mm256_setzero_si256();
+        __m256i isum[CPU_DOT_ROWS];
+        for (int t = 0; t < NR; t++) isum[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = kx_load(qs + 32 * h);
             for (int p = 0; p < 4; p++) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(q, 2 * p), m3);
-                const __m256i pr = _mm256_maddubs_epi16(u, kx_load(y + 128 * h + 32 * p));
-                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+                const __m256i s = kx_bcast16(sc, 4 * h + p);
+                for (int t = 0; t < NR; t++)
+                    isum[t] = kx_madd_acc(isum[t], _mm256_maddubs_epi16(u, kx_load(KX_Y(KX_XBLK(t, b)) + 128 * h + 32 * p)), s);
             }
         }
-        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q2_K, d)), acc);
-        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q2_K, dmin)), accm);
+        const float dw = kx_f16(w + offsetof(block_q2_K, d)), dmw = kx_f16(w + offsetof(block_q2_K, dmin));
+        for (int t = 0; t < NR; t++) {
+            const uint8_t *x = KX_XBLK(t, b);
+            const float dy = quant_rd_f32(x);
+            const __m256i msum = _mm256_madd_epi16(KX_BSUMS(x), mins);
+            acc[t] = kx_fma_i32(isum[t], dy * dw, acc[t]);
+            accm[t] = kx_fma_i32(msum, dy * dmw, accm[t]);
+        }
     }
-    return kx_hsum(_mm256_sub_ps(acc, accm));
+    for (int t = 0; t < NR; t++) out[t] = kx_hsum(_mm256_sub_ps(acc[t], accm[t]));
 }
 
-static KX_TARGET float kx_dot_q3_k(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
+KX_INLINE void kx_rows_q3_k(int64_t n, const void *wv, const void *xv, size_t xst, const int NR, float *out) {
+    const uint8_t *w = wv;
     const __m256i m3 = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q3_K), x += sizeof(block_q8_K)) {
+    __m256 acc[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q3_K)) {
         KX_PREFETCH_RANGE(w, sizeof(block_q3_K));
         const __m128i sc8 = kx_q3k_scales(w + offsetof(block_q3_K, scales));
-        const __m256i sc = kx_scales_even_odd(sc8, 1);
-        /* quants are u - 4 with u = 2 low bits | hmask bit << 2 */
-        const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepi8_epi16(sc8));
+        const __m256i sc = kx_scales_even_odd(sc8, 1), sc16 = _mm256_cvtepi8_epi16(sc8);
         const __m256i hm = kx_load(w + offsetof(block_q3_K, hmask));
         const uint8_t *qs = w + offsetof(block_q3_K, qs);
-        const uint8_t *y = KX_Y(x);
-        __m256i isum = _mm256_setzero_si256();
+        __m256i isum[CPU_DOT_ROWS];
+        for (int t = 0; t < NR; t++) isum[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i q = kx_load(qs + 32 * h);
             for (int p = 0; p < 4; p++) {
+                /* quants are u - 4 with u = 2 low bits | hmask bit << 2 */
                 const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + p)));
                 const __m256i hb = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
                 const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 2 * p), m3), hb);
-                const __m256i pr = _mm256_maddubs_epi16(u, kx_load(y + 128 * h + 32 * p));
-                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+                const __m256i s = kx_bcast16(sc, 4 * h + p);
+                for (int t = 0; t < NR; t++)
+                    isum[t] = kx_madd_acc(isum[t], _mm256_maddubs_epi16(u, kx_load(KX_Y(KX_XBLK(t, b)) + 128 * h + 32 * p)), s);
             }
         }
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 2));
-        acc = kx_fma_i32(isum, quant_rd_f32(x) * kx_f16(w + offsetof(block_q3_K, d)), acc);
+        const float dw = kx_f16(w + offsetof(block_q3_K, d));
+        for (int t = 0; t < NR; t++) {
+            const uint8_t *x = KX_XBLK(t, b);
+            const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), sc16);
+            acc[t] = kx_fma_i32(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(off, 2)), quant_rd_f32(x) * dw, acc[t]);
+        }
     }
-    return kx_hsum(acc);
+    for (int t = 0; t < NR; t++) out[t] = kx_hsum(acc[t]);
 }
 
-/* Q4_K / Q5_K: the 8 sub-block scales as int16 in both halves, and the min
- * term sum_j m_j * (bsums[2j] + bsums[2j+1]) as 8 int32. */
-static KX_TARGET inline __m256i kx_k4_scales(const uint8_t *s, const uint8_t *x, __m256i *msum) {
+/* Q4_K / Q5_K: the 8 sub-block scales as int16 in both halves, and the 8 mins
+ * as int16 pairs (m_j twice, for bsums 2j and 2j + 1). */
+static KX_TARGET inline __m256i kx_k4_scales(const uint8_t *s, __m256i *mins) {
     const __m128i scm = kx_k4_unpack(s);
-    const __m128i mins = _mm_unpackhi_epi64(scm, scm);
-    *msum = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins)));
+    const __m128i mn = _mm_unpackhi_epi64(scm, scm);
+    *mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn, mn));
     return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
 }
 
-static KX_TARGET float kx_dot_q4_k(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
-    const __m256i m4 = _mm256_set1_epi8(0x0f);
-    __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q4_K), x += sizeof(block_q8_K)) {
-        KX_PREFETCH_RANGE(w, sizeof(block_q4_K));
-        __m256i msum;
-        const __m256i sc = kx_k4_scales(w + offsetof(block_q4_K, scales), x, &msum);
-        const uint8_t *qs = w + offsetof(block_q4_K, qs);
-        const uint8_t *y = KX_Y(x);
-        __m256i isum = _mm256_setzero_si256();
-        for (int k = 0; k < 4; k++) {
-            const __m256i q = kx_load(qs + 32 * k);
-            const __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
-            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(lo, kx_load(y + 64 * k)), kx_bcast16(sc, 2 * k));
-            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(hi, kx_load(y + 64 * k + 32)), kx_bcast16(sc, 2 * k + 1));
-        }
-        const float dy = quant_rd_f32(x);
-        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q4_K, d)), acc);
-        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q4_K, dmin)), accm);
-    }
-    return kx_hsum(_mm256_sub_ps(acc, accm));
-}
-
-static KX_TARGET float kx_dot_q5_k(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
+/* Q4_K, and Q5_K with `five` (its fifth bits in qh). */
+KX_INLINE void kx_rows_q45_k(int64_t n, const uint8_t *w, const void *xv, size_t xst, int five, const int NR,
+                             float *out) {
+    const size_t bs = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    const size_t qs_off = five ? offsetof(block_q5_K, qs) : offsetof(block_q4_K, qs);
     const __m256i m4 = _mm256_set1_epi8(0x0f), b4 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps(), accm = acc;
-    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q5_K), x += sizeof(block_q8_K)) {
-        KX_PREFETCH_RANGE(w, sizeof(block_q5_K));
-        __m256i msum;
-        const __m256i sc = kx_k4_scales(w + offsetof(block_q5_K, scales), x, &msum);
-        const uint8_t *qs = w + offsetof(block_q5_K, qs);
-        const __m256i qh = kx_load(w + offsetof(block_q5_K, qh));
-        const uint8_t *y = KX_Y(x);
-        __m256i isum = _mm256_setzero_si256();
+    __m256 acc[CPU_DOT_ROWS], accm[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) acc[t] = accm[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += bs) {
+        KX_PREFETCH_RANGE(w, bs);
+        __m256i mins;
+        const __m256i sc = kx_k4_scales(w + offsetof(block_q4_K, scales), &mins);
+        const uint8_t *qs = w + qs_off;
+        const __m256i qh = five ? kx_load(w + offsetof(block_q5_K, qh)) : _mm256_setzero_si256();
+        __m256i isum[CPU_DOT_ROWS];
+        for (int t = 0; t < NR; t++) isum[t] = _mm256_setzero_si256();
         for (int k = 0; k < 4; k++) {
             const __m256i q = kx_load(qs + 32 * k);
-            /* fifth bits of sub-blocks 2k and 2k+1 moved to bit 4 */
-            const __m256i h = _mm256_srli_epi16(qh, 2 * k);
-            const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), b4));
-            const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
-                                               _mm256_and_si256(_mm256_slli_epi16(h, 3), b4));
-            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(lo, kx_load(y + 64 * k)), kx_bcast16(sc, 2 * k));
-            isum = kx_madd_acc(isum, _mm256_maddubs_epi16(hi, kx_load(y + 64 * k + 32)), kx_bcast16(sc, 2 * k + 1));
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (five) { /* fifth bits of sub-blocks 2k and 2k+1 moved to bit 4 */
+                const __m256i h = _mm256_srli_epi16(qh, 2 * k);
+                lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi16(h, 4), b4));
+                hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi16(h, 3), b4));
+            }
+            const __m256i s0 = kx_bcast16(sc, 2 * k), s1 = kx_bcast16(sc, 2 * k + 1);
+            for (int t = 0; t < NR; t++) {
+                const uint8_t *y = KX_Y(KX_XBLK(t, b));
+                isum[t] = kx_madd_acc(isum[t], _mm256_maddubs_epi16(lo, kx_load(y + 64 * k)), s0);
+                isum[t] = kx_madd_acc(isum[t], _mm256_maddubs_epi16(hi, kx_load(y + 64 * k + 32)), s1);
+            }
         }
-        const float dy = quant_rd_f32(x);
-        acc = kx_fma_i32(isum, dy * kx_f16(w + offsetof(block_q5_K, d)), acc);
-        accm = kx_fma_i32(msum, dy * kx_f16(w + offsetof(block_q5_K, dmin)), accm);
+        const float dw = kx_f16(w + offsetof(block_q4_K, d)), dmw = kx_f16(w + offsetof(block_q4_K, dmin));
+        for (int t = 0; t < NR; t++) {
+            const uint8_t *x = KX_XBLK(t, b);
+            const float dy = quant_rd_f32(x);
+            acc[t] = kx_fma_i32(isum[t], dy * dw, acc[t]);
+            accm[t] = kx_fma_i32(_mm256_madd_epi16(KX_BSUMS(x), mins), dy * dmw, accm[t]);
+        }
     }
-    return kx_hsum(_mm256_sub_ps(acc, accm));
+    for (int t = 0; t < NR; t++) out[t] = kx_hsum(_mm256_sub_ps(acc[t], accm[t]));
 }
 
-static KX_TARGET float kx_dot_q6_k(int64_t n, const void *wv, const void *xv) {
-    const uint8_t *w = wv, *x = xv;
+KX_INLINE void kx_rows_q4_k(int64_t n, const void *w, const void *xv, size_t xst, const int NR, float *out) {
+    kx_rows_q45_k(n, w, xv, xst, 0, NR, out);
+}
+KX_INLINE void kx_rows_q5_k(int64_t n, const void *w, const void *xv, size_t xst, const int NR, float *out) {
+    kx_rows_q45_k(n, w, xv, xst, 1, NR, out);
+}
+
+KX_INLINE void kx_rows_q6_k(int64_t n, const void *wv, const void *xv, size_t xst, const int NR, float *out) {
+    const uint8_t *w = wv;
     const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q6_K), x += sizeof(block_q8_K)) {
+    __m256 acc[CPU_DOT_ROWS];
+    for (int t = 0; t < NR; t++) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n / QK_K; b++, w += sizeof(block_q6_K)) {
         KX_PREFETCH_RANGE(w, sizeof(block_q6_K));
         const __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + offsetof(block_q6_K, scales)));
-        const __m256i sc = kx_scales_even_odd(sc8, 1);
-        /* quants are u - 32: subtract 32 * sum_j sc_j * bsums_j */
-        const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), _mm256_cvtepi8_epi16(sc8));
+        const __m256i sc = kx_scales_even_odd(sc8, 1), sc16 = _mm256_cvtepi8_epi16(sc8);
         const uint8_t *ql = w + offsetof(block_q6_K, ql);
         const uint8_t *qh = w + offsetof(block_q6_K, qh);
-        const uint8_t *y = KX_Y(x);
-        __m256i isum = _mm256_setzero_si256();
+        __m256i isum[CPU_DOT_ROWS];
+        for (int t = 0; t < NR; t++) isum[t] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             const __m256i l0 = kx_load(ql + 64 * h), l1 = kx_load(ql + 64 * h + 32);
             const __m256i hb = kx_load(qh + 32 * h);
@@ -523,15 +670,28 @@ static KX_TARGET float kx_dot_q6_k(int64_t n, const void *wv, const void *xv) {
             u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
             for (int p = 0; p < 4; p++) {
-                const __m256i pr = _mm256_maddubs_epi16(u[p], kx_load(y + 128 * h + 32 * p));
-                isum = kx_madd_acc(isum, pr, kx_bcast16(sc, 4 * h + p));
+                const __m256i s = kx_bcast16(sc, 4 * h + p);
+                for (int t = 0; t < NR; t++)
+                    isum[t] = kx_madd_acc(isum[t], _mm256_maddubs_epi16(u[p], kx_load(KX_Y(KX_XBLK(t, b)) + 128 * h + 32 * p)), s);
             }
         }
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(off, 5));
-        acc = kx_fma_i32(isum, quant_rd_f32(x) * kx_f16(w + offsetof(block_q6_K, d)), acc);
+        const float dw = kx_f16(w + offsetof(block_q6_K, d));
+        for (int t = 0; t < NR; t++) {
+            /* quants are u - 32: subtract 32 * sum_j sc_j * bsums_j */
+            const uint8_t *x = KX_XBLK(t, b);
+            const __m256i off = _mm256_madd_epi16(KX_BSUMS(x), sc16);
+            acc[t] = kx_fma_i32(_mm256_sub_epi32(isum[t], _mm256_slli_epi32(off, 5)), quant_rd_f32(x) * dw, acc[t]);
+        }
     }
-    return kx_hsum(acc);
+    for (int t = 0; t < NR; t++) out[t] = kx_hsum(acc[t]);
 }
+
+KX_ROWS_ENTRY(kx_dot_q2_k, kx_rows_q2_k)
+KX_ROWS_ENTRY(kx_dot_q3_k, kx_rows_q3_k)
+KX_ROWS_ENTRY(kx_dot_q4_k, kx_rows_q4_k)
+KX_ROWS_ENTRY(kx_dot_q5_k, kx_rows_q5_k)
+KX_ROWS_ENTRY(kx_dot_q6_k, kx_rows_q6_k)
+#undef KX_XBLK
 
 #undef KX_Y
 #undef KX_BSUMS
@@ -671,23 +831,26 @@ static KX_TARGET void kx_prep_q8_k(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* Sets a type's dot and dot_rows, always together (kernels.h: the same math, bit for bit). */
+#define KX_SET_DOT(entry, NAME) ((entry).dot = NAME, (entry).dot_rows = NAME##_rows)
+
 static void kx_fill(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
-    t[WGML_F32].dot = kx_dot_f32;
+    KX_SET_DOT(t[WGML_F32], kx_dot_f32);
     t[WGML_F32].dot4x4 = kx_dot4x4_f32;
     t[WGML_F16].dot4x4 = kx_dot4x4_f16;
-    t[WGML_F16].dot = kx_dot_f16;
+    KX_SET_DOT(t[WGML_F16], kx_dot_f16);
     t[WGML_F16].to_float = kx_to_float_f16;
-    t[WGML_BF16].dot = kx_dot_bf16;
-    t[WGML_Q4_0].dot = kx_dot_q4_0;
-    t[WGML_Q4_1].dot = kx_dot_q4_1;
-    t[WGML_Q5_0].dot = kx_dot_q5_0;
-    t[WGML_Q5_1].dot = kx_dot_q5_1;
-    t[WGML_Q8_0].dot = kx_dot_q8_0;
-    t[WGML_Q2_K].dot = kx_dot_q2_k;
-    t[WGML_Q3_K].dot = kx_dot_q3_k;
-    t[WGML_Q4_K].dot = kx_dot_q4_k;
-    t[WGML_Q5_K].dot = kx_dot_q5_k;
-    t[WGML_Q6_K].dot = kx_dot_q6_k;
+    KX_SET_DOT(t[WGML_BF16], kx_dot_bf16);
+    KX_SET_DOT(t[WGML_Q4_0], kx_dot_q4_0);
+    KX_SET_DOT(t[WGML_Q4_1], kx_dot_q4_1);
+    KX_SET_DOT(t[WGML_Q5_0], kx_dot_q5_0);
+    KX_SET_DOT(t[WGML_Q5_1], kx_dot_q5_1);
+    KX_SET_DOT(t[WGML_Q8_0], kx_dot_q8_0);
+    KX_SET_DOT(t[WGML_Q2_K], kx_dot_q2_k);
+    KX_SET_DOT(t[WGML_Q3_K], kx_dot_q3_k);
+    KX_SET_DOT(t[WGML_Q4_K], kx_dot_q4_k);
+    KX_SET_DOT(t[WGML_Q5_K], kx_dot_q5_k);
+    KX_SET_DOT(t[WGML_Q6_K], kx_dot_q6_k);
     t[WGML_Q4_0].prepare = kx_prep_q8_0;
     t[WGML_Q5_0].prepare = kx_prep_q8_0;
     t[WGML_Q8_0].prepare = kx_prep_q8_0;

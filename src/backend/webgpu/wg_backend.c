@@ -238,6 +238,14 @@ static void begin(wgml_backend *be, const wgml_step *step) {
     wb->steps++;
 }
 
+/* The scratch buffers the step outgrew (wg_scratch), after its submit. */
+static void drop_retired(wg_backend *wb) {
+    if (!wb->n_retired) return;
+    for (int i = 0; i < wb->n_retired; i++) wgml_gpu_buffer_destroy(wb->retired[i]);
+    wg_record_forget(wb, NULL);
+    wb->n_retired = 0;
+}
+
 static wgml_status end(wgml_backend *be, wgml_error *err) {
     wg_backend *wb = (wg_backend *)be;
     wb->in_step = 0;
@@ -245,10 +253,13 @@ static wgml_status end(wgml_backend *be, wgml_error *err) {
     if (wb->status) {
         /* recorded dispatches are discarded with the failed step */
         wgml_gpu_submit(wb->gpu, NULL, 0, NULL);
+        drop_retired(wb);
         if (err) *err = wb->error;
         return wb->status;
     }
-    return wgml_gpu_submit(wb->gpu, wb->reads, wb->n_reads, err);
+    wgml_status st = wgml_gpu_submit(wb->gpu, wb->reads, wb->n_reads, err);
+    drop_retired(wb);
+    return st;
 }
 
 static void upload(wgml_backend *be, const wgml_tensor *dst, const void *src, size_t size) {
@@ -325,6 +336,7 @@ static void wg_free(wgml_backend *be) {
     wgml_gpu_buffer_destroy(wb->rope);
     wgml_gpu_buffer_destroy(wb->rope_pos);
     wgml_gpu_buffer_destroy(wb->scratch);
+    for (int i = 0; i < wb->n_retired; i++) wgml_gpu_buffer_destroy(wb->retired[i]);
     wgml_gpu_destroy(wb->gpu);
     wgml_free(wb);
 }

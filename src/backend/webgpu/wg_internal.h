@@ -108,9 +108,13 @@ typedef struct wg_backend {
     uint64_t rope_pos_key;
     wgml_gpu_buffer *dummy;     /* bound where a kernel needs a buffer that is unused */
     wgml_buffer *tmp[2];        /* SwiGLU products when they cannot be fused */
-    wgml_gpu_buffer *scratch;   /* per-op tables (nsf_source's phases), grown as needed (wg_ops_audio.c) */
+    wgml_gpu_buffer *scratch;   /* per-op temporaries (nsf_source's phases, a convolution's unfolding),
+                                   grown as needed (wg_scratch) */
     uint64_t scratch_size;
     uint64_t scratch_step;      /* the step that last used it */
+    wgml_gpu_buffer *retired[8]; /* outgrown scratch buffers this step's dispatches use: destroyed
+                                    after its submit */
+    int n_retired;
 
     uint64_t steps;
     uint64_t weight_bytes;
@@ -118,6 +122,10 @@ typedef struct wg_backend {
 
 /* errors recorded during a step (reported by end) */
 void wg_error(wg_backend *wb, wgml_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The backend's scratch buffer (wb->scratch) with at least `need` bytes, for
+ * an op's own temporaries (nsf_source's table, a convolution's unfolding);
+ * NULL with the error recorded. Dispatches that use it run in order. */
+wgml_gpu_buffer *wg_scratch(wg_backend *wb, const char *op, uint64_t need);
 
 /* ---- wg_repack.c ---- */
 /* Words per block of the main region and bytes of scales per block (0 when

@@ -113,7 +113,7 @@ static void mm_dispatch(wg_backend *wb, const wgml_matmul_args *mm, const mm_gro
         if (g->bias[k]) flags |= WGF_BIAS0 << k;
         if (g->w[k]->buf->is_weight && g->w[k]->offset) flags |= WGF_ROW_VIEW;
     }
-    wg_kind kind = n <= MATVEC_MAX_TOKENS ? WGK_MATVEC : WGK_MATMUL;
+    wg_kind kind = n <= MATVEC_MAX_TOKENS && !mm->batch_invariant ? WGK_MATVEC : WGK_MATMUL;
     wgml_gpu_kernel *kr = wg_get_kernel(wb, kind, type, flags);
     if (!kr) return;
 
@@ -191,8 +191,32 @@ static void swiglu_unfused(wg_backend *wb, const wgml_matmul_args *mm) {
     elementwise(wb, WGK_SWIGLU, "matmul", mm->out[0], &t[0], &t[1]);
 }
 
+/* A convolution (mm->conv): im2col into the backend's scratch, then the
+ * product of that unfolding. */
+static void mm_conv(wg_backend *wb, const wgml_matmul_args *mm) {
+    const wgml_conv1d *c = &mm->conv;
+    const int64_t T = wgml_tensor_nrows(mm->x), C = mm->x->ne[0], W = mm->w[0]->ne[0], Ct = W / c->kernel;
+    const int64_t n = wgml_conv1d_rows(c, T);
+    const uint64_t bytes = (uint64_t)(n * W) * sizeof(float);
+    wgml_gpu_buffer *g = wg_scratch(wb, "matmul (convolution)", bytes);
+    if (!g) return;
+    wgml_buffer b = {.gpu = g, .size = (size_t)bytes};
+    wgml_tensor u = {.type = WGML_F32, .ne = {W, n, 1, 1}, .buf = &b, .name = "unfolding"};
+    wg_op_im2col(wb, &(wgml_im2col_args){.out = &u, .x = mm->x, .kernel = c->kernel, .stride = c->stride,
+                                         .dilation = c->dilation, .pad_l = c->pad_l, .pad_r = c->pad_r});
+    if (Ct > C)
+        wg_op_im2col(wb, &(wgml_im2col_args){.out = &u, .kernel = c->kernel, .c0 = (int)C, .zero_c = (int)(Ct - C)});
+    wgml_matmul_args plain = *mm;
+    plain.x = &u, plain.conv = (wgml_conv1d){0};
+    wg_op_matmul(wb, &plain);
+}
+
 void wg_op_matmul(wg_backend *wb, const wgml_matmul_args *mm) {
     wgml_backend *be = &wb->base;
+    if (mm->conv.kernel) {
+        mm_conv(wb, mm);
+        return;
+    }
     int swiglu = mm->epilogue == WGML_EPI_SWIGLU;
     int same_type = 1, single = 1, nbias = 0;
     for (int i = 0; i < mm->n_w; i++) {

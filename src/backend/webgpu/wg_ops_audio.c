@@ -281,10 +281,13 @@ typedef struct {
 } nsf_params;
 _Static_assert(sizeof(nsf_params) == 80, "nsf_params must match NsfParams in nsf.wgsl");
 
-/* The backend's scratch buffer with at least `need` bytes. A buffer that
- * must grow after dispatches of this step were recorded with it is replaced
- * only once they are submitted (a destroyed buffer may not be submitted). */
-static wgml_gpu_buffer *scratch(wg_backend *wb, const char *op, uint64_t need) {
+/* The backend's scratch buffer with at least `need` bytes (it grows by at
+ * least half). A buffer outgrown after dispatches of this step were
+ * recorded with it is retired, destroyed after the step's submit (a
+ * destroyed buffer may not be submitted), so that growing never splits a
+ * step into more submits; past 8 retired buffers in a step, the recorded
+ * dispatches are submitted first. */
+wgml_gpu_buffer *wg_scratch(wg_backend *wb, const char *op, uint64_t need) {
     if (wb->scratch && wb->scratch_size >= need) {
         wb->scratch_step = wb->steps;
         return wb->scratch;
@@ -295,20 +298,27 @@ static wgml_gpu_buffer *scratch(wg_backend *wb, const char *op, uint64_t need) {
         return NULL;
     }
     wgml_error e;
+    const uint64_t grown = wb->scratch_size + wb->scratch_size / 2;
     if (wb->scratch) {
-        if (wb->in_step && wb->scratch_step == wb->steps && wb->n_slots > 0) {
-            wg_record_flush(wb);
-            if (wgml_gpu_submit(wb->gpu, NULL, 0, &e)) {
-                wg_error(wb, e.code, "%s", e.message);
-                return NULL;
+        const int in_use = wb->in_step && wb->scratch_step == wb->steps;
+        if (in_use && wb->n_retired < (int)(sizeof wb->retired / sizeof wb->retired[0])) {
+            wb->retired[wb->n_retired++] = wb->scratch;
+        } else {
+            if (in_use && wb->n_slots > 0) {
+                wg_record_flush(wb);
+                if (wgml_gpu_submit(wb->gpu, NULL, 0, &e)) {
+                    wg_error(wb, e.code, "%s", e.message);
+                    return NULL;
+                }
             }
+            wg_record_forget(wb, wb->scratch);
+            wgml_gpu_buffer_destroy(wb->scratch);
         }
-        wg_record_forget(wb, wb->scratch);
-        wgml_gpu_buffer_destroy(wb->scratch);
         wb->scratch = NULL;
         wb->scratch_size = 0;
     }
-    uint64_t size = need < 65536 ? 65536 : (need + 65535) & ~(uint64_t)65535;
+    uint64_t size = need > grown ? need : grown;
+    size = size < 65536 ? 65536 : (size + 65535) & ~(uint64_t)65535;
     if (size > wb->info->max_storage_binding_size) size = need;
     if (wgml_gpu_buffer_create(wb->gpu, size, WGML_GPU_STORAGE, "wgml scratch", &wb->scratch, &e)) {
         wg_error(wb, e.code, "%s: %s", op, e.message);
@@ -362,7 +372,7 @@ void wg_op_nsf_source(wg_backend *wb, const wgml_nsf_source_args *a) {
         return;
     wgml_gpu_kernel *kr = wg_get_kernel(wb, WGK_NSF_RATES, 0, 0), *ks = wg_get_kernel(wb, WGK_NSF_SAMPLES, 0, flags);
     if (!kr || !ks || L == 0) return;
-    wgml_gpu_buffer *tab = scratch(wb, "nsf_source", (uint64_t)N * (uint64_t)H * 16);
+    wgml_gpu_buffer *tab = wg_scratch(wb, "nsf_source", (uint64_t)N * (uint64_t)H * 16);
     if (!tab) return;
     rb[1] = (wgml_gpu_binding){6, tab, 0, 0};
     b[nb++] = (wgml_gpu_binding){6, tab, 0, 0};

@@ -1,7 +1,7 @@
 /*
  * kokoro.c - Kokoro's forward pass, written once against backend ops
  * (../shared/kokoro/README.md, "Forward"; kokoro_model.h). Signals are
- * activations [time][channels]; a convolution is im2col + matmul, a
+ * activations [time][channels]; a convolution is a matmul over the unfolded signal (matmul's conv), a
  * transposed one matmul + col2im, a concatenation along channels im2col's
  * channel slots, the predictor's cat(x, style) a bias (the style's columns of
  * each weight times the style, computed once per utterance).
@@ -72,9 +72,13 @@ struct kokoro_model {
     int T;         /* tokens of the last kokoro_text */
     int d_act, t_en_act; /* its prosody and text features (indices in acts) */
     int in_step;
+    int bf16_decoder; /* kokoro_set_bf16: the decoder's products may round to bf16 */
+    int bf16;         /* set while the decoder is built when bf16_decoder: bf16_act on its matmuls */
     wgml_status status;
     wgml_error *err;
 };
+
+void kokoro_set_bf16(kokoro_model *m, int on) { m->bf16_decoder = on != 0; }
 
 /* ---- weights ---- */
 
@@ -331,11 +335,10 @@ static wgml_tensor piece(const wgml_tensor *t, int64_t c0, int64_t n) {
 /* ---- building blocks ---- */
 
 /* y = conv1d(x) with weight `w` ([Co][K][Ct]) and optional bias, into a new
- * activation. Ct, each tap's columns, is x's channels C, or more in a
- * quantized file whose converter padded each tap with zero columns to whole
- * blocks (kokoro.h): the unfolded signal then has Ct channels per tap, the
- * last Ct - C of them exactly zero (im2col's zeros: the scratch's old values
- * times a zero weight need not be zero). */
+ * activation: a matmul over the signal's unfolding (matmul's conv). Ct, each
+ * tap's columns, is x's channels C, or more in a quantized file whose
+ * converter padded each tap with zero columns to whole blocks (kokoro.h):
+ * the unfolding's columns there are zero. */
 static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                          const wgml_tensor *b, int K, int stride, int dil, int pad, wgml_epilogue epi,
                          wgml_tensor *into) {
@@ -346,17 +349,12 @@ static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x
         m->status = wgml_fail(m->err, WGML_ERR_FORMAT,
                               "kokoro: weight '%s' has rows of %lld, not a convolution's of %d taps x %lld channels",
                               w->name ? w->name : "?", (long long)w->ne[0], K, (long long)C);
-    const wgml_tensor *in = x;
-    if (K != 1 || stride != 1 || pad || Ct != C) {
-        wgml_tensor *col = A(m, "~col", K * Ct, T_out);
-        wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = K, .stride = stride, .dilation = dil,
-                                               .pad_l = pad, .pad_r = pad});
-        if (Ct > C)
-            wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .kernel = K, .c0 = (int)C, .zero_c = (int)(Ct - C)});
-        in = col;
-    }
+    wgml_conv1d cv = {0};
+    if (K != 1 || stride != 1 || pad || Ct != C)
+        cv = (wgml_conv1d){.kernel = K, .stride = stride, .dilation = dil, .pad_l = pad, .pad_r = pad};
     wgml_tensor *y = into ? into : A(m, name, w->ne[1], T_out);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = in, .n_w = 1, .w = {w}, .bias = {b}, .out = {y}, .epilogue = epi});
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = x, .n_w = 1, .w = {w}, .bias = {b},
+                                           .out = {y}, .epilogue = epi, .conv = cv});
     return y;
 }
 
@@ -364,7 +362,8 @@ static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x
 static wgml_tensor *ada(kokoro_model *m, const char *fc, const wgml_tensor *style) {
     const wgml_tensor *w = W(m, "%s.weight", fc), *b = W(m, "%s.bias", fc);
     wgml_tensor *gb = A(m, "~ada", w->ne[1], 1);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .x = style, .n_w = 1, .w = {w}, .bias = {b}, .out = {gb}});
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = style, .n_w = 1, .w = {w},
+                                              .bias = {b}, .out = {gb}});
     return gb;
 }
 
@@ -400,7 +399,7 @@ static wgml_tensor *conv_t(kokoro_model *m, const char *name, const wgml_tensor 
                            const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
     const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
     wgml_tensor *y = A(m, "~convt.y", K * Co, T);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {w}, .out = {y}});
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = x, .n_w = 1, .w = {w}, .out = {y}});
     wgml_tensor *o = A(m, name, Co, T_out);
     wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
     return o;
@@ -530,7 +529,7 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: token id %d is outside 0..%d", ids[i],
                              hp->n_token - 1);
     acts_drop(m, 0);
-    m->status = WGML_OK, m->err = err, m->T = T;
+    m->status = WGML_OK, m->err = err, m->T = T, m->bf16 = 0;
     const int64_t E = hp->bert_embd, H = hp->bert_hidden, D = hp->hidden, S = hp->style;
     int32_t *host = wgml_malloc((size_t)T * 2 * sizeof *host);
     float *logits = wgml_malloc((size_t)T * hp->max_dur * sizeof *logits);
@@ -662,6 +661,9 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     const kokoro_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
     const int64_t F = asr->ne[1], D = asr->ne[0], R = hp->asr_res_dim, Dd = hp->dec_dim;
+    /* bf16 products from here to conv_post (kokoro_set_bf16): the prosody (F0, N, the
+     * durations) is already computed in f32, so no rounding here moves the source's phase */
+    m->bf16 = m->bf16_decoder;
     /* F0_conv, N_conv: Conv1d(1, 1, k3, stride 2, pad 1): 2F -> F */
     wgml_tensor f0c = *f0, nc = *nn;
     f0c.ne[0] = 1, f0c.ne[1] = 2 * F, nc.ne[0] = 1, nc.ne[1] = 2 * F;
@@ -755,19 +757,20 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
         wgml_op_unary(be, &(wgml_unary_args){.out = sum, .x = sum, .kind = WGML_UNARY_SCALE, .a = 1.0f / hp->n_rb});
         x = sum;
     }
-    /* conv_post -> exp (magnitude), sin (phase) -> iSTFT */
+    /* conv_post -> exp (magnitude), sin (phase) -> iSTFT; conv_post in f32, as the file keeps it */
+    m->bf16 = 0;
     leaky(m, x, 0.01f);
     const wgml_tensor *pw = W(m, "decoder.generator.conv_post.weight"), *pb = W(m, "decoder.generator.conv_post.bias");
     const int kp = (int)(pw->ne[0] / x->ne[0]);
     const int64_t Tf = x->ne[1];
-    wgml_tensor *col = A(m, "~col", pw->ne[0], Tf);
-    wgml_op_im2col(be, &(wgml_im2col_args){.out = col, .x = x, .kernel = kp, .stride = 1, .dilation = 1,
-                                           .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2});
     wgml_tensor *mag = A(m, "gen_mag", B, Tf), *ph = A(m, "gen_phase", B, Tf);
     wgml_tensor w_mag = wgml_tensor_rows(pw, 0, B), w_ph = wgml_tensor_rows(pw, B, B);
     wgml_tensor b_mag = piece(pb, 0, B), b_ph = piece(pb, B, B);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = col, .n_w = 2, .w = {&w_mag, &w_ph}, .bias = {&b_mag, &b_ph},
-                                           .out = {mag, ph}});
+    const wgml_conv1d cv = {.kernel = kp, .stride = 1, .dilation = 1, .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2};
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {&w_mag}, .bias = {&b_mag},
+                                           .out = {mag}, .conv = cv});
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {&w_ph}, .bias = {&b_ph},
+                                           .out = {ph}, .conv = cv});
     wgml_op_unary(be, &(wgml_unary_args){.out = mag, .x = mag, .kind = WGML_UNARY_EXP});
     wgml_op_unary(be, &(wgml_unary_args){.out = ph, .x = ph, .kind = WGML_UNARY_SIN});
     *audio = A(m, "audio", hp->hop * (Tf - 1), 1);
@@ -782,7 +785,7 @@ wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t se
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: kokoro_audio needs the kokoro_text of its %d tokens",
                          T);
     acts_drop(m, m->text_acts);
-    m->status = WGML_OK, m->err = err;
+    m->status = WGML_OK, m->err = err, m->bf16 = 0;
     int64_t F = 0;
     for (int t = 0; t < T; t++) {
         if (dur[t] < 1 || dur[t] > 100000)

@@ -89,7 +89,11 @@ typedef struct kokoro_convert_options {
     const kokoro_config *config; /* NULL: kokoro_config_default */
     const char *const *voices;   /* voice files */
     int n_voices;
-    uint32_t type;
+    uint32_t type;         /* F32, F16, BF16 or Q8_0: the matrices of the text encoder, the duration
+                              head, the decoder and the vocoder */
+    uint32_t prosody_type; /* 0 = F32, or F16, BF16, Q8_0 (at most `type`'s size): the matrices that
+                              make F0 and N (ALBERT, the duration encoder, the shared LSTM, the
+                              F0/N blocks); kokoro_convert.c says why they stay F32 by default */
     wgml_load_progress_fn progress;
     void *user;
 } kokoro_convert_options;

@@ -29,6 +29,12 @@ wgml_weights *kokoro_model_weights(kokoro_model *m);
 const char *kokoro_model_symbol(const kokoro_model *m, int id); /* "" for an unused id */
 const gguf_file *kokoro_model_file(const kokoro_model *m);
 
+/* Whether the decoder's and vocoder's matrix products may round their
+ * operands to bf16 (bf16_act: the CPU's bf16 pairs, about twice its f32
+ * rate; other backends compute in f32). Off after loading; the prosody
+ * path and conv_post are always f32. */
+void kokoro_set_bf16(kokoro_model *m, int on);
+
 /* Step 1. ids: T token ids, pads included (0, phonemes..., 0); style: the
  * voice row (2*S floats: the decoder's S, then the predictor's); speed > 0.
  * dur: T frame counts (round half to even of the predicted durations, at

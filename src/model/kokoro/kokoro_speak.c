@@ -164,11 +164,12 @@ wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes
         if (t) {
             if (t->type != WGML_F32 || t->ne[0] != KOKORO_VOICE_DIM || t->ne[1] != KOKORO_VOICE_ROWS)
                 return wgml_fail(err, WGML_ERR_FORMAT, "%s: tensor %s is not f32 [510][256]", gguf_name(f), tn);
-            if (!t->data)
-                return wgml_fail(err, WGML_ERR_UNSUPPORTED,
-                                 "voice '%s': the model was streamed in without its voices; pass a voice file",
-                                 b.name[v]);
-            r = (const float *)t->data + (size_t)row * KOKORO_VOICE_DIM;
+            /* in the file's bytes, or (a streamed model) the copy its load kept on the host */
+            const float *data = wgml_weights_host_data(kokoro_model_weights((kokoro_model *)m), t);
+            if (!data)
+                return wgml_fail(err, WGML_ERR_FORMAT, "voice '%s': the model has no bytes of tensor %s", b.name[v],
+                                 tn);
+            r = data + (size_t)row * KOKORO_VOICE_DIM;
         } else {
             /* not in the model: a voice file (.bin or .pt) */
             FILE *fp = fopen(b.name[v], "rb");

@@ -100,7 +100,43 @@ void llama_state_free(llama_state *s) {
     wgml_free(s);
 }
 
-static const wgml_tensor *opt(const wgml_tensor *t) { return t->buf ? t : NULL; }
+const wgml_tensor *llama_opt(const wgml_tensor *t) { return t->buf ? t : NULL; }
+
+void llama_layers(llama_model *m, const llama_acts *a, int batch_invariant, llama_attend_fn attend, void *ctx) {
+    const llama_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    wgml_rope rope = hp->rope;
+    rope.freq_factors = llama_opt(&m->rope_freqs);
+    const int bi = batch_invariant;
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = a->x, .table = &m->tok_embd, .ids = a->ids});
+    for (int l = 0; l < hp->n_layer; l++) {
+        const llama_layer *L = &m->layers[l];
+        /* attention block */
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = a->x, .norm = &L->attn_norm, .eps = hp->eps, .n_w = 3,
+                                               .w = {&L->wq, &L->wk, &L->wv},
+                                               .bias = {llama_opt(&L->bq), llama_opt(&L->bk), llama_opt(&L->bv)},
+                                               .out = {a->q, a->k, a->v}, .batch_invariant = bi});
+        attend(ctx, l, &(wgml_attention_args){.q = a->q, .k = a->k, .v = a->v, .out = a->att, .n_head = hp->n_head,
+                                              .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
+                                              .scale = 1.0f / sqrtf((float)hp->head_dim), .rope = &rope});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = a->att, .n_w = 1, .w = {&L->wo}, .out = {a->x},
+                                               .epilogue = WGML_EPI_ADD, .batch_invariant = bi});
+        /* feed-forward block: SwiGLU */
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = a->x, .norm = &L->ffn_norm, .eps = hp->eps, .n_w = 2,
+                                               .w = {&L->w_gate, &L->w_up}, .out = {a->h},
+                                               .epilogue = WGML_EPI_SWIGLU, .batch_invariant = bi});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = a->h, .n_w = 1, .w = {&L->w_down}, .out = {a->x},
+                                               .epilogue = WGML_EPI_ADD, .batch_invariant = bi});
+    }
+}
+
+/* One session's attention: the fast causal path over its cache at the step's positions. */
+static void attend_session(void *ctx, int l, wgml_attention_args *a) {
+    llama_state *s = ctx;
+    a->k_cache = &s->k_cache[l];
+    a->v_cache = &s->v_cache[l];
+    wgml_op_attention(s->m->be, a);
+}
 
 wgml_status llama_eval(llama_model *m, llama_state *s, const int32_t *tokens, int n, int pos, float *logits,
                        int32_t *argmax, wgml_error *err) {
@@ -122,32 +158,10 @@ wgml_status llama_eval(llama_model *m, llama_state *s, const int32_t *tokens, in
     wgml_tensor att = wgml_tensor_rows(&s->att, 0, n), h = wgml_tensor_rows(&s->h, 0, n);
     wgml_tensor ids = s->ids;
     ids.ne[0] = n;
-    wgml_rope rope = hp->rope;
-    rope.freq_factors = opt(&m->rope_freqs);
 
     be->begin(be, &(wgml_step){.pos = pos, .n_tokens = n});
     be->upload(be, &ids, tokens, (size_t)n * sizeof(int32_t));
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = &x, .table = &m->tok_embd, .ids = &ids});
-    for (int l = 0; l < hp->n_layer; l++) {
-        const llama_layer *L = &m->layers[l];
-        /* attention block */
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .norm = &L->attn_norm, .eps = hp->eps, .n_w = 3,
-                                               .w = {&L->wq, &L->wk, &L->wv},
-                                               .bias = {opt(&L->bq), opt(&L->bk), opt(&L->bv)},
-                                               .out = {&q, &k, &v}});
-        wgml_op_attention(be, &(wgml_attention_args){.q = &q, .k = &k, .v = &v, .k_cache = &s->k_cache[l],
-                                                     .v_cache = &s->v_cache[l], .out = &att, .n_head = hp->n_head,
-                                                     .n_head_kv = hp->n_head_kv, .head_dim = hp->head_dim,
-                                                     .scale = 1.0f / sqrtf((float)hp->head_dim), .rope = &rope});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &att, .n_w = 1, .w = {&L->wo}, .out = {&x},
-                                               .epilogue = WGML_EPI_ADD});
-        /* feed-forward block: SwiGLU */
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .norm = &L->ffn_norm, .eps = hp->eps, .n_w = 2,
-                                               .w = {&L->w_gate, &L->w_up}, .out = {&h},
-                                               .epilogue = WGML_EPI_SWIGLU});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &h, .n_w = 1, .w = {&L->w_down}, .out = {&x},
-                                               .epilogue = WGML_EPI_ADD});
-    }
+    llama_layers(m, &(llama_acts){&x, &q, &k, &v, &att, &h, &ids}, 0, attend_session, s);
     wgml_tensor last = wgml_tensor_rows(&s->x, n - 1, 1);
     wgml_op_matmul(be, &(wgml_matmul_args){.x = &last, .norm = &m->out_norm, .eps = hp->eps, .n_w = 1,
                                            .w = {&m->output}, .out = {&s->logits}});

@@ -83,4 +83,57 @@ uint32_t llama_state_kv_type(const llama_state *s); /* the KV cache's element ty
 wgml_status llama_eval(llama_model *m, llama_state *s, const int32_t *tokens, int n, int pos, float *logits,
                        int32_t *argmax, wgml_error *err);
 
+/* ---- the forward pass's parts, shared by llama_eval and llama_eval_multi ---- */
+
+/* A step's activations: views of n rows each (ids: i32 [n], the tokens). */
+typedef struct llama_acts {
+    const wgml_tensor *x, *q, *k, *v, *att, *h, *ids;
+} llama_acts;
+
+/* Runs a layer's attention: `a` holds q, k, v, out, heads, scale and RoPE;
+ * the callback adds the caches (and positions) and records the op(s). */
+typedef void (*llama_attend_fn)(void *ctx, int layer, wgml_attention_args *a);
+
+/* The embedding lookup and every layer, into a->x (no output head).
+ * batch_invariant: the matmuls' flag of that name (ops.h). */
+void llama_layers(llama_model *m, const llama_acts *a, int batch_invariant, llama_attend_fn attend, void *ctx);
+/* t, or NULL for an absent optional tensor (buf NULL) */
+const wgml_tensor *llama_opt(const wgml_tensor *t);
+
+/* ---- several sequences in one step (llama_multi.c) ----
+ * n_seq sequences, each with a KV cache of n_ctx rows, share activations for
+ * n_batch rows. A step holds runs of rows, each run the next tokens of one
+ * sequence at its positions; every matmul reads each weight once for all
+ * rows, and attention runs per run over that sequence's cache (the general
+ * path with explicit positions). A row's result does not depend on the other
+ * runs of its step (batch_invariant matmuls), so a sequence gets the same
+ * tokens alone or beside others. */
+typedef struct llama_multi llama_multi;
+
+typedef struct llama_run {
+    int seq;   /* 0..n_seq-1; at most one run per sequence in a step */
+    int pos;   /* position of the run's first token */
+    int n;     /* its tokens: the step's next n tokens */
+} llama_run;
+
+/* A row whose logits the step computes: its logits (n_vocab floats) and/or
+ * their argmax (computed on the device) are written where not NULL. */
+typedef struct llama_out {
+    int row; /* index into the step's tokens */
+    float *logits;
+    int32_t *argmax;
+} llama_out;
+
+wgml_status llama_multi_create(llama_model *m, int n_seq, int n_ctx, int n_batch, uint32_t kv_type,
+                               llama_multi **out, wgml_error *err);
+void llama_multi_free(llama_multi *s);
+int llama_multi_n_ctx(const llama_multi *s);
+int llama_multi_n_batch(const llama_multi *s);
+uint32_t llama_multi_kv_type(const llama_multi *s);
+
+/* Evaluates tokens[0..n) laid out as runs[0..n_runs) (their n summing to n
+ * <= n_batch) and computes the logits of outs[0..n_out). */
+wgml_status llama_eval_multi(llama_model *m, llama_multi *s, const int32_t *tokens, int n, const llama_run *runs,
+                             int n_runs, const llama_out *outs, int n_out, wgml_error *err);
+
 #endif

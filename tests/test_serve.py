@@ -1,0 +1,277 @@
+#!/usr/bin/env python3
+"""test_serve.py - `wgml serve` over HTTP: every endpoint, every error status,
+streaming (SSE framing, stop strings, usage), the API key, concurrent streams
+whose greedy texts equal their solo runs, a client that disconnects mid-stream
+freeing its slot, the queue limit, and a clean drain on SIGTERM.
+
+    test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
+Only the Python standard library: http.client is the client.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+CLI, MODEL = sys.argv[1], sys.argv[2]
+KEY = "sekret-key"
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def start(*extra):
+    p = subprocess.Popen([CLI, "serve", "-m", MODEL, "--backend", "cpu", "--port", "0", "--parallel", "4",
+                          "--ctx-size", "256", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if not line.startswith("listening on http://127.0.0.1:"):
+        p.kill()
+        sys.exit("server did not start: %r %s" % (line, p.stderr.read()))
+    return p, int(line.rsplit(":", 1)[1])
+
+
+def request(port, method, path, body=None, key=KEY, raw=None, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = dict(headers or {})
+    if key:
+        h["Authorization"] = "Bearer " + key
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    try:
+        return r.status, json.loads(text), r
+    except ValueError:
+        return r.status, text, r
+
+
+def sse(port, path, body, key=KEY, stop_after=None):
+    """The events of a streamed request (parsed JSON, '[DONE]' as a string); stop_after: disconnect after N."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", path, body=json.dumps(body).encode(),
+              headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200, r.status
+    check(r.getheader("Content-Type", "").startswith("text/event-stream"), "SSE content type")
+    events, buf = [], b""
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if line.startswith(b"data: "):
+            payload = line[6:].strip().decode()
+            events.append(payload if payload == "[DONE]" else json.loads(payload))
+            if stop_after and len(events) >= stop_after:
+                c.sock.shutdown(socket.SHUT_RDWR)
+                c.close()
+                return events
+        elif line.strip():
+            check(False, "an SSE line that is not data: %r" % line)
+    c.close()
+    return events
+
+
+def completion(port, prompt, n=24, **kw):
+    body = dict(prompt=prompt, max_tokens=n, temperature=0)
+    body.update(kw)
+    s, o, _ = request(port, "POST", "/v1/completions", body)
+    assert s == 200, (s, o)
+    return o
+
+
+def streamed_text(events, chat=False):
+    out = ""
+    for e in events:
+        if isinstance(e, dict) and e.get("choices"):
+            ch = e["choices"][0]
+            out += (ch.get("delta", {}).get("content") or "") if chat else ch["text"]
+    return out
+
+
+PROMPTS = ["Once upon a time", "The little dog ran to the park", "Lily and Ben were friends",
+           "One day, a boy named Tom wanted to play"]
+
+
+def main():
+    p, port = start("--api-key", KEY, "--queue", "6")
+    try:
+        # ---- the simple endpoints
+        s, o, _ = request(port, "GET", "/health", key=None)
+        check(s == 200 and o["slots_total"] == 4 and o["slots_free"] == 4 and o["queue_length"] == 0, "health %s" % o)
+        s, o, _ = request(port, "GET", "/v1/models")
+        check(s == 200 and o["object"] == "list" and o["data"][0]["id"] == "stories260K.gguf", "models %s" % o)
+        s, o, _ = request(port, "GET", "/metrics", key=None)
+        check(s == 200 and "wgml_slots_total 4" in o and "# TYPE wgml_time_to_first_token_seconds histogram" in o,
+              "metrics")
+
+        # ---- errors: shape and status
+        def err(status, method, path, body=None, raw=None, key=KEY, code=None, param=None):
+            s, o, r = request(port, method, path, body, key=key, raw=raw)
+            ok = s == status and isinstance(o, dict) and set(o["error"]) == {"message", "type", "param", "code"}
+            if ok and code is not None:
+                ok = o["error"]["code"] == code
+            if ok and param is not None:
+                ok = o["error"]["param"] == param
+            check(ok, "%s %s -> %s %s (wanted %d)" % (method, path, s, o, status))
+            return r
+        err(404, "GET", "/v1/nothing")
+        r = err(405, "GET", "/v1/completions")
+        check(r.getheader("Allow") == "POST", "405 Allow header")
+        err(405, "POST", "/health")
+        err(401, "POST", "/v1/completions", {"prompt": "x"}, key=None, code="invalid_api_key")
+        err(401, "GET", "/v1/models", key="wrong", code="invalid_api_key")
+        err(400, "POST", "/v1/completions", raw=b"{not json")
+        err(400, "POST", "/v1/completions", raw=b'{"prompt": "x"} trailing')
+        err(400, "POST", "/v1/completions", raw=b"[1, 2]")
+        err(400, "POST", "/v1/completions", raw=b"")
+        err(400, "POST", "/v1/completions", raw=b"[" * 100000)  # deep nesting
+        err(400, "POST", "/v1/completions", raw=b'{"prompt": "\xff\xfe"}')
+        err(400, "POST", "/v1/completions", {"prompt": 3}, param="prompt")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "max_tokens": 0}, param="max_tokens")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "max_tokens": "5"}, param="max_tokens")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "temperature": 5}, param="temperature")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "top_p": 0}, param="top_p")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "n": 2}, param="n")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, param="stop")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "stop": [1]}, param="stop")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "stream": "yes"}, param="stream")
+        err(400, "POST", "/v1/chat/completions", {"messages": []}, param="messages")
+        err(400, "POST", "/v1/chat/completions", {"messages": [{"content": "no role"}]}, param="messages")
+        err(400, "POST", "/v1/chat/completions", {"messages": "hi"}, param="messages")
+        err(400, "POST", "/v1/completions", {"prompt": "Once upon a time " * 200}, code="context_length_exceeded")
+        err(413, "POST", "/v1/completions", raw=b'{"prompt": "' + b"a" * (1 << 20) + b'"}')
+
+        # ---- completions, plain and streamed: the same greedy text, usage, finish reasons
+        solo = [completion(port, q)["choices"][0]["text"] for q in PROMPTS]
+        o = completion(port, PROMPTS[0])
+        check(o["object"] == "text_completion" and o["choices"][0]["finish_reason"] == "length", "finish length")
+        u = o["usage"]
+        check(u["completion_tokens"] == 24 and u["total_tokens"] == u["prompt_tokens"] + 24, "usage %s" % u)
+        check(u["prompt_tokens_details"]["cached_tokens"] > 0, "a repeated prompt reuses the slot's cache")
+        ev = sse(port, "/v1/completions", dict(prompt=PROMPTS[1], max_tokens=24, temperature=0, stream=True,
+                                                stream_options={"include_usage": True}))
+        check(ev[-1] == "[DONE]", "SSE ends with [DONE]")
+        check(ev[-2]["choices"] == [] and ev[-2]["usage"]["completion_tokens"] == 24, "usage chunk %s" % ev[-2])
+        check(ev[-3]["choices"][0]["finish_reason"] == "length", "final chunk's finish_reason")
+        check(streamed_text(ev) == solo[1], "streamed text = plain text")
+        ev = sse(port, "/v1/completions", dict(prompt=PROMPTS[1], max_tokens=5, temperature=0, stream=True))
+        check(all("usage" not in e for e in ev if isinstance(e, dict)), "no usage without include_usage")
+
+        # ---- stop strings: the text ends before the stop, finish_reason stop, streamed or not
+        full = solo[0]
+        cut = full.find(" ", 12)
+        stop = full[cut:cut + 4]
+        o = completion(port, PROMPTS[0], stop=[stop, "zzzz"])
+        check(o["choices"][0]["text"] == full[:full.find(stop)] and o["choices"][0]["finish_reason"] == "stop",
+              "stop string: %r of %r" % (o["choices"][0]["text"], full))
+        ev = sse(port, "/v1/completions", dict(prompt=PROMPTS[0], max_tokens=24, temperature=0, stream=True, stop=stop))
+        text = streamed_text(ev)
+        check(text == full[:full.find(stop)], "streamed stop: %r" % text)
+        check(all(stop not in streamed_text([e]) for e in ev), "no chunk holds the stop string")
+
+        # ---- chat: through the template, plain and streamed
+        msgs = [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "Tell me one."}]
+        s, o, _ = request(port, "POST", "/v1/chat/completions", dict(messages=msgs, max_tokens=16, temperature=0))
+        check(s == 200 and o["object"] == "chat.completion" and o["choices"][0]["message"]["role"] == "assistant",
+              "chat %s" % o)
+        ev = sse(port, "/v1/chat/completions", dict(messages=msgs, max_tokens=16, temperature=0, stream=True,
+                                                     stream_options={"include_usage": True}))
+        check(ev[0]["object"] == "chat.completion.chunk" and ev[0]["choices"][0]["delta"].get("role") == "assistant",
+              "first chat chunk has the role")
+        check(streamed_text(ev, chat=True) == o["choices"][0]["message"]["content"], "chat streamed = plain")
+        check(ev[-2]["usage"]["prompt_tokens"] == o["usage"]["prompt_tokens"], "chat usage")
+        # a follow-up that extends the conversation reuses the cached prefix
+        msgs2 = msgs + [o["choices"][0]["message"], {"role": "user", "content": "Another."}]
+        s, o2, _ = request(port, "POST", "/v1/chat/completions", dict(messages=msgs2, max_tokens=8, temperature=0))
+        check(s == 200 and o2["usage"]["prompt_tokens_details"]["cached_tokens"] >= o["usage"]["prompt_tokens"] - 1,
+              "follow-up cached tokens %s" % o2["usage"])
+
+        # ---- 4 concurrent streams: greedy texts equal to their solo runs
+        results = [None] * 4
+
+        def worker(i):
+            results[i] = streamed_text(sse(port, "/v1/completions",
+                                           dict(prompt=PROMPTS[i], max_tokens=24, temperature=0, stream=True)))
+        ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for i in range(4):
+            check(results[i] == solo[i], "concurrent stream %d: %r != solo %r" % (i, results[i], solo[i]))
+        # seeded sampling: the same seed gives the same text, alone or not
+        a = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
+        b = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
+        check(a == b, "seeded sampling repeats")
+
+        # ---- a client that disconnects mid-stream frees its slot
+        ev = sse(port, "/v1/completions", dict(prompt=PROMPTS[3], max_tokens=200, temperature=0, stream=True),
+                 stop_after=2)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            s, o, _ = request(port, "GET", "/health")
+            if o["slots_busy"] == 0:
+                break
+            time.sleep(0.05)
+        check(o["slots_busy"] == 0, "a disconnected stream's slot is freed: %s" % o)
+        s, m, _ = request(port, "GET", "/metrics")
+        check("wgml_requests_cancelled_total 1" in m, "the cancel is counted")
+
+        # ---- the queue: 4 slots + 6 waiting; more get 503
+        codes = []
+        lock = threading.Lock()
+
+        def flood():
+            s, o, _ = request(port, "POST", "/v1/completions", dict(prompt=PROMPTS[0], max_tokens=200, temperature=0))
+            with lock:
+                codes.append((s, o))
+        ts = [threading.Thread(target=flood) for _ in range(16)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        n503 = sum(1 for s, o in codes if s == 503)
+        n200 = sum(1 for s, o in codes if s == 200)
+        check(n200 >= 10 and n503 >= 1 and n200 + n503 == 16, "queue limit: %d x 200, %d x 503" % (n200, n503))
+        check(all(len(o["choices"][0]["text"]) > 0 for s, o in codes if s == 200), "queued requests complete")
+        check(all(o["error"]["type"] == "overloaded_error" for s, o in codes if s == 503), "503 shape")
+        s, o, _ = request(port, "GET", "/health")
+        check(o["slots_busy"] == 0 and o["queue_length"] == 0, "nothing leaked: %s" % o)
+    finally:
+        # ---- SIGTERM drains and exits 0
+        p.send_signal(signal.SIGTERM)
+        try:
+            rc = p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            rc = -1
+        check(rc == 0, "exit status after SIGTERM: %s (%s)" % (rc, p.stderr.read()))
+
+    # ---- without a key the /v1/ routes are open; --host 0.0.0.0 warns without one
+    p2, port2 = start("--host", "127.0.0.1")
+    s, o, _ = request(port2, "GET", "/v1/models", key=None)
+    check(s == 200, "no key needed without --api-key")
+    p2.send_signal(signal.SIGTERM)
+    p2.wait(timeout=30)
+    w = subprocess.run([CLI, "serve", "-m", MODEL, "--host", "0.0.0.0", "--port", "99999"], capture_output=True,
+                       text=True)
+    check(w.returncode == 2, "a bad port is a usage error")
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("test_serve: all passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,410 @@
+/*
+ * cmd_chat.c - `wgml chat`: talk to a model in the terminal, or one message
+ * per line from a pipe.
+ *
+ * The conversation is kept as OpenAI-style messages; each turn renders all
+ * of it through the model's chat template (wgml_chat_render), tokenizes the
+ * prompt, and evaluates only what follows the longest prefix the KV cache
+ * already holds (a one-sequence wgml_batch: wgml_batch_seq_keep cuts the
+ * cache back to that prefix), so a turn costs its own tokens, not the whole
+ * conversation's. The reply streams until an end-of-generation token, -n
+ * tokens, or Ctrl-C (which stops the reply, not the program). When the
+ * conversation no longer fits the context (with room for a reply), its
+ * oldest turns are dropped (the system message stays) and the rest is
+ * evaluated again, with a note.
+ *
+ * Commands: /reset, /save FILE, /load FILE (the messages as a JSON array),
+ * /help, /exit. --stats prints each turn's token counts to stderr.
+ */
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef WGML_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
+
+#include "cli.h"
+
+static const char *help =
+    "usage: wgml chat [options]\n"
+    "Chat with a model: streaming replies, the conversation kept in the KV cache between turns.\n"
+    "From a pipe each input line is one message and each reply is printed on one line.\n\n"
+    CLI_MODEL_OPTS_HELP
+    "  --system TEXT         system message\n"
+    "  -n, --n-predict N     most tokens per reply; -1 = until the end of the turn (default -1)\n"
+    "  -c, --ctx N           context length (default: the model's, at most 4096)\n"
+    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n"
+    "  --temp T              temperature; 0 = greedy (default 0.8)\n"
+    "  --top-k K             keep the K most likely tokens; 0 = off (default 40)\n"
+    "  --top-p P             nucleus sampling threshold; 1 = off (default 0.95)\n"
+    "  --min-p P             drop tokens below P x the best one's probability (default 0.05)\n"
+    "  --repeat-penalty R    penalty for recently seen tokens; 1 = off (default 1)\n"
+    "  --repeat-last-n N     how many recent tokens the penalty considers (default 64)\n"
+    "  --seed S              random seed (default: from the clock)\n"
+    "  --stats               each turn's prompt, reused, evaluated and generated tokens on stderr\n"
+    "In the chat: /reset starts over, /save FILE and /load FILE write and read the conversation\n"
+    "(OpenAI-style JSON messages), /exit quits (or Ctrl-D); Ctrl-C stops a reply.\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+typedef struct {
+    wgml_model *m;
+    wgml_batch *b;
+    const char *tmpl;
+    json_object *msgs; /* the conversation */
+    int n_ctx, n_predict, stats, tty;
+    wgml_sampler_params sp;
+} chat;
+
+static void add_message(chat *c, const char *role, const char *text, size_t len) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "role", json_object_new_string(role));
+    json_object_object_add(o, "content", json_object_new_string_len(text, (int)len));
+    json_object_array_add(c->msgs, o);
+}
+
+/* The conversation's prompt tokens into *toks (malloc'ed): the count, or -1 after printing why. */
+static int render(chat *c, int32_t **toks) {
+    *toks = NULL;
+    wgml_chat_params p = wgml_chat_default_params();
+    p.add_generation_prompt = 1;
+    p.model = c->m;
+    char *prompt = NULL;
+    wgml_error err;
+    const char *json = json_object_to_json_string_ext(c->msgs, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    if (wgml_chat_render(c->tmpl, json, &p, &prompt, &err)) {
+        cli_fail("the chat template failed: %s", err.message);
+        return -1;
+    }
+    size_t len = strlen(prompt);
+    int n = wgml_tokenize(c->m, prompt, len, 0, NULL, 0, &err);
+    if (n > 0 && (*toks = malloc((size_t)n * sizeof **toks))) n = wgml_tokenize(c->m, prompt, len, 0, *toks, n, &err);
+    free(prompt);
+    if (n < 0) {
+        cli_fail_err(&err);
+        return -1;
+    }
+    if (!*toks) {
+        cli_fail(n ? "out of memory" : "the chat template gave an empty prompt");
+        return -1;
+    }
+    return n;
+}
+
+/* Drops the oldest turn (after a system message): 1, or 0 when there is none left to drop. */
+static int drop_oldest(chat *c) {
+    size_t n = json_object_array_length(c->msgs), first = 0;
+    json_object *role;
+    if (n && json_object_object_get_ex(json_object_array_get_idx(c->msgs, 0), "role", &role) &&
+        !strcmp(json_object_get_string(role), "system"))
+        first = 1;
+    if (n < first + 2) return 0; /* only the new message is left */
+    /* a turn: the user's message and the replies up to the next user message */
+    size_t end = first + 1;
+    while (end < n - 1 && json_object_object_get_ex(json_object_array_get_idx(c->msgs, end), "role", &role) &&
+           strcmp(json_object_get_string(role), "user"))
+        end++;
+    json_object_array_del_idx(c->msgs, first, end - first);
+    return 1;
+}
+
+/* One reply to the conversation as it stands (its last message the user's). 0, or -1 on an error. */
+static int reply(chat *c) {
+    int32_t *toks = NULL;
+    int n = render(c, &toks), dropped = 0;
+    int room = c->n_ctx / 4 < 256 ? c->n_ctx / 4 : 256; /* kept free for the reply */
+    while (n > 0 && n > c->n_ctx - room) {
+        free(toks);
+        if (!drop_oldest(c)) {
+            cli_fail("the message is %d tokens, more than the context of %d can take with room for a reply", n,
+                     c->n_ctx);
+            json_object_array_del_idx(c->msgs, json_object_array_length(c->msgs) - 1, 1);
+            return 0;
+        }
+        dropped++;
+        n = render(c, &toks);
+    }
+    if (n < 0) {
+        json_object_array_del_idx(c->msgs, json_object_array_length(c->msgs) - 1, 1);
+        return -1;
+    }
+    /* reuse what the cache holds of this prompt; at least the last token is evaluated */
+    int held;
+    const int32_t *h = wgml_batch_seq_tokens(c->b, 0, &held);
+    int keep = 0;
+    while (keep < held && keep < n - 1 && h[keep] == toks[keep]) keep++;
+    wgml_error err;
+    if (dropped) {
+        cli_line_start();
+        fprintf(stderr, "wgml chat: the context is full: dropped the oldest %d turn%s, evaluating %d tokens again\n",
+                dropped, dropped > 1 ? "s" : "", n - keep);
+    }
+    int rc = wgml_batch_seq_keep(c->b, 0, keep, &err) || wgml_batch_seq_sampler(c->b, 0, &c->sp, &err);
+    int chunk = wgml_batch_n_batch(c->b), fed = keep, n_gen = 0;
+    int32_t next = -1, prev = toks[n - 1];
+    size_t cap = 1024, len = 0;
+    char *text = malloc(cap);
+    interrupted = 0;
+    double t0 = cli_now_ms();
+    while (!rc && fed < n && !interrupted) {
+        int k = n - fed < chunk ? n - fed : chunk;
+        wgml_batch_item it = {.seq = 0, .tokens = toks + fed, .n_tokens = k, .sample = fed + k == n};
+        rc = wgml_batch_step(c->b, &it, 1, &err) != WGML_OK;
+        fed += k;
+        next = it.next;
+    }
+    double t_prompt = cli_now_ms() - t0;
+    const char *why = "end of turn";
+    while (!rc && text && next >= 0 && !interrupted) {
+        if (wgml_token_is_eog(c->m, next)) break;
+        char piece[256];
+        int pl = wgml_token_to_text(c->m, prev, next, piece, (int)sizeof piece);
+        if (pl > (int)sizeof piece) pl = (int)sizeof piece;
+        if (pl > 0) {
+            if (len + (size_t)pl + 1 > cap) {
+                char *t = realloc(text, cap *= 2);
+                if (!t) break;
+                text = t;
+            }
+            memcpy(text + len, piece, (size_t)pl);
+            len += (size_t)pl;
+            cli_out(piece, (size_t)pl);
+        }
+        prev = next;
+        n_gen++;
+        if (c->n_predict >= 0 && n_gen >= c->n_predict) {
+            why = "token limit";
+            break;
+        }
+        wgml_batch_seq_tokens(c->b, 0, &held);
+        if (held >= c->n_ctx) {
+            why = "context full";
+            break;
+        }
+        wgml_batch_item it = {.seq = 0, .tokens = &next, .n_tokens = 1, .sample = 1};
+        rc = wgml_batch_step(c->b, &it, 1, &err) != WGML_OK;
+        next = it.next;
+    }
+    if (interrupted) why = "interrupted";
+    double t_gen = cli_now_ms() - t0 - t_prompt;
+    cli_out("\n", c->tty || len == 0 || text[len - 1] != '\n' ? 1 : 0);
+    if (rc) {
+        cli_fail_err(&err);
+        wgml_batch_seq_keep(c->b, 0, 0, NULL); /* the cache may hold half a step */
+    }
+    if (text) add_message(c, "assistant", text, len);
+    if (c->stats || (strcmp(why, "end of turn") && c->tty)) {
+        cli_line_start();
+        fprintf(stderr, "wgml chat: prompt %d tokens, %d reused, %d evaluated (%.0f ms); %d generated (%.1f tok/s); %s\n",
+                n, keep, n - keep, t_prompt, n_gen, n_gen > 1 ? (n_gen - 1) / (t_gen / 1e3) : 0.0, why);
+    }
+    free(text);
+    free(toks);
+    interrupted = 0;
+    return rc ? -1 : 0;
+}
+
+static char *read_line(chat *c) {
+#ifdef WGML_HAVE_LIBEDIT
+    if (c->tty) {
+        char *l = readline("> ");
+        if (l && *l) add_history(l);
+        return l;
+    }
+#endif
+    if (c->tty) {
+        fputs("> ", stdout);
+        fflush(stdout);
+    }
+    size_t cap = 256, n = 0;
+    char *b = malloc(cap);
+    int ch;
+    while (b && (ch = getchar()) != EOF && ch != '\n') {
+        if (n + 1 >= cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) break;
+            b = nb;
+        }
+        b[n++] = (char)ch;
+    }
+    if (!b || (ch == EOF && n == 0)) {
+        free(b);
+        return NULL;
+    }
+    if (n && b[n - 1] == '\r') n--;
+    b[n] = 0;
+    return b;
+}
+
+static void reset(chat *c, const char *system) {
+    json_object_put(c->msgs);
+    c->msgs = json_object_new_array();
+    if (system) add_message(c, "system", system, strlen(system));
+    wgml_batch_seq_keep(c->b, 0, 0, NULL);
+}
+
+static void save(chat *c, const char *path) {
+    if (json_object_to_file_ext(path, c->msgs, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE))
+        cli_fail("cannot write '%s': %s", path, strerror(errno));
+    else
+        fprintf(stderr, "wgml chat: saved %zu messages to %s\n", json_object_array_length(c->msgs), path);
+}
+
+static void load(chat *c, const char *path) {
+    json_object *a = json_object_from_file(path);
+    size_t n = a && json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+    for (size_t i = 0; a && i < n; i++) {
+        json_object *m = json_object_array_get_idx(a, i), *r;
+        if (!json_object_is_type(m, json_type_object) || !json_object_object_get_ex(m, "role", &r) ||
+            !json_object_is_type(r, json_type_string)) {
+            json_object_put(a);
+            a = NULL;
+        }
+    }
+    if (!a || !json_object_is_type(a, json_type_array)) {
+        cli_fail("'%s' is not a conversation (a JSON array of messages with a 'role')", path);
+        json_object_put(a);
+        return;
+    }
+    json_object_put(c->msgs);
+    c->msgs = a;
+    fprintf(stderr, "wgml chat: loaded %zu messages from %s\n", n, path);
+}
+
+int cmd_chat(int argc, char **argv) {
+    cli_model_opts mo = {0};
+    const char *system = NULL;
+    wgml_sampler_params sp = wgml_sampler_default_params();
+    long long n_predict = -1, n_ctx = 0;
+    wgml_kv_type kv = WGML_KV_DEFAULT;
+    int seed_set = 0, stats = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        long long n;
+        double d;
+        int r = cli_model_option(argc, argv, &i, &mo);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "--system")) {
+            if (!(system = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, -1, 1 << 30, &n_predict)) return CLI_USAGE;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 16, 1 << 20, &n_ctx)) return CLI_USAGE;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
+        } else if (!strcmp(a, "--temp")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 100, &d)) return CLI_USAGE;
+            sp.temperature = (float)d;
+        } else if (!strcmp(a, "--top-k")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 30, &n)) return CLI_USAGE;
+            sp.top_k = (int)n;
+        } else if (!strcmp(a, "--top-p")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-9, 1, &d)) return CLI_USAGE;
+            sp.top_p = (float)d;
+        } else if (!strcmp(a, "--min-p")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 1, &d)) return CLI_USAGE;
+            sp.min_p = (float)d;
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-3, 100, &d)) return CLI_USAGE;
+            sp.repeat_penalty = (float)d;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &n)) return CLI_USAGE;
+            sp.repeat_last_n = (int)n;
+        } else if (!strcmp(a, "--seed")) {
+            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
+            char *end;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-') return cli_usage_error("--seed expects a non-negative integer, got '%s'", v);
+            sp.seed = s;
+            seed_set = 1;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
+        } else {
+            return cli_usage_error("unknown option '%s'", a);
+        }
+    }
+    if (!seed_set) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        sp.seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
+    }
+    wgml_model *m = cli_load_model(&mo, NULL);
+    if (!m) return CLI_FAIL;
+    chat c = {.m = m, .n_predict = (int)n_predict, .stats = stats, .sp = sp, .tty = isatty(STDIN_FILENO)};
+    int is_fallback = 0, rc = CLI_OK;
+    c.tmpl = wgml_model_chat_template(m, &is_fallback);
+    wgml_batch_params bp = wgml_batch_default_params();
+    bp.n_seq = 1;
+    bp.n_ctx = (int)n_ctx;
+    bp.kv_type = kv;
+    wgml_error err;
+    if (!c.tmpl) {
+        rc = cli_fail("this model has no chat template (it does not generate text?)");
+    } else if (wgml_batch_create(m, &bp, &c.b, &err)) {
+        rc = cli_fail_err(&err);
+    }
+    if (rc) {
+        wgml_model_free(m);
+        return rc;
+    }
+    c.n_ctx = wgml_batch_n_ctx(c.b);
+    if (is_fallback)
+        fprintf(stderr, "wgml chat: the model has no chat template; using the built-in '%s' format\n",
+                wgml_model_chat_template_name(m));
+    reset(&c, system);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint; /* no SA_RESTART: a read at the prompt returns */
+    sigaction(SIGINT, &sa, NULL);
+    if (c.tty) fprintf(stderr, "wgml chat: /help for commands, Ctrl-C stops a reply, Ctrl-D quits\n");
+    for (;;) {
+        interrupted = 0;
+        char *line = read_line(&c);
+        if (!line) {
+            if (interrupted && c.tty) { /* Ctrl-C at the prompt: a fresh line */
+                clearerr(stdin);
+                fputs("\n", stdout);
+                continue;
+            }
+            break;
+        }
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) {
+            free(line);
+            break;
+        } else if (!strcmp(line, "/help")) {
+            fputs(strstr(help, "In the chat:"), stderr);
+        } else if (!strcmp(line, "/reset")) {
+            reset(&c, system);
+            fprintf(stderr, "wgml chat: a new conversation\n");
+        } else if (!strncmp(line, "/save ", 6) && line[6]) {
+            save(&c, line + 6);
+        } else if (!strncmp(line, "/load ", 6) && line[6]) {
+            load(&c, line + 6);
+        } else if (line[0] == '/' && c.tty) {
+            fprintf(stderr, "wgml chat: unknown command '%s' (/help)\n", line);
+        } else if (line[0]) {
+            add_message(&c, "user", line, strlen(line));
+            if (reply(&c)) rc = CLI_FAIL;
+        }
+        free(line);
+        if (rc) break;
+    }
+    json_object_put(c.msgs);
+    wgml_batch_free(c.b);
+    wgml_model_free(m);
+    return rc;
+}

@@ -1,0 +1,151 @@
+/*
+ * cmd_serve.c - `wgml serve`: an OpenAI-compatible HTTP server for a model
+ * (serve.h: the scheduler in serve_sched.c, HTTP in serve_http.c).
+ *
+ * Ctrl-C or SIGTERM drains: new requests get 503, the running and queued
+ * ones finish (up to --drain-timeout seconds, then they are cancelled), and
+ * the process exits 0. A second signal exits at once.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "serve.h"
+
+static const char *help =
+    "usage: wgml serve -m MODEL [options]\n"
+    "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+    "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
+    "decoded together in one batched step per token; others wait in a queue.\n\n"
+    CLI_MODEL_OPTS_HELP
+    "  --host ADDR           address to listen on (default 127.0.0.1)\n"
+    "  --port N              port (default 8080; 0: any free port, printed)\n"
+    "  --parallel N          slots: requests generated at the same time (default 4)\n"
+    "  -c, --ctx-size N      context of each slot in tokens (default: the model's, at most 4096)\n"
+    "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/ (default: $WGML_API_KEY)\n"
+    "  --queue N             requests that may wait for a slot; beyond, 503 (default 64)\n"
+    "  --chunk N             prompt tokens evaluated per step beside the running streams (default 64)\n"
+    "  --max-body BYTES      largest request body; beyond, 413 (default 1048576)\n"
+    "  --alias NAME          the model's id in /v1/models and responses (default: the file name)\n"
+    "  --drain-timeout S     on Ctrl-C/SIGTERM, seconds to let running requests finish (default 30)\n"
+    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n";
+
+static volatile sig_atomic_t signals_seen;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (++signals_seen >= 2) _exit(130);
+}
+
+int cmd_serve(int argc, char **argv) {
+    cli_model_opts mo = {0};
+    const char *host = "127.0.0.1", *api_key = getenv("WGML_API_KEY"), *alias = NULL;
+    long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30;
+    wgml_kv_type kv = WGML_KV_DEFAULT;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        int r = cli_model_option(argc, argv, &i, &mo);
+        if (r < 0) return CLI_USAGE;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(help, stdout);
+            return CLI_OK;
+        } else if (!strcmp(a, "--host")) {
+            if (!(host = cli_value(argc, argv, &i))) return CLI_USAGE;
+            if (!*host || strlen(host) > 255) return cli_usage_error("--host: give an address");
+        } else if (!strcmp(a, "--port")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 65535, &port)) return CLI_USAGE;
+        } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 256, &parallel)) return CLI_USAGE;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 8, 1 << 20, &ctx)) return CLI_USAGE;
+        } else if (!strcmp(a, "--api-key")) {
+            if (!(api_key = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--queue")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 4096, &queue)) return CLI_USAGE;
+        } else if (!strcmp(a, "--chunk")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &chunk)) return CLI_USAGE;
+        } else if (!strcmp(a, "--max-body")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1024, 1LL << 30, &max_body)) return CLI_USAGE;
+        } else if (!strcmp(a, "--alias")) {
+            if (!(alias = cli_value(argc, argv, &i))) return CLI_USAGE;
+        } else if (!strcmp(a, "--drain-timeout")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600, &drain)) return CLI_USAGE;
+        } else if (!strcmp(a, "--kv-type")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
+        } else {
+            return cli_usage_error("unknown option '%s'", a);
+        }
+    }
+    if (api_key && !*api_key) api_key = NULL;
+    if (!api_key && strcmp(host, "127.0.0.1") && strcmp(host, "localhost") && strcmp(host, "::1"))
+        fprintf(stderr, "wgml serve: warning: listening on %s without an API key: anyone who can reach it can use "
+                        "it (--api-key KEY)\n", host);
+    wgml_model *m = cli_load_model(&mo, NULL);
+    if (!m) return CLI_FAIL;
+    serve_server s;
+    memset(&s, 0, sizeof s);
+    s.max_queue = (int)queue;
+    s.api_key = api_key;
+    s.max_body = (size_t)max_body;
+    s.created = (double)time(NULL);
+    const char *path = mo.model ? mo.model : getenv("WGML_MODEL") ? getenv("WGML_MODEL") : WGML_DEFAULT_MODEL;
+    const char *base = strrchr(path, '/');
+    s.model_id = alias ? alias : base ? base + 1 : path;
+    wgml_error err;
+    int rc = CLI_OK;
+    wgml_status st = serve_init(&s, m, (int)parallel, (int)ctx, (int)chunk, kv, &err);
+    if (st) {
+        rc = cli_fail_err(&err);
+        wgml_model_free(m);
+        return rc;
+    }
+    if (serve_chat_init(&s) || serve_start(&s)) {
+        serve_free(&s);
+        wgml_model_free(m);
+        return CLI_FAIL;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int bound = 0;
+    /* each connection holds a civetweb thread while it streams: enough for every slot and queue place */
+    serve_http *h = serve_http_start(&s, host, (int)port, (int)(parallel + queue + 8), &bound);
+    if (!h) {
+        serve_stop(&s);
+        serve_free(&s);
+        wgml_model_free(m);
+        return CLI_FAIL;
+    }
+    fprintf(stderr, "wgml serve: %s on %s (%s), %d slots of %d tokens%s\n", s.model_id, s.info.backend,
+            s.info.adapter, s.n_slots, s.n_ctx, s.template_fallback ? ", chat template: built-in fallback" : "");
+    printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
+    fflush(stdout);
+    while (!signals_seen) usleep(50 * 1000);
+    fprintf(stderr, "wgml serve: draining (a second signal exits at once)\n");
+    pthread_mutex_lock(&s.mu);
+    s.draining = 1;
+    pthread_mutex_unlock(&s.mu);
+    double t0 = cli_now_ms();
+    for (;;) {
+        int busy, queued;
+        pthread_mutex_lock(&s.mu);
+        serve_load(&s, &busy, &queued);
+        pthread_mutex_unlock(&s.mu);
+        if ((!busy && !queued) || cli_now_ms() - t0 > (double)drain * 1e3) break;
+        usleep(50 * 1000);
+    }
+    serve_stop(&s); /* what still runs is cancelled; its threads answer and return */
+    serve_http_stop(h);
+    serve_free(&s);
+    wgml_model_free(m);
+    fprintf(stderr, "wgml serve: stopped\n");
+    return rc;
+}

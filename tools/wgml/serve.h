@@ -1,0 +1,148 @@
+/*
+ * serve.h - `wgml serve`, an OpenAI-compatible HTTP server, in three parts:
+ *
+ *   serve_sched.c  the slots and the one scheduler thread: requests (jobs)
+ *                  wait in a queue for a free slot; every step advances all
+ *                  busy slots together in one batched forward pass
+ *                  (wgml_batch): each decoding slot's next token plus a chunk
+ *                  of one new prompt; text is released to the job with stop
+ *                  strings and split UTF-8 characters held back.
+ *   serve_http.c   HTTP through civetweb: routing, limits, the API key, the
+ *                  OpenAI endpoints (JSON with json-c), streaming as
+ *                  server-sent events, /health and /metrics.
+ *   cmd_serve.c    the command: options, the model, signals and draining.
+ *
+ * Locking: one mutex (serve_server.mu) guards the queue, every job's shared
+ * fields and the metrics; each job has a condition variable its HTTP thread
+ * waits on. Slots are the scheduler thread's alone.
+ */
+#ifndef WGML_SERVE_H
+#define WGML_SERVE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wgml.h"
+
+#define SERVE_MAX_STOP 4       /* stop strings per request (as OpenAI) */
+#define SERVE_STOP_MAX_LEN 256 /* bytes of one stop string */
+
+typedef enum serve_finish {
+    SERVE_RUNNING = 0,
+    SERVE_FINISH_STOP,      /* EOS/end of turn or a stop string */
+    SERVE_FINISH_LENGTH,    /* max_tokens, or the context is full */
+    SERVE_FINISH_CANCELLED, /* the client went away */
+    SERVE_FINISH_ERROR,     /* the step failed (error holds why) */
+} serve_finish;
+
+/* One request's generation. The HTTP thread fills the request part, the
+ * scheduler the rest; both hold a reference (refs) and the last one frees it. */
+typedef struct serve_job {
+    /* the request (read-only once queued) */
+    int32_t *prompt;
+    int n_prompt;
+    int max_tokens; /* -1: until the end of the context */
+    wgml_sampler_params sampler;
+    char *stop[SERVE_MAX_STOP];
+    int n_stop;
+    /* shared, under serve_server.mu */
+    int refs;
+    pthread_cond_t cv;
+    char *text; /* released text */
+    size_t len, cap;
+    serve_finish finish;
+    char error[WGML_ERROR_MESSAGE_MAX];
+    int n_gen, n_cached;
+    int cancelled;                           /* set by the HTTP thread */
+    double t_queued, t_start, t_first, t_end; /* ms (cli_now_ms) */
+    /* the scheduler's own */
+    char held[2 * SERVE_STOP_MAX_LEN + 512]; /* generated text not yet released */
+    size_t held_len;
+    int32_t prev; /* the last token, for its successor's text */
+} serve_job;
+
+/* Prometheus histogram with fixed bucket bounds (seconds). */
+#define SERVE_HIST_BUCKETS 12
+typedef struct serve_hist {
+    uint64_t count[SERVE_HIST_BUCKETS + 1]; /* per bucket, +Inf last (not cumulative) */
+    double sum;
+    uint64_t n;
+} serve_hist;
+
+#define SERVE_N_STATUS 9
+extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
+typedef struct serve_metrics {
+    uint64_t requests[6][SERVE_N_STATUS]; /* [endpoint][status index] */
+    uint64_t prompt_tokens, cached_tokens, generated_tokens, steps, step_rows, cancelled;
+    serve_hist ttft, per_token, duration, queue_wait;
+    double busy_slot_seconds; /* integral of busy slots over time */
+} serve_metrics;
+
+typedef struct serve_slot {
+    serve_job *job; /* NULL: free */
+    int fed;        /* prompt tokens evaluated */
+    int32_t pending; /* the last token picked, evaluated in the next step */
+    int has_pending;
+} serve_slot;
+
+typedef struct serve_server {
+    wgml_model *model;
+    wgml_model_info info;
+    const char *model_id; /* the name /v1/models lists */
+    wgml_batch *batch;
+    int n_slots, n_ctx, chunk, max_queue;
+    const char *api_key; /* NULL: none */
+    size_t max_body;
+    double created; /* unix seconds */
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    serve_job **queue; /* FIFO: max_queue waiting, plus jobs bound for free slots */
+    int q_len;
+    serve_slot *slots;
+    int busy;
+    int stopping; /* the scheduler ends (after draining) */
+    int draining; /* new requests are refused with 503 */
+    pthread_t thread;
+    int thread_started;
+    wgml_batch_item *items; /* the scheduler's step: n_slots items and their slots */
+    int *slot_of;
+    pthread_mutex_t tok_mu; /* the model's tokenizer, between HTTP threads and the scheduler */
+    const char *chat_template; /* the model's, or the built-in fallback for its architecture */
+    int template_fallback;
+    serve_metrics metrics;
+    double last_busy_t;
+    uint64_t next_id;
+} serve_server;
+
+/* ---- serve_sched.c ---- */
+wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, int chunk, wgml_kv_type kv,
+                       wgml_error *err);
+void serve_free(serve_server *s); /* after serve_stop */
+int serve_start(serve_server *s); /* the scheduler thread; 0 on success */
+void serve_stop(serve_server *s); /* ends it: jobs still running finish as cancelled */
+
+serve_job *serve_job_new(void);
+void serve_job_unref(serve_server *s, serve_job *j); /* under s->mu */
+/* Queues a job (under s->mu); 0, or -1 when the queue is full. */
+int serve_submit(serve_server *s, serve_job *j);
+/* The number of busy slots and queued jobs (under s->mu). */
+void serve_load(const serve_server *s, int *busy, int *queued);
+void serve_hist_add(serve_hist *h, double seconds);
+extern const double serve_hist_bounds[SERVE_HIST_BUCKETS];
+
+/* ---- serve_chat.c ---- */
+/* The prompt of an OpenAI messages array through the model's chat template
+ * (malloc'ed), or NULL with msg saying why (a template's raise_exception). */
+struct json_object;
+char *serve_chat_prompt(serve_server *s, struct json_object *messages, char *msg, size_t msg_size);
+/* Loads the template once (at start): 0, or -1 after printing why. */
+int serve_chat_init(serve_server *s);
+
+/* ---- serve_http.c ---- */
+typedef struct serve_http serve_http;
+/* Listens on host:port (port 0: any free one, *bound_port gets it). NULL after printing why. */
+serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_threads, int *bound_port);
+void serve_http_stop(serve_http *h);
+
+#endif

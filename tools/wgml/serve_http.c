@@ -1,0 +1,746 @@
+/*
+ * serve_http.c - the server's HTTP side, on civetweb (Debian's
+ * libcivetweb-dev): one handler routes every request.
+ *
+ * Each request is checked in this order, each failure an OpenAI-shaped JSON
+ * error ({"error": {"message", "type", "param", "code"}}):
+ *   route unknown 404, method not allowed 405 (with Allow), API key missing
+ *   or wrong 401 (/v1/ routes; /health and /metrics stay open for monitors),
+ *   draining 503, body over the limit 413, malformed JSON or a bad parameter
+ *   400, prompt longer than the context 400 (context_length_exceeded), queue
+ *   full 503.
+ * A generation request becomes a job for the scheduler (serve_sched.c); this
+ * thread then waits on the job and writes the answer: one JSON response, or
+ * server-sent events as the text is released (`data: {chunk}` ... `data:
+ * [DONE]`). A write that fails (the client went away) cancels the job, which
+ * frees its slot before the next step.
+ */
+#include <civetweb.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "serve.h"
+
+struct serve_http {
+    struct mg_context *ctx;
+    serve_server *s;
+};
+
+enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
+static const char *const ep_names[] = {"chat_completions", "completions", "models", "health", "metrics", "other"};
+
+/* ---- responses ---- */
+
+const int serve_status_codes[SERVE_N_STATUS] = {200, 400, 401, 404, 405, 413, 499, 500, 503};
+
+static void count(serve_server *s, int ep, int status) {
+    int k = SERVE_N_STATUS - 1;
+    for (int i = 0; i < SERVE_N_STATUS; i++)
+        if (serve_status_codes[i] == status) k = i;
+    pthread_mutex_lock(&s->mu);
+    s->metrics.requests[ep][k]++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int send_body(struct mg_connection *c, int status, const char *type, const char *body, size_t len,
+                     const char *extra_name, const char *extra_value) {
+    char cl[32];
+    snprintf(cl, sizeof cl, "%zu", len);
+    mg_response_header_start(c, status);
+    mg_response_header_add(c, "Content-Type", type, -1);
+    mg_response_header_add(c, "Content-Length", cl, -1);
+    if (extra_name) mg_response_header_add(c, extra_name, extra_value, -1);
+    mg_response_header_send(c);
+    if (len) mg_write(c, body, len);
+    return status;
+}
+
+static int send_json(struct mg_connection *c, int status, json_object *o) {
+    size_t len;
+    const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    send_body(c, status, "application/json", t, len, NULL, NULL);
+    json_object_put(o);
+    return status;
+}
+
+static json_object *error_object(const char *message, const char *type, const char *param, const char *code) {
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "message", json_object_new_string(message));
+    json_object_object_add(e, "type", json_object_new_string(type));
+    json_object_object_add(e, "param", param ? json_object_new_string(param) : NULL);
+    json_object_object_add(e, "code", code ? json_object_new_string(code) : NULL);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "error", e);
+    return o;
+}
+
+/* An OpenAI-shaped error; allow: the Allow header's methods (405) */
+static int send_error_allow(struct mg_connection *c, int status, const char *param, const char *code,
+                            const char *allow, const char *fmt, va_list ap) {
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    const char *type = status == 401   ? "authentication_error"
+                       : status == 404 ? "not_found_error"
+                       : status >= 500 ? (status == 503 ? "overloaded_error" : "server_error")
+                                       : "invalid_request_error";
+    json_object *o = error_object(msg, type, param, code);
+    size_t len;
+    const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    send_body(c, status, "application/json", t, len, allow ? "Allow" : NULL, allow);
+    json_object_put(o);
+    return status;
+}
+
+static int send_error(struct mg_connection *c, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int send_error(struct mg_connection *c, int status, const char *param, const char *code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = send_error_allow(c, status, param, code, NULL, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+static int send_405(struct mg_connection *c, const char *allow, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int send_405(struct mg_connection *c, const char *allow, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = send_error_allow(c, 405, NULL, "method_not_allowed", allow, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* ---- request parameters ---- */
+
+typedef struct {
+    int stream, include_usage, max_tokens;
+    wgml_sampler_params sampler;
+    char *stop[SERVE_MAX_STOP];
+    int n_stop;
+    char err[256];
+    const char *bad_param;
+} gen_params;
+
+static int bad(gen_params *g, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(gen_params *g, const char *param, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->err, sizeof g->err, fmt, ap);
+    va_end(ap);
+    g->bad_param = param;
+    return -1;
+}
+
+static int is_number(json_object *v) { return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double); }
+
+static int add_stop(gen_params *g, json_object *v) {
+    if (!json_object_is_type(v, json_type_string)) return bad(g, "stop", "'stop' must be a string or an array of strings");
+    size_t n = (size_t)json_object_get_string_len(v);
+    if (n == 0 || n > SERVE_STOP_MAX_LEN)
+        return bad(g, "stop", "a stop string must have 1 to %d bytes", SERVE_STOP_MAX_LEN);
+    if (g->n_stop >= SERVE_MAX_STOP) return bad(g, "stop", "at most %d stop strings", SERVE_MAX_STOP);
+    if (!(g->stop[g->n_stop] = strdup(json_object_get_string(v)))) return bad(g, "stop", "out of memory");
+    g->n_stop++;
+    return 0;
+}
+
+/* The parameters both generation endpoints share; -1 with g->err on a bad one. */
+static int parse_gen(json_object *req, int chat, gen_params *g) {
+    memset(g, 0, sizeof *g);
+    g->max_tokens = chat ? -1 : 16; /* OpenAI's defaults: the context for chat, 16 for completions */
+    g->sampler = wgml_sampler_default_params();
+    g->sampler.temperature = 1.0f, g->sampler.top_p = 1.0f, g->sampler.top_k = 0, g->sampler.min_p = 0;
+    g->sampler.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 20);
+    json_object *v;
+    if (json_object_object_get_ex(req, "model", &v) && v && !json_object_is_type(v, json_type_string))
+        return bad(g, "model", "'model' must be a string");
+    if (json_object_object_get_ex(req, "stream", &v) && v) {
+        if (!json_object_is_type(v, json_type_boolean)) return bad(g, "stream", "'stream' must be a boolean");
+        g->stream = json_object_get_boolean(v);
+    }
+    if (json_object_object_get_ex(req, "stream_options", &v) && v) {
+        json_object *u;
+        if (!json_object_is_type(v, json_type_object)) return bad(g, "stream_options", "'stream_options' must be an object");
+        if (json_object_object_get_ex(v, "include_usage", &u) && u) {
+            if (!json_object_is_type(u, json_type_boolean))
+                return bad(g, "stream_options.include_usage", "'include_usage' must be a boolean");
+            g->include_usage = json_object_get_boolean(u);
+        }
+    }
+    const char *names[] = {"max_tokens", "max_completion_tokens"};
+    for (int i = 0; i < 2; i++) {
+        if (!json_object_object_get_ex(req, names[i], &v) || !v) continue;
+        if (!json_object_is_type(v, json_type_int)) return bad(g, names[i], "'%s' must be an integer", names[i]);
+        int64_t n = json_object_get_int64(v);
+        if (n < 1 || n > (1 << 24)) return bad(g, names[i], "'%s' must be at least 1", names[i]);
+        g->max_tokens = (int)n;
+    }
+    if (json_object_object_get_ex(req, "temperature", &v) && v) {
+        double t = json_object_get_double(v);
+        if (!is_number(v) || !(t >= 0 && t <= 2)) return bad(g, "temperature", "'temperature' must be a number in [0, 2]");
+        g->sampler.temperature = (float)t;
+    }
+    if (json_object_object_get_ex(req, "top_p", &v) && v) {
+        double t = json_object_get_double(v);
+        if (!is_number(v) || !(t > 0 && t <= 1)) return bad(g, "top_p", "'top_p' must be a number in (0, 1]");
+        g->sampler.top_p = (float)t;
+    }
+    if (json_object_object_get_ex(req, "seed", &v) && v) {
+        if (!json_object_is_type(v, json_type_int)) return bad(g, "seed", "'seed' must be an integer");
+        g->sampler.seed = (uint64_t)json_object_get_int64(v);
+    }
+    if (json_object_object_get_ex(req, "n", &v) && v) {
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) != 1)
+            return bad(g, "n", "only n = 1 is supported");
+    }
+    if (json_object_object_get_ex(req, "stop", &v) && v) {
+        if (json_object_is_type(v, json_type_array)) {
+            size_t n = json_object_array_length(v);
+            for (size_t i = 0; i < n; i++)
+                if (add_stop(g, json_object_array_get_idx(v, i))) return -1;
+        } else if (add_stop(g, v)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_gen(gen_params *g) {
+    for (int i = 0; i < g->n_stop; i++) free(g->stop[i]);
+    g->n_stop = 0;
+}
+
+/* ---- the generation endpoints ---- */
+
+static const char *finish_name(serve_finish f) { return f == SERVE_FINISH_LENGTH ? "length" : "stop"; }
+
+static json_object *usage_object(const serve_job *j) {
+    json_object *u = json_object_new_object();
+    json_object_object_add(u, "prompt_tokens", json_object_new_int(j->n_prompt));
+    json_object_object_add(u, "completion_tokens", json_object_new_int(j->n_gen));
+    json_object_object_add(u, "total_tokens", json_object_new_int(j->n_prompt + j->n_gen));
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, "cached_tokens", json_object_new_int(j->n_cached));
+    json_object_object_add(u, "prompt_tokens_details", d);
+    return u;
+}
+
+/* A response or chunk's common fields. */
+static json_object *envelope(serve_server *s, const char *id, const char *object) {
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "id", json_object_new_string(id));
+    json_object_object_add(o, "object", json_object_new_string(object));
+    json_object_object_add(o, "created", json_object_new_int64((int64_t)time(NULL)));
+    json_object_object_add(o, "model", json_object_new_string(s->model_id));
+    json_object_object_add(o, "system_fingerprint", json_object_new_string("wgml"));
+    return o;
+}
+
+/* One choice: chat's message or delta, or completion's text. */
+static json_object *choice(int chat, int delta, const char *text, size_t len, int role, const char *finish) {
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "index", json_object_new_int(0));
+    if (chat) {
+        json_object *m = json_object_new_object();
+        if (role) json_object_object_add(m, "role", json_object_new_string("assistant"));
+        if (text) json_object_object_add(m, "content", json_object_new_string_len(text, (int)len));
+        json_object_object_add(c, delta ? "delta" : "message", m);
+    } else {
+        json_object_object_add(c, "text", json_object_new_string_len(text ? text : "", text ? (int)len : 0));
+    }
+    json_object_object_add(c, "logprobs", NULL);
+    json_object_object_add(c, "finish_reason", finish ? json_object_new_string(finish) : NULL);
+    return c;
+}
+
+/* Writes one server-sent event; 0, or -1 when the client is gone. */
+static int sse(struct mg_connection *c, json_object *o) {
+    size_t len;
+    const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    char *buf = malloc(len + 9);
+    int rc = -1;
+    if (buf) {
+        memcpy(buf, "data: ", 6);
+        memcpy(buf + 6, t, len);
+        memcpy(buf + 6 + len, "\n\n", 2);
+        rc = mg_send_chunk(c, buf, (unsigned)(len + 8)) > 0 ? 0 : -1;
+        free(buf);
+    }
+    json_object_put(o);
+    return rc;
+}
+
+static json_object *chunk(serve_server *s, const char *id, int chat, int include_usage, json_object *choice_obj) {
+    json_object *o = envelope(s, id, chat ? "chat.completion.chunk" : "text_completion");
+    json_object *arr = json_object_new_array();
+    if (choice_obj) json_object_array_add(arr, choice_obj);
+    json_object_object_add(o, "choices", arr);
+    if (include_usage) json_object_object_add(o, "usage", NULL);
+    return o;
+}
+
+static void cancel(serve_server *s, serve_job *j) {
+    pthread_mutex_lock(&s->mu);
+    j->cancelled = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Streams a queued job's text as server-sent events until it finishes. */
+static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
+                      const gen_params *g) {
+    mg_response_header_start(c, 200);
+    mg_response_header_add(c, "Content-Type", "text/event-stream", -1);
+    mg_response_header_add(c, "Cache-Control", "no-cache", -1);
+    mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
+    mg_response_header_send(c);
+    int dead = chat && sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, "", 0, 1, NULL)));
+    size_t sent = 0;
+    char *piece = NULL;
+    serve_finish fin = SERVE_RUNNING;
+    while (!dead) {
+        pthread_mutex_lock(&s->mu);
+        while (j->len == sent && !j->finish) pthread_cond_wait(&j->cv, &s->mu);
+        size_t n = j->len - sent;
+        char *np = n ? realloc(piece, n) : piece;
+        if (np) {
+            piece = np;
+            if (n) memcpy(piece, j->text + sent, n);
+            sent += n;
+        }
+        fin = j->finish;
+        pthread_mutex_unlock(&s->mu);
+        if (!np) {
+            dead = 1;
+            break;
+        }
+        if (n && sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, piece, n, 0, NULL)))) dead = 1;
+        if (fin) break;
+    }
+    free(piece);
+    if (dead) {
+        cancel(s, j);
+        return 499;
+    }
+    if (fin == SERVE_FINISH_ERROR) {
+        json_object *e = error_object(j->error, "server_error", NULL, NULL);
+        sse(c, e);
+    } else {
+        if (sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, NULL, 0, 0, finish_name(fin))))) dead = 1;
+        if (!dead && g->include_usage) {
+            json_object *u = chunk(s, id, chat, 0, NULL);
+            json_object_object_add(u, "usage", usage_object(j));
+            dead = sse(c, u) != 0;
+        }
+    }
+    if (!dead) mg_send_chunk(c, "data: [DONE]\n\n", 14);
+    mg_send_chunk(c, "", 0);
+    return 200;
+}
+
+/* Waits for a job and answers with one JSON object. */
+static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat) {
+    pthread_mutex_lock(&s->mu);
+    while (!j->finish) pthread_cond_wait(&j->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (j->finish == SERVE_FINISH_ERROR) return send_error(c, 500, NULL, NULL, "generation failed: %s", j->error);
+    if (j->finish == SERVE_FINISH_CANCELLED) return send_error(c, 503, NULL, NULL, "the server is shutting down");
+    json_object *o = envelope(s, id, chat ? "chat.completion" : "text_completion");
+    json_object *arr = json_object_new_array();
+    json_object_array_add(arr, choice(chat, 0, j->text ? j->text : "", j->len, 1, finish_name(j->finish)));
+    json_object_object_add(o, "choices", arr);
+    json_object_object_add(o, "usage", usage_object(j));
+    return send_json(c, 200, o);
+}
+
+/* Tokenizes, queues and answers a generation request whose prompt text is ready. */
+static int generate(struct mg_connection *c, serve_server *s, const char *text, int add_bos, int chat,
+                    gen_params *g) {
+    size_t tlen = strlen(text);
+    wgml_error err;
+    pthread_mutex_lock(&s->tok_mu);
+    int n = wgml_tokenize(s->model, text, tlen, add_bos, NULL, 0, &err);
+    int32_t *toks = n > 0 ? malloc((size_t)n * sizeof *toks) : NULL;
+    if (toks) n = wgml_tokenize(s->model, text, tlen, add_bos, toks, n, &err);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (n < 0) {
+        free(toks);
+        return send_error(c, 400, chat ? "messages" : "prompt", NULL, "the prompt cannot be tokenized: %s", err.message);
+    }
+    if (n == 0) return send_error(c, 400, chat ? "messages" : "prompt", NULL, "the prompt is empty");
+    if (!toks) return send_error(c, 500, NULL, NULL, "out of memory");
+    if (n > s->n_ctx - 1) {
+        free(toks);
+        return send_error(c, 400, chat ? "messages" : "prompt", "context_length_exceeded",
+                          "This model's maximum context length is %d tokens. However, your %s resulted in %d tokens "
+                          "(the reply needs at least one more).",
+                          s->n_ctx, chat ? "messages" : "prompt", n);
+    }
+    serve_job *j = serve_job_new();
+    if (!j) {
+        free(toks);
+        return send_error(c, 500, NULL, NULL, "out of memory");
+    }
+    j->prompt = toks;
+    j->n_prompt = n;
+    j->max_tokens = g->max_tokens;
+    j->sampler = g->sampler;
+    for (int i = 0; i < g->n_stop; i++) j->stop[i] = g->stop[i];
+    j->n_stop = g->n_stop;
+    g->n_stop = 0; /* the job owns them now */
+    char id[48];
+    pthread_mutex_lock(&s->mu);
+    snprintf(id, sizeof id, "%s-%llx%06llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)s->created,
+             (unsigned long long)++s->next_id);
+    int full = serve_submit(s, j);
+    pthread_mutex_unlock(&s->mu);
+    int status;
+    if (full) {
+        status = send_error(c, 503, NULL, NULL, "all %d slots are busy and %d requests wait: try again later",
+                            s->n_slots, s->max_queue);
+    } else {
+        status = g->stream ? stream_job(c, s, j, id, chat, g) : answer_job(c, s, j, id, chat);
+    }
+    pthread_mutex_lock(&s->mu);
+    serve_job_unref(s, j);
+    pthread_mutex_unlock(&s->mu);
+    return status;
+}
+
+static int ep_completions(struct mg_connection *c, serve_server *s, json_object *req) {
+    gen_params g;
+    if (parse_gen(req, 0, &g)) {
+        free_gen(&g);
+        return send_error(c, 400, g.bad_param, NULL, "%s", g.err);
+    }
+    json_object *p;
+    const char *text = NULL;
+    if (json_object_object_get_ex(req, "prompt", &p) && p) {
+        if (json_object_is_type(p, json_type_string)) text = json_object_get_string(p);
+        else if (json_object_is_type(p, json_type_array) && json_object_array_length(p) == 1 &&
+                 json_object_is_type(json_object_array_get_idx(p, 0), json_type_string))
+            text = json_object_get_string(json_object_array_get_idx(p, 0));
+    }
+    int status = text ? generate(c, s, text, 1, 0, &g)
+                      : send_error(c, 400, "prompt", NULL, "'prompt' must be a string (or an array of one string)");
+    free_gen(&g);
+    return status;
+}
+
+static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
+    gen_params g;
+    if (parse_gen(req, 1, &g)) {
+        free_gen(&g);
+        return send_error(c, 400, g.bad_param, NULL, "%s", g.err);
+    }
+    json_object *msgs;
+    int status;
+    if (!json_object_object_get_ex(req, "messages", &msgs) || !json_object_is_type(msgs, json_type_array) ||
+        json_object_array_length(msgs) == 0) {
+        status = send_error(c, 400, "messages", NULL, "'messages' must be a non-empty array");
+    } else {
+        char msg[512] = "";
+        char *prompt = serve_chat_prompt(s, msgs, msg, sizeof msg);
+        status = prompt ? generate(c, s, prompt, 0, 1, &g) : send_error(c, 400, "messages", NULL, "%s", msg);
+        free(prompt);
+    }
+    free_gen(&g);
+    return status;
+}
+
+/* ---- the other endpoints ---- */
+
+static int ep_models(struct mg_connection *c, serve_server *s) {
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "id", json_object_new_string(s->model_id));
+    json_object_object_add(m, "object", json_object_new_string("model"));
+    json_object_object_add(m, "created", json_object_new_int64((int64_t)s->created));
+    json_object_object_add(m, "owned_by", json_object_new_string("wgml"));
+    json_object *caps = json_object_new_array();
+    json_object_array_add(caps, json_object_new_string("completions"));
+    json_object_array_add(caps, json_object_new_string("chat.completions"));
+    json_object *meta = json_object_new_object();
+    json_object_object_add(meta, "capabilities", caps);
+    json_object_object_add(meta, "architecture", json_object_new_string(s->info.architecture));
+    json_object_object_add(meta, "n_ctx", json_object_new_int(s->n_ctx));
+    json_object_object_add(meta, "n_ctx_train", json_object_new_int(s->info.n_ctx_train));
+    json_object_object_add(meta, "n_params", json_object_new_int64((int64_t)s->info.n_params));
+    json_object_object_add(meta, "backend", json_object_new_string(s->info.backend));
+    json_object_object_add(m, "meta", meta);
+    json_object *arr = json_object_new_array();
+    json_object_array_add(arr, m);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "object", json_object_new_string("list"));
+    json_object_object_add(o, "data", arr);
+    return send_json(c, 200, o);
+}
+
+static int ep_health(struct mg_connection *c, serve_server *s) {
+    int busy, queued, draining;
+    pthread_mutex_lock(&s->mu);
+    serve_load(s, &busy, &queued);
+    draining = s->draining;
+    pthread_mutex_unlock(&s->mu);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "status", json_object_new_string(draining ? "draining" : "ok"));
+    json_object_object_add(o, "slots_total", json_object_new_int(s->n_slots));
+    json_object_object_add(o, "slots_busy", json_object_new_int(busy));
+    json_object_object_add(o, "slots_free", json_object_new_int(s->n_slots - busy));
+    json_object_object_add(o, "queue_length", json_object_new_int(queued));
+    json_object_object_add(o, "queue_limit", json_object_new_int(s->max_queue));
+    return send_json(c, draining ? 503 : 200, o);
+}
+
+typedef struct {
+    char *p;
+    size_t len, cap;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = b->p ? vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap) : -1;
+        va_end(ap);
+        if (n >= 0 && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 8192;
+        while (n >= 0 && cap < b->len + (size_t)n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) return;
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static void sb_hist(sbuf *b, const char *name, const char *help, const serve_hist *h) {
+    sb_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    uint64_t cum = 0;
+    for (int i = 0; i < SERVE_HIST_BUCKETS; i++) {
+        cum += h->count[i];
+        sb_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, serve_hist_bounds[i], (unsigned long long)cum);
+    }
+    sb_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)h->n, name,
+              h->sum, name, (unsigned long long)h->n);
+}
+
+static int ep_metrics(struct mg_connection *c, serve_server *s) {
+    sbuf b = {0};
+    pthread_mutex_lock(&s->mu);
+    serve_metrics m = s->metrics;
+    double busy_s = m.busy_slot_seconds + s->busy * (cli_now_ms() - s->last_busy_t) / 1e3;
+    int busy = s->busy, queued = s->q_len;
+    pthread_mutex_unlock(&s->mu);
+    sb_printf(&b, "# HELP wgml_requests_total HTTP requests by endpoint and status.\n# TYPE wgml_requests_total counter\n");
+    for (int e = 0; e < 6; e++)
+        for (int k = 0; k < SERVE_N_STATUS; k++)
+            if (m.requests[e][k])
+                sb_printf(&b, "wgml_requests_total{endpoint=\"%s\",status=\"%d\"} %llu\n", ep_names[e],
+                          serve_status_codes[k], (unsigned long long)m.requests[e][k]);
+    sb_printf(&b,
+              "# HELP wgml_prompt_tokens_total Prompt tokens of accepted requests.\n# TYPE wgml_prompt_tokens_total counter\n"
+              "wgml_prompt_tokens_total %llu\n"
+              "# HELP wgml_prompt_tokens_cached_total Prompt tokens reused from a slot's cache.\n"
+              "# TYPE wgml_prompt_tokens_cached_total counter\nwgml_prompt_tokens_cached_total %llu\n"
+              "# HELP wgml_generated_tokens_total Tokens generated.\n# TYPE wgml_generated_tokens_total counter\n"
+              "wgml_generated_tokens_total %llu\n"
+              "# HELP wgml_requests_cancelled_total Generations ended because the client went away.\n"
+              "# TYPE wgml_requests_cancelled_total counter\nwgml_requests_cancelled_total %llu\n"
+              "# HELP wgml_steps_total Batched forward steps.\n# TYPE wgml_steps_total counter\nwgml_steps_total %llu\n"
+              "# HELP wgml_step_tokens_total Tokens evaluated in the steps.\n# TYPE wgml_step_tokens_total counter\n"
+              "wgml_step_tokens_total %llu\n"
+              "# HELP wgml_slots_total Slots (sequences decoded together).\n# TYPE wgml_slots_total gauge\n"
+              "wgml_slots_total %d\n"
+              "# HELP wgml_slots_busy Slots with a request.\n# TYPE wgml_slots_busy gauge\nwgml_slots_busy %d\n"
+              "# HELP wgml_queue_length Requests waiting for a slot.\n# TYPE wgml_queue_length gauge\n"
+              "wgml_queue_length %d\n"
+              "# HELP wgml_slot_busy_seconds_total Busy slot time (its rate over the slots: utilization).\n"
+              "# TYPE wgml_slot_busy_seconds_total counter\nwgml_slot_busy_seconds_total %.3f\n",
+              (unsigned long long)m.prompt_tokens, (unsigned long long)m.cached_tokens,
+              (unsigned long long)m.generated_tokens, (unsigned long long)m.cancelled, (unsigned long long)m.steps,
+              (unsigned long long)m.step_rows, s->n_slots, busy, queued, busy_s);
+    sb_hist(&b, "wgml_time_to_first_token_seconds", "From the request's arrival to its first token.", &m.ttft);
+    sb_hist(&b, "wgml_time_per_output_token_seconds", "Time between a stream's consecutive tokens.", &m.per_token);
+    sb_hist(&b, "wgml_request_duration_seconds", "From arrival to the last token.", &m.duration);
+    sb_hist(&b, "wgml_queue_wait_seconds", "Time in the queue before a slot.", &m.queue_wait);
+    int status = b.p ? send_body(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len, NULL, NULL)
+                     : send_error(c, 500, NULL, NULL, "out of memory");
+    free(b.p);
+    return status;
+}
+
+/* ---- routing ---- */
+
+/* Whether s[0..n) is UTF-8 (JSON text must be): no overlong forms, surrogates or values past U+10FFFF. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+        if (k == 9 || n - i <= k) return 0; /* an invalid lead byte, or the sequence runs past the end */
+        uint32_t v = k ? c & (0x3f >> k) : c;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80) return 0;
+            v = v << 6 | (s[i + j] & 0x3f);
+        }
+        if ((k == 1 && v < 0x80) || (k == 2 && v < 0x800) || (k == 3 && (v < 0x10000 || v > 0x10ffff)) ||
+            (v >= 0xd800 && v <= 0xdfff))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static int key_ok(serve_server *s, struct mg_connection *c) {
+    if (!s->api_key) return 1;
+    const char *h = mg_get_header(c, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    h += 7;
+    size_t a = strlen(h), b = strlen(s->api_key);
+    unsigned diff = a != b;
+    for (size_t i = 0; i < a && i < b; i++) diff |= (unsigned)(h[i] ^ s->api_key[i]); /* no early exit */
+    return diff == 0;
+}
+
+/* The body, NUL-terminated, into *out: 0, or the HTTP status of the failure (after answering). */
+static int read_body(struct mg_connection *c, serve_server *s, char **out, size_t *len) {
+    const struct mg_request_info *ri = mg_get_request_info(c);
+    *out = NULL;
+    if (ri->content_length > (long long)s->max_body)
+        return send_error(c, 413, NULL, NULL, "the body has %lld bytes; the limit is %zu", ri->content_length,
+                          s->max_body);
+    size_t cap = ri->content_length >= 0 ? (size_t)ri->content_length + 1 : 65536, n = 0;
+    char *b = malloc(cap);
+    if (!b) return send_error(c, 500, NULL, NULL, "out of memory");
+    for (;;) {
+        if (n + 1 >= cap) {
+            if (cap > s->max_body + 1) break;
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                return send_error(c, 500, NULL, NULL, "out of memory");
+            }
+            b = nb, cap *= 2;
+        }
+        int r = mg_read(c, b + n, cap - n - 1);
+        if (r < 0) {
+            free(b);
+            return send_error(c, 400, NULL, NULL, "reading the body failed");
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    if (n > s->max_body) {
+        free(b);
+        return send_error(c, 413, NULL, NULL, "the body exceeds the limit of %zu bytes", s->max_body);
+    }
+    b[n] = 0;
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+static int handle(struct mg_connection *c, void *user) {
+    serve_http *h = user;
+    serve_server *s = h->s;
+    const struct mg_request_info *ri = mg_get_request_info(c);
+    const char *uri = ri->local_uri ? ri->local_uri : "", *method = ri->request_method ? ri->request_method : "";
+    static const struct {
+        const char *path, *method;
+        int ep;
+    } routes[] = {{"/v1/chat/completions", "POST", EP_CHAT}, {"/v1/completions", "POST", EP_COMPLETIONS},
+                  {"/v1/models", "GET", EP_MODELS},          {"/health", "GET", EP_HEALTH},
+                  {"/metrics", "GET", EP_METRICS}};
+    int ep = EP_OTHER, status;
+    size_t r = 0;
+    for (; r < sizeof routes / sizeof routes[0]; r++)
+        if (!strcmp(uri, routes[r].path)) break;
+    if (r == sizeof routes / sizeof routes[0]) {
+        status = send_error(c, 404, NULL, "unknown_url", "unknown route '%.200s'", uri);
+    } else if (ep = routes[r].ep, strcmp(method, routes[r].method)) {
+        status = send_405(c, routes[r].method, "%.200s takes %s, not %.16s", uri, routes[r].method, method);
+    } else if (!strncmp(uri, "/v1/", 4) && !key_ok(s, c)) {
+        status = send_error(c, 401, NULL, "invalid_api_key",
+                            "missing or incorrect API key: send the header 'Authorization: Bearer KEY'");
+    } else if (ep == EP_MODELS) {
+        status = ep_models(c, s);
+    } else if (ep == EP_HEALTH) {
+        status = ep_health(c, s);
+    } else if (ep == EP_METRICS) {
+        status = ep_metrics(c, s);
+    } else if (s->draining) {
+        status = send_error(c, 503, NULL, NULL, "the server is shutting down");
+    } else {
+        char *body = NULL;
+        size_t len = 0;
+        status = read_body(c, s, &body, &len);
+        if (!status) {
+            json_tokener *tok = json_tokener_new_ex(64); /* nesting deeper than 64 is refused */
+            json_object *req = tok && len <= (size_t)INT32_MAX ? json_tokener_parse_ex(tok, body, (int)len) : NULL;
+            enum json_tokener_error je = tok ? json_tokener_get_error(tok) : json_tokener_continue;
+            size_t used = tok ? json_tokener_get_parse_end(tok) : 0;
+            while (req && used < len && strchr(" \t\r\n", body[used])) used++;
+            if (!tok) {
+                status = send_error(c, 500, NULL, NULL, "out of memory");
+            } else if (!utf8_valid((const unsigned char *)body, len)) {
+                status = send_error(c, 400, NULL, NULL, "the body is not valid UTF-8");
+            } else if (!req || je != json_tokener_success || used != len) {
+                status = send_error(c, 400, NULL, NULL, "the body is not valid JSON: %s",
+                                    req && je == json_tokener_success ? "text after the value"
+                                    : je == json_tokener_continue     ? "it ends early"
+                                                                      : json_tokener_error_desc(je));
+            } else if (!json_object_is_type(req, json_type_object)) {
+                status = send_error(c, 400, NULL, NULL, "the body must be a JSON object");
+            } else {
+                status = ep == EP_CHAT ? ep_chat(c, s, req) : ep_completions(c, s, req);
+            }
+            json_object_put(req);
+            if (tok) json_tokener_free(tok);
+            free(body);
+        }
+    }
+    count(s, ep, status);
+    return status > 0 ? status : 500;
+}
+
+serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_threads, int *bound_port) {
+    serve_http *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->s = s;
+    char ports[300], threads[16];
+    if (strchr(host, ':')) snprintf(ports, sizeof ports, "[%s]:%d", host, port);
+    else snprintf(ports, sizeof ports, "%s:%d", host, port);
+    snprintf(threads, sizeof threads, "%d", n_threads);
+    const char *opts[] = {"listening_ports", ports, "num_threads", threads, "request_timeout_ms", "600000",
+                          "max_request_size", "16384", "enable_keep_alive", "yes", "listen_backlog", "512", NULL};
+    struct mg_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    mg_init_library(0);
+    h->ctx = mg_start(&cb, h, opts);
+    if (!h->ctx) {
+        cli_fail("cannot listen on %s (in use, or not an address of this machine?)", ports);
+        free(h);
+        mg_exit_library();
+        return NULL;
+    }
+    mg_set_request_handler(h->ctx, "/", handle, h);
+    struct mg_server_port sp[4];
+    int n = mg_get_server_ports(h->ctx, 4, sp);
+    *bound_port = n > 0 ? sp[0].port : port;
+    return h;
+}
+
+void serve_http_stop(serve_http *h) {
+    if (!h) return;
+    mg_stop(h->ctx);
+    mg_exit_library();
+    free(h);
+}

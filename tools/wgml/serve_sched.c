@@ -1,0 +1,393 @@
+/*
+ * serve_sched.c - the server's slots and its one scheduler thread.
+ *
+ * A request becomes a job in a FIFO queue. The scheduler moves queued jobs
+ * into free slots (preferring the slot whose cached tokens share the longest
+ * prefix with the job's prompt: a follow-up turn reuses its conversation's
+ * KV cache), then runs steps until no slot is busy:
+ *
+ *   one wgml_batch_step = every decoding slot's pending token
+ *                       + the next chunk of one slot's prompt (the oldest)
+ *
+ * so a new prompt is evaluated chunk by chunk while the running streams keep
+ * getting a token per step. After the step each sampled token becomes text
+ * (wgml_token_to_text), is appended to the job's held-back text, and what
+ * can no longer be the start of a stop string or part of a split UTF-8
+ * character is released to the job (its HTTP thread streams it). A job
+ * ends at EOS/end of turn, a stop string, max_tokens or a full context; a
+ * cancelled job (its client went away) leaves its slot before the next step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "serve.h"
+
+const double serve_hist_bounds[SERVE_HIST_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                      0.5,   1,    2.5,   5,    10,  30};
+
+void serve_hist_add(serve_hist *h, double v) {
+    int b = 0;
+    while (b < SERVE_HIST_BUCKETS && v > serve_hist_bounds[b]) b++;
+    h->count[b]++;
+    h->sum += v;
+    h->n++;
+}
+
+serve_job *serve_job_new(void) {
+    serve_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    if (pthread_cond_init(&j->cv, NULL)) {
+        free(j);
+        return NULL;
+    }
+    j->refs = 1;
+    j->prev = -1;
+    j->max_tokens = -1;
+    return j;
+}
+
+void serve_job_unref(serve_server *s, serve_job *j) {
+    (void)s;
+    if (!j || --j->refs > 0) return;
+    pthread_cond_destroy(&j->cv);
+    free(j->prompt);
+    for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    free(j->text);
+    free(j);
+}
+
+wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, int chunk, wgml_kv_type kv,
+                       wgml_error *err) {
+    s->model = m;
+    wgml_model_get_info(m, &s->info);
+    s->n_slots = n_slots;
+    s->chunk = chunk;
+    wgml_batch_params bp = wgml_batch_default_params();
+    bp.n_seq = n_slots;
+    bp.n_ctx = n_ctx;
+    bp.n_batch = n_slots + chunk;
+    bp.kv_type = kv;
+    wgml_status st = wgml_batch_create(m, &bp, &s->batch, err);
+    if (st) return st;
+    s->n_ctx = wgml_batch_n_ctx(s->batch);
+    s->slots = calloc((size_t)n_slots, sizeof *s->slots);
+    s->queue = calloc((size_t)s->max_queue + (size_t)n_slots, sizeof *s->queue);
+    s->items = calloc((size_t)n_slots, sizeof *s->items);
+    s->slot_of = calloc((size_t)n_slots, sizeof *s->slot_of);
+    if (!s->slots || !s->queue || !s->items || !s->slot_of || pthread_mutex_init(&s->mu, NULL) ||
+        pthread_mutex_init(&s->tok_mu, NULL) || pthread_cond_init(&s->wake, NULL)) {
+        wgml_batch_free(s->batch);
+        s->batch = NULL;
+        free(s->slots);
+        free(s->queue);
+        free(s->items);
+        free(s->slot_of);
+        s->slots = NULL;
+        s->queue = NULL;
+        if (err) snprintf(err->message, sizeof err->message, "out of memory starting the server");
+        return WGML_ERR_OUT_OF_MEMORY;
+    }
+    s->last_busy_t = cli_now_ms();
+    return WGML_OK;
+}
+
+void serve_free(serve_server *s) {
+    if (!s->slots) return;
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->tok_mu);
+    pthread_cond_destroy(&s->wake);
+    wgml_batch_free(s->batch);
+    free(s->slots);
+    free(s->queue);
+    free(s->items);
+    free(s->slot_of);
+    s->slots = NULL;
+}
+
+void serve_load(const serve_server *s, int *busy, int *queued) {
+    *busy = s->busy;
+    *queued = s->q_len;
+}
+
+int serve_submit(serve_server *s, serve_job *j) {
+    /* waiting room: the queue limit beyond the slots that are free now (the scheduler fills them soon) */
+    if (s->q_len >= s->max_queue + (s->n_slots - s->busy) || s->stopping || s->draining) return -1;
+    j->refs++;
+    j->t_queued = cli_now_ms();
+    s->queue[s->q_len++] = j;
+    pthread_cond_signal(&s->wake);
+    return 0;
+}
+
+/* the busy-slot integral up to now (under mu) */
+static void account_busy(serve_server *s) {
+    double t = cli_now_ms();
+    s->metrics.busy_slot_seconds += s->busy * (t - s->last_busy_t) / 1e3;
+    s->last_busy_t = t;
+}
+
+/* Appends released text to the job (under mu); 0, or -1 out of memory. */
+static int job_release(serve_job *j, const char *p, size_t n) {
+    if (!n) return 0;
+    if (j->len + n + 1 > j->cap) {
+        size_t cap = j->cap ? j->cap : 256;
+        while (cap < j->len + n + 1) cap *= 2;
+        char *t = realloc(j->text, cap);
+        if (!t) return -1;
+        j->text = t;
+        j->cap = cap;
+    }
+    memcpy(j->text + j->len, p, n);
+    j->len += n;
+    j->text[j->len] = 0;
+    return 0;
+}
+
+/* How many trailing bytes of s[0..n) may be an incomplete UTF-8 character. */
+static size_t utf8_tail(const char *s, size_t n) {
+    size_t back = 0;
+    while (back < n && back < 3 && ((unsigned char)s[n - 1 - back] & 0xc0) == 0x80) back++;
+    if (back == n) return back < 3 ? back : 0; /* only continuation bytes: hold them while short */
+    unsigned char lead = (unsigned char)s[n - 1 - back];
+    size_t want = lead < 0x80 ? 1 : (lead & 0xe0) == 0xc0 ? 2 : (lead & 0xf0) == 0xe0 ? 3 : (lead & 0xf8) == 0xf0 ? 4 : 1;
+    return want > back + 1 ? back + 1 : 0;
+}
+
+/* The longest suffix of h[0..n) that is a proper prefix of a stop string. */
+static size_t stop_prefix_tail(const serve_job *j, const char *h, size_t n) {
+    size_t best = 0;
+    for (int i = 0; i < j->n_stop; i++) {
+        size_t sl = strlen(j->stop[i]);
+        for (size_t k = sl - 1 < n ? sl - 1 : n; k > best; k--)
+            if (!memcmp(h + n - k, j->stop[i], k)) {
+                best = k;
+                break;
+            }
+    }
+    return best;
+}
+
+/* Ends a job (under mu): releases what is held (cut at a stop string already), wakes its thread. */
+static void job_finish(serve_server *s, serve_job *j, serve_finish f) {
+    if (f != SERVE_FINISH_CANCELLED && f != SERVE_FINISH_ERROR) job_release(j, j->held, j->held_len);
+    j->held_len = 0;
+    j->finish = f;
+    j->t_end = cli_now_ms();
+    if (f == SERVE_FINISH_CANCELLED) s->metrics.cancelled++;
+    if (j->t_start > 0) serve_hist_add(&s->metrics.duration, (j->t_end - j->t_queued) / 1e3);
+    pthread_cond_broadcast(&j->cv);
+}
+
+/* Takes a generated token's text (under mu). Returns 1 when a stop string ended the job's text. */
+static int job_take(serve_server *s, serve_job *j, const char *piece, size_t n) {
+    (void)s;
+    if (n > sizeof j->held - j->held_len) n = sizeof j->held - j->held_len; /* a piece is at most a few bytes */
+    memcpy(j->held + j->held_len, piece, n);
+    size_t old = j->held_len;
+    j->held_len += n;
+    for (int i = 0; i < j->n_stop; i++) {
+        size_t sl = strlen(j->stop[i]);
+        /* only where the new bytes take part */
+        size_t from = old + 1 > sl ? old + 1 - sl : 0;
+        for (size_t p = from; p + sl <= j->held_len; p++)
+            if (!memcmp(j->held + p, j->stop[i], sl)) {
+                j->held_len = p;
+                return 1;
+            }
+    }
+    size_t keep = stop_prefix_tail(j, j->held, j->held_len);
+    size_t u = utf8_tail(j->held, j->held_len);
+    if (u > keep) keep = u;
+    size_t out = j->held_len - keep;
+    if (out && job_release(j, j->held, out) == 0) {
+        memmove(j->held, j->held + out, keep);
+        j->held_len = keep;
+        pthread_cond_broadcast(&j->cv);
+    }
+    return 0;
+}
+
+/* The longest common prefix of a slot's cached tokens and a prompt. */
+static int common_prefix(serve_server *s, int slot, const int32_t *p, int n) {
+    int held;
+    const int32_t *t = wgml_batch_seq_tokens(s->batch, slot, &held);
+    int k = 0;
+    while (k < held && k < n && t[k] == p[k]) k++;
+    return k;
+}
+
+/* Moves queued jobs into free slots (under mu). */
+static void assign(serve_server *s) {
+    while (s->q_len > 0 && s->busy < s->n_slots) {
+        serve_job *j = s->queue[0];
+        memmove(s->queue, s->queue + 1, (size_t)(s->q_len - 1) * sizeof *s->queue);
+        s->q_len--;
+        if (j->cancelled) { /* gone while it waited */
+            job_finish(s, j, SERVE_FINISH_CANCELLED);
+            serve_job_unref(s, j);
+            continue;
+        }
+        int best = -1, best_k = -1;
+        for (int i = 0; i < s->n_slots; i++) {
+            if (s->slots[i].job) continue;
+            int k = common_prefix(s, i, j->prompt, j->n_prompt);
+            if (k > best_k) best = i, best_k = k;
+        }
+        /* at least the prompt's last token is evaluated: its logits pick the first token */
+        int keep = best_k < j->n_prompt - 1 ? best_k : j->n_prompt - 1;
+        wgml_error err;
+        if (wgml_batch_seq_keep(s->batch, best, keep, &err) ||
+            wgml_batch_seq_sampler(s->batch, best, &j->sampler, &err)) {
+            snprintf(j->error, sizeof j->error, "%s", err.message);
+            job_finish(s, j, SERVE_FINISH_ERROR);
+            serve_job_unref(s, j);
+            continue;
+        }
+        account_busy(s);
+        s->slots[best] = (serve_slot){.job = j, .fed = keep};
+        s->busy++;
+        j->n_cached = keep;
+        j->t_start = cli_now_ms();
+        serve_hist_add(&s->metrics.queue_wait, (j->t_start - j->t_queued) / 1e3);
+        s->metrics.prompt_tokens += (uint64_t)j->n_prompt;
+        s->metrics.cached_tokens += (uint64_t)keep;
+    }
+}
+
+static void release_slot(serve_server *s, int i) {
+    account_busy(s);
+    serve_job_unref(s, s->slots[i].job);
+    s->slots[i].job = NULL;
+    s->busy--;
+}
+
+/* After a step (under mu): the sampled token of slot i. */
+static void take_token(serve_server *s, int i, int32_t tok) {
+    serve_slot *sl = &s->slots[i];
+    serve_job *j = sl->job;
+    double now = cli_now_ms();
+    pthread_mutex_lock(&s->tok_mu);
+    int eog = wgml_token_is_eog(s->model, tok);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (eog) {
+        if (!j->n_gen) j->t_first = now;
+        job_finish(s, j, SERVE_FINISH_STOP);
+        release_slot(s, i);
+        return;
+    }
+    if (!j->n_gen) {
+        j->t_first = now;
+        serve_hist_add(&s->metrics.ttft, (now - j->t_queued) / 1e3);
+    } else {
+        serve_hist_add(&s->metrics.per_token, (now - j->t_end) / 1e3);
+    }
+    j->t_end = now; /* the last token's time, until the end */
+    j->n_gen++;
+    s->metrics.generated_tokens++;
+    char piece[256];
+    pthread_mutex_lock(&s->tok_mu);
+    int n = wgml_token_to_text(s->model, j->prev, tok, piece, (int)sizeof piece);
+    pthread_mutex_unlock(&s->tok_mu);
+    if (n < 0) n = 0;
+    if (n > (int)sizeof piece) n = (int)sizeof piece;
+    j->prev = tok;
+    int held;
+    wgml_batch_seq_tokens(s->batch, i, &held);
+    if (job_take(s, j, piece, (size_t)n)) {
+        job_finish(s, j, SERVE_FINISH_STOP);
+        release_slot(s, i);
+    } else if ((j->max_tokens >= 0 && j->n_gen >= j->max_tokens) || held >= s->n_ctx) {
+        job_finish(s, j, SERVE_FINISH_LENGTH);
+        release_slot(s, i);
+    } else {
+        sl->pending = tok;
+        sl->has_pending = 1;
+    }
+}
+
+static void *sched_main(void *arg) {
+    serve_server *s = arg;
+    wgml_batch_item *items = s->items;
+    int *slot_of = s->slot_of;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        /* cancelled jobs leave first, then the queue fills free slots */
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job && (s->slots[i].job->cancelled || s->stopping)) {
+                job_finish(s, s->slots[i].job, SERVE_FINISH_CANCELLED);
+                release_slot(s, i);
+            }
+        if (s->stopping) {
+            while (s->q_len > 0) {
+                serve_job *j = s->queue[--s->q_len];
+                job_finish(s, j, SERVE_FINISH_CANCELLED);
+                serve_job_unref(s, j);
+            }
+            break;
+        }
+        assign(s);
+        int n = 0, prefill = -1;
+        for (int i = 0; i < s->n_slots; i++) {
+            serve_slot *sl = &s->slots[i];
+            if (!sl->job) continue;
+            if (sl->fed < sl->job->n_prompt) {
+                /* the prompt that has waited longest gets this step's chunk */
+                if (prefill < 0 || sl->job->t_start < s->slots[prefill].job->t_start) prefill = i;
+                continue;
+            }
+            items[n] = (wgml_batch_item){.seq = i, .tokens = &sl->pending, .n_tokens = 1, .sample = 1};
+            slot_of[n++] = i;
+        }
+        if (prefill >= 0) {
+            serve_slot *sl = &s->slots[prefill];
+            int k = sl->job->n_prompt - sl->fed < s->chunk ? sl->job->n_prompt - sl->fed : s->chunk;
+            items[n] = (wgml_batch_item){.seq = prefill, .tokens = sl->job->prompt + sl->fed, .n_tokens = k,
+                                         .sample = sl->fed + k == sl->job->n_prompt};
+            slot_of[n++] = prefill;
+        }
+        if (!n) {
+            pthread_cond_wait(&s->wake, &s->mu);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        wgml_error err;
+        wgml_status st = wgml_batch_step(s->batch, items, n, &err);
+        pthread_mutex_lock(&s->mu);
+        s->metrics.steps++;
+        for (int k = 0; k < n; k++) s->metrics.step_rows += (uint64_t)items[k].n_tokens;
+        for (int k = 0; k < n; k++) {
+            int i = slot_of[k];
+            serve_slot *sl = &s->slots[i];
+            if (st) { /* the step failed: its jobs end with the error, their caches are dropped */
+                snprintf(sl->job->error, sizeof sl->job->error, "%s", err.message);
+                job_finish(s, sl->job, SERVE_FINISH_ERROR);
+                wgml_batch_seq_keep(s->batch, i, 0, NULL);
+                release_slot(s, i);
+                continue;
+            }
+            if (sl->fed < sl->job->n_prompt) sl->fed += items[k].n_tokens;
+            if (items[k].sample) take_token(s, i, items[k].next);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int serve_start(serve_server *s) {
+    if (pthread_create(&s->thread, NULL, sched_main, s)) return -1;
+    s->thread_started = 1;
+    return 0;
+}
+
+void serve_stop(serve_server *s) {
+    if (!s->thread_started) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = 1;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    s->thread_started = 0;
+}
