@@ -1,6 +1,6 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,cli} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,kokoro_config,cli} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -50,6 +50,15 @@ if(WGML_FUZZ)
   pkg_check_modules(JSONC REQUIRED IMPORTED_TARGET json-c)
   target_link_libraries(fuzz_cli PRIVATE wgml_fuzzlib PkgConfig::JSONC)
   set_target_properties(fuzz_cli PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+
+  # Kokoro's config.json reader (json-c, not in libwgml) and the key list it sizes.
+  add_executable(fuzz_kokoro_config ${CMAKE_SOURCE_DIR}/fuzz/fuzz_kokoro_config.c
+                 ${CMAKE_SOURCE_DIR}/src/model/kokoro/kokoro_config_json.c)
+  target_include_directories(fuzz_kokoro_config PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(fuzz_kokoro_config PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+  target_link_options(fuzz_kokoro_config PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
+  target_link_libraries(fuzz_kokoro_config PRIVATE wgml_fuzzlib PkgConfig::JSONC)
+  set_target_properties(fuzz_kokoro_config PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   add_executable(wgml_fuzz_seeds ${CMAKE_SOURCE_DIR}/fuzz/make_seeds.c)
   target_include_directories(wgml_fuzz_seeds PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/support)

@@ -50,12 +50,18 @@ done
 printf '%s' "{% for m in messages %}{{ loop.index }}{{ m.role | upper }}{% if not loop.last %}, {% endif %}{% endfor %}" > "$ct/seed-loop"
 printf '%s' "{% set ns = namespace(a=[]) %}{% macro f(x) %}{{ x | tojson(indent=2) }}{% endmacro %}{{ f(messages[1:]) }}{{ 'a b'.split() }}" > "$ct/seed-macro"
 printf '%s' "{%- raw -%} {{ x }} {%- endraw %}{# c #}{{ (1, 2)[::-1] ~ 2 ** 3 // 2 }}{{ 'x' if true else y }}" > "$ct/seed-misc"
+# fuzz_kokoro_config: the shared v1.0 and kokoro-tiny config.json files.
+kc=$root/fuzz/corpus-run/kokoro_config
+mkdir -p "$kc"
+for f in "$shared"/kokoro/config-*.json; do
+  [ -f "$f" ] && cp "$f" "$kc/seed-$(basename "$f")"
+done
 # Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load pth tokenizer chat_template cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer chat_template cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh TARGET SECONDS - runs one fuzz target for SECONDS on its corpus.
 #
-# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template or cli. New interesting inputs are
+# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template, kokoro_config or cli. New interesting inputs are
 # added to fuzz/corpus-run/TARGET/; a crash, a sanitizer report or a timeout
 # leaves the input in fuzz/corpus-run/artifacts/TARGET/ and makes the script
 # fail. Prints the executions per second and the total executions.
@@ -9,7 +9,7 @@
 # ../shared), WGML_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
 set -uo pipefail
 if [ $# -ne 2 ]; then
-  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template cli)" >&2
+  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template kokoro_config cli)" >&2
   exit 2
 fi
 target=$1
@@ -36,6 +36,7 @@ case $target in
   pth)        flags+=(-max_len=65536 -dict="$root/fuzz/pth.dict") ;;
   tokenizer)  flags+=(-max_len=512) ;;
   chat_template) flags+=(-max_len=32768 -dict="$root/fuzz/jinja.dict") ;;
+  kokoro_config) flags+=(-max_len=16384) ;;
   cli)        flags+=(-max_len=65536) ;;
   *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac

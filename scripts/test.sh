@@ -128,7 +128,7 @@ if [ -z "${WGML_SKIP_FUZZ:-}" ] && [ $have_shared = 1 ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWGML_BUILD_TESTS=OFF >/dev/null
   cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_pth fuzz_tokenizer fuzz_cli \
-    fuzz_chat_template wgml_fuzz_seeds
+    fuzz_chat_template fuzz_kokoro_config wgml_fuzz_seeds
   fuzz/make-corpus.sh
   WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
 fi

@@ -613,6 +613,29 @@ static void test_official_keys(void **state) {
     check_keys("kokoro/keys-kokoro-tiny.tsv", &c);
 }
 
+/* config.json sizes the model's shapes cannot divide are refused by name (fuzz_kokoro_config
+ * found upsample_initial_channel 2 with two stages: a generator stage of 0 channels). */
+static void test_config_inconsistent(void **state) {
+    (void)state;
+    if (strcmp(backend_name, "cpu")) skip();
+    static const char *const bad[] = {
+        "{\"istftnet\": {\"upsample_initial_channel\": 2, \"upsample_rates\": [10, 6], "
+        "\"upsample_kernel_sizes\": [20, 12]}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kokoro_config c;
+        wgml_error err;
+        assert_int_equal(kokoro_config_parse(bad[i], strlen(bad[i]), &c, &err), WGML_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(err.message, "inconsistent sizes"));
+    }
+    const char *ok = "{\"istftnet\": {\"upsample_initial_channel\": 4, \"upsample_rates\": [10, 6], "
+                     "\"upsample_kernel_sizes\": [20, 12]}}";
+    kokoro_config c;
+    wgml_error err;
+    assert_int_equal(kokoro_config_parse(ok, strlen(ok), &c, &err), WGML_OK);
+    assert_int_equal(c.hp.up_initial, 4);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) backend_name = argv[1];
     if (argc > 2) cmocka_set_test_filter(argv[2]); /* one test: a part of its own under ctest */
@@ -625,6 +648,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_decoder),
         cmocka_unit_test(test_speak),
         cmocka_unit_test(test_official_keys),
+        cmocka_unit_test(test_config_inconsistent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

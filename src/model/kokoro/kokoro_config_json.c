@@ -103,6 +103,12 @@ static wgml_status parse(json_object *root, kokoro_config *c, wgml_error *err) {
         hp->n_ups = n_rates, hp->n_rb = n_rk;
         if (hp->n_fft % 2) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "config: gen_istft_n_fft must be even");
     }
+    /* the generator halves its channels per upsampling stage (as kokoro_read_hparams checks a GGUF) */
+    if (hp->up_initial % (1 << hp->n_ups))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "config: inconsistent sizes: upsample_initial_channel %d is no multiple of 2^%d (the "
+                         "upsampling stages)",
+                         hp->up_initial, hp->n_ups);
     if (json_object_object_get_ex(root, "vocab", &vocab)) {
         if (!json_object_is_type(vocab, json_type_object))
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "config: vocab must be an object of symbol: id");
