@@ -20,13 +20,13 @@ typedef struct {
     char err[65536];
 } result;
 
-/* Runs `ENV wgml ARGS` through the shell, capturing stdout and stderr. */
-static void run_env(result *r, const char *env, const char *args) {
+/* Runs `ENV wgml ARGS <IN` through the shell, capturing stdout and stderr. */
+static void run_in(result *r, const char *env, const char *args, const char *in) {
     const char *cli = getenv("WGML_CLI");
     assert_non_null(cli);
     const char *out = tu_tmp_path("cli.out"), *err = tu_tmp_path("cli.err");
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s' </dev/null", env, cli, args, out, err);
+    snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s' <'%s'", env, cli, args, out, err, in);
     int st = system(cmd);
     r->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     size_t n;
@@ -37,6 +37,8 @@ static void run_env(result *r, const char *env, const char *args) {
     snprintf(r->err, sizeof r->err, "%s", b ? (char *)b : "");
     free(b);
 }
+
+static void run_env(result *r, const char *env, const char *args) { run_in(r, env, args, "/dev/null"); }
 
 static void run(result *r, const char *args) { run_env(r, "", args); }
 
@@ -745,24 +747,9 @@ static void test_verify_quantized(void **state) {
  * reuses the first's KV cache (only its new tokens are evaluated); /save writes the
  * conversation as OpenAI-style JSON, which /load reads back. */
 static void run_stdin(result *r, const char *input, const char *args) {
-    const char *in = tu_tmp_path("chat.in");
+    const char *in = tu_tmp_path("chat.in"); /* tu_tmp_path rotates 8 buffers: run_in's two leave it */
     assert_int_equal(tu_write_file(in, input, strlen(input)), 0);
-    char env[4200];
-    snprintf(env, sizeof env, "<'%s'", in); /* the later </dev/null would win: give the input first */
-    const char *cli = getenv("WGML_CLI");
-    assert_non_null(cli);
-    const char *out = tu_tmp_path("cli.out"), *err = tu_tmp_path("cli.err");
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' %s", cli, args, out, err, env);
-    int st = system(cmd);
-    r->code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    size_t n;
-    unsigned char *b = tu_read_file(out, &n);
-    snprintf(r->out, sizeof r->out, "%s", b ? (char *)b : "");
-    free(b);
-    b = tu_read_file(err, &n);
-    snprintf(r->err, sizeof r->err, "%s", b ? (char *)b : "");
-    free(b);
+    run_in(r, "", args, in);
 }
 
 static void test_chat_pipe(void **state) {

@@ -333,24 +333,26 @@ static void matmul_case(ctx *c, const uint32_t *types, int nw, int64_t K, const 
  * [T][C] by a weight of kernel taps of Ct >= C columns each, the columns
  * past C random (the op must read them as zero), optional bias, ADD. */
 static void conv_case(ctx *c, uint32_t type, int64_t C, int64_t Ct, int64_t T, int64_t M, wgml_conv1d cv, int bias,
-                      wgml_epilogue epi) {
+                      wgml_epilogue epi, int nw) {
     char cfg[160];
-    snprintf(cfg, sizeof cfg, "%s conv C=%lld/%lld T=%lld M=%lld k%d s%d d%d pad %d,%d%s%s", wgml_dtype_name(type),
+    snprintf(cfg, sizeof cfg, "%s conv C=%lld/%lld T=%lld M=%lld k%d s%d d%d pad %d,%d%s%s%s", wgml_dtype_name(type),
              (long long)C, (long long)Ct, (long long)T, (long long)M, cv.kernel, cv.stride, cv.dilation, cv.pad_l,
-             cv.pad_r, bias ? " bias" : "", epi == WGML_EPI_ADD ? " add" : "");
+             cv.pad_r, bias ? " bias" : "", epi == WGML_EPI_ADD ? " add" : "", nw > 1 ? " 2 weights" : "");
     const int64_t n = wgml_conv1d_rows(&cv, T);
-    mm_case m = {.nw = 1, .epi = epi, .has_bias = bias, .conv = cv};
+    mm_case m = {.nw = nw, .epi = epi, .has_bias = bias, .conv = cv};
     wgml_error err;
     float *xv = randv(c, (size_t)(C * T), 1.0f), *init = randv(c, (size_t)(M * n), 1.0f);
     wgml_status st = xv && init ? WGML_OK : wgml_fail(&err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     if (!st) st = twin_act(c, &m.x, WGML_F32, C, T, xv, &err);
-    if (!st) st = twin_weight(c, &m.w[0], type, cv.kernel * Ct, M, 0.5f, &err);
-    if (!st && bias) st = twin_weight(c, &m.bias[0], WGML_F32, M, 1, 1, &err);
-    if (!st) st = twin_act(c, &m.out[0], WGML_F32, M, n, init, &err);
+    for (int i = 0; i < nw && !st; i++) {
+        st = twin_weight(c, &m.w[i], type, cv.kernel * Ct, M, 0.5f, &err);
+        if (!st && bias) st = twin_weight(c, &m.bias[i], WGML_F32, M, 1, 1, &err);
+        if (!st) st = twin_act(c, &m.out[i], WGML_F32, M, n, init, &err);
+    }
     if (!st) st = run_both(c, 0, (int)n, mm_side, &m, &err);
     if (st) report(c, "matmul", cfg, INFINITY, 0, st, err.message);
-    else finish(c, "matmul", cfg, &m.out[0], 2e-4);
-    twin *all[] = {&m.x, &m.w[0], &m.bias[0], &m.out[0]};
+    for (int i = 0; i < nw && !st; i++) finish(c, "matmul", cfg, &m.out[i], 2e-4);
+    twin *all[] = {&m.x, &m.w[0], &m.w[1], &m.bias[0], &m.bias[1], &m.out[0], &m.out[1]};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) twin_free(c, all[i]);
     wgml_free(xv);
     wgml_free(init);
@@ -366,23 +368,26 @@ static void check_conv(ctx *c) {
         wgml_conv1d cv;
         int bias;
         wgml_epilogue epi;
+        int nw;
     } cases[] = {
-        {WGML_F32, 24, 24, 50, 20, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE},
-        {WGML_F32, 16, 16, 70, 33, {7, 1, 3, 9, 9}, 1, WGML_EPI_ADD},
-        {WGML_F32, 22, 22, 41, 12, {4, 2, 1, 1, 1}, 1, WGML_EPI_STORE},
-        {WGML_F32, 9, 9, 10, 5, {11, 1, 5, 25, 25}, 0, WGML_EPI_STORE},
-        {WGML_F16, 40, 40, 66, 36, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE},
-        {WGML_F16, 1, 1, 60, 1, {3, 2, 1, 1, 1}, 1, WGML_EPI_STORE},
-        {WGML_Q8_0, 66, 96, 45, 40, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE},
-        {WGML_Q8_0, 22, 32, 37, 17, {12, 6, 1, 3, 3}, 1, WGML_EPI_ADD},
-        {WGML_Q8_0, 64, 64, 5, 8, {5, 1, 2, 4, 4}, 0, WGML_EPI_STORE},
+        {WGML_F32, 24, 24, 50, 20, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE, 1},
+        {WGML_F32, 16, 16, 70, 33, {7, 1, 3, 9, 9}, 1, WGML_EPI_ADD, 1},
+        {WGML_F32, 22, 22, 41, 12, {4, 2, 1, 1, 1}, 1, WGML_EPI_STORE, 1},
+        {WGML_F32, 9, 9, 10, 5, {11, 1, 5, 25, 25}, 0, WGML_EPI_STORE, 1},
+        {WGML_F32, 12, 12, 48, 11, {7, 1, 1, 3, 3}, 1, WGML_EPI_STORE, 2}, /* conv_post: magnitude and phase */
+        {WGML_F16, 40, 40, 66, 36, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE, 1},
+        {WGML_F16, 1, 1, 60, 1, {3, 2, 1, 1, 1}, 1, WGML_EPI_STORE, 1},
+        {WGML_Q8_0, 66, 96, 45, 40, {3, 1, 1, 1, 1}, 1, WGML_EPI_STORE, 1},
+        {WGML_Q8_0, 22, 32, 37, 17, {12, 6, 1, 3, 3}, 1, WGML_EPI_ADD, 1},
+        {WGML_Q8_0, 64, 64, 5, 8, {5, 1, 2, 4, 4}, 0, WGML_EPI_STORE, 1},
     };
     wgml_backend *dev = c->be[0];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const uint32_t t = cases[i].type;
         if (skip_type(c, t) || !dev->supports_type(dev, t) || !c->be[1]->supports_type(c->be[1], t)) continue;
         if (c->opt->quick && i % 2) continue;
-        conv_case(c, t, cases[i].C, cases[i].Ct, cases[i].T, cases[i].M, cases[i].cv, cases[i].bias, cases[i].epi);
+        conv_case(c, t, cases[i].C, cases[i].Ct, cases[i].T, cases[i].M, cases[i].cv, cases[i].bias, cases[i].epi,
+                  cases[i].nw);
     }
 }
 

@@ -124,7 +124,8 @@ typedef struct wgml_matmul_args {
      * column j * Ct + c is x[t * stride + j * dilation - pad_l][c] for c < C,
      * zero outside the signal and for C <= c < Ct, where Ct = K / kernel >= C
      * (a quantized file pads each tap with zero columns to whole blocks).
-     * out has wgml_conv1d_rows(conv, T) rows. One weight, no norm. */
+     * out has wgml_conv1d_rows(conv, T) rows. Every weight has rows of that
+     * K; no norm, no SwiGLU. */
     wgml_conv1d conv;
 } wgml_matmul_args;
 

@@ -74,12 +74,12 @@ wgml_status wgml_validate_matmul(const wgml_matmul_args *mm, int pos, wgml_error
     if (mm->conv.kernel) { /* the unfolding's rows and columns */
         const wgml_conv1d *c = &mm->conv;
         const int64_t C = K, W = mm->w[0] ? mm->w[0]->ne[0] : 0;
-        if (c->kernel < 0 || c->stride < 1 || c->dilation < 1 || c->pad_l < 0 || c->pad_r < 0 || mm->n_w != 1 ||
-            mm->norm || mm->epilogue == WGML_EPI_SWIGLU || W % c->kernel || W / c->kernel < C ||
+        if (c->kernel < 0 || c->stride < 1 || c->dilation < 1 || c->pad_l < 0 || c->pad_r < 0 || mm->norm ||
+            mm->epilogue == WGML_EPI_SWIGLU || W % c->kernel || W / c->kernel < C ||
             wgml_conv1d_rows(c, n) < 1 || !wgml_tensor_is_contiguous(mm->x))
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                              "matmul: a convolution of %d taps (stride %d, dilation %d, pads %d %d) of a contiguous "
-                             "signal [%lld x %lld] by one weight of rows %lld, no norm: does not fit",
+                             "signal [%lld x %lld] by weights of rows %lld, no norm or SwiGLU: does not fit",
                              c->kernel, c->stride, c->dilation, c->pad_l, c->pad_r, (long long)n, (long long)C,
                              (long long)W);
         K = W, n = wgml_conv1d_rows(c, n);

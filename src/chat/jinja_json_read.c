@@ -52,22 +52,6 @@ static int hex4(jr *r, unsigned *out) {
     return 0;
 }
 
-static int put_utf8(jinja_env *e, jx_buf *b, unsigned cp) {
-    char u[4];
-    size_t n;
-    if (cp < 0x80)
-        u[0] = (char)cp, n = 1;
-    else if (cp < 0x800)
-        u[0] = (char)(0xc0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-    else if (cp < 0x10000)
-        u[0] = (char)(0xe0 | (cp >> 12)), u[1] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[2] = (char)(0x80 | (cp & 0x3f)),
-        n = 3;
-    else
-        u[0] = (char)(0xf0 | (cp >> 18)), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-    return jx_buf_put(e, b, u, n);
-}
-
 static int parse_string(jr *r, jstr **out) {
     r->i++; /* the opening quote */
     jx_buf b = {0};
@@ -110,7 +94,7 @@ static int parse_string(jr *r, jstr **out) {
             } else if (cp >= 0xd800 && cp < 0xe000) {
                 cp = 0xfffd;
             }
-            if (put_utf8(r->e, &b, cp)) return -1;
+            if (jx_put_cp(r->e, &b, (int32_t)cp)) return -1;
             continue;
         }
         default: r->i--; return fail(r, "an unknown escape");

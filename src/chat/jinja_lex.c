@@ -112,24 +112,6 @@ static int hexval(char c) {
                                   : -1;
 }
 
-static int put_cp(jinja_env *e, jx_buf *b, uint32_t cp) {
-    char u[4];
-    size_t n;
-    if (cp >= 0xd800 && cp < 0xe000) cp = 0xfffd;
-    if (cp > 0x10ffff) cp = 0xfffd;
-    if (cp < 0x80)
-        u[0] = (char)cp, n = 1;
-    else if (cp < 0x800)
-        u[0] = (char)(0xc0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
-    else if (cp < 0x10000)
-        u[0] = (char)(0xe0 | (cp >> 12)), u[1] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[2] = (char)(0x80 | (cp & 0x3f)),
-        n = 3;
-    else
-        u[0] = (char)(0xf0 | (cp >> 18)), u[1] = (char)(0x80 | ((cp >> 12) & 0x3f)),
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), u[3] = (char)(0x80 | (cp & 0x3f)), n = 4;
-    return jx_buf_put(e, b, u, n);
-}
-
 /* A string literal at L->pos: Python's unicode-escape decoding of its body. */
 static int lex_string(lexer *L) {
     size_t start = L->pos;
@@ -175,7 +157,7 @@ static int lex_string(lexer *L) {
             uint32_t v = (uint32_t)(x - '0');
             for (int k = 0; k < 2 && L->pos < L->n && L->s[L->pos] >= '0' && L->s[L->pos] <= '7'; k++)
                 v = v * 8 + (uint32_t)(L->s[L->pos++] - '0');
-            if (put_cp(L->e, &b, v)) return -1;
+            if (jx_put_cp(L->e, &b, (int32_t)v)) return -1;
             continue;
         }
         int digits = x == 'x' ? 2 : x == 'u' ? 4 : x == 'U' ? 8 : 0;
@@ -188,7 +170,7 @@ static int lex_string(lexer *L) {
                 L->pos++;
             }
             if (v > 0x10ffff) return fail(L, start, "illegal Unicode character in a string");
-            if (put_cp(L->e, &b, v)) return -1;
+            if (jx_put_cp(L->e, &b, (int32_t)v)) return -1;
             continue;
         }
         /* an unknown escape stays as written */

@@ -15,6 +15,7 @@
  * call queue) would fail there, so here they work, as in llama.cpp.
  */
 #include "chat/jinja_impl.h"
+#include "text/unicode.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,19 +97,9 @@ int32_t jx_lower_cp(int32_t c) {
 
 int jx_put_cp(jinja_env *e, jx_buf *b, int32_t cp) {
     char u[4];
-    size_t n;
-    uint32_t c = (uint32_t)cp;
-    if (c < 0x80)
-        u[0] = (char)c, n = 1;
-    else if (c < 0x800)
-        u[0] = (char)(0xc0 | (c >> 6)), u[1] = (char)(0x80 | (c & 0x3f)), n = 2;
-    else if (c < 0x10000)
-        u[0] = (char)(0xe0 | (c >> 12)), u[1] = (char)(0x80 | ((c >> 6) & 0x3f)), u[2] = (char)(0x80 | (c & 0x3f)),
-        n = 3;
-    else
-        u[0] = (char)(0xf0 | (c >> 18)), u[1] = (char)(0x80 | ((c >> 12) & 0x3f)),
-        u[2] = (char)(0x80 | ((c >> 6) & 0x3f)), u[3] = (char)(0x80 | (c & 0x3f)), n = 4;
-    return jx_buf_put(e, b, u, n);
+    /* uni_encode writes surrogates as U+FFFD; past U+10FFFF it would take its byte pseudo code points */
+    const int n = uni_encode(cp < 0 || cp > 0x10ffff ? 0xfffd : (uint32_t)cp, u);
+    return jx_buf_put(e, b, u, (size_t)n);
 }
 
 /* mode: 'u' upper, 'l' lower, 'c' capitalize, 't' Python's str.title, 'T' Jinja's title filter */

@@ -38,7 +38,7 @@ typedef struct {
     wgml_buffer *buf; /* its own, or NULL: a view of a scratch buffer */
 } act;
 
-/* A scratch buffer: every temporary of one role ("~col", "~rb.t") in a call
+/* A scratch buffer: every temporary of one role ("~dec.cat", "~rb.t") in a call
  * shares it, as each is used up before the next of its role is made (ops
  * run in order on every backend). It grows between calls: a larger need
  * mid-call makes a new one, and the old one waits (its ops may still be
@@ -767,10 +767,8 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
     wgml_tensor w_mag = wgml_tensor_rows(pw, 0, B), w_ph = wgml_tensor_rows(pw, B, B);
     wgml_tensor b_mag = piece(pb, 0, B), b_ph = piece(pb, B, B);
     const wgml_conv1d cv = {.kernel = kp, .stride = 1, .dilation = 1, .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2};
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {&w_mag}, .bias = {&b_mag},
-                                           .out = {mag}, .conv = cv});
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {&w_ph}, .bias = {&b_ph},
-                                           .out = {ph}, .conv = cv});
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 2, .w = {&w_mag, &w_ph},
+                                           .bias = {&b_mag, &b_ph}, .out = {mag, ph}, .conv = cv});
     wgml_op_unary(be, &(wgml_unary_args){.out = mag, .x = mag, .kind = WGML_UNARY_EXP});
     wgml_op_unary(be, &(wgml_unary_args){.out = ph, .x = ph, .kind = WGML_UNARY_SIN});
     *audio = A(m, "audio", hp->hop * (Tf - 1), 1);

@@ -32,9 +32,8 @@ int llama_state_n_ctx(const llama_state *s) { return s->n_ctx; }
 int llama_state_n_batch(const llama_state *s) { return s->n_batch; }
 uint32_t llama_state_kv_type(const llama_state *s) { return s->k_cache[0].type; }
 
-static wgml_status new_tensor(llama_state *s, wgml_tensor *t, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
-                              wgml_buffer_usage usage, wgml_error *err) {
-    wgml_backend *be = s->m->be;
+wgml_status llama_new_tensor(wgml_backend *be, wgml_buffer **bufs, int *n_bufs, wgml_tensor *t, const char *name,
+                             uint32_t type, int64_t ne0, int64_t ne1, wgml_buffer_usage usage, wgml_error *err) {
     size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
     wgml_buffer *b;
     wgml_status st = be->buffer_create(be, size, usage, &b, err);
@@ -42,9 +41,14 @@ static wgml_status new_tensor(llama_state *s, wgml_tensor *t, const char *name, 
         wgml_error_prefix(err, "allocating '%s' (%zu bytes)", name, size);
         return st;
     }
-    s->bufs[s->n_bufs++] = b;
+    bufs[(*n_bufs)++] = b;
     *t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = b, .offset = 0, .name = name};
     return WGML_OK;
+}
+
+static wgml_status new_tensor(llama_state *s, wgml_tensor *t, const char *name, uint32_t type, int64_t ne0, int64_t ne1,
+                              wgml_buffer_usage usage, wgml_error *err) {
+    return llama_new_tensor(s->m->be, s->bufs, &s->n_bufs, t, name, type, ne0, ne1, usage, err);
 }
 
 wgml_status llama_state_create(llama_model *m, int n_ctx, int n_batch, uint32_t kv_type, llama_state **out,

@@ -99,6 +99,10 @@ typedef void (*llama_attend_fn)(void *ctx, int layer, wgml_attention_args *a);
 void llama_layers(llama_model *m, const llama_acts *a, int batch_invariant, llama_attend_fn attend, void *ctx);
 /* t, or NULL for an absent optional tensor (buf NULL) */
 const wgml_tensor *llama_opt(const wgml_tensor *t);
+/* A tensor [ne1][ne0] of `type` in a buffer of its own, which is appended to
+ * bufs[*n_bufs] (the caller's list, freed with it); the error names it. */
+wgml_status llama_new_tensor(wgml_backend *be, wgml_buffer **bufs, int *n_bufs, wgml_tensor *t, const char *name,
+                             uint32_t type, int64_t ne0, int64_t ne1, wgml_buffer_usage usage, wgml_error *err);
 
 /* ---- several sequences in one step (llama_multi.c) ----
  * n_seq sequences, each with a KV cache of n_ctx rows, share activations for

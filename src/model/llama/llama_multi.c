@@ -44,17 +44,7 @@ uint32_t llama_multi_kv_type(const llama_multi *s) { return s->k_cache[0].type; 
 
 static wgml_status new_tensor(llama_multi *s, wgml_tensor *t, const char *name, uint32_t type, int64_t ne0,
                               int64_t ne1, wgml_buffer_usage usage, wgml_error *err) {
-    wgml_backend *be = s->m->be;
-    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
-    wgml_buffer *b;
-    wgml_status st = be->buffer_create(be, size, usage, &b, err);
-    if (st) {
-        wgml_error_prefix(err, "allocating '%s' (%zu bytes)", name, size);
-        return st;
-    }
-    s->bufs[s->n_bufs++] = b;
-    *t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = b, .offset = 0, .name = name};
-    return WGML_OK;
+    return llama_new_tensor(s->m->be, s->bufs, &s->n_bufs, t, name, type, ne0, ne1, usage, err);
 }
 
 wgml_status llama_multi_create(llama_model *m, int n_seq, int n_ctx, int n_batch, uint32_t kv_type,
