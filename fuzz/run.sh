@@ -50,7 +50,7 @@ rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 cov=$(grep -E '^#[0-9]+' "$log" | tail -1 | sed -n 's/.*cov: \([0-9]*\).*ft: \([0-9]*\).*corp: \([0-9]*\).*/cov \1, ft \2, corpus \3/p')
 if [ $rc -ne 0 ]; then
   echo "=== fuzz_$target FAILED (exit $rc); the input is in $artifacts/ ===" >&2
-  grep -E 'ERROR|SUMMARY|check failed|runtime error|Test unit written|#[0-9]+ +in ' "$log" | head -40 >&2
+  grep -E 'ERROR|SUMMARY|fuzz_[a-z_]+: |runtime error|Test unit written|#[0-9]+ +0x[0-9a-f]+ in ' "$log" | head -40 >&2
   echo "full log: $log" >&2
   printf '%-11s %10s execs %8s exec/s  %s  CRASH\n' "$target" "${execs:-?}" "${rate:-?}" "$cov"
   exit 1

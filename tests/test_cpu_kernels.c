@@ -619,6 +619,88 @@ static void test_gemm(void **state) {
     free(x), free(c), free(init), free(wp);
 }
 
+/* The int8 GEMM (kernels.h, cpu_qgemm_fn) of every instruction set that has
+ * one: its panel packer writes the scalar packer's bytes, and the kernel
+ * gives the double sum of its definition (integer sums exact, f32 for the
+ * scales) on ragged tiles, both sub-block sizes, offsets as floats and as
+ * steps taken off the integer sums, with bias and ADD; outputs
+ * outside the tile are left alone. */
+static void test_qgemm(void **state) {
+    (void)state;
+    enum { K = 160, NCH = K / 32, LDC = 21 };
+    tu_rng rng = {17};
+    uint8_t *u = malloc(16 * K), *act = malloc(CPU_QGEMM_NT * NCH * CPU_QGEMM_ACT);
+    float *s1 = malloc(sizeof(float) * K), *s2 = malloc(sizeof(float) * K), bias[16];
+    uint8_t *want_p = aligned_alloc(64, NCH * 768), *got_p = aligned_alloc(64, NCH * 768);
+    float c[(CPU_QGEMM_NT + 1) * LDC], init[(CPU_QGEMM_NT + 1) * LDC];
+    for (int i = 0; i < 16 * K; i++) u[i] = (uint8_t)(tu_next(&rng) & 0xff);
+    for (int i = 0; i < K; i++) s1[i] = tu_normal(&rng) * 0.01f, s2[i] = tu_normal(&rng);
+    for (int i = 0; i < 16; i++) bias[i] = tu_normal(&rng);
+    for (int i = 0; i < (CPU_QGEMM_NT + 1) * LDC; i++) init[i] = tu_normal(&rng);
+    for (int t = 0; t < CPU_QGEMM_NT; t++)
+        for (int ch = 0; ch < NCH; ch++) {
+            uint8_t *a = act + ((size_t)t * NCH + ch) * CPU_QGEMM_ACT;
+            memset(a, 0, CPU_QGEMM_ACT);
+            for (int k = 0; k < 32; k++) a[k] = (uint8_t)(tu_next(&rng) & 0xff);
+            const float d = fabsf(tu_normal(&rng)) * 0.02f, m0 = tu_normal(&rng), m1 = tu_normal(&rng), m = m0 + m1;
+            memcpy(a + 32, &d, 4), memcpy(a + 36, &m0, 4), memcpy(a + 40, &m1, 4), memcpy(a + 44, &m, 4);
+            int32_t sq[3] = {0, 0, 0};
+            for (int k = 0; k < 32; k++) sq[k / 16] += (int8_t)a[k], sq[2] += (int8_t)a[k];
+            memcpy(a + 48, sq, sizeof sq);
+        }
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_qgemm_fn fn = cpu_kernels_qgemm_isa(k_isas[ii]);
+        cpu_qgemm_pack_fn pack = cpu_kernels_qgemm_pack_isa(k_isas[ii]);
+        if (!fn) continue;
+        assert_non_null(pack);
+        ran++;
+        for (int sub = 16; sub <= 32; sub += 16) {
+            memset(want_p, 0xa5, NCH * 768), memset(got_p, 0xa5, NCH * 768);
+            cpu_kernels_qgemm_pack_isa("scalar")(u, K, s1, s2, sub, want_p);
+            pack(u, K, s1, s2, sub, got_p);
+            assert_memory_equal(got_p, want_p, NCH * 768);
+            for (int nt = 1; nt <= CPU_QGEMM_NT; nt++)
+                for (int nc = 1; nc <= 16; nc += nc < 3 ? 1 : 6)
+                    for (int mode = 0; mode < 9; mode++) { /* plain, + bias, ADD; offsets as floats, 8, 128 steps */
+                        const int add = mode % 3 == 2, zp = mode / 3 == 0 ? 0 : mode / 3 == 1 ? 8 : 128;
+                        memcpy(c, init, sizeof c);
+                        fn(NCH, sub, zp, act, NCH * CPU_QGEMM_ACT, got_p, c, LDC, nt, nc, add, mode % 3 == 1 ? bias : NULL);
+                        for (int t = 0; t <= CPU_QGEMM_NT; t++)
+                            for (int j = 0; j < LDC; j++) {
+                                const float got = c[t * LDC + j], was = init[t * LDC + j];
+                                if (t >= nt || j >= nc) {
+                                    assert_true(got == was);
+                                    continue;
+                                }
+                                double want = (add ? was : 0) + (mode % 3 == 1 ? bias[j] : 0), mag = fabs(want);
+                                for (int ch = 0; ch < NCH; ch++) {
+                                    const uint8_t *a = act + ((size_t)t * NCH + ch) * CPU_QGEMM_ACT;
+                                    float d, m[3];
+                                    int32_t sq[3];
+                                    memcpy(&d, a + 32, 4), memcpy(m, a + 36, 12), memcpy(sq, a + 48, 12);
+                                    for (int h = 0; h < 32 / sub; h++) {
+                                        /* sub-block 2 ch + h of 16 (sub 32: the chunk's first half's scales) */
+                                        const double sc = s1[16 * (2 * ch + h) + j], w2 = s2[16 * (2 * ch + h) + j];
+                                        long isum = 0;
+                                        for (int k = h * sub; k < (h + 1) * sub; k++)
+                                            isum += (long)u[(size_t)j * K + 32 * ch + k] * (int8_t)a[k];
+                                        const double p = sc * d * (double)(isum - (long)zp * sq[sub == 32 ? 2 : h]),
+                                                     q = zp ? 0 : w2 * (sub == 32 ? m[2] : m[h]);
+                                        want += p + q, mag += fabs(p) + fabs(q);
+                                    }
+                                }
+                                if (fabs(got - want) > 2e-6 * mag + 1e-30)
+                                    fail_msg("qgemm %s sub=%d zp=%d nt=%d nc=%d mode=%d: %.9g, want %.9g", k_isas[ii], sub,
+                                             zp, nt, nc, mode, got, want);
+                            }
+                    }
+        }
+    }
+    assert_true(ran >= 1); /* the scalar reference at least */
+    free(u), free(act), free(s1), free(s2), free(want_p), free(got_p);
+}
+
 /* The bf16-pair GEMM micro-kernel of every instruction set that has one, the
  * same way (products of bf16 values are exact in f32), and the activation
  * rounding: round to nearest even, the same on every instruction set. */
@@ -842,7 +924,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

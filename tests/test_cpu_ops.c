@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_gemm.h"
+#include "backend/cpu/cpu_qgemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
 #include "core/quant.h"
@@ -44,6 +45,21 @@ static tbuf make(uint32_t type, int64_t ne0, int64_t ne1, const void *data) {
     assert_int_equal(be->buffer_create(be, size, WGML_BUFFER_ACTIVATIONS, &r.b, &err), WGML_OK);
     if (data) assert_int_equal(be->buffer_write(be, r.b, 0, data, size, &err), WGML_OK);
     r.t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = r.b, .name = "t"};
+    return r;
+}
+
+/* A weight [M][K] of `type` made by weight_create: from memory (streamed: NULL,
+ * then weight_write in two pieces of whole rows, the first even). */
+static tbuf make_weight(uint32_t type, int K, int M, const uint8_t *q, int streamed) {
+    tbuf r;
+    wgml_error err;
+    assert_int_equal(be->weight_create(be, type, K, M, streamed ? NULL : q, "w", &r.b, &err), WGML_OK);
+    if (streamed) {
+        const size_t row = wgml_row_size(type, K);
+        assert_int_equal(be->weight_write(be, r.b, 0, 2, q, &err), WGML_OK);
+        assert_int_equal(be->weight_write(be, r.b, 2, M - 2, q + 2 * row, &err), WGML_OK);
+    }
+    r.t = (wgml_tensor){.type = type, .ne = {K, M, 1, 1}, .buf = r.b, .name = "w"};
     return r;
 }
 
@@ -291,6 +307,84 @@ static void test_matmul_fused(void **state) {
     (void)state;
     matmul_fused(3);
     matmul_fused(40);
+}
+
+/* The int8 GEMM (cpu_qgemm.c) of every quantized type against double math on
+ * the dequantized weights, held to the bound of its one approximation: each
+ * activation rounded to d q with d = max|x| / 127 over its block (32 elements
+ * with d stored as f16, or a K-quant's 256; error <= d / 2 per element, plus
+ * 127 d 2^-11 for the f16 scale), plus f32 rounding; with bias and ADD, ragged panels
+ * and tiles, one and several items per thread, K-quants over several blocks
+ * and Q4_0 in its own layout (weight_create). SwiGLU and a norm prologue
+ * against the same GEMM's two products combined in double. */
+static void test_matmul_qgemm(void **state) {
+    (void)state;
+    const int shapes[][3] = {{256, 37, 8}, {768, 50, 21}, {1024, 16, 70}, {512, 300, 13}};
+    int ran = 0;
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        const uint32_t type = all_types[ti];
+        if (!cpu_qgemm_ok(type) || !be->supports_type(be, type)) continue;
+        ran++;
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int K = shapes[si][0], M = shapes[si][1], n = shapes[si][2];
+            float *wf = randn((size_t)K * M, 0.5f), *x = randn((size_t)K * n, 1.0f), *b = randn(M, 1.0f),
+                  *init = randn((size_t)M * n, 1.0f);
+            for (int i = 0; i < K * n; i++) x[i] *= (float)(1 + (i / 32) % 5); /* chunks of other scales */
+            const size_t row = wgml_row_size(type, K);
+            uint8_t *wq = malloc(row * (size_t)M);
+            float *wd = malloc((size_t)K * M * sizeof *wd), *got = malloc((size_t)M * n * sizeof *got);
+            for (int r = 0; r < M; r++) {
+                wgml_quantize_row(type, wf + (size_t)r * K, wq + r * row, K);
+                wgml_dequantize_row(type, wq + r * row, wd + (size_t)r * K, K);
+            }
+            tbuf W = si % 2 ? make_weight(type, K, M, wq, 0) : make(type, K, M, wq);
+            tbuf X = make(WGML_F32, K, n, x), B = make(WGML_F32, M, 1, b), O = make(WGML_F32, M, n, init);
+            step(0, n);
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W.t}, .bias = {&B.t}, .out = {&O.t},
+                                                   .epilogue = WGML_EPI_ADD});
+            end_ok();
+            read_f32(&O, got);
+            for (int t = 0; t < n; t++)
+                for (int r = 0; r < M; r++) {
+                    double want = (double)init[(size_t)t * M + r] + b[r], qerr = 0, mag = fabs(want), wmax = 0;
+                    for (int c = 0; c < K; c++) wmax = fmax(wmax, fabs(wd[(size_t)r * K + c]));
+                    const int qb = cpu_qgemm_act_kind(type) ? 256 : 32;
+                    for (int c0 = 0; c0 < K; c0 += qb) {
+                        double amax = 0, wsum = 0;
+                        for (int c = c0; c < c0 + qb; c++) {
+                            const double xv = x[(size_t)t * K + c], wv = wd[(size_t)r * K + c];
+                            amax = fmax(amax, fabs(xv)), wsum += fabs(wv);
+                            want += wv * xv;
+                            mag += 3 * wmax * fabs(xv); /* the codes' terms before the offsets cancel */
+                        }
+                        qerr += amax / 127 * (0.5 + (qb == 32 ? 127 * 0x1p-11 : 0)) * wsum;
+                    }
+                    const double e = fabs(got[(size_t)t * M + r] - want), tol = qerr * (1 + 1e-4) + 1e-5 * mag;
+                    if (e > tol)
+                        fail_msg("qgemm %s K=%d M=%d n=%d t=%d r=%d: %.9g, want %.9g (bound %.3g)", wgml_dtype_name(type),
+                                 K, M, n, t, r, got[(size_t)t * M + r], want, tol);
+                }
+            /* SwiGLU of W and W with a norm: silu(a) * (b + bias) from the two products alone */
+            const float eps = 1e-5f;
+            float *g = randn(K, 1.0f), *a_only = malloc((size_t)M * n * sizeof *a_only);
+            tbuf G = make(WGML_F32, K, 1, g), A = make(WGML_F32, M, n, NULL);
+            step(0, n);
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 1, .w = {&W.t},
+                                                   .out = {&A.t}});
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .norm = &G.t, .eps = eps, .n_w = 2, .w = {&W.t, &W.t},
+                                                   .bias = {NULL, &B.t}, .out = {&O.t}, .epilogue = WGML_EPI_SWIGLU});
+            end_ok();
+            read_f32(&A, a_only);
+            read_f32(&O, got);
+            for (int i = 0; i < M * n; i++) {
+                const double a = a_only[i], want = a / (1 + exp(-a)) * (a + b[i % M]);
+                assert_true(fabs(got[i] - want) <= 1e-5 * (1 + fabs(want)));
+            }
+            drop(&W), drop(&X), drop(&B), drop(&O), drop(&G), drop(&A);
+            free(wf), free(x), free(b), free(init), free(wq), free(wd), free(got), free(g), free(a_only);
+        }
+    }
+    if (cpu_kernels_qgemm()) assert_int_equal(ran, 10); /* every quantized type */
 }
 
 static void ref_rope(double *v, int n_head, int hd, int pos, const wgml_rope *r, const float *ff) {
@@ -783,21 +877,6 @@ static void test_get_rows(void **state) {
     free(tab);
 }
 
-/* A weight [M][K] of `type` made by weight_create: from memory (streamed: NULL,
- * then weight_write in two pieces of whole rows, the first even). */
-static tbuf make_weight(uint32_t type, int K, int M, const uint8_t *q, int streamed) {
-    tbuf r;
-    wgml_error err;
-    assert_int_equal(be->weight_create(be, type, K, M, streamed ? NULL : q, "w", &r.b, &err), WGML_OK);
-    if (streamed) {
-        const size_t row = wgml_row_size(type, K);
-        assert_int_equal(be->weight_write(be, r.b, 0, 2, q, &err), WGML_OK);
-        assert_int_equal(be->weight_write(be, r.b, 2, M - 2, q + 2 * row, &err), WGML_OK);
-    }
-    r.t = (wgml_tensor){.type = type, .ne = {K, M, 1, 1}, .buf = r.b, .name = "w"};
-    return r;
-}
-
 /* Weights made by weight_create, some rewritten into their kernels' own layout
  * (kernels.h, `packed`; copied, so not used in place), give the matmul and
  * get_rows results of the same bytes in GGUF's layout in a plain buffer, bit
@@ -805,7 +884,7 @@ static tbuf make_weight(uint32_t type, int K, int M, const uint8_t *q, int strea
  * the last group of 8, for one token (decode) and several. */
 static void test_weights_own_layout(void **state) {
     (void)state;
-    const int Ks[] = {512, 288}, M = 12, n_tok[] = {1, 5};
+    const int Ks[] = {512, 288}, M = 12, n_tok[] = {1, 5, 12}; /* 12: the int8 GEMM's unpacking of each layout */
     int32_t ids[3] = {11, 0, 4};
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         const uint32_t type = all_types[ti];
@@ -815,14 +894,14 @@ static void test_weights_own_layout(void **state) {
             const int K = Ks[ki];
             if (K % wgml_dtype_get(type)->block_size) continue;
             const size_t row = wgml_row_size(type, K);
-            float *wf = randn((size_t)K * M, 0.5f), *x = randn((size_t)K * 5, 1.0f);
+            float *wf = randn((size_t)K * M, 0.5f), *x = randn((size_t)K * 12, 1.0f);
             uint8_t *q = malloc(row * M);
             for (int r = 0; r < M; r++) wgml_quantize_row(type, wf + (size_t)r * K, q + r * row, K);
             tbuf W[3] = {make(type, K, M, q), make_weight(type, K, M, q, 0), make_weight(type, K, M, q, 1)};
             /* packed weights are copies; the others read the caller's bytes in place */
             assert_int_equal(be->weight_in_place(be, W[1].b), !(k->packed && K % 32 == 0));
-            float got[3][12 * 5], rows[3][3 * 512];
-            for (int ni = 0; ni < 2; ni++) {
+            float got[3][12 * 12], rows[3][3 * 512];
+            for (int ni = 0; ni < 3; ni++) {
                 const int n = n_tok[ni];
                 for (int v = 0; v < 3; v++) {
                     tbuf X = make(WGML_F32, K, n, x), O = make(WGML_F32, M, n, NULL);
@@ -1283,6 +1362,7 @@ static void test_views(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_types),  cmocka_unit_test(test_matmul_conv), cmocka_unit_test(test_matmul_fused),
+        cmocka_unit_test(test_matmul_qgemm),
         cmocka_unit_test(test_rope),          cmocka_unit_test(test_attention_f32),
         cmocka_unit_test(test_attention_f16), cmocka_unit_test(test_attention_overflow),
         cmocka_unit_test(test_attention_general_math), cmocka_unit_test(test_attention_packed),

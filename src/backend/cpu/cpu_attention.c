@@ -26,6 +26,10 @@
  * than the balance gains. */
 #define ATT_MIN_CHUNK 64
 
+/* Tokens from which a causal step over the cache goes by blocks of query
+ * rows (the general path's fast mode) rather than token by token. */
+#define ATT_BLOCK_MIN_ROWS 8
+
 typedef struct {
     const float *q;
     float *out;
@@ -558,6 +562,12 @@ void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
         !cpu_check(cb, "attention", a->v_cache))
         return;
     int n = (int)wgml_tensor_nrows(a->q), pos = cb->step.pos;
+    /* a prompt: blocks of query rows over the cache (gf_run), each K and V row
+     * converted and loaded once per block instead of once per token */
+    if (!cb->exact && n >= ATT_BLOCK_MIN_ROWS) {
+        att_general(cb, a);
+        return;
+    }
     int64_t kv_row = (int64_t)a->n_head_kv * a->head_dim;
     int n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     int f16 = a->k_cache->type == WGML_F16;

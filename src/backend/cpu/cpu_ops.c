@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_internal.h"
 #include "backend/cpu/cpu_gemm.h"
+#include "backend/cpu/cpu_qgemm.h"
 #include "backend/cpu/kernels.h"
 
 /* Each view of an op lies in its buffer (cpu_check records the error). */
@@ -368,6 +369,80 @@ static void mm_gemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int6
     }
 }
 
+/* Rows from which a matmul of quantized weights is an int8 GEMM (cpu_qgemm.c).
+ * Its results differ from the dot products' in f32 summation order, so a row
+ * must get the same path alone as in any batch: a text embedded alone (two
+ * tokens at least) or with others, a prompt in one step or several. Only one
+ * row (decode) takes the dot products. (From 2 to 7 rows the GEMM's unpacking
+ * costs more than the dot products' tiles would: 2-2.5x of a few ms.) */
+#define MM_QGEMM_MIN_ROWS 2
+
+/* Whether the matmul goes through cpu_qgemm: many rows, every weight of a
+ * type it takes, activations the caller lets us round to 8 bits (not f32_act
+ * or bf16_act, not batch-invariant: a row's result would then depend on the
+ * rows beside it only through which path the call takes, which
+ * batch_invariant forbids), and not the reference mode. */
+static int mm_use_qgemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n) {
+    if (cb->exact || mm->batch_invariant || mm->f32_act || mm->bf16_act || mm->conv.kernel || n < MM_QGEMM_MIN_ROWS)
+        return 0;
+    for (int i = 0; i < mm->n_w; i++)
+        if (!cpu_qgemm_ok(mm->w[i]->type)) return 0;
+    return 1;
+}
+
+typedef struct {
+    float *g;
+    const float *u, *bg, *bu;
+    int64_t M;
+} swiglu_task;
+
+static void swiglu_rows(void *p, int64_t lo, int64_t hi, int ith) {
+    (void)ith;
+    const swiglu_task *t = p;
+    for (int64_t i = lo; i < hi; i++)
+        for (int64_t r = 0; r < t->M; r++) {
+            float *g = &t->g[i * t->M + r];
+            const float a = *g + (t->bg ? t->bg[r] : 0), b = t->u[i * t->M + r] + (t->bu ? t->bu[r] : 0);
+            *g = silu(a) * b;
+        }
+}
+
+/* n rows of K by the int8 GEMM: the activations quantized once for every
+ * weight; SwiGLU's up product into scratch, then combined with the gate's. */
+static void mm_qgemm(cpu_backend *cb, const wgml_matmul_args *mm, int64_t n, int64_t K) {
+    const int swiglu = mm->epilogue == WGML_EPI_SWIGLU;
+    const size_t norm_bytes = mm->norm ? ((size_t)(n * K) * sizeof(float) + 63) & ~(size_t)63 : 0;
+    const size_t act_bytes = (cpu_qgemm_act_bytes(n, K) + 63) & ~(size_t)63;
+    int kinds[2] = {0, 0}; /* which activation kinds the weights want */
+    for (int i = 0; i < mm->n_w; i++) kinds[cpu_qgemm_act_kind(mm->w[i]->type)] = 1;
+    const size_t up_bytes = swiglu ? ((size_t)(n * wgml_tensor_nrows(mm->w[1])) * sizeof(float) + 63) & ~(size_t)63 : 0;
+    uint8_t *scratch = cpu_scratch(cb, norm_bytes + 2 * act_bytes + up_bytes + cpu_qgemm_scratch(K, cb->n_threads));
+    if (!scratch) return;
+    const float *x = cpu_ptr(mm->x);
+    if (mm->norm) {
+        rms_norm_rows((float *)scratch, x, cpu_ptr(mm->norm), K, n, mm->eps);
+        x = (const float *)scratch;
+    }
+    uint8_t *act[2] = {scratch + norm_bytes, scratch + norm_bytes + act_bytes};
+    float *up = (float *)(act[1] + act_bytes);
+    for (int kind = 0; kind < 2; kind++)
+        if (kinds[kind]) cpu_qgemm_prepare(cb->pool, x, n, K, kind, act[kind]);
+    for (int i = 0; i < mm->n_w; i++) {
+        cpu_gemm_args a = {.n = n, .K = K, .M = wgml_tensor_nrows(mm->w[i]), .w = cpu_ptr(mm->w[i]),
+                           .w_row = wgml_row_size(mm->w[i]->type, K), .k = cpu_weight_kernels(mm->w[i]),
+                           .type = mm->w[i]->type, .bias = swiglu || !mm->bias[i] ? NULL : cpu_ptr(mm->bias[i]),
+                           .out = swiglu && i == 1 ? up : cpu_ptr(mm->out[swiglu ? 0 : i]),
+                           .add = mm->epilogue == WGML_EPI_ADD};
+        cpu_qgemm(cb->pool, cb->n_threads, &a, act[cpu_qgemm_act_kind(mm->w[i]->type)],
+                  (uint8_t *)up + up_bytes);
+    }
+    if (swiglu) {
+        swiglu_task st = {cpu_ptr(mm->out[0]), up, mm->bias[0] ? cpu_ptr(mm->bias[0]) : NULL,
+                          mm->bias[1] ? cpu_ptr(mm->bias[1]) : NULL, wgml_tensor_nrows(mm->w[0])};
+        wgml_threadpool_run_range(cb->pool, swiglu_rows, &st, n, 1);
+    }
+}
+
 /* A convolution (mm->conv). The blocked GEMM reads each tap's rows straight
  * from the signal, copied with its zero pads into the unfold scratch when it
  * has pads: no unfolding is stored (for Kokoro's vocoder it would be up to
@@ -413,6 +488,10 @@ void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
     if (mm_use_gemm(cb, mm, n)) {
         mm_gemm(cb, mm, n, K, NULL);
+        return;
+    }
+    if (mm_use_qgemm(cb, mm, n)) {
+        mm_qgemm(cb, mm, n, K);
         return;
     }
 

@@ -541,6 +541,55 @@ void cpu_gemm_bf16_scalar(int64_t kp, const uint32_t *x, size_t ldx, const uint3
         }
 }
 
+void cpu_qgemm_scalar(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
+                      float *c, size_t ldc, int nt, int nc, int add, const float *bias) {
+    const int ns = 32 / sub;
+    const size_t cb = cpu_qgemm_chunk_bytes(sub);
+    for (int t = 0; t < nt; t++)
+        for (int j = 0; j < nc; j++) {
+            float acc = 0.0f;
+            for (int64_t ch = 0; ch < nch; ch++) {
+                const uint8_t *w = wp + (size_t)ch * cb, *a = act + (size_t)t * act_stride + (size_t)ch * CPU_QGEMM_ACT;
+                float d, m;
+                int32_t sq;
+                memcpy(&d, a + 32, 4);
+                for (int h = 0; h < ns; h++) {
+                    int32_t s = 0;
+                    for (int k = h * sub; k < (h + 1) * sub; k++)
+                        s += (int32_t)w[(k / 4) * 64 + 4 * j + k % 4] * (int8_t)a[k];
+                    float s1, s2;
+                    memcpy(&s1, w + 512 + (size_t)h * 128 + 4 * (size_t)j, 4);
+                    memcpy(&s2, w + 512 + (size_t)h * 128 + 64 + 4 * (size_t)j, 4);
+                    memcpy(&m, a + (ns == 1 ? 44 : 36 + 4 * h), 4);
+                    memcpy(&sq, a + (ns == 1 ? 56 : 48 + 4 * h), 4);
+                    if (zp) {
+                        acc += (float)(s - zp * sq) * (s1 * d);
+                    } else {
+                        acc += (float)s * (s1 * d);
+                        acc += s2 * m;
+                    }
+                }
+            }
+            float *o = c + (size_t)t * ldc + j;
+            const float v = acc + (bias ? bias[j] : 0.0f);
+            *o = add ? *o + v : v;
+        }
+}
+
+void cpu_qgemm_pack_scalar(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst) {
+    const int ns = 32 / sub;
+    const size_t cb = cpu_qgemm_chunk_bytes(sub);
+    for (int64_t c = 0; c < K / 32; c++) {
+        uint8_t *o = dst + (size_t)c * cb;
+        for (int j = 0; j < CPU_QGEMM_NC; j++)
+            for (int g = 0; g < 8; g++) memcpy(o + 64 * g + 4 * j, u + (size_t)j * (size_t)K + 32 * c + 4 * g, 4);
+        for (int h = 0; h < ns; h++) {
+            memcpy(o + 512 + 128 * h, s1 + 16 * (2 * c + h), 64);
+            memcpy(o + 512 + 128 * h + 64, s2 + 16 * (2 * c + h), 64);
+        }
+    }
+}
+
 void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = wgml_f32_to_bf16(x[i]);
 }
@@ -550,6 +599,7 @@ static cpu_to_bf16_fn best_to_bf16 = cpu_to_bf16_scalar;
 static cpu_snake_fn best_snake = cpu_snake_scalar;
 static cpu_gemm_fn best_gemm = cpu_gemm_scalar;
 static cpu_gemm_bf16_fn best_gemm_bf16; /* NULL: none (BF16 weights take the f32 GEMM) */
+static cpu_qgemm_fn best_qgemm;         /* NULL: none (quantized prompts take the dot products) */
 static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_attn_rows_fn best_attn_rows = cpu_attn_rows_scalar;
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
@@ -608,6 +658,7 @@ static void select_table(void) {
             have_avx2_table = 1;
             cpu_kernels_fill_avx512(best_table);
             best_gemm = cpu_gemm_avx512;
+            best_qgemm = cpu_qgemm_avx512;
             best_snake = cpu_snake_avx512;
             if (x86_bf16()) {
                 best_gemm_bf16 = cpu_gemm_bf16_avx512;
@@ -718,6 +769,26 @@ cpu_gemm_bf16_fn cpu_kernels_gemm_bf16_isa(const char *isa) {
     ensure_init();
     if (strcmp(isa, "scalar") == 0) return cpu_gemm_bf16_scalar;
     return strcmp(isa, best_isa) == 0 ? best_gemm_bf16 : NULL;
+}
+
+cpu_qgemm_fn cpu_kernels_qgemm(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? NULL : best_qgemm;
+}
+
+cpu_qgemm_fn cpu_kernels_qgemm_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_qgemm_scalar;
+    return strcmp(isa, best_isa) == 0 ? best_qgemm : NULL;
+}
+
+cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_qgemm_pack_scalar;
+#if defined(WGML_CPU_X86)
+    if (strcmp(isa, best_isa) == 0 && best_qgemm == cpu_qgemm_avx512) return cpu_qgemm_pack_avx512;
+#endif
+    return NULL;
 }
 
 int cpu_kernels_gemm_fast(void) { return cpu_kernels_gemm() != cpu_gemm_scalar; }

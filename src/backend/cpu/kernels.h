@@ -235,6 +235,51 @@ cpu_to_bf16_fn cpu_kernels_to_bf16(void);
 int cpu_kernels_gemm_fast(void);
 
 /*
+ * The int8 GEMM micro-kernel behind matmuls of many token rows with
+ * quantized weights (cpu_qgemm.c). Every weight type is first unpacked to
+ * unsigned codes u and, per sub-block of `sub` (16 or 32) elements, two
+ * floats with w = s1 * u - s2; types whose offset is a fixed number of steps
+ * (s2 = zp * s1: Q4_0 8, Q5_0 16, Q8_0 128, Q3_K 4, Q6_K 32) take it off in
+ * the integer sums instead (zp > 0), exactly, as their dot products do. The
+ * activations are x ~ d * q (q int8), with sq_h = sum(q) and m_h = -d sq_h
+ * over sub-block h.
+ *
+ * A panel holds CPU_QGEMM_NC weight rows (output columns); its chunk c
+ * (k = 32c .. 32c+31) is cpu_qgemm_chunk_bytes(sub) bytes:
+ *   bytes 0..511  u: 8 runs of 64 bytes, run g holds u[col][32c + 4g .. 4g+3]
+ *                 at bytes 4 col .. 4 col + 3 (what vpdpbusd multiplies)
+ *   then per sub-block h of the chunk: s1 of the 16 columns, s2 of the 16 columns
+ * A token's chunk c is CPU_QGEMM_ACT bytes at act + c * CPU_QGEMM_ACT:
+ *   bytes 0..31   q (int8)
+ *   bytes 32..35  d (f32)
+ *   bytes 36..43  m_0, m_1 of the 16-element halves (f32)
+ *   bytes 44..47  m of the whole chunk (f32)
+ *   bytes 48..59  sq_0, sq_1, sq of the whole chunk (int32), the rest zero
+ * For tokens t < nt (1..CPU_QGEMM_NT) and columns j < nc (1..CPU_QGEMM_NC):
+ *   c[t*ldc + j] = (add ? c[t*ldc + j] : 0) + (bias ? bias[j] : 0) + sum_{c,h}
+ *     zp == 0: s1[c][h][j] * d[t][c] * sum_{k in h} u[c][k][j] * q[t][c][k] + s2[c][h][j] * m[t][c][h]
+ *     zp > 0:  s1[c][h][j] * d[t][c] * (sum_{k in h} u[c][k][j] * q[t][c][k] - zp * sq[t][c][h])
+ * Integer sums per sub-block are exact; the rest in f32.
+ */
+#define CPU_QGEMM_NT 8
+#define CPU_QGEMM_NC 16
+#define CPU_QGEMM_ACT 64
+static inline size_t cpu_qgemm_chunk_bytes(int sub) { return 512 + (size_t)(32 / sub) * 128; }
+typedef void (*cpu_qgemm_fn)(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
+                             float *c, size_t ldc, int nt, int nc, int add, const float *bias);
+/* The micro-kernel for this CPU; NULL where it has none (AVX-512 VNNI) or
+ * the scalar kernels are forced: matmul then keeps the dot products. The
+ * scalar reference from cpu_kernels_qgemm_isa("scalar"). */
+cpu_qgemm_fn cpu_kernels_qgemm(void);
+cpu_qgemm_fn cpu_kernels_qgemm_isa(const char *isa);
+/* A panel from 16 unpacked weight rows: u holds row j's K codes at u + j K,
+ * s1 and s2 the scales of sub-block b (16 elements) of the 16 rows at
+ * [16 b .. 16 b + 15]; dst gets the K / 32 chunks in the layout above. */
+typedef void (*cpu_qgemm_pack_fn)(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
+/* The panel packer matching cpu_kernels_qgemm_isa(isa) (NULL where that is NULL). */
+cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa);
+
+/*
  * Snake1d over rows of n columns: out[r][c] = x[r][c] + sin(v[c] x[r][c])^2 / v[c]
  * (out may be x). The SIMD versions compute in float (a few ulp); the
  * scalar one, the reference, in double. Arguments |v x| beyond

@@ -15,6 +15,7 @@
 
 #if defined(WGML_CPU_X86)
 #include <immintrin.h>
+#include <string.h>
 
 #define KG512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define KG2   __attribute__((target("avx2,fma,f16c")))
@@ -108,6 +109,123 @@ KGBF void cpu_gemm_bf16_avx512(int64_t kp, const uint32_t *x, size_t ldx, const 
     case 3: b_tile(3, kp, x, ldx, wp, c, ldc, nc, add); break;
     case 2: b_tile(2, kp, x, ldx, wp, c, ldc, nc, add); break;
     default: b_tile(1, kp, x, ldx, wp, c, ldc, nc, add); break;
+    }
+}
+
+/* ---- AVX-512 VNNI: the int8 GEMM (cpu_qgemm_fn) ---- */
+
+#define KQ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+
+/* NT tokens x 16 columns; SUB-element sub-blocks (32 or 16). Per sub-block
+ * the weights' SUB/4 runs stay in registers while each token's int32 sums
+ * build up over them (vpdpbusd, the token's 4 bytes broadcast), then go to
+ * f32 with the scales. */
+static KQ KG_INLINE void q_tile(const int NT, const int SUB, const int ZP, int zp, int64_t nch, const uint8_t *act,
+                                size_t as,
+                                const uint8_t *wp, float *c, size_t ldc, int nc, int add, const float *bias) {
+    enum { G = 8 };
+    const int ng = SUB / 4, ns = 32 / SUB;
+    const size_t cb = 512 + (size_t)ns * 128;
+    __m512 acc[CPU_QGEMM_NT];
+    for (int t = 0; t < NT; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t ch = 0; ch < nch; ch++) {
+        const uint8_t *w = wp + (size_t)ch * cb, *a = act + (size_t)ch * CPU_QGEMM_ACT;
+        for (int h = 0; h < ns; h++) {
+            __m512i wv[G];
+            for (int g = 0; g < ng; g++) wv[g] = _mm512_load_si512(w + (size_t)(h * ng + g) * 64);
+            const __m512 s1 = _mm512_load_ps(w + 512 + (size_t)h * 128);
+            const __m512 s2 = ZP ? s1 : _mm512_load_ps(w + 512 + (size_t)h * 128 + 64);
+            const int moff = ns == 1 ? 44 : 36 + 4 * h, soff = ns == 1 ? 56 : 48 + 4 * h;
+            for (int t = 0; t < NT; t++) {
+                const uint8_t *at = a + (size_t)t * as;
+                __m512i ia = _mm512_setzero_si512();
+                if (ZP) { /* the sums start at -zp sum(q): the offset taken off exactly */
+                    int32_t sq;
+                    memcpy(&sq, at + soff, 4);
+                    ia = _mm512_set1_epi32(-zp * sq);
+                }
+                for (int g = 0; g < ng; g++) {
+                    int32_t q4;
+                    memcpy(&q4, at + h * SUB + 4 * g, 4);
+                    ia = _mm512_dpbusd_epi32(ia, wv[g], _mm512_set1_epi32(q4));
+                }
+                float d, m;
+                memcpy(&d, at + 32, 4);
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(ia), _mm512_mul_ps(s1, _mm512_set1_ps(d)), acc[t]);
+                if (!ZP) {
+                    memcpy(&m, at + moff, 4);
+                    acc[t] = _mm512_fmadd_ps(s2, _mm512_set1_ps(m), acc[t]);
+                }
+            }
+        }
+    }
+    const __mmask16 mk = nc >= 16 ? 0xffff : (__mmask16)((1u << nc) - 1);
+    const __m512 b = bias ? _mm512_maskz_loadu_ps(mk, bias) : _mm512_setzero_ps();
+    for (int t = 0; t < NT; t++) {
+        float *o = c + (size_t)t * ldc;
+        __m512 v = _mm512_add_ps(acc[t], b);
+        if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, o));
+        _mm512_mask_storeu_ps(o, mk, v);
+    }
+}
+
+#define Q_TILES(SUB, ZP)                                                                                               \
+    switch (nt) {                                                                                                      \
+    case 8: q_tile(8, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 7: q_tile(7, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 6: q_tile(6, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 5: q_tile(5, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 4: q_tile(4, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 3: q_tile(3, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    case 2: q_tile(2, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                    \
+    default: q_tile(1, SUB, ZP, zp, nch, act, as, wp, c, ldc, nc, add, bias); break;                                   \
+    }
+
+KQ void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_t as, const uint8_t *wp, float *c,
+                         size_t ldc, int nt, int nc, int add, const float *bias) {
+    if (sub == 32 && zp) {
+        Q_TILES(32, 1)
+    } else if (sub == 32) {
+        Q_TILES(32, 0)
+    } else if (zp) {
+        Q_TILES(16, 1)
+    } else {
+        Q_TILES(16, 0)
+    }
+}
+
+/* 16 rows' chunk of 32 codes (8 dwords each) -> 8 runs of one dword per row:
+ * zmm i holds rows i and i + 8 (one per 256-bit half), then an 8 x 8 dword
+ * transpose runs in both halves at once. */
+KQ void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst) {
+    const int ns = 32 / sub;
+    const size_t cb = 512 + (size_t)ns * 128;
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int64_t c = 0; c < K / 32; c++) {
+        __m512i a[8], t[8], q[8];
+        for (int i = 0; i < 8; i++)
+            a[i] = _mm512_inserti64x4(
+                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(u + (size_t)i * (size_t)K + 32 * c))),
+                _mm256_loadu_si256((const __m256i *)(u + (size_t)(i + 8) * (size_t)K + 32 * c)), 1);
+        for (int i = 0; i < 8; i += 2) {
+            t[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
+            t[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) { /* q[i + r]: dwords r (lane 0) and r + 4 (lane 1) of rows i .. i + 3 */
+            q[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+            q[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+            q[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+            q[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+        }
+        uint8_t *o = dst + (size_t)c * cb;
+        for (int r = 0; r < 4; r++) {
+            _mm512_store_si512(o + 64 * r, _mm512_permutex2var_epi64(q[r], lo, q[r + 4]));
+            _mm512_store_si512(o + 64 * (r + 4), _mm512_permutex2var_epi64(q[r], hi, q[r + 4]));
+        }
+        for (int h = 0; h < ns; h++) {
+            _mm512_store_ps(o + 512 + 128 * h, _mm512_loadu_ps(s1 + 16 * (2 * c + h)));
+            _mm512_store_ps(o + 512 + 128 * h + 64, _mm512_loadu_ps(s2 + 16 * (2 * c + h)));
+        }
     }
 }
 

@@ -38,6 +38,10 @@ void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *wp, fl
 void cpu_gemm_bf16_avx512(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc, int mr,
                           int nc, int add);
 void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n);
+/* The int8 GEMM micro-kernel (cpu_qgemm_fn) with AVX-512 VNNI (kernels_gemm_x86.c). */
+void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
+                      float *c, size_t ldc, int nt, int nc, int add, const float *bias);
+void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
 /* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
 void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
@@ -58,6 +62,10 @@ void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int
 /* The portable GEMM micro-kernel (kernels.c), likewise. */
 void cpu_gemm_scalar(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
                      int add);
+/* The portable int8 GEMM micro-kernel (kernels.c), likewise. */
+void cpu_qgemm_scalar(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
+                      float *c, size_t ldc, int nt, int nc, int add, const float *bias);
+void cpu_qgemm_pack_scalar(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
 
 
 #if defined(__wasm_simd128__)
