@@ -145,6 +145,7 @@ typedef struct wgml_model_info {
     int n_threads;            /* CPU threads (CPU backend) */
     uint64_t n_params;
     uint64_t weights_bytes; /* bytes of all weight tensors as stored */
+    const char *matmul_type; /* the type most of its matrices are stored in, by bytes: "Q4_K" */
     int32_t bos, eos;       /* -1 when the vocabulary has none (BERT: [CLS] and [SEP]) */
     /* transformers (families "llama" and "bert"; zero for others) */
     int n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv, n_ff, head_dim;
@@ -469,6 +470,14 @@ uint64_t wgml_session_decode_bytes(const wgml_session *session, int kv_len);
  * matmul_gflops is not NULL, the f32 matmul rate of the backend's own matmul
  * on a 1024 x 1024 x 1024 problem (GFLOP/s). Takes a few seconds. */
 wgml_status wgml_model_measure_device(wgml_model *model, double *read_gbs, double *matmul_gflops, wgml_error *err);
+
+/* The rate (GFLOP/s, 2 per multiply-add) of the backend's own matmul with a
+ * 1024 x 1024 weight of `type` (a GGUF type name such as "Q4_0", "Q4_K",
+ * "F16"; info.matmul_type is the model's) over n_rows token rows (1..4096):
+ * what a prompt of that many tokens can reach in its matrix products on this
+ * device, measured now. Takes about a second. */
+wgml_status wgml_model_measure_matmul(wgml_model *model, const char *type, int n_rows, double *gflops,
+                                      wgml_error *err);
 
 /* ---- chat templates ------------------------------------------------------ */
 

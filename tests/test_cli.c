@@ -249,6 +249,8 @@ static void test_embed_rerank(void **state) {
     remove(texts);
 }
 
+static double json_number_at(const char *p, const char *key);
+
 static void test_bench_json(void **state) {
     (void)state;
     result r;
@@ -275,22 +277,35 @@ static void test_bench_json(void **state) {
     /* stories260K: 5 layers, 4 KV heads of 8; mean context 64 + 4 / 2 = 66 tokens, K and V */
     assert_true(bytes[1] - bytes[0] == 2.0 * 5 * 66 * 32 * 2);
 
-    /* the kernel table: matmuls named by weight type, and only the model's own - 5 layers x
-     * (QKV, output, gate/up, down) + the head per forward pass, one get_rows per pass - not
-     * the f32 matmuls of the device measurements that run after each of the timed runs */
+    /* the kernel table: matmuls named by weight type and row count (one row: gemv; prompts:
+     * gemm), and only the model's own - 5 layers x (QKV, output, gate/up, down) + the head per
+     * forward pass, one get_rows per pass - not the f32 matmuls of the device measurements
+     * that run after each of the timed runs */
     snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 4 --repeat 2 --profile --json", model());
     run(&r, args);
     expect_exit(&r, 0);
-    const char *mm = strstr(r.out, "\"name\":\"matmul f32\""), *gr = strstr(r.out, "\"name\":\"get_rows\"");
+    const char *mv = strstr(r.out, "\"name\":\"matmul f32 gemv\""), *mm = strstr(r.out, "\"name\":\"matmul f32 gemm\""),
+               *gr = strstr(r.out, "\"name\":\"get_rows\"");
+    assert_non_null(mv);
     assert_non_null(mm);
     assert_non_null(gr);
+    mv = strstr(mv, "\"calls\":");
     mm = strstr(mm, "\"calls\":");
     gr = strstr(gr, "\"calls\":");
+    assert_non_null(mv);
     assert_non_null(mm);
     assert_non_null(gr);
-    const long mm_calls = strtol(mm + 8, NULL, 10), passes = strtol(gr + 8, NULL, 10);
+    const long mm_calls = strtol(mv + 8, NULL, 10) + strtol(mm + 8, NULL, 10), passes = strtol(gr + 8, NULL, 10);
     assert_true(passes > 0);
     assert_int_equal(mm_calls, 21 * passes);
+    /* the prompt's rate beside a matmul of the model's own weight type over as many rows */
+    snprintf(args, sizeof args, "bench %s --backend cpu -p 4 -n 2 --json", model());
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"matmul_type\":\"F32\""));
+    assert_true(json_number_at(r.out, "type_matmul_rows") == 4);
+    assert_true(json_number_at(r.out, "type_matmul_gflops") > 0);
+    assert_true(json_number_at(r.out, "pp_type_matmul_pct") > 0);
 }
 
 /* The number after `"key":` at p, or NAN. */

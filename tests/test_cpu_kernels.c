@@ -15,6 +15,7 @@
  * (so the weights stream from DRAM as in decoding).
  */
 #define _POSIX_C_SOURCE 200809L
+#include "backend/cpu/cpu_qgemm.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/kernels_impl.h"
 #include "core/dtype.h"
@@ -701,6 +702,75 @@ static void test_qgemm(void **state) {
     free(u), free(act), free(s1), free(s2), free(want_p), free(got_p);
 }
 
+/* f32 -> f16 of every instruction set (the KV cache's stores) gives
+ * wgml_f32_to_f16's bits: every 2^-13 step across the f16 range (ties both
+ * ways, subnormals, the overflow edge), random bit patterns (NaN payloads,
+ * infinities), lengths with a tail. */
+static void test_to_f16(void **state) {
+    (void)state;
+    enum { N = 1 << 16 };
+    tu_rng rng = {29};
+    float *x = malloc(sizeof(float) * N);
+    uint16_t *want = malloc(2 * N), *got = malloc(2 * N);
+    for (int i = 0; i < N / 2; i++) x[i] = wgml_bits_to_f32(0x33000000u + (uint32_t)i * 0x1000u); /* 2^-25 .. past 65520 */
+    for (int i = N / 2; i < N; i++) x[i] = wgml_bits_to_f32((uint32_t)tu_next(&rng));
+    x[1] = -x[1], x[100] = -x[100];
+    for (int i = 0; i < N; i++) want[i] = wgml_f32_to_f16(x[i]);
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_to_f16_fn fn = cpu_kernels_to_f16_isa(k_isas[ii]);
+        if (!fn) continue;
+        ran++;
+        const int64_t lens[] = {N, N - 3, 5};
+        for (int li = 0; li < 3; li++) {
+            memset(got, 0, 2 * N);
+            fn(x, got, lens[li]);
+            for (int64_t i = 0; i < lens[li]; i++)
+                if (got[i] != want[i])
+                    fail_msg("to_f16 %s: %.9g (0x%08x) -> 0x%04x, want 0x%04x", k_isas[ii], x[i], wgml_f32_to_bits(x[i]),
+                             got[i], want[i]);
+        }
+    }
+    assert_true(ran >= 1);
+    free(x), free(want), free(got);
+}
+
+/* The int8 GEMM's activation encoders (cpu_kernels_qgemm_prep_isa) write the
+ * bytes of the library's Q8_0 and Q8_K encoders (cpu_qgemm_prepare_row_ref):
+ * random rows, rows of exact halves (ties both ways), a zero row, the
+ * largest magnitude twice with both signs, NaN and infinities. */
+static void test_qgemm_prep(void **state) {
+    (void)state;
+    enum { K = 512, ROWS = 8 };
+    tu_rng rng = {23};
+    float *x = malloc(sizeof(float) * K * ROWS);
+    uint8_t *want = malloc((K / 32) * CPU_QGEMM_ACT), *got = malloc((K / 32) * CPU_QGEMM_ACT);
+    for (int i = 0; i < K * ROWS; i++) x[i] = tu_normal(&rng) * (1 + i % 7);
+    for (int i = 0; i < K; i++) x[7 * K + i] = (float)((i % 255) - 127) * 0.5f; /* amax 63.5: id 2 */
+    for (int i = 0; i < K; i++) x[K + i] = i % 32 == 0 ? 127.0f : (float)(i % 509 - 254) * 0.5f; /* id 1: exact halves */
+    memset(x + 2 * K, 0, sizeof(float) * K);
+    x[3 * K + 5] = -9.0f, x[3 * K + 9] = 9.0f, x[3 * K + 300] = 9.0f, x[3 * K + 301] = -9.0f;
+    x[4 * K + 3] = NAN, x[4 * K + 40] = NAN, x[4 * K + 290] = -NAN;
+    x[5 * K + 7] = INFINITY, x[5 * K + 100] = -INFINITY, x[5 * K + 333] = INFINITY;
+    for (int i = 0; i < K; i++) x[6 * K + i] *= 1e-39f; /* subnormal: -127 / max overflows in places */
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_qgemm_prep_fn fn = cpu_kernels_qgemm_prep_isa(k_isas[ii]);
+        if (!fn) continue;
+        ran++;
+        for (int kind = 0; kind < 2; kind++)
+            for (int r = 0; r < ROWS; r++) {
+                memset(want, 0x5a, (K / 32) * CPU_QGEMM_ACT), memset(got, 0xa5, (K / 32) * CPU_QGEMM_ACT);
+                cpu_qgemm_prepare_row_ref(x + (size_t)r * K, K, kind, want);
+                fn(x + (size_t)r * K, K, kind, got);
+                if (memcmp(got, want, (K / 32) * CPU_QGEMM_ACT) != 0)
+                    fail_msg("qgemm prep %s kind %d row %d differs from the library's encoder", k_isas[ii], kind, r);
+            }
+    }
+    assert_true(ran >= (cpu_kernels_qgemm() ? 1 : 0));
+    free(x), free(want), free(got);
+}
+
 /* The bf16-pair GEMM micro-kernel of every instruction set that has one, the
  * same way (products of bf16 values are exact in f32), and the activation
  * rounding: round to nearest even, the same on every instruction set. */
@@ -924,7 +994,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_qgemm_prep), cmocka_unit_test(test_to_f16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

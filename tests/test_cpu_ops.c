@@ -538,6 +538,10 @@ static void check_attention(uint32_t cache_type) {
         {4, 2, 12, 9, 4, 2},   /* hd not a multiple of 8: the scalar kernel */
         {8, 1, 32, 300, 1, 8}, /* split-K: one KV head, eight threads */
         {8, 2, 64, 200, 2, 6}, /* split-K over two tokens; some chunks past the first token's end */
+        /* prompts (8 rows or more): blocks of query rows over the cache (gf_run) */
+        {8, 2, 64, 0, 40, 2},  /* from position 0, groups of 4 */
+        {6, 6, 32, 17, 23, 3}, /* after 17 rows, no grouping, ragged last block, three threads */
+        {4, 2, 12, 5, 16, 2},  /* hd not a multiple of 8 */
     };
     for (int forced = 0; forced < 2; forced++) {
         cpu_kernels_force_scalar(forced);

@@ -318,3 +318,17 @@ const void *wgml_weights_host_data(const wgml_weights *w, const gguf_tensor *t) 
         if (w->host_src[h] == t) return w->host_data[h];
     return NULL;
 }
+
+const char *wgml_weights_main_type(const wgml_weights *w) {
+    uint64_t by_type[WGML_DTYPE_COUNT] = {0};
+    for (int i = 0; i < w->n; i++) {
+        const gguf_tensor *g = w->src[i];
+        const int64_t all_rows = g->n_elements / g->ne[0];
+        if (w->n_rows[i] > 1 && g->type < WGML_DTYPE_COUNT)
+            by_type[g->type] += g->size / (size_t)all_rows * (size_t)w->n_rows[i];
+    }
+    int best = -1;
+    for (int t = 0; t < WGML_DTYPE_COUNT; t++)
+        if (by_type[t] && (best < 0 || by_type[t] > by_type[best])) best = t;
+    return best < 0 ? "" : wgml_dtype_name((uint32_t)best);
+}

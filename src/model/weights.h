@@ -62,6 +62,10 @@ typedef struct wgml_weights_loader {
     const gguf_tensor *fault_src; /* the tensor fault_copy copies */
 } wgml_weights_loader;
 
+/* The type most of the loaded matrices (weights of more than one row) are
+ * stored in, by bytes: what a model's matmuls mostly read ("Q4_K"); "" with none. */
+const char *wgml_weights_main_type(const wgml_weights *w);
+
 /* Starts a load into w (zeroed here, on backend be); total = every tensor's bytes. */
 void wgml_weights_begin(wgml_weights_loader *L, const gguf_file *f, wgml_backend *be, wgml_weights *w,
                         const wgml_weight_fault *fault, wgml_load_progress_fn progress, void *user, wgml_error *err);

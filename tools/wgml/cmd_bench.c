@@ -233,6 +233,9 @@ int cmd_bench(int argc, char **argv) {
      * percent within minutes, and a ratio of a decode and a bandwidth measured
      * minutes apart measures the drift. */
     double read_r[64] = {0}, matmul_r[64] = {0}, roof_r[64] = {0}, pp_pct_r[64] = {0};
+    /* and the rate of a matmul of the model's own weight type over as many rows as the prompt */
+    double type_r[64] = {0}, pp_type_pct_r[64] = {0};
+    const int type_rows = pp > 4096 ? 4096 : (int)pp, measure_type = type_rows > 0 && info.matmul_type[0];
     /* roofline: bytes a decode step reads at the run's mean context, and prompt FLOPs */
     uint64_t bytes_per_token = wgml_session_decode_bytes(s, (int)(ctx + tg / 2));
     const double gflop_per_token = 2.0 * (double)info.matmul_params / 1e9;
@@ -263,6 +266,11 @@ int cmd_bench(int argc, char **argv) {
             }
             if (read_r[r] > 0) roof_r[r] = bytes_per_token * runs[r].tg_tps / (read_r[r] * 1e9) * 100;
             if (matmul_r[r] > 0) pp_pct_r[r] = runs[r].pp_tps * gflop_per_token / matmul_r[r] * 100;
+            if (measure_type && wgml_model_measure_matmul(m, info.matmul_type, type_rows, &type_r[r], &err)) {
+                rc = cli_fail_err(&err);
+                break;
+            }
+            if (type_r[r] > 0) pp_type_pct_r[r] = runs[r].pp_tps * gflop_per_token / type_r[r] * 100;
         }
         cli_progress_update(&bar, (uint64_t)r + 1, (uint64_t)repeat);
     }
@@ -274,6 +282,7 @@ int cmd_bench(int argc, char **argv) {
                       median_of(runs, R, offsetof(run_result, ttft))};
     double read_gbs = cli_median(read_r, R), matmul_gflops = cli_median(matmul_r, R);
     double roofline = cli_median(roof_r, R), pp_pct = cli_median(pp_pct_r, R);
+    double type_gflops = cli_median(type_r, R), pp_type_pct = cli_median(pp_type_pct_r, R);
     wgml_counters now;
     wgml_model_get_counters(m, &now);
     double decode_steps = per.steps > 0 ? (double)per.steps : 1;
@@ -309,6 +318,10 @@ int cmd_bench(int argc, char **argv) {
         json_object_object_add(o, "matmul_gflops", json_object_new_double(matmul_gflops));
         json_object_object_add(o, "pp_gflops", json_object_new_double(pp_gflops));
         json_object_object_add(o, "pp_matmul_pct", json_object_new_double(pp_pct));
+        json_object_object_add(o, "matmul_type", json_object_new_string(info.matmul_type));
+        json_object_object_add(o, "type_matmul_rows", json_object_new_int(measure_type ? type_rows : 0));
+        json_object_object_add(o, "type_matmul_gflops", json_object_new_double(type_gflops));
+        json_object_object_add(o, "pp_type_matmul_pct", json_object_new_double(pp_type_pct));
         json_object_object_add(o, "submits_per_token", json_object_new_double(per.submits / decode_steps));
         json_object_object_add(o, "dispatches_per_token", json_object_new_double(per.dispatches / decode_steps));
         json_object_object_add(o, "readback_bytes_per_token", json_object_new_double(per.readback_bytes / decode_steps));
@@ -325,6 +338,8 @@ int cmd_bench(int argc, char **argv) {
             json_object_object_add(e, "decode_roofline_pct", json_object_new_double(roof_r[r]));
             json_object_object_add(e, "matmul_gflops", json_object_new_double(matmul_r[r]));
             json_object_object_add(e, "pp_matmul_pct", json_object_new_double(pp_pct_r[r]));
+            json_object_object_add(e, "type_matmul_gflops", json_object_new_double(type_r[r]));
+            json_object_object_add(e, "pp_type_matmul_pct", json_object_new_double(pp_type_pct_r[r]));
             json_object_array_add(ra, e);
         }
         json_object_object_add(o, "runs", ra);
@@ -347,6 +362,9 @@ int cmd_bench(int argc, char **argv) {
                    matmul_gflops);
             printf("decode       %.2f MB per token, %.1f%% of the measured bandwidth\n", bytes_per_token / 1e6, roofline);
             printf("prompt       %.1f GFLOP/s, %.1f%% of the measured matmul rate\n", pp_gflops, pp_pct);
+            if (measure_type)
+                printf("             %.1f%% of a %s matmul over %d rows (%.1f GFLOP/s, measured now)\n", pp_type_pct,
+                       info.matmul_type, type_rows, type_gflops);
         }
         printf("peak RSS     %.1f MiB\n", rss_mb);
         printf("per token    %.2f submits, %.1f dispatches, %.0f bytes read back\n", per.submits / decode_steps,

@@ -123,17 +123,34 @@ static void att_merge(void *p, int ith, int nth) {
     }
 }
 
-static void store_rows(uint8_t *cache, int f16, size_t row_elems, int first, const float *src, int n) {
-    for (int t = 0; t < n; t++) {
-        const float *s = src + (size_t)t * row_elems;
-        if (f16) {
-            uint16_t *d = (uint16_t *)cache + (size_t)(first + t) * row_elems;
-            for (size_t i = 0; i < row_elems; i++)
-                d[i] = wgml_f32_to_f16(s[i]);
-        } else {
-            memcpy((float *)cache + (size_t)(first + t) * row_elems, s, row_elems * sizeof(float));
-        }
+typedef struct {
+    uint8_t *cache;
+    int f16, first;
+    size_t row_elems;
+    const float *src;
+    cpu_to_f16_fn to_f16;
+} store_task;
+
+static void store_range(void *p, int64_t lo, int64_t hi, int ith) {
+    (void)ith;
+    const store_task *t = p;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *s = t->src + (size_t)r * t->row_elems;
+        if (t->f16)
+            t->to_f16(s, (uint16_t *)t->cache + (size_t)(t->first + r) * t->row_elems, (int64_t)t->row_elems);
+        else
+            memcpy((float *)t->cache + (size_t)(t->first + r) * t->row_elems, s, t->row_elems * sizeof(float));
     }
+}
+
+/* n rows of src into cache rows first.. (f16: rounded to nearest even, the
+ * bits of wgml_f32_to_f16 on every instruction set), rows shared by the pool. */
+static void store_rows(cpu_backend *cb, uint8_t *cache, int f16, size_t row_elems, int first, const float *src, int n) {
+    store_task t = {cache, f16, first, row_elems, src, cpu_kernels_to_f16()};
+    if (n == 1)
+        store_range(&t, 0, 1, 0);
+    else
+        wgml_threadpool_run_range(cb->pool, store_range, &t, n, 1);
 }
 
 /* ---- general attention (ops.h): the exact reference, plain C ---- */
@@ -432,7 +449,9 @@ static void gf_run(void *p, int ith, int nth) {
     }
 }
 
-static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
+/* prepared: the caller has rotated q and k and stored this step's rows in the
+ * cache already (a causal prompt over the cache, cpu_op_attention). */
+static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepared) {
     const wgml_tensor *opt[] = {a->k_cache, a->v_cache, a->seq, a->kv_seq, a->pos, a->mask, a->kv_range};
     for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
         if (opt[i] && !cpu_check(cb, "attention", opt[i])) return;
@@ -488,7 +507,7 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
         qpos[r] = p;
     }
     t.qpos = qpos;
-    if (a->rope) {
+    if (a->rope && !prepared) {
         if (a->rope->freq_factors && !cpu_check(cb, "attention", a->rope->freq_factors)) return;
         const float *ff = a->rope->freq_factors ? cpu_ptr(a->rope->freq_factors) : NULL;
         for (int r = 0; r < n; r++) { /* n_k == n: validated */
@@ -497,11 +516,11 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a) {
         }
     }
     if (cache) {
-        for (int r = 0; r < n; r++) {
-            store_rows(cpu_ptr(a->k_cache), t.f16, (size_t)kv_row, qpos[r], (const float *)cpu_ptr(a->k) + r * kv_row,
-                       1);
-            store_rows(cpu_ptr(a->v_cache), t.f16, (size_t)kv_row, qpos[r], (const float *)cpu_ptr(a->v) + r * kv_row,
-                       1);
+        for (int r = 0; r < n && !prepared; r++) {
+            store_rows(cb, cpu_ptr(a->k_cache), t.f16, (size_t)kv_row, qpos[r],
+                       (const float *)cpu_ptr(a->k) + r * kv_row, 1);
+            store_rows(cb, cpu_ptr(a->v_cache), t.f16, (size_t)kv_row, qpos[r],
+                       (const float *)cpu_ptr(a->v) + r * kv_row, 1);
         }
         t.kb = cpu_ptr(a->k_cache), t.vb = cpu_ptr(a->v_cache);
         t.krow = wgml_row_size(a->k_cache->type, kv_row);
@@ -554,7 +573,7 @@ void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
     if (wgml_attention_is_general(a)) {
         if (cpu_check(cb, "attention", a->q) && cpu_check(cb, "attention", a->k) && cpu_check(cb, "attention", a->v) &&
             cpu_check(cb, "attention", a->out))
-            att_general(cb, a);
+            att_general(cb, a, 0);
         return;
     }
     if (!cpu_check(cb, "attention", a->q) || !cpu_check(cb, "attention", a->k) || !cpu_check(cb, "attention", a->v) ||
@@ -562,12 +581,7 @@ void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
         !cpu_check(cb, "attention", a->v_cache))
         return;
     int n = (int)wgml_tensor_nrows(a->q), pos = cb->step.pos;
-    /* a prompt: blocks of query rows over the cache (gf_run), each K and V row
-     * converted and loaded once per block instead of once per token */
-    if (!cb->exact && n >= ATT_BLOCK_MIN_ROWS) {
-        att_general(cb, a);
-        return;
-    }
+    const int blocks = !cb->exact && n >= ATT_BLOCK_MIN_ROWS;
     int64_t kv_row = (int64_t)a->n_head_kv * a->head_dim;
     int n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     int f16 = a->k_cache->type == WGML_F16;
@@ -576,8 +590,14 @@ void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
         cpu_op_rope(cb, &(wgml_rope_args){a->k, a->n_head_kv, a->head_dim, a->rope});
         if (cb->status) return;
     }
-    store_rows(cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
-    store_rows(cpu_ptr(a->v_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->v), n);
+    store_rows(cb, cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
+    store_rows(cb, cpu_ptr(a->v_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->v), n);
+    /* a prompt: blocks of query rows over the cache (gf_run), each K and V row
+     * converted and loaded once per block instead of once per token */
+    if (blocks) {
+        att_general(cb, a, 1);
+        return;
+    }
 
     /* Jobs are (token, KV head) pairs; when there are too few to keep every
      * thread busy (decode of a model with few KV heads on many threads) the

@@ -27,7 +27,7 @@ struct wgml_buffer {
 const struct cpu_type_kernels *cpu_weight_kernels(const wgml_tensor *w);
 
 /* every op, and matmul once per weight type (mm_profile_name), as names in the profile */
-#define CPU_MAX_PROFILE (WGML_OP_COUNT + 16)
+#define CPU_MAX_PROFILE (WGML_OP_COUNT + 32)
 
 typedef struct cpu_backend {
     wgml_backend base;

@@ -291,26 +291,27 @@ static int mm_check(cpu_backend *cb, const wgml_matmul_args *mm) {
     return 1;
 }
 
-/* The profile's name for a matmul: by weight type, so that a table shows which kernels the time went to. */
+/* The profile's name for a matmul: by weight type, and "gemv" for one token
+ * row (decode) or "gemm" for several (prompts, batches), so that a table
+ * shows which kernels the time went to. */
 static const char *mm_profile_name(const wgml_matmul_args *mm) {
-    for (int i = 1; i < mm->n_w; i++)
-        if (mm->w[i]->type != mm->w[0]->type) return "matmul mixed";
-    switch (mm->w[0]->type) {
-    case WGML_F32: return "matmul f32";
-    case WGML_F16: return "matmul f16";
-    case WGML_BF16: return "matmul bf16";
-    case WGML_Q4_0: return "matmul q4_0";
-    case WGML_Q4_1: return "matmul q4_1";
-    case WGML_Q5_0: return "matmul q5_0";
-    case WGML_Q5_1: return "matmul q5_1";
-    case WGML_Q8_0: return "matmul q8_0";
-    case WGML_Q2_K: return "matmul q2_k";
-    case WGML_Q3_K: return "matmul q3_k";
-    case WGML_Q4_K: return "matmul q4_k";
-    case WGML_Q5_K: return "matmul q5_k";
-    case WGML_Q6_K: return "matmul q6_k";
-    default: return "matmul";
-    }
+#define MM_NAMES(t) {"matmul " t " gemv", "matmul " t " gemm"}
+    static const char *const names[][2] = {MM_NAMES("f32"),  MM_NAMES("f16"),  MM_NAMES("bf16"), MM_NAMES("q4_0"),
+                                           MM_NAMES("q4_1"), MM_NAMES("q5_0"), MM_NAMES("q5_1"), MM_NAMES("q8_0"),
+                                           MM_NAMES("q2_k"), MM_NAMES("q3_k"), MM_NAMES("q4_k"), MM_NAMES("q5_k"),
+                                           MM_NAMES("q6_k"), MM_NAMES("mixed"), MM_NAMES("other")};
+#undef MM_NAMES
+    static const uint32_t types[] = {WGML_F32,  WGML_F16,  WGML_BF16, WGML_Q4_0, WGML_Q4_1, WGML_Q5_0, WGML_Q5_1,
+                                     WGML_Q8_0, WGML_Q2_K, WGML_Q3_K, WGML_Q4_K, WGML_Q5_K, WGML_Q6_K};
+    const int64_t rows = mm->conv.kernel ? wgml_conv1d_rows(&mm->conv, wgml_tensor_nrows(mm->x)) : wgml_tensor_nrows(mm->x);
+    const int many = rows > 1;
+    const size_t nt = sizeof types / sizeof types[0];
+    size_t i = 0;
+    while (i < nt && types[i] != mm->w[0]->type) i++;
+    if (i == nt) i = nt + 1; /* other */
+    for (int j = 1; j < mm->n_w; j++)
+        if (mm->w[j]->type != mm->w[0]->type) i = nt; /* mixed */
+    return names[i][many];
 }
 
 /* Rows from which a matmul of float weights is a blocked GEMM (cpu_gemm.c):

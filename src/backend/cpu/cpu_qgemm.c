@@ -220,6 +220,7 @@ typedef struct {
     int64_t K;
     int kind;
     uint8_t *act;
+    cpu_qgemm_prep_fn simd; /* the instruction set's encoder, or NULL */
 } prep_task;
 
 /* A chunk's int8 values and scale into its place, with the sums of q. */
@@ -235,37 +236,43 @@ static void put_chunk(uint8_t *a, const int8_t *q, float d) {
     memset(a + 60, 0, CPU_QGEMM_ACT - 60);
 }
 
-/* Rows [lo, hi): quantized by the library's own Q8_0 or Q8_K encoder, the
- * values the dot products see. */
+void cpu_qgemm_prepare_row_ref(const float *x, int64_t K, int kind, uint8_t *a) {
+    if (kind) {
+        for (int64_t b = 0; b < K / QK_K; b++) {
+            uint8_t blk[sizeof(block_q8_K)];
+            wgml_quantize_row(WGML_Q8_K, x + QK_K * b, blk, QK_K);
+            const float d = quant_rd_f32(blk + offsetof(block_q8_K, d));
+            for (int c = 0; c < QK_K / 32; c++)
+                put_chunk(a + (size_t)(8 * b + c) * CPU_QGEMM_ACT, (const int8_t *)(blk + offsetof(block_q8_K, qs)) + 32 * c,
+                          d);
+        }
+        return;
+    }
+    for (int64_t c = 0; c < K / 32; c++) {
+        uint8_t blk[sizeof(block_q8_0)];
+        wgml_quantize_row(WGML_Q8_0, x + 32 * c, blk, 32);
+        put_chunk(a + (size_t)c * CPU_QGEMM_ACT, (const int8_t *)(blk + offsetof(block_q8_0, qs)),
+                  quant_rd_f16(blk + offsetof(block_q8_0, d)));
+    }
+}
+
+/* Rows [lo, hi): by the instruction set's encoder, else the library's own. */
 static void prep_rows(void *p, int64_t lo, int64_t hi, int ith) {
     (void)ith;
     const prep_task *t = p;
-    const int64_t nch = t->K / 32;
+    const size_t row = (size_t)(t->K / 32) * CPU_QGEMM_ACT;
     for (int64_t i = lo; i < hi; i++) {
         const float *x = t->x + (size_t)i * (size_t)t->K;
-        uint8_t *a = t->act + (size_t)i * (size_t)nch * CPU_QGEMM_ACT;
-        if (t->kind) {
-            for (int64_t b = 0; b < t->K / QK_K; b++) {
-                uint8_t blk[sizeof(block_q8_K)];
-                wgml_quantize_row(WGML_Q8_K, x + QK_K * b, blk, QK_K);
-                const float d = quant_rd_f32(blk + offsetof(block_q8_K, d));
-                for (int c = 0; c < QK_K / 32; c++)
-                    put_chunk(a + (size_t)(8 * b + c) * CPU_QGEMM_ACT,
-                              (const int8_t *)(blk + offsetof(block_q8_K, qs)) + 32 * c, d);
-            }
-        } else {
-            for (int64_t c = 0; c < nch; c++) {
-                uint8_t blk[sizeof(block_q8_0)];
-                wgml_quantize_row(WGML_Q8_0, x + 32 * c, blk, 32);
-                put_chunk(a + (size_t)c * CPU_QGEMM_ACT, (const int8_t *)(blk + offsetof(block_q8_0, qs)),
-                          quant_rd_f16(blk + offsetof(block_q8_0, d)));
-            }
-        }
+        uint8_t *a = t->act + (size_t)i * row;
+        if (t->simd)
+            t->simd(x, t->K, t->kind, a);
+        else
+            cpu_qgemm_prepare_row_ref(x, t->K, t->kind, a);
     }
 }
 
 void cpu_qgemm_prepare(wgml_threadpool *pool, const float *x, int64_t n, int64_t K, int kind, uint8_t *act) {
-    prep_task t = {x, K, kind, act};
+    prep_task t = {x, K, kind, act, cpu_kernels_qgemm() ? cpu_kernels_qgemm_prep_isa(cpu_kernels_isa()) : NULL};
     wgml_threadpool_run_range(pool, prep_rows, &t, n, 1);
 }
 

@@ -26,6 +26,11 @@ int cpu_qgemm_act_kind(uint32_t type);
  * cpu_qgemm_act_bytes), on the pool; every weight of the kind reads them. */
 void cpu_qgemm_prepare(wgml_threadpool *pool, const float *x, int64_t n, int64_t K, int kind, uint8_t *act);
 
+/* One row of that kind by the library's own Q8_0 / Q8_K encoder: the
+ * reference every instruction set's encoder (cpu_kernels_qgemm_prep_isa)
+ * matches byte for byte. */
+void cpu_qgemm_prepare_row_ref(const float *x, int64_t K, int kind, uint8_t *act);
+
 /* Scratch bytes cpu_qgemm needs for a K-wide matmul on n_threads threads. */
 size_t cpu_qgemm_scratch(int64_t K, int n_threads);
 

@@ -590,12 +590,17 @@ void cpu_qgemm_pack_scalar(const uint8_t *u, int64_t K, const float *s1, const f
     }
 }
 
+void cpu_to_f16_scalar(const float *x, uint16_t *dst, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = wgml_f32_to_f16(x[i]);
+}
+
 void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = wgml_f32_to_bf16(x[i]);
 }
 
 static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
 static cpu_to_bf16_fn best_to_bf16 = cpu_to_bf16_scalar;
+static cpu_to_f16_fn best_to_f16 = cpu_to_f16_scalar;
 static cpu_snake_fn best_snake = cpu_snake_scalar;
 static cpu_gemm_fn best_gemm = cpu_gemm_scalar;
 static cpu_gemm_bf16_fn best_gemm_bf16; /* NULL: none (BF16 weights take the f32 GEMM) */
@@ -652,6 +657,7 @@ static void select_table(void) {
         best_attn = cpu_attn_avx2;
         best_attn_rows = cpu_attn_rows_avx2;
         best_gemm = cpu_gemm_avx2;
+        best_to_f16 = cpu_to_f16_f16c;
         best_isa = "avx2";
         if (level >= 2) {
             memcpy(avx2_table, best_table, sizeof avx2_table);
@@ -659,6 +665,7 @@ static void select_table(void) {
             cpu_kernels_fill_avx512(best_table);
             best_gemm = cpu_gemm_avx512;
             best_qgemm = cpu_qgemm_avx512;
+            best_attn_rows = cpu_attn_rows_avx512;
             best_snake = cpu_snake_avx512;
             if (x86_bf16()) {
                 best_gemm_bf16 = cpu_gemm_bf16_avx512;
@@ -771,6 +778,21 @@ cpu_gemm_bf16_fn cpu_kernels_gemm_bf16_isa(const char *isa) {
     return strcmp(isa, best_isa) == 0 ? best_gemm_bf16 : NULL;
 }
 
+cpu_to_f16_fn cpu_kernels_to_f16(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_to_f16_scalar : best_to_f16;
+}
+
+cpu_to_f16_fn cpu_kernels_to_f16_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_to_f16_scalar;
+#if defined(WGML_CPU_X86)
+    if ((strcmp(isa, "avx2") == 0 && (have_avx2_table || strcmp(best_isa, "avx2") == 0)) || strcmp(isa, best_isa) == 0)
+        return best_to_f16;
+#endif
+    return NULL;
+}
+
 cpu_qgemm_fn cpu_kernels_qgemm(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? NULL : best_qgemm;
@@ -788,6 +810,15 @@ cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa) {
 #if defined(WGML_CPU_X86)
     if (strcmp(isa, best_isa) == 0 && best_qgemm == cpu_qgemm_avx512) return cpu_qgemm_pack_avx512;
 #endif
+    return NULL;
+}
+
+cpu_qgemm_prep_fn cpu_kernels_qgemm_prep_isa(const char *isa) {
+    ensure_init();
+#if defined(WGML_CPU_X86)
+    if (strcmp(isa, best_isa) == 0 && best_qgemm == cpu_qgemm_avx512) return cpu_qgemm_prep_avx512;
+#endif
+    (void)isa;
     return NULL;
 }
 

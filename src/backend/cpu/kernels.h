@@ -175,7 +175,7 @@ cpu_attn_fn cpu_kernels_attn(void);
  * A bias of -INFINITY hides the key from that row; a row whose keys are all
  * hidden gets zeros. Rows nr..CPU_ATTN_ROWS-1 of bias are read but unused.
  */
-#define CPU_ATTN_ROWS 8
+#define CPU_ATTN_ROWS 16
 typedef struct cpu_attn_rows_job {
     int hd;             /* head dimension */
     int nr;             /* query rows, 1..CPU_ATTN_ROWS */
@@ -230,6 +230,12 @@ cpu_gemm_bf16_fn cpu_kernels_gemm_bf16_isa(const char *isa);
  * instruction set's own with cpu_kernels_gemm_bf16, else the scalar one). */
 typedef void (*cpu_to_bf16_fn)(const float *x, uint16_t *dst, int64_t n);
 cpu_to_bf16_fn cpu_kernels_to_bf16(void);
+/* f32 -> f16, round to nearest even, the bits of wgml_f32_to_f16 (NaN
+ * payloads included): the KV cache's stores. F16C where the CPU has it. */
+typedef void (*cpu_to_f16_fn)(const float *x, uint16_t *dst, int64_t n);
+cpu_to_f16_fn cpu_kernels_to_f16(void);
+cpu_to_f16_fn cpu_kernels_to_f16_isa(const char *isa);
+
 /* Whether the micro-kernel is a SIMD one: matmul takes the GEMM path only
  * then (the scalar one is the reference, slower than the dot products). */
 int cpu_kernels_gemm_fast(void);
@@ -278,6 +284,14 @@ cpu_qgemm_fn cpu_kernels_qgemm_isa(const char *isa);
 typedef void (*cpu_qgemm_pack_fn)(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
 /* The panel packer matching cpu_kernels_qgemm_isa(isa) (NULL where that is NULL). */
 cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa);
+/* One activation row of K (a multiple of 32; of 256 for kind 1) into the
+ * GEMM's chunks: kind 0 as the library's Q8_0 encoder rounds it (d = max|x| /
+ * 127 per 32, q = x / d rounded half away from zero, d kept as f16), kind 1
+ * as its Q8_K encoder (per 256: d = -max / 127 for the first element of
+ * largest magnitude, q rounded half to even), the same bytes either way.
+ * NULL for "scalar": cpu_qgemm.c then runs the encoders themselves. */
+typedef void (*cpu_qgemm_prep_fn)(const float *x, int64_t K, int kind, uint8_t *act);
+cpu_qgemm_prep_fn cpu_kernels_qgemm_prep_isa(const char *isa);
 
 /*
  * Snake1d over rows of n columns: out[r][c] = x[r][c] + sin(v[c] x[r][c])^2 / v[c]

@@ -314,7 +314,7 @@ KR_SCORES(1)
 
 /* adds the bias of key j (if any), stores the score vector, updates the max */
 static KA_INLINE void kr_put(__m256 c, const float *bias, int j, float *s, __m256 *mx) {
-    if (bias) c = _mm256_add_ps(c, _mm256_loadu_ps(bias + 8 * j));
+    if (bias) c = _mm256_add_ps(c, _mm256_loadu_ps(bias + (size_t)CPU_ATTN_ROWS * j));
     _mm256_storeu_ps(s + 8 * j, c);
     *mx = _mm256_max_ps(*mx, c);
 }
@@ -398,12 +398,133 @@ static KA_TARGET void kr_rows(const cpu_attn_rows_job *a) {
     }
 }
 
+/* up to CPU_ATTN_ROWS rows as blocks of 8 lanes (rows r0 .. r0 + 7 read
+ * their bias from column r0 of the job's [len][CPU_ATTN_ROWS]) */
 void cpu_attn_rows_avx2(const cpu_attn_rows_job *a) {
     if (a->hd % 8 != 0) {
         cpu_attn_rows_scalar(a);
         return;
     }
-    kr_rows(a);
+    for (int r0 = 0; r0 < a->nr; r0 += 8) {
+        cpu_attn_rows_job h = *a;
+        h.nr = a->nr - r0 < 8 ? a->nr - r0 : 8;
+        h.q = a->q + (size_t)r0 * a->q_stride;
+        h.o = a->o + (size_t)r0 * a->o_stride;
+        h.bias = a->bias ? a->bias + r0 : NULL;
+        kr_rows(&h);
+    }
+}
+
+/* ---- blocks of 16 query rows with AVX-512 (cpu_attn_rows_job) ----
+ *
+ * kr_rows with 16 lanes: Q^T [hd][16], score vectors of 16 rows per key,
+ * the softmax lane-wise, and output rows accumulated 4 at a time over 64
+ * columns (16 zmm). Needs hd % 16 == 0 (others take the 8-lane kernel). */
+
+#define KZ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
+#define KZ_INLINE KZ_TARGET inline __attribute__((always_inline))
+
+static KZ_INLINE __m512 kz_exp16(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-87.33f), x);
+    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+/* NK keys' score vectors from row k0 on: c[i] = K_{k0+i} . qt */
+static KZ_INLINE void kz_scores(const int NK, const float *k0, size_t ks, const float *qt, int hd, __m512 *c) {
+    for (int i = 0; i < NK; i++) c[i] = _mm512_setzero_ps();
+    for (int d = 0; d < hd; d++) {
+        const __m512 qv = _mm512_loadu_ps(qt + 16 * d);
+        for (int i = 0; i < NK; i++) c[i] = _mm512_fmadd_ps(_mm512_set1_ps(k0[(size_t)i * ks + d]), qv, c[i]);
+    }
+}
+
+static KZ_INLINE void kz_put(__m512 c, const float *bias, int j, float *s, __m512 *mx) {
+    if (bias) c = _mm512_add_ps(c, _mm512_loadu_ps(bias + 16 * (size_t)j));
+    _mm512_storeu_ps(s + 16 * (size_t)j, c);
+    *mx = _mm512_max_ps(*mx, c);
+}
+
+/* output rows r0..r0+3 (those < nr), columns d..d+16*NC-1: sum_j s[16 j + r] V_j / l_r */
+static KZ_INLINE void kz_values(const int NC, const cpu_attn_rows_job *a, const float *s, const float *inv, int r0,
+                                int d) {
+    __m512 acc[4][4];
+    for (int i = 0; i < 4; i++)
+        for (int c = 0; c < NC; c++) acc[i][c] = _mm512_setzero_ps();
+    const float *vr = a->v + d;
+    for (int j = 0; j < a->len; j++, vr += a->kv_stride) {
+        __m512 v[4];
+        for (int c = 0; c < NC; c++) v[c] = _mm512_loadu_ps(vr + 16 * c);
+        const float *p = s + 16 * (size_t)j + r0;
+        for (int i = 0; i < 4; i++) {
+            const __m512 pb = _mm512_set1_ps(p[i]);
+            for (int c = 0; c < NC; c++) acc[i][c] = _mm512_fmadd_ps(pb, v[c], acc[i][c]);
+        }
+    }
+    for (int i = 0; i < 4 && r0 + i < a->nr; i++) {
+        float *o = a->o + (size_t)(r0 + i) * a->o_stride + d;
+        const __m512 f = _mm512_set1_ps(inv[r0 + i]);
+        for (int c = 0; c < NC; c++) _mm512_storeu_ps(o + 16 * c, _mm512_mul_ps(acc[i][c], f));
+    }
+}
+
+static KZ_TARGET void kz_rows(const cpu_attn_rows_job *a) {
+    const int hd = a->hd, len = a->len, nr = a->nr;
+    const size_t ks = a->kv_stride;
+    float *s = a->s, *qt = s + (size_t)16 * len;
+    for (int r = 0; r < 16; r++) { /* rows past nr are zeros: finite scores, unused */
+        const float *q = a->q + (size_t)r * a->q_stride;
+        for (int d = 0; d < hd; d++) qt[16 * d + r] = r < nr ? q[d] * a->scale : 0.0f;
+    }
+    __m512 mx = _mm512_set1_ps(-INFINITY), c[8];
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+        kz_scores(8, a->k + (size_t)j * ks, ks, qt, hd, c);
+        for (int i = 0; i < 8; i++) kz_put(c[i], a->bias, j + i, s, &mx);
+    }
+    for (; j < len; j++) {
+        kz_scores(1, a->k + (size_t)j * ks, ks, qt, hd, c);
+        kz_put(c[0], a->bias, j, s, &mx);
+    }
+    /* as kr_rows: a lane whose keys are all hidden gets zeros, hidden keys exactly 0 */
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __mmask16 any = _mm512_cmp_ps_mask(mx, ninf, _CMP_NEQ_OQ);
+    const __m512 m = _mm512_maskz_mov_ps(any, mx);
+    __m512 l = _mm512_setzero_ps();
+    for (j = 0; j < len; j++) {
+        const __m512 x = _mm512_loadu_ps(s + 16 * (size_t)j);
+        __m512 e = kz_exp16(_mm512_sub_ps(x, m));
+        if (a->bias) e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_OQ), e);
+        _mm512_storeu_ps(s + 16 * (size_t)j, e);
+        l = _mm512_add_ps(l, e);
+    }
+    float inv[16];
+    _mm512_storeu_ps(inv, _mm512_maskz_mov_ps(any, _mm512_div_ps(_mm512_set1_ps(1.0f), l)));
+    for (int r0 = 0; r0 < nr; r0 += 4) {
+        int d = 0;
+        for (; d + 64 <= hd; d += 64) kz_values(4, a, s, inv, r0, d);
+        for (; d < hd; d += 16) kz_values(1, a, s, inv, r0, d);
+    }
+}
+
+void cpu_attn_rows_avx512(const cpu_attn_rows_job *a) {
+    if (a->hd % 16 != 0) {
+        cpu_attn_rows_avx2(a);
+        return;
+    }
+    kz_rows(a);
 }
 #else
 typedef int cpu_kernels_attn_x86_unused; /* not x86: nothing to build */

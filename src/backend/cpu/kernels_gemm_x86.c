@@ -12,9 +12,11 @@
  * below, inlined per value), so the row loop unrolls.
  */
 #include "backend/cpu/kernels_impl.h"
+#include "core/fp16.h"
 
 #if defined(WGML_CPU_X86)
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #define KG512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -229,7 +231,93 @@ KQ void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, cons
     }
 }
 
+/* A chunk's q (16 int32 lanes each half), d, and the sums and m that follow them (kernels.h). */
+static KQ KG_INLINE void q_put(uint8_t *a, __m512i q0, __m512i q1, float d) {
+    _mm_storeu_si128((__m128i *)a, _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128((__m128i *)(a + 16), _mm512_cvtepi32_epi8(q1));
+    const int32_t s[3] = {_mm512_reduce_add_epi32(q0), _mm512_reduce_add_epi32(q1),
+                          _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1))};
+    const float m[3] = {-d * (float)s[0], -d * (float)s[1], -d * (float)s[2]};
+    memcpy(a + 32, &d, 4);
+    memcpy(a + 36, m, sizeof m);
+    memcpy(a + 48, s, sizeof s);
+    memset(a + 60, 0, CPU_QGEMM_ACT - 60);
+}
+
+/* max |x| over lanes, NaN lanes ignored (as the scalar encoders' `>` does) */
+static KQ KG_INLINE float q_amax(const float *x, int n) {
+    __m512 m = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+        m = _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(a, m, _CMP_GT_OQ), a);
+    }
+    float l[16], r = 0.0f;
+    _mm512_storeu_ps(l, m);
+    for (int i = 0; i < 16; i++) r = l[i] > r ? l[i] : r;
+    return r;
+}
+
+/* round_i8 (quant.c): NaN 0, > 127 127, <= -128 -128, else roundf (half away from zero) */
+static KQ KG_INLINE __m512i q_round_away(__m512 v) {
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    v = _mm512_mask_mov_ps(v, nan, _mm512_setzero_ps());
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(v, t);
+    t = _mm512_mask_add_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(0.5f), _CMP_GE_OQ), t, _mm512_set1_ps(1.0f));
+    t = _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(f, _mm512_set1_ps(-0.5f), _CMP_LE_OQ), t, _mm512_set1_ps(1.0f));
+    return _mm512_cvttps_epi32(t);
+}
+
+/* quant_nearest_int (quant_impl.h) of iscale x, clamped to -127..127 */
+static KQ KG_INLINE __m512i q_nearest(__m512 v) {
+    const __m512i b = _mm512_castps_si512(_mm512_add_ps(v, _mm512_set1_ps(12582912.f)));
+    const __m512i q = _mm512_sub_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x007fffff)), _mm512_set1_epi32(0x00400000));
+    return _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32(-127)), _mm512_set1_epi32(127));
+}
+
+KQ void cpu_qgemm_prep_avx512(const float *x, int64_t K, int kind, uint8_t *act) {
+    if (!kind) {
+        for (int64_t c = 0; c < K / 32; c++, x += 32, act += CPU_QGEMM_ACT) {
+            const float d = q_amax(x, 32) / 127, id = d ? 1.0f / d : 0.0f;
+            const __m512 vid = _mm512_set1_ps(id);
+            q_put(act, q_round_away(_mm512_mul_ps(_mm512_loadu_ps(x), vid)),
+                  q_round_away(_mm512_mul_ps(_mm512_loadu_ps(x + 16), vid)), wgml_f16_to_f32(wgml_f32_to_f16(d)));
+        }
+        return;
+    }
+    for (int64_t b = 0; b < K / 256; b++, x += 256) {
+        const float amax = q_amax(x, 256);
+        float max = 0.0f;
+        if (amax > 0.0f) /* the first element of that magnitude, with its sign */
+            for (int i = 0; i < 256; i += 16) {
+                const __mmask16 e = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + i)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+                if (e) {
+                    max = x[i + __builtin_ctz(e)];
+                    break;
+                }
+            }
+        const float iscale = amax == 0 ? 0 : -127.f / max;
+        const int zero = amax == 0 || isinf(iscale);
+        const float d = zero ? 0.0f : 1 / iscale;
+        const __m512 vs = _mm512_set1_ps(iscale);
+        for (int c = 0; c < 8; c++, act += CPU_QGEMM_ACT) {
+            const float *xc = x + 32 * c;
+            const __m512i q0 = zero ? _mm512_setzero_si512() : q_nearest(_mm512_mul_ps(_mm512_loadu_ps(xc), vs));
+            const __m512i q1 = zero ? _mm512_setzero_si512() : q_nearest(_mm512_mul_ps(_mm512_loadu_ps(xc + 16), vs));
+            q_put(act, q0, q1, d);
+        }
+    }
+}
+
 /* ---- AVX2 ---- */
+
+KG2 void cpu_to_f16_f16c(const float *x, uint16_t *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) dst[i] = wgml_f32_to_f16(x[i]);
+}
 
 /* Columns [h, h + 16) of the panel (h = 0 or 16), nc of them valid (1..16). */
 static KG2 KG_INLINE void y_tile(const int MR, int64_t kc, const float *x, size_t ldx, const float *wp, float *c,

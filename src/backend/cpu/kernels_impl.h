@@ -31,6 +31,8 @@ void cpu_kernels_fill_avx512(cpu_type_kernels table[WGML_DTYPE_COUNT]);
 void cpu_attn_avx2(const cpu_attn_job *job);
 /* Block attention (cpu_attn_rows_job) with AVX2 + FMA (kernels_attn_x86.c). */
 void cpu_attn_rows_avx2(const cpu_attn_rows_job *job);
+/* Block attention with AVX-512, 16 rows in the lanes (kernels_attn_x86.c). */
+void cpu_attn_rows_avx512(const cpu_attn_rows_job *job);
 /* GEMM micro-kernels (cpu_gemm_fn) for AVX-512 and AVX2 + FMA (kernels_gemm_x86.c). */
 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
                      int add);
@@ -42,8 +44,10 @@ void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n);
 void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
                       float *c, size_t ldc, int nt, int nc, int add, const float *bias);
 void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
+void cpu_qgemm_prep_avx512(const float *x, int64_t K, int kind, uint8_t *act);
 /* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
 void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows);
+void cpu_to_f16_f16c(const float *x, uint16_t *dst, int64_t n);
 void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
                    int add);
 #endif
@@ -57,6 +61,7 @@ void cpu_attn_rows_scalar(const cpu_attn_rows_job *job);
 void cpu_gemm_bf16_scalar(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc, int mr,
                           int nc, int add);
 void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n);
+void cpu_to_f16_scalar(const float *x, uint16_t *dst, int64_t n);
 /* The portable Snake (kernels.c), in double, likewise. */
 void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 /* The portable GEMM micro-kernel (kernels.c), likewise. */

@@ -61,6 +61,7 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->tasks = bert_is_reranker(m) ? WGML_TASK_RERANK : WGML_TASK_EMBED;
     info->n_params = m->w.n_params;
     info->weights_bytes = m->w.bytes;
+    info->matmul_type = wgml_weights_main_type(&m->w);
     info->n_vocab = hp->n_vocab;
     info->n_ctx_train = hp->n_ctx_train;
     info->n_embd = hp->n_embd;

@@ -55,6 +55,7 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->architecture = "kokoro";
     info->n_params = w->n_params;
     info->weights_bytes = w->bytes;
+    info->matmul_type = wgml_weights_main_type(w);
     info->sample_rate = hp->sample_rate;
     char names[8];
     info->n_voices = kokoro_voice_names(kokoro_model_file(m), names, sizeof names);
