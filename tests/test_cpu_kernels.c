@@ -702,6 +702,47 @@ static void test_qgemm(void **state) {
     free(u), free(act), free(s1), free(s2), free(want_p), free(got_p);
 }
 
+/* The direct panel packers (Q4_0 from GGUF blocks and from CPU_W_Q4_0_X8,
+ * Q8_0, Q4_K, Q6_K) write the bytes of the unpack-and-pack path, with and
+ * without a tail of Q4_0 blocks past the last group of 8, over several K-quant
+ * superblocks. */
+static void test_qgemm_direct(void **state) {
+    (void)state;
+    tu_rng rng = {31};
+    const int64_t Ks[] = {768, 288};
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_qgemm_direct_fn fn = cpu_kernels_qgemm_direct_isa(k_isas[ii]);
+        if (!fn) continue;
+        for (int ki = 0; ki < 2; ki++)
+            for (int layout = 0; layout < 5; layout++) {
+                const int64_t K = Ks[ki];
+                const uint32_t type = layout == CPU_QGEMM_DIRECT_Q8_0   ? WGML_Q8_0
+                                      : layout == CPU_QGEMM_DIRECT_Q4_K ? WGML_Q4_K
+                                      : layout == CPU_QGEMM_DIRECT_Q6_K ? WGML_Q6_K
+                                                                        : WGML_Q4_0;
+                if (K % wgml_dtype_get(type)->block_size) continue;
+                const size_t row = wgml_row_size(type, K);
+                float *x = malloc(sizeof(float) * (size_t)K);
+                uint8_t *w = malloc(16 * row), *w8 = malloc(16 * row);
+                uint8_t *want = aligned_alloc(64, (size_t)K / 32 * 768), *got = aligned_alloc(64, (size_t)K / 32 * 768);
+                for (int j = 0; j < 16; j++) {
+                    for (int64_t k = 0; k < K; k++) x[k] = tu_normal(&rng) * (float)(1 + j);
+                    wgml_quantize_row(type, x, w + j * row, K);
+                    if (layout == CPU_QGEMM_DIRECT_Q4_0_X8) cpu_w_q4_0_x8_repack(w + j * row, w8 + j * row, K);
+                }
+                const uint8_t *src = layout == CPU_QGEMM_DIRECT_Q4_0_X8 ? w8 : w;
+                assert_int_equal(cpu_qgemm_pack_ref(type, layout == CPU_QGEMM_DIRECT_Q4_0_X8, src, row, K, want), 0);
+                const size_t bytes = (size_t)K / 32 * cpu_qgemm_chunk_bytes(type == WGML_Q6_K ? 16 : 32);
+                memset(got, 0x77, bytes);
+                fn(layout, src, row, K, got);
+                if (memcmp(got, want, bytes) != 0)
+                    fail_msg("qgemm direct %s layout %d K=%lld differs from unpack + pack", k_isas[ii], layout,
+                             (long long)K);
+                free(x), free(w), free(w8), free(want), free(got);
+            }
+    }
+}
+
 /* f32 -> f16 of every instruction set (the KV cache's stores) gives
  * wgml_f32_to_f16's bits: every 2^-13 step across the f16 range (ties both
  * ways, subnormals, the overflow edge), random bit patterns (NaN payloads,
@@ -994,7 +1035,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_qgemm_prep), cmocka_unit_test(test_to_f16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_qgemm_prep), cmocka_unit_test(test_qgemm_direct), cmocka_unit_test(test_to_f16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@
  */
 #include "backend/cpu/cpu_qgemm.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/kernels.h"
@@ -301,6 +302,8 @@ typedef struct {
     cpu_qgemm_fn fn;
     cpu_qgemm_pack_fn pack;
     unpack_fn unpack; /* the type's, or CPU_W_Q4_0_X8's for Q4_0 rows regrouped so (kernels.h) */
+    cpu_qgemm_direct_fn direct; /* whole panels straight from the rows (layout), else NULL */
+    int layout;
     uint8_t *scratch;
     size_t per_thread;
     int64_t panels, per_group, groups, rows_per_block;
@@ -311,6 +314,10 @@ typedef struct {
 static void pack_panel(const qg_task *t, int64_t pn, uint8_t *dst, uint8_t *u, float *s1, float *s2) {
     const cpu_gemm_args *a = t->a;
     const int64_t K = a->K;
+    if (t->direct && (pn + 1) * CPU_QGEMM_NC <= a->M) {
+        t->direct(t->layout, a->w + (size_t)(pn * CPU_QGEMM_NC) * a->w_row, a->w_row, K, dst);
+        return;
+    }
     for (int j = 0; j < CPU_QGEMM_NC; j++) {
         const int64_t m = pn * CPU_QGEMM_NC + j;
         if (m < a->M) {
@@ -321,6 +328,21 @@ static void pack_panel(const qg_task *t, int64_t pn, uint8_t *dst, uint8_t *u, f
         }
     }
     t->pack(u, K, s1, s2, t->qt->sub, dst);
+}
+
+int cpu_qgemm_pack_ref(uint32_t type, int x8, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst) {
+    const qg_type *qt = qg_get(type);
+    uint8_t *u = malloc(16 * (size_t)K);
+    float *s1 = malloc(sizeof(float) * (size_t)K), *s2 = malloc(sizeof(float) * (size_t)K);
+    if (!qt || !u || !s1 || !s2) {
+        free(u), free(s1), free(s2);
+        return -1;
+    }
+    for (int j = 0; j < CPU_QGEMM_NC; j++)
+        (x8 ? unpack_q4_0_x8 : qt->unpack)(w + (size_t)j * w_row, K, u + (size_t)j * (size_t)K, s1 + j, s2 + j);
+    cpu_kernels_qgemm_pack_isa("scalar")(u, K, s1, s2, qt->sub, dst);
+    free(u), free(s1), free(s2);
+    return 0;
 }
 
 /* Items [lo, hi): item = token block * groups + panel group. */
@@ -355,7 +377,14 @@ static void qg_items(void *p, int64_t lo, int64_t hi, int ith) {
 void cpu_qgemm(wgml_threadpool *pool, int n_threads, const cpu_gemm_args *a, const uint8_t *act, void *scratch) {
     qg_task t = {.a = a, .qt = qg_get(a->type), .act = act, .fn = cpu_kernels_qgemm()};
     t.pack = cpu_kernels_qgemm_pack_isa(cpu_kernels_isa());
-    t.unpack = a->type == WGML_Q4_0 && a->k && a->k->repack == cpu_w_q4_0_x8_repack ? unpack_q4_0_x8 : t.qt->unpack;
+    const int x8 = a->type == WGML_Q4_0 && a->k && a->k->repack == cpu_w_q4_0_x8_repack;
+    t.unpack = x8 ? unpack_q4_0_x8 : t.qt->unpack;
+    t.layout = a->type == WGML_Q4_0   ? (x8 ? CPU_QGEMM_DIRECT_Q4_0_X8 : CPU_QGEMM_DIRECT_Q4_0)
+               : a->type == WGML_Q8_0 ? CPU_QGEMM_DIRECT_Q8_0
+               : a->type == WGML_Q4_K ? CPU_QGEMM_DIRECT_Q4_K
+               : a->type == WGML_Q6_K ? CPU_QGEMM_DIRECT_Q6_K
+                                      : -1;
+    if (t.layout >= 0) t.direct = cpu_kernels_qgemm_direct_isa(cpu_kernels_isa());
     t.scratch = (uint8_t *)scratch;
     t.per_thread = thread_bytes(a->K, t.qt->sub);
     t.panels = (a->M + CPU_QGEMM_NC - 1) / CPU_QGEMM_NC;

@@ -31,6 +31,12 @@ void cpu_qgemm_prepare(wgml_threadpool *pool, const float *x, int64_t n, int64_t
  * matches byte for byte. */
 void cpu_qgemm_prepare_row_ref(const float *x, int64_t K, int kind, uint8_t *act);
 
+/* A panel of 16 weight rows (w_row bytes apart; x8: Q4_0 rows as
+ * CPU_W_Q4_0_X8) by the portable path, unpacking and the scalar packer: the
+ * reference the direct packers (cpu_kernels_qgemm_direct_isa) match. -1 on
+ * an unknown type or no memory. */
+int cpu_qgemm_pack_ref(uint32_t type, int x8, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst);
+
 /* Scratch bytes cpu_qgemm needs for a K-wide matmul on n_threads threads. */
 size_t cpu_qgemm_scratch(int64_t K, int n_threads);
 

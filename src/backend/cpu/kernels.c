@@ -822,6 +822,15 @@ cpu_qgemm_prep_fn cpu_kernels_qgemm_prep_isa(const char *isa) {
     return NULL;
 }
 
+cpu_qgemm_direct_fn cpu_kernels_qgemm_direct_isa(const char *isa) {
+    ensure_init();
+#if defined(WGML_CPU_X86)
+    if (strcmp(isa, best_isa) == 0 && best_qgemm == cpu_qgemm_avx512) return cpu_qgemm_direct_avx512;
+#endif
+    (void)isa;
+    return NULL;
+}
+
 int cpu_kernels_gemm_fast(void) { return cpu_kernels_gemm() != cpu_gemm_scalar; }
 
 cpu_gemm_fn cpu_kernels_gemm_isa(const char *isa) {

@@ -291,6 +291,12 @@ cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa);
  * largest magnitude, q rounded half to even), the same bytes either way.
  * NULL for "scalar": cpu_qgemm.c then runs the encoders themselves. */
 typedef void (*cpu_qgemm_prep_fn)(const float *x, int64_t K, int kind, uint8_t *act);
+/* A panel straight from 16 weight rows (w_row bytes apart) in one of these
+ * layouts, the bytes cpu_qgemm_pack_fn writes from the unpacked rows, without
+ * the unpacking. NULL where the instruction set has none. */
+enum { CPU_QGEMM_DIRECT_Q4_0, CPU_QGEMM_DIRECT_Q4_0_X8, CPU_QGEMM_DIRECT_Q8_0, CPU_QGEMM_DIRECT_Q4_K, CPU_QGEMM_DIRECT_Q6_K };
+typedef void (*cpu_qgemm_direct_fn)(int layout, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst);
+cpu_qgemm_direct_fn cpu_kernels_qgemm_direct_isa(const char *isa);
 cpu_qgemm_prep_fn cpu_kernels_qgemm_prep_isa(const char *isa);
 
 /*

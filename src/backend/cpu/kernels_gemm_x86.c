@@ -231,6 +231,163 @@ KQ void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, cons
     }
 }
 
+/* The chunk's scales: d of row j (fp16, d16[j]) as s1, and zp d as s2. */
+static KQ KG_INLINE void q_scales(uint8_t *o, const uint16_t *d16, float zp) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)d16));
+    _mm512_store_ps(o + 512, d);
+    _mm512_store_ps(o + 576, _mm512_mul_ps(d, _mm512_set1_ps(zp)));
+}
+
+/* Q4_0 blocks of 16 rows (row j's 16 bytes of nibbles at qs[j]) -> the chunk's 8 runs: dword g' of
+ * each row gathered by two 2-source permutes per half, then its low nibbles are run g' (k = 4 g' ..)
+ * and its high nibbles run g' + 4 (k = 16 + 4 g' ..). */
+static KQ KG_INLINE void q_nibbles(uint8_t *o, const uint8_t *const qs[16]) {
+    __m512i r[4];
+    for (int q = 0; q < 4; q++) {
+        r[q] = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)qs[4 * q]));
+        r[q] = _mm512_inserti32x4(r[q], _mm_loadu_si128((const __m128i *)qs[4 * q + 1]), 1);
+        r[q] = _mm512_inserti32x4(r[q], _mm_loadu_si128((const __m128i *)qs[4 * q + 2]), 2);
+        r[q] = _mm512_inserti32x4(r[q], _mm_loadu_si128((const __m128i *)qs[4 * q + 3]), 3);
+    }
+    const __m512i lo4 = _mm512_set1_epi8(0x0f);
+    for (int g = 0; g < 4; g++) {
+        /* lane i < 4: row i (lane 4 i + g of the first source); lane 4 + i: row 4 + i (the second) */
+        const __m512i idx = _mm512_setr_epi32(g, 4 + g, 8 + g, 12 + g, 16 + g, 20 + g, 24 + g, 28 + g, 0, 0, 0, 0, 0, 0,
+                                              0, 0);
+        const __m512i a = _mm512_permutex2var_epi32(r[0], idx, r[1]), b = _mm512_permutex2var_epi32(r[2], idx, r[3]);
+        const __m512i v = _mm512_inserti64x4(a, _mm512_castsi512_si256(b), 1);
+        _mm512_store_si512(o + 64 * g, _mm512_and_si512(v, lo4));
+        _mm512_store_si512(o + 64 * (g + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4));
+    }
+}
+
+/* 32 bytes of row r0 and 32 of row r1 (8 rows below) as one register */
+static KQ KG_INLINE __m512i q_pair(const uint8_t *r0, const uint8_t *r1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)r0)),
+                              _mm256_loadu_si256((const __m256i *)r1), 1);
+}
+
+/* a[i] = 32 codes of row i | 32 of row i + 8 -> the chunk's 8 runs (the 16 x 8 dword
+ * transpose of cpu_qgemm_pack_avx512) */
+static KQ KG_INLINE void q_transpose(uint8_t *o, const __m512i a[8]) {
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    __m512i t[8], q[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        q[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        q[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        q[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        q[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int r = 0; r < 4; r++) {
+        _mm512_store_si512(o + 64 * r, _mm512_permutex2var_epi64(q[r], lo, q[r + 4]));
+        _mm512_store_si512(o + 64 * (r + 4), _mm512_permutex2var_epi64(q[r], hi, q[r + 4]));
+    }
+}
+
+/* K-quant superblocks of 16 rows -> their 8 chunks each. Q4_K: sub-block j's codes are
+ * nibble j % 2 of the 32-byte run j / 2, with s1 = d sc_j, s2 = dmin m_j per 32. Q6_K:
+ * element 128 h + 32 p + r is nibble p / 2 of ql[64 h + 32 (p % 2) + r] with bit pair p of
+ * qh[32 h + r] above it, s1 = d sc per 16, s2 = 32 s1. */
+static KQ void q_direct_k(int layout, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst) {
+    const int q6 = layout == CPU_QGEMM_DIRECT_Q6_K;
+    const size_t bs = q6 ? 210 : 144, cb = q6 ? 768 : 640;
+    const __m512i m4 = _mm512_set1_epi8(0x0f), m2 = _mm512_set1_epi8(0x03);
+    for (int64_t sb = 0; sb < K / 256; sb++) {
+        float s1[16][16], s2[16][16]; /* [sub-block of 16][row] */
+        for (int j = 0; j < 16; j++) {
+            const uint8_t *blk = w + (size_t)j * w_row + (size_t)sb * bs;
+            uint16_t h;
+            if (q6) {
+                memcpy(&h, blk + 208, 2);
+                const float d = wgml_f16_to_f32(h);
+                for (int e = 0; e < 16; e++) {
+                    s1[e][j] = d * (float)(int8_t)blk[192 + e];
+                    s2[e][j] = 32.0f * s1[e][j];
+                }
+            } else {
+                memcpy(&h, blk, 2);
+                const float d = wgml_f16_to_f32(h);
+                memcpy(&h, blk + 2, 2);
+                const float dmin = wgml_f16_to_f32(h);
+                const uint8_t *sc = blk + 4;
+                for (int e = 0; e < 8; e++) {
+                    const int scl = e < 4 ? sc[e] & 63 : (sc[e + 4] & 0x0f) | ((sc[e - 4] >> 6) << 4);
+                    const int mn = e < 4 ? sc[e + 4] & 63 : (sc[e + 4] >> 4) | ((sc[e] >> 6) << 4);
+                    s1[2 * e][j] = s1[2 * e + 1][j] = d * (float)scl;
+                    s2[2 * e][j] = s2[2 * e + 1][j] = dmin * (float)mn;
+                }
+            }
+        }
+        for (int c = 0; c < 8; c++) {
+            uint8_t *o = dst + (size_t)(8 * sb + c) * cb;
+            __m512i a[8];
+            for (int i = 0; i < 8; i++) {
+                const uint8_t *b0 = w + (size_t)i * w_row + (size_t)sb * bs, *b1 = b0 + 8 * w_row;
+                if (q6) {
+                    const int hh = c / 4, p = c % 4, off = 64 * hh + 32 * (p % 2);
+                    const __m512i lo4 = _mm512_and_si512(_mm512_srli_epi16(q_pair(b0 + off, b1 + off), 4 * (p / 2)), m4);
+                    const __m512i hi2 =
+                        _mm512_and_si512(_mm512_srli_epi16(q_pair(b0 + 128 + 32 * hh, b1 + 128 + 32 * hh), 2 * p), m2);
+                    a[i] = _mm512_or_si512(lo4, _mm512_slli_epi16(hi2, 4));
+                } else {
+                    const int off = 16 + 32 * (c / 2);
+                    a[i] = _mm512_and_si512(_mm512_srli_epi16(q_pair(b0 + off, b1 + off), 4 * (c % 2)), m4);
+                }
+            }
+            q_transpose(o, a);
+            for (int hb = 0; hb < (q6 ? 2 : 1); hb++) {
+                _mm512_store_ps(o + 512 + 128 * hb, _mm512_loadu_ps(s1[2 * c + hb]));
+                _mm512_store_ps(o + 576 + 128 * hb, _mm512_loadu_ps(s2[2 * c + hb]));
+            }
+        }
+    }
+}
+
+KQ void cpu_qgemm_direct_avx512(int layout, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst) {
+    if (layout == CPU_QGEMM_DIRECT_Q4_K || layout == CPU_QGEMM_DIRECT_Q6_K) {
+        q_direct_k(layout, w, w_row, K, dst);
+        return;
+    }
+    const size_t cb = 640;
+    const int64_t nb = K / 32, groups = layout == CPU_QGEMM_DIRECT_Q4_0_X8 ? K / 256 : 0;
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *o = dst + (size_t)b * cb;
+        uint16_t d16[16];
+        if (layout == CPU_QGEMM_DIRECT_Q8_0) { /* codes q + 128 */
+            __m512i a[8];
+            const __m512i flip = _mm512_set1_epi8((char)0x80);
+            for (int i = 0; i < 8; i++) {
+                const uint8_t *r0 = w + (size_t)i * w_row + (size_t)b * 34, *r1 = r0 + 8 * w_row;
+                a[i] = _mm512_xor_si512(q_pair(r0 + 2, r1 + 2), flip);
+                memcpy(&d16[i], r0, 2);
+                memcpy(&d16[i + 8], r1, 2);
+            }
+            q_transpose(o, a);
+            q_scales(o, d16, 128.0f);
+            continue;
+        }
+        const uint8_t *qs[16];
+        for (int j = 0; j < 16; j++) {
+            const uint8_t *row = w + (size_t)j * w_row, *blk;
+            if (b < 8 * groups) { /* CPU_W_Q4_0_X8: the group's 8 scales, then 8 x 16 bytes of nibbles */
+                const uint8_t *g = row + (size_t)(b / 8) * 144;
+                memcpy(&d16[j], g + 2 * (b % 8), 2);
+                qs[j] = g + 16 + 16 * (b % 8);
+                continue;
+            }
+            blk = row + (size_t)groups * 144 + (size_t)(b - 8 * groups) * 18; /* GGUF blocks */
+            memcpy(&d16[j], blk, 2);
+            qs[j] = blk + 2;
+        }
+        q_nibbles(o, qs);
+        q_scales(o, d16, 8.0f);
+    }
+}
+
 /* A chunk's q (16 int32 lanes each half), d, and the sums and m that follow them (kernels.h). */
 static KQ KG_INLINE void q_put(uint8_t *a, __m512i q0, __m512i q1, float d) {
     _mm_storeu_si128((__m128i *)a, _mm512_cvtepi32_epi8(q0));
