@@ -126,6 +126,18 @@ int main(void) { WGPUInstanceFeatureName f = WGPUInstanceFeatureName_TimedWaitAn
   endif()
 endif()
 
+# Dawn's blob cache (src/gpu/pipeline_cache.c): a device descriptor chain with load and
+# store functions. Without it, the build runs with no pipeline cache on disk.
+unset(WGML_DAWN_BLOB_CACHE CACHE)
+check_c_source_compiles("
+#include <webgpu/webgpu.h>
+static size_t ld(void const *k, size_t ks, void *v, size_t vs, void *u) { return 0; }
+static void st(void const *k, size_t ks, void const *v, size_t vs, void *u) {}
+int main(void) { WGPUDawnCacheDeviceDescriptor d; d.chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+  d.loadDataFunction = ld; d.storeDataFunction = st; d.functionUserdata = 0; d.isolationKey.length = 0;
+  return (int)d.isolationKey.length; }"
+  WGML_DAWN_BLOB_CACHE)
+
 # The ABI of the npm .so (shared/docs/PLATFORM.md), checked against the header
 # here and again, at every build, by static assertions in src/gpu/dawn_adapter.c.
 if(_wgml_abi_check)
@@ -149,14 +161,22 @@ unset(CMAKE_REQUIRED_INCLUDES)
 unset(CMAKE_REQUIRED_QUIET)
 
 # ---- sources -------------------------------------------------------------------------
+# (pipeline_cache.c: Dawn's blob cache on disk, which the browser build has no use for)
 file(GLOB _wgml_webgpu_sources CONFIGURE_DEPENDS
   "${CMAKE_SOURCE_DIR}/src/gpu/dawn*.c"
+  "${CMAKE_SOURCE_DIR}/src/gpu/pipeline_cache.c"
   "${CMAKE_SOURCE_DIR}/src/backend/webgpu/*.c")
 target_sources(wgml_objects PRIVATE ${_wgml_webgpu_sources})
 target_link_libraries(wgml_objects PRIVATE wgml_dawn) # Dawn's headers
 target_compile_definitions(wgml_objects PRIVATE WGML_HAVE_WEBGPU=1 "WGML_ICD_DIR=\"${WGML_ICD_DIR}\"")
 if(WGML_DAWN_INSTANCE_CAPABILITIES)
   target_compile_definitions(wgml_objects PRIVATE WGML_DAWN_INSTANCE_CAPABILITIES=1)
+endif()
+if(WGML_DAWN_BLOB_CACHE)
+  target_compile_definitions(wgml_objects PRIVATE WGML_DAWN_BLOB_CACHE=1)
+  target_compile_definitions(wgml INTERFACE $<BUILD_INTERFACE:WGML_DAWN_BLOB_CACHE=1>) # the tests ask
+else()
+  message(STATUS "wgml: this Dawn's webgpu.h has no WGPUDawnCacheDeviceDescriptor: no pipeline cache on disk")
 endif()
 if(_wgml_abi_check)
   target_compile_definitions(wgml_objects PRIVATE WGML_DAWN_NPM_ABI=1)

@@ -13,8 +13,10 @@
 # which are built on it.
 #
 # Shader caches start empty: Mesa's (lavapipe) and everything else under
-# $XDG_CACHE_HOME point into a fresh temporary folder, so that every run is as
-# slow as the first run on a new machine (a warm cache hides compile time).
+# $XDG_CACHE_HOME point into a fresh temporary folder, and the pipeline cache
+# that CTest gives the tests (<build>/test-cache, tests/CMakeLists.txt) is
+# emptied, so that every run is as slow as the first run on a new machine (a
+# warm cache hides compile time).
 #
 #   scripts/test.sh             everything (what CI runs)
 #   WGML_SKIP_SANITIZE=1 ...    no ASan + UBSan suite
@@ -74,6 +76,7 @@ run_ctest() {
   local log
   log=$(mktemp)
   local rc=0
+  if [ -z "${WGML_WARM_CACHE:-}" ]; then rm -rf "$1/test-cache"; fi
   ctest --test-dir "$1" --output-on-failure -j "$jobs" | tee "$log" || rc=$?
   echo "slowest tests in $1:"
   sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .* \([0-9.]*\) sec$/\2 \1/p' "$log" | sort -rn | head -5 |

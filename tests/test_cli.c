@@ -259,7 +259,8 @@ static void test_bench_json(void **state) {
     run(&r, args);
     expect_exit(&r, 0);
     const char *keys[] = {"\"pp_tokens_per_s\"", "\"tg_tokens_per_s\"", "\"load_ms\"", "\"peak_rss_mb\"",
-                          "\"backend\":\"cpu\"", "\"model\""};
+                          "\"backend\":\"cpu\"", "\"model\"", "\"load_to_first_token_ms\"",
+                          "\"state\":\"none\""}; /* no pipeline cache on the CPU */
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) assert_non_null(strstr(r.out, keys[i]));
     assert_int_equal(r.out[0], '{');
     /* bytes per token count the session's own KV cache type: f32 reads twice the cache bytes of f16 */
@@ -666,6 +667,36 @@ static void test_no_driver(void **state) {
     assert_non_null(strstr(r.err, "on cpu"));
 }
 
+/* wgml bench on lavapipe reports the pipeline cache at the first token: cold
+ * in an empty directory, warm the second time, off when WGML_CACHE_DIR=off. */
+static void test_bench_pipeline_cache(void **state) {
+    (void)state;
+#ifndef WGML_DAWN_BLOB_CACHE
+    skip(); /* this Dawn's header has no blob cache (cmake/webgpu.cmake) */
+#endif
+    need_lavapipe();
+    result r;
+    char args[4400], env[700];
+    snprintf(env, sizeof env, "WGML_CACHE_DIR='%s'", tu_tmp_path("bench-pipelines"));
+    snprintf(args, sizeof args, "bench %s --backend webgpu --adapter llvmpipe -p 4 -n 2 --no-limits --json", model());
+    const char *want[] = {"\"state\":\"cold\"", "\"state\":\"warm\""};
+    for (int i = 0; i < 2; i++) {
+        run_env(&r, env, args);
+        expect_exit(&r, 0);
+        if (!strstr(r.out, want[i])) fail_msg("no %s in:\n%s", want[i], r.out);
+        assert_true(json_number_at(r.out, "load_to_first_token_ms") >= json_number_at(r.out, "load_ms"));
+        assert_true(json_number_at(strstr(r.out, "\"pipeline_cache\""), i ? "hits" : "stores") > 0);
+    }
+    snprintf(args, sizeof args, "bench %s --backend webgpu --adapter llvmpipe -p 4 -n 2 --no-limits", model());
+    run_env(&r, env, args);
+    expect_exit(&r, 0);
+    const char *line = strstr(r.out, "pipelines    cache warm at the first token: ");
+    if (!line) fail_msg("no pipeline cache line in:\n%s", r.out);
+    run_env(&r, "WGML_CACHE_DIR=off", args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "pipelines    cache off at the first token: 0 hits, 0 misses, 0 stored\n"));
+}
+
 /* A model too large for the device: exit 1 naming the tensor. */
 static void test_gpu_out_of_memory(void **state) {
     (void)state;
@@ -945,6 +976,7 @@ int main(void) {
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
+        cmocka_unit_test(test_bench_pipeline_cache),
         cmocka_unit_test(test_verify_wide_simd), cmocka_unit_test(test_verify_quantized),
         cmocka_unit_test(test_verify_cpu),       cmocka_unit_test(test_chat_pipe),
         cmocka_unit_test(test_bench_parallel),

@@ -47,6 +47,9 @@ typedef struct wgml_backend_stats {
     uint64_t readback_bytes; /* device->host during steps */
     uint64_t device_memory_bytes; /* currently allocated */
     double pipeline_compile_ms;   /* total time spent compiling kernels */
+    /* WebGPU's on-disk pipeline cache (src/gpu/pipeline_cache.h): blobs of
+     * compiled pipelines found, looked for in vain, and written (0 when off) */
+    uint64_t pipeline_cache_hits, pipeline_cache_misses, pipeline_cache_stores;
 } wgml_backend_stats;
 
 /* Per-kernel time (GPU timestamps or CPU wall time), accumulated while

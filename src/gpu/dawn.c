@@ -21,6 +21,14 @@
  * whose wait was abandoned can still run later (at the latest when the
  * instance is released).
  *
+ * Pipeline cache. Dawn stores what it compiles (Tint's output, the Vulkan
+ * driver's pipeline cache data) through the blob-cache callbacks of a
+ * WGPUDawnCacheDeviceDescriptor chained into the device descriptor, and
+ * loads it back when it compiles the same pipeline again, in this process or
+ * a later one. pipeline_cache.c keeps those blobs on disk (location, env vars
+ * and safety there); the isolation key names the adapter, its driver, the
+ * requested features and the caller's cache_key (the backend's kernel sources).
+ *
  * WGML_GPU_MEMORY_LIMIT=bytes makes buffer creation fail with the error an
  * out-of-memory device gives once that many bytes are in use: a cap on a
  * shared GPU, and how tests make a model too large for the device without
@@ -199,6 +207,49 @@ static uint64_t memory_limit_from_env(void) {
     return *end || *s == '-' ? 0 : (uint64_t)v;
 }
 
+/* ---- pipeline cache ---------------------------------------------------------------- */
+
+#ifdef WGML_DAWN_BLOB_CACHE /* cmake/webgpu.cmake: this Dawn's header has the blob cache */
+
+/* Dawn's load callback (WGPUDawnLoadCacheDataFunction) over pipeline_cache.c. */
+static size_t cache_load(void const *key, size_t key_size, void *value, size_t value_size, void *user) {
+    return wgml_pipeline_cache_load(user, key, key_size, value, value_size);
+}
+
+/* Dawn's store callback (WGPUDawnStoreCacheDataFunction) over pipeline_cache.c. */
+static void cache_store(void const *key, size_t key_size, void const *value, size_t value_size, void *user) {
+    wgml_pipeline_cache_store(user, key, key_size, value, value_size);
+}
+
+/* Opens the on-disk pipeline cache for this adapter (g->cache stays NULL when
+ * it is off) and fills desc to chain into the device descriptor. The isolation
+ * key keeps apart what differs in compiled code: the adapter and driver (a
+ * driver update changes the description), the features asked for, and the
+ * caller's key (the kernel sources). */
+static void cache_open(wgml_gpu *g, const char *caller_key, const WGPUFeatureName *features, size_t n_features,
+                       WGPUDawnCacheDeviceDescriptor *desc) {
+    const wgml_gpu_adapter_info *a = &g->info;
+    char feat[64] = "";
+    for (size_t i = 0; i < n_features; i++) {
+        size_t len = strlen(feat);
+        snprintf(feat + len, sizeof feat - len, "%s%d", i ? "," : "", (int)features[i]);
+    }
+    int n = snprintf(g->cache_isolation, sizeof g->cache_isolation,
+                     "wgml pipelines|%s|%04x:%04x|%s|%s|%s|%s|features %s|kernels %s", a->backend, a->vendor_id,
+                     a->device_id, a->name, a->vendor, a->architecture, a->driver, feat, caller_key ? caller_key : "");
+    if (n < 0 || (size_t)n >= sizeof g->cache_isolation) return; /* cannot name it exactly: no cache */
+    g->cache = wgml_pipeline_cache_open(NULL, g->cache_isolation);
+    if (!g->cache) return;
+    /* (the header's _INIT macro says nullptr, which C11 lacks) */
+    memset(desc, 0, sizeof *desc);
+    desc->chain.sType = WGPUSType_DawnCacheDeviceDescriptor;
+    desc->isolationKey = wgml_dawn_sv(g->cache_isolation);
+    desc->loadDataFunction = cache_load;
+    desc->storeDataFunction = cache_store;
+    desc->functionUserdata = g->cache;
+}
+#endif
+
 wgml_status wgml_gpu_create(const wgml_gpu_options *options, wgml_gpu **out, wgml_error *err) {
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_create: out is NULL");
     *out = NULL;
@@ -241,6 +292,11 @@ wgml_status wgml_gpu_create(const wgml_gpu_options *options, wgml_gpu **out, wgm
     limits.nextInChain = NULL;
 
     WGPUDeviceDescriptor dd = WGPU_DEVICE_DESCRIPTOR_INIT;
+#ifdef WGML_DAWN_BLOB_CACHE
+    WGPUDawnCacheDeviceDescriptor cache_desc;
+    cache_open(g, opt.cache_key, features, n_features, &cache_desc);
+    if (g->cache) dd.nextInChain = &cache_desc.chain;
+#endif
     dd.label = wgml_dawn_sv("wgml");
     dd.requiredFeatureCount = n_features;
     dd.requiredFeatures = features;
@@ -301,6 +357,7 @@ void wgml_gpu_destroy(wgml_gpu *g) {
     }
     if (g->adapter) wgpuAdapterRelease(g->adapter);
     if (g->instance) wgpuInstanceRelease(g->instance); /* runs any callback still pending */
+    wgml_pipeline_cache_close(g->cache);               /* after the device: Dawn may store while it winds down */
     for (int i = 0; i < g->n_times; i++)
         wgml_free((char *)g->times[i].label);
     wgml_free(g->times);

@@ -1,14 +1,15 @@
 /*
  * dawn_internal.h - what the Dawn implementation of gpu.h shares between its
  * files: dawn_adapter.c (finding adapters), dawn.c (device, errors, buffers,
- * kernels, bind groups) and dawn_record.c (recording, submits, readbacks,
- * profiling). Not part of the GPU layer's API.
+ * kernels, bind groups, the pipeline cache's callbacks) and dawn_record.c
+ * (recording, submits, readbacks, profiling). Not part of the GPU layer's API.
  */
 #ifndef WGML_GPU_DAWN_INTERNAL_H
 #define WGML_GPU_DAWN_INTERNAL_H
 
 #include "core/error.h"
 #include "gpu/gpu.h"
+#include "gpu/pipeline_cache.h"
 
 #include <webgpu/webgpu.h>
 
@@ -40,6 +41,8 @@ struct wgml_gpu {
     wgml_gpu_features enabled;
     uint64_t timeout_ns;
     uint64_t memory_limit; /* WGML_GPU_MEMORY_LIMIT, 0 = none */
+    wgml_pipeline_cache *cache; /* Dawn's blob cache on disk, or NULL (off); outlives the device */
+    char cache_isolation[1024]; /* its isolation key (Dawn keeps a view of it) */
 
     wgml_status status; /* sticky */
     char message[WGML_ERROR_MESSAGE_MAX];

@@ -309,10 +309,16 @@ wgml_status wgml_gpu_read(wgml_gpu *gpu, wgml_gpu_buffer *buf, uint64_t offset, 
 
 void wgml_gpu_get_counters(const wgml_gpu *gpu, wgml_gpu_counters *c) {
     if (!c) return;
-    if (gpu)
-        *c = gpu->counters;
-    else
+    if (!gpu) {
         memset(c, 0, sizeof *c);
+        return;
+    }
+    *c = gpu->counters;
+    wgml_pipeline_cache_counters pc;
+    wgml_pipeline_cache_get_counters(gpu->cache, &pc);
+    c->cache_hits = pc.hits;
+    c->cache_misses = pc.misses;
+    c->cache_stores = pc.stores;
 }
 
 void wgml_gpu_set_profiling(wgml_gpu *gpu, int on) {

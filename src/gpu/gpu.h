@@ -72,6 +72,9 @@ typedef struct wgml_gpu_options {
     int want_f16;         /* enable shader-f16 if the adapter has it */
     int want_subgroups;   /* enable subgroups if the adapter has it */
     int want_timestamps;  /* enable timestamp queries if the adapter has it */
+    const char *cache_key; /* joins the adapter and driver in the isolation key of the on-disk
+                              pipeline cache (pipeline_cache.h): the backend passes a hash of its
+                              kernel sources; NULL = none. Dawn only; the browser has its own cache. */
 } wgml_gpu_options;
 
 /* Features actually enabled on the device (a subset of what the adapter has). */
@@ -160,6 +163,9 @@ typedef struct wgml_gpu_counters {
     uint64_t buffers_created, bindgroups_created, kernels_created;
     uint64_t write_bytes, read_bytes;
     uint64_t memory_bytes; /* live buffer bytes */
+    /* the on-disk pipeline cache (pipeline_cache.h; all 0 when it is off):
+     * entries Dawn found there, looked for in vain, and wrote */
+    uint64_t cache_hits, cache_misses, cache_stores;
 } wgml_gpu_counters;
 
 void wgml_gpu_get_counters(const wgml_gpu *gpu, wgml_gpu_counters *c);

@@ -5,6 +5,10 @@
  *     its time is also the time to first token.
  * tg: N greedy tokens (EOS ignored) after one BOS token, or after --ctx
  *     tokens of context; per-token latencies give p50/p90.
+ * first token: from the start of the load to the end of the first evaluation
+ *     (the warm-up, whose logits give a first token), with the WebGPU
+ *     pipeline cache's state then: cold (nothing found on disk), warm
+ *     (everything found), partial, or off (src/gpu/pipeline_cache.h).
  * With --repeat R every figure is the median of R runs. The device's limits
  * (bandwidth, matmul rate) are measured right after each run, and the ratios
  * to them are the medians of the per-run ratios. --json prints one
@@ -15,9 +19,13 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "api_internal.h"
 #include "cli.h"
 #include "format/gguf.h"
 #include "model/family.h"
+#if defined(WGML_HAVE_WEBGPU) && defined(WGML_DAWN_BLOB_CACHE)
+#include "gpu/pipeline_cache.h"
+#endif
 
 static const char *help =
     "usage: wgml bench [options]\n"
@@ -152,6 +160,22 @@ static int model_speaks(int argc, char **argv) {
     return speaks;
 }
 
+/* The pipeline cache at the first token: its directory ("" when off, or not
+ * built: no WebGPU, or a Dawn without the blob cache) and its state from the
+ * counters (see the top of this file). */
+static const char *cache_state(const wgml_model_info *info, const wgml_backend_stats *bs, char *dir, size_t cap) {
+    dir[0] = '\0';
+    if (!strcmp(info->backend, "cpu")) return "none";
+#if defined(WGML_HAVE_WEBGPU) && defined(WGML_DAWN_BLOB_CACHE)
+    if (!wgml_pipeline_cache_default_dir(dir, cap)) dir[0] = '\0';
+#else
+    (void)cap;
+#endif
+    if (!dir[0]) return "off";
+    if (bs->pipeline_cache_hits == 0) return "cold";
+    return bs->pipeline_cache_misses == 0 ? "warm" : "partial";
+}
+
 static double median_of(run_result *r, int n, size_t field) {
     double v[64];
     for (int i = 0; i < n; i++) v[i] = *(double *)((char *)&r[i] + field);
@@ -218,16 +242,23 @@ int cmd_bench(int argc, char **argv) {
         rc = cli_fail("out of memory");
         goto done;
     }
+    double t_loaded = cli_now_ms();
     if (wgml_session_create(m, &sp, &s, &err)) {
         rc = cli_fail_err(&err);
         goto done;
     }
     fill_tokens(ids, n_ctx, info.n_vocab, info.bos, info.eos);
-    /* warm-up: pipelines, caches, page faults */
+    /* warm-up: pipelines, caches, page faults; the first token's evaluation */
     if (wgml_session_eval(s, ids, pp > 0 ? (int)(pp < 8 ? pp : 8) : 1, &err)) {
         rc = cli_fail_err(&err);
         goto done;
     }
+    double first_eval_ms = cli_now_ms() - t_loaded, first_token_ms = load_ms + first_eval_ms;
+    wgml_backend *be = wgml_model_backend(m);
+    wgml_backend_stats first_stats = {0};
+    be->get_stats(be, &first_stats);
+    char cache_dir[4096];
+    const char *cache = cache_state(&info, &first_stats, cache_dir, sizeof cache_dir);
     /* Each run is paired with a device measurement taken right after it, and the
      * ratios are per pair: on a shared host the speed of both drifts by tens of
      * percent within minutes, and a ratio of a decode and a bandwidth measured
@@ -307,6 +338,15 @@ int cmd_bench(int argc, char **argv) {
         json_object_object_add(o, "ms_per_token_p90", json_object_new_double(med.p90));
         json_object_object_add(o, "ttft_ms", json_object_new_double(med.ttft));
         json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
+        json_object_object_add(o, "first_eval_ms", json_object_new_double(first_eval_ms));
+        json_object_object_add(o, "load_to_first_token_ms", json_object_new_double(first_token_ms));
+        json_object *pc = json_object_new_object();
+        json_object_object_add(pc, "state", json_object_new_string(cache));
+        json_object_object_add(pc, "dir", json_object_new_string(cache_dir));
+        json_object_object_add(pc, "hits", json_object_new_int64((int64_t)first_stats.pipeline_cache_hits));
+        json_object_object_add(pc, "misses", json_object_new_int64((int64_t)first_stats.pipeline_cache_misses));
+        json_object_object_add(pc, "stores", json_object_new_int64((int64_t)first_stats.pipeline_cache_stores));
+        json_object_object_add(o, "pipeline_cache", pc);
         json_object_object_add(o, "peak_rss_mb", json_object_new_double(rss_mb));
         json_object_object_add(o, "device_memory_mb", json_object_new_double(now.device_memory_bytes / 1048576.0));
         json_object_object_add(o, "gpu_memory_mb",
@@ -353,6 +393,13 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
         printf("\n");
         printf("load         %.1f ms\n", load_ms);
+        printf("first token  %.1f ms from the load's start (first evaluation %.1f ms)\n", first_token_ms,
+               first_eval_ms);
+        if (strcmp(cache, "none"))
+            printf("pipelines    cache %s at the first token: %llu hits, %llu misses, %llu stored%s%s\n", cache,
+                   (unsigned long long)first_stats.pipeline_cache_hits,
+                   (unsigned long long)first_stats.pipeline_cache_misses,
+                   (unsigned long long)first_stats.pipeline_cache_stores, *cache_dir ? " in " : "", cache_dir);
         printf("pp%-9lld %.1f tokens/s\n", pp, med.pp_tps);
         printf("tg%-9lld %.1f tokens/s (%.3f ms/token p50, %.3f p90) at context %lld\n", tg, med.tg_tps, med.p50,
                med.p90, ctx);

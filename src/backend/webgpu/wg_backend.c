@@ -16,9 +16,11 @@
 #include <string.h>
 
 #include "backend/webgpu/wg_internal.h"
+#include "backend/webgpu/wgsl_sources.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 #define UPLOAD_CHUNK (8u << 20)
 
@@ -307,7 +309,10 @@ static void get_stats(wgml_backend *be, wgml_backend_stats *s) {
                               .upload_bytes = c.write_bytes,
                               .readback_bytes = c.read_bytes,
                               .device_memory_bytes = c.memory_bytes,
-                              .pipeline_compile_ms = wb->compile_ms};
+                              .pipeline_compile_ms = wb->compile_ms,
+                              .pipeline_cache_hits = c.cache_hits,
+                              .pipeline_cache_misses = c.cache_misses,
+                              .pipeline_cache_stores = c.cache_stores};
 }
 
 static void set_profiling(wgml_backend *be, int on) { wgml_gpu_set_profiling(((wg_backend *)be)->gpu, on); }
@@ -341,16 +346,32 @@ static void wg_free(wgml_backend *be) {
     wgml_free(wb);
 }
 
+/* "wgsl-" and 16 hex digits: an FNV-1a 64 hash of every embedded kernel file
+ * (names and sources), which isolates the on-disk pipeline cache of one
+ * build's kernels from another's (src/gpu/pipeline_cache.h). */
+static void kernels_hash(char *out, size_t cap) {
+    uint64_t h = WGML_FNV64_BASIS;
+    for (int i = 0; i < wgml_wgsl_count(); i++) {
+        const char *name = wgml_wgsl_name(i), *src = wgml_wgsl_source(name);
+        h = wgml_fnv64(h, name, strlen(name) + 1);
+        if (src) h = wgml_fnv64(h, src, strlen(src) + 1);
+    }
+    snprintf(out, cap, "wgsl-%016llx", (unsigned long long)h);
+}
+
 wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_backend **out, wgml_error *err) {
     *out = NULL;
     wgml_webgpu_options o = opt ? *opt : (wgml_webgpu_options){0};
     wg_backend *wb = wgml_calloc(1, sizeof *wb);
     if (!wb) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating the WebGPU backend");
+    char kernels[32];
+    kernels_hash(kernels, sizeof kernels);
     wgml_gpu_options go = {.adapter = o.adapter,
                            .allow_software = o.allow_software || o.adapter,
                            .want_f16 = !o.force_f32,
                            .want_subgroups = !o.no_subgroups,
-                           .want_timestamps = 1};
+                           .want_timestamps = 1,
+                           .cache_key = kernels};
     wgml_status st = wgml_gpu_create(&go, &wb->gpu, err);
     if (st) {
         wgml_free(wb);
