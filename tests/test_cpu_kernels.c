@@ -743,6 +743,42 @@ static void test_qgemm_direct(void **state) {
     }
 }
 
+/* SwiGLU after a matmul (cpu_swiglu_fn) of every instruction set against
+ * double math: gates from -100 to 100 (exp's clamp at both ends), with and
+ * without biases, a ragged tail. */
+static void test_swiglu(void **state) {
+    (void)state;
+    enum { M = 301 };
+    tu_rng rng = {37};
+    float g0[M], u[M], bg[M], bu[M], g[M];
+    for (int m = 0; m < M; m++) {
+        g0[m] = m < 200 ? -100.0f + (float)m : tu_normal(&rng) * 4;
+        u[m] = tu_normal(&rng), bg[m] = tu_normal(&rng) * 0.1f, bu[m] = tu_normal(&rng);
+    }
+    int ran = 0;
+    for (size_t ii = 0; ii < sizeof k_isas / sizeof k_isas[0]; ii++) {
+        cpu_swiglu_fn fn = cpu_kernels_swiglu_isa(k_isas[ii]);
+        if (!fn) continue;
+        ran++;
+        for (int bias = 0; bias < 2; bias++)
+            for (int len = M; len >= M - 15; len -= 15) {
+                memcpy(g, g0, sizeof g);
+                fn(g, u, bias ? bg : NULL, bias ? bu : NULL, len);
+                for (int m = 0; m < M; m++) {
+                    if (m >= len) {
+                        assert_true(g[m] == g0[m]);
+                        continue;
+                    }
+                    const double a = (double)g0[m] + (bias ? bg[m] : 0), b = (double)u[m] + (bias ? bu[m] : 0);
+                    const double want = a / (1 + exp(-a)) * b;
+                    if (!(fabs(g[m] - want) <= 2e-6 * fabs(want) + 1e-30))
+                        fail_msg("swiglu %s m=%d: %.9g, want %.9g", k_isas[ii], m, g[m], want);
+                }
+            }
+    }
+    assert_true(ran >= 1);
+}
+
 /* f32 -> f16 of every instruction set (the KV cache's stores) gives
  * wgml_f32_to_f16's bits: every 2^-13 step across the f16 range (ties both
  * ways, subnormals, the overflow edge), random bit patterns (NaN payloads,
@@ -1035,7 +1071,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_edges),
         cmocka_unit_test(test_act_layout_checks),
         cmocka_unit_test(test_to_float), cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_qgemm_prep), cmocka_unit_test(test_qgemm_direct), cmocka_unit_test(test_to_f16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
+        cmocka_unit_test(test_gemm_bf16), cmocka_unit_test(test_qgemm), cmocka_unit_test(test_qgemm_prep), cmocka_unit_test(test_qgemm_direct), cmocka_unit_test(test_swiglu), cmocka_unit_test(test_to_f16), cmocka_unit_test(test_snake), cmocka_unit_test(test_bench),
         cmocka_unit_test(test_bench_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -585,11 +585,7 @@ void cpu_op_attention(cpu_backend *cb, const wgml_attention_args *a) {
     int64_t kv_row = (int64_t)a->n_head_kv * a->head_dim;
     int n_ctx = (int)wgml_tensor_nrows(a->k_cache);
     int f16 = a->k_cache->type == WGML_F16;
-    if (a->rope) {
-        cpu_op_rope(cb, &(wgml_rope_args){a->q, a->n_head, a->head_dim, a->rope});
-        cpu_op_rope(cb, &(wgml_rope_args){a->k, a->n_head_kv, a->head_dim, a->rope});
-        if (cb->status) return;
-    }
+    if (a->rope && !cpu_rope_pair(cb, a->q, a->n_head, a->k, a->n_head_kv, a->head_dim, a->rope)) return;
     store_rows(cb, cpu_ptr(a->k_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->k), n);
     store_rows(cb, cpu_ptr(a->v_cache), f16, (size_t)kv_row, pos, cpu_ptr(a->v), n);
     /* a prompt: blocks of query rows over the cache (gf_run), each K and V row

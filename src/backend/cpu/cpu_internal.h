@@ -78,6 +78,10 @@ wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err
 
 /* Math shared by the ops and by other CPU code (reference implementations). */
 void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *rope, const float *freq_factors);
+/* RoPE of the step's rows of x and, when x2 is not NULL, of x2 by the same
+ * angles (computed once per row), rows shared by the pool; 0 after an error. */
+int cpu_rope_pair(cpu_backend *cb, const wgml_tensor *x, int n_head, const wgml_tensor *x2, int n_head2, int head_dim,
+                  const wgml_rope *rope);
 float cpu_rms_scale(const float *x, int64_t n, float eps);
 /* out[r] = a[r] + b[r] (or *, with mul) for rows r < rows of n values; b has b_rows rows: rows or 1 (broadcast). */
 void cpu_binary_rows(float *out, const float *a, const float *b, int64_t n, int64_t rows, int64_t b_rows, int mul);

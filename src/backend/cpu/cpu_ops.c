@@ -400,12 +400,8 @@ typedef struct {
 static void swiglu_rows(void *p, int64_t lo, int64_t hi, int ith) {
     (void)ith;
     const swiglu_task *t = p;
-    for (int64_t i = lo; i < hi; i++)
-        for (int64_t r = 0; r < t->M; r++) {
-            float *g = &t->g[i * t->M + r];
-            const float a = *g + (t->bg ? t->bg[r] : 0), b = t->u[i * t->M + r] + (t->bu ? t->bu[r] : 0);
-            *g = silu(a) * b;
-        }
+    const cpu_swiglu_fn fn = cpu_kernels_swiglu();
+    for (int64_t i = lo; i < hi; i++) fn(t->g + i * t->M, t->u + i * t->M, t->bg, t->bu, t->M);
 }
 
 /* n rows of K by the int8 GEMM: the activations quantized once for every
@@ -561,10 +557,9 @@ void cpu_op_matmul(cpu_backend *cb, const wgml_matmul_args *mm) {
 
 /* ---- rope ---- */
 
-void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *r, const float *ff) {
-    float cs[2 * 512];
+/* Rotates the n_head heads of x by the angles cs (wgml_rope_angles). */
+static void rope_apply(float *x, int n_head, int head_dim, const wgml_rope *r, const float *cs) {
     int half = r->n_rot / 2;
-    wgml_rope_angles(r, ff, pos, cs);
     for (int i = 0; i < half; i++) {
         float c = cs[2 * i], s = cs[2 * i + 1];
         for (int h = 0; h < n_head; h++) {
@@ -577,26 +572,60 @@ void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *
     }
 }
 
-void cpu_op_rope(cpu_backend *cb, const wgml_rope_args *a) {
-    const wgml_tensor *x = a->x;
-    const wgml_rope *r = a->rope;
-    int n_head = a->n_head, head_dim = a->head_dim;
-    if (!cpu_check(cb, "rope", x)) return;
+void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *r, const float *ff) {
+    float cs[2 * 512];
+    wgml_rope_angles(r, ff, pos, cs);
+    rope_apply(x, n_head, head_dim, r, cs);
+}
+
+typedef struct {
+    float *x, *x2; /* x2: a second tensor rotated by the same angles (attention's k), or NULL */
+    int64_t row, row2;
+    int n_head, n_head2, head_dim, pos;
+    const wgml_rope *r;
+    const float *ff;
+} rope_task;
+
+/* Rows [lo, hi), at positions pos + t: the angles once per row for both tensors. */
+static void rope_rows(void *p, int64_t lo, int64_t hi, int ith) {
+    (void)ith;
+    const rope_task *t = p;
+    float cs[2 * 512];
+    for (int64_t i = lo; i < hi; i++) {
+        wgml_rope_angles(t->r, t->ff, t->pos + (int)i, cs);
+        rope_apply(t->x + i * t->row, t->n_head, t->head_dim, t->r, cs);
+        if (t->x2) rope_apply(t->x2 + i * t->row2, t->n_head2, t->head_dim, t->r, cs);
+    }
+}
+
+/* RoPE of the step's rows of x (n_head heads) and, when given, of x2 (n_head2
+ * heads, the same rows and positions), shared by the pool; the bits of
+ * cpu_rope_row. 0 after an error (recorded). */
+int cpu_rope_pair(cpu_backend *cb, const wgml_tensor *x, int n_head, const wgml_tensor *x2, int n_head2, int head_dim,
+                  const wgml_rope *r) {
+    if (!cpu_check(cb, "rope", x) || (x2 && !cpu_check(cb, "rope", x2))) return 0;
     if (r->n_rot > 1024) {
         cpu_error(cb, WGML_ERR_UNSUPPORTED, "rope: %d rotated dims (at most 1024)", r->n_rot);
-        return;
+        return 0;
     }
     const float *ff = NULL;
     if (r->freq_factors) {
-        if (!cpu_check(cb, "rope", r->freq_factors)) return;
+        if (!cpu_check(cb, "rope", r->freq_factors)) return 0;
         ff = cpu_ptr(r->freq_factors);
     }
-    int64_t rows = wgml_tensor_nrows(x);
-    for (int64_t t = 0; t < rows; t++)
-        cpu_rope_row((float *)cpu_ptr(x) + t * x->ne[0], n_head, head_dim, cb->step.pos + (int)t, r, ff);
+    rope_task t = {cpu_ptr(x), x2 ? cpu_ptr(x2) : NULL, x->ne[0], x2 ? x2->ne[0] : 0, n_head, n_head2, head_dim,
+                   cb->step.pos, r, ff};
+    const int64_t rows = wgml_tensor_nrows(x);
+    if (rows == 1)
+        rope_rows(&t, 0, 1, 0);
+    else
+        wgml_threadpool_run_range(cb->pool, rope_rows, &t, rows, 1);
+    return 1;
 }
 
-/* ---- elementwise and row ops ---- */
+void cpu_op_rope(cpu_backend *cb, const wgml_rope_args *a) {
+    cpu_rope_pair(cb, a->x, a->n_head, NULL, 0, a->head_dim, a->rope);
+}
 
 void cpu_op_softmax(cpu_backend *cb, const wgml_softmax_args *args) {
     const wgml_tensor *out = args->out, *x = args->x;

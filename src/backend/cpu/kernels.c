@@ -590,6 +590,13 @@ void cpu_qgemm_pack_scalar(const uint8_t *u, int64_t K, const float *s1, const f
     }
 }
 
+void cpu_swiglu_scalar(float *g, const float *u, const float *bg, const float *bu, int64_t M) {
+    for (int64_t m = 0; m < M; m++) {
+        const float a = g[m] + (bg ? bg[m] : 0.0f), b = u[m] + (bu ? bu[m] : 0.0f);
+        g[m] = a / (1.0f + expf(-a)) * b;
+    }
+}
+
 void cpu_to_f16_scalar(const float *x, uint16_t *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) dst[i] = wgml_f32_to_f16(x[i]);
 }
@@ -602,6 +609,7 @@ static cpu_type_kernels scalar_table[WGML_DTYPE_COUNT];
 static cpu_to_bf16_fn best_to_bf16 = cpu_to_bf16_scalar;
 static cpu_to_f16_fn best_to_f16 = cpu_to_f16_scalar;
 static cpu_snake_fn best_snake = cpu_snake_scalar;
+static cpu_swiglu_fn best_swiglu = cpu_swiglu_scalar;
 static cpu_gemm_fn best_gemm = cpu_gemm_scalar;
 static cpu_gemm_bf16_fn best_gemm_bf16; /* NULL: none (BF16 weights take the f32 GEMM) */
 static cpu_qgemm_fn best_qgemm;         /* NULL: none (quantized prompts take the dot products) */
@@ -667,6 +675,7 @@ static void select_table(void) {
             best_qgemm = cpu_qgemm_avx512;
             best_attn_rows = cpu_attn_rows_avx512;
             best_snake = cpu_snake_avx512;
+            best_swiglu = cpu_swiglu_avx512;
             if (x86_bf16()) {
                 best_gemm_bf16 = cpu_gemm_bf16_avx512;
                 best_to_bf16 = cpu_to_bf16_avx512;
@@ -755,6 +764,17 @@ cpu_attn_rows_fn cpu_kernels_attn_rows(void) {
 cpu_gemm_fn cpu_kernels_gemm(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_gemm_scalar : best_gemm;
+}
+
+cpu_swiglu_fn cpu_kernels_swiglu(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_swiglu_scalar : best_swiglu;
+}
+
+cpu_swiglu_fn cpu_kernels_swiglu_isa(const char *isa) {
+    ensure_init();
+    if (strcmp(isa, "scalar") == 0) return cpu_swiglu_scalar;
+    return strcmp(isa, best_isa) == 0 ? best_swiglu : NULL;
 }
 
 cpu_snake_fn cpu_kernels_snake(void) {

@@ -310,6 +310,16 @@ typedef void (*cpu_snake_fn)(float *out, const float *x, const float *v, int64_t
 /* The Snake kernel for this CPU (the scalar one when forced). */
 cpu_snake_fn cpu_kernels_snake(void);
 
+/*
+ * SwiGLU of one row after a matmul: g[m] = silu(g[m] + bg[m]) * (u[m] + bu[m])
+ * for m < M, silu(a) = a / (1 + exp(-a)); bg, bu NULL: 0. The SIMD version
+ * computes exp with a polynomial (about 2 ulp, the argument clamped to
+ * [-87.3, 88]); the scalar one, the reference, with libm's expf.
+ */
+typedef void (*cpu_swiglu_fn)(float *g, const float *u, const float *bg, const float *bu, int64_t M);
+cpu_swiglu_fn cpu_kernels_swiglu(void);
+cpu_swiglu_fn cpu_kernels_swiglu_isa(const char *isa);
+
 /* NULL when the CPU backend cannot compute with weights of this type. */
 const cpu_type_kernels *cpu_kernels_get(uint32_t type);
 

@@ -46,6 +46,8 @@ void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_t a
 void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
 void cpu_qgemm_prep_avx512(const float *x, int64_t K, int kind, uint8_t *act);
 void cpu_qgemm_direct_avx512(int layout, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst);
+/* SwiGLU (cpu_swiglu_fn) with AVX-512 (kernels_act_x86.c). */
+void cpu_swiglu_avx512(float *g, const float *u, const float *bg, const float *bu, int64_t M);
 /* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
 void cpu_snake_avx512(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 void cpu_to_f16_f16c(const float *x, uint16_t *dst, int64_t n);
@@ -63,6 +65,7 @@ void cpu_gemm_bf16_scalar(int64_t kp, const uint32_t *x, size_t ldx, const uint3
                           int nc, int add);
 void cpu_to_bf16_scalar(const float *x, uint16_t *dst, int64_t n);
 void cpu_to_f16_scalar(const float *x, uint16_t *dst, int64_t n);
+void cpu_swiglu_scalar(float *g, const float *u, const float *bg, const float *bu, int64_t M);
 /* The portable Snake (kernels.c), in double, likewise. */
 void cpu_snake_scalar(float *out, const float *x, const float *v, int64_t n, int64_t rows);
 /* The portable GEMM micro-kernel (kernels.c), likewise. */
