@@ -17,26 +17,9 @@
 #include <immintrin.h>
 #include <math.h>
 
-#define KS512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
+#include "backend/cpu/kernels_x86_exp.h"
 
-/* exp(x), x clamped to [-87.33, 88]: x = n ln2 + r (ln2 in two parts), a degree-6
- * polynomial for exp(r), 2^n from the exponent bits (the attention kernels' exp) */
-static KS512 inline __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)), _mm512_set1_ps(88.0f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
+#define KS512 __attribute__((target("avx512f,avx512vl,avx512dq,avx2,fma")))
 
 KS512 void cpu_swiglu_avx512(float *g, const float *u, const float *bg, const float *bu, int64_t M) {
     for (int64_t m = 0; m < M; m += 16) {
@@ -44,7 +27,7 @@ KS512 void cpu_swiglu_avx512(float *g, const float *u, const float *bg, const fl
         __m512 a = _mm512_maskz_loadu_ps(k, g + m), b = _mm512_maskz_loadu_ps(k, u + m);
         if (bg) a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(k, bg + m));
         if (bu) b = _mm512_add_ps(b, _mm512_maskz_loadu_ps(k, bu + m));
-        const __m512 s = _mm512_div_ps(a, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), a))));
+        const __m512 s = _mm512_div_ps(a, _mm512_add_ps(_mm512_set1_ps(1.0f), kx_exp16(_mm512_sub_ps(_mm512_setzero_ps(), a))));
         _mm512_mask_storeu_ps(g + m, k, _mm512_mul_ps(s, b));
     }
 }

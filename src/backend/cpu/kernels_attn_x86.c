@@ -11,7 +11,7 @@
  * at a time, four rows at once. Steps per block:
  *   scores   two rows at a time, eight FMA chains; the four heads' sums are
  *            folded with three vhaddps; running max per head as a vector
- *   softmax  exp over the scratch in place (exp8: range reduction by ln 2 and
+ *   softmax  exp over the scratch in place (kx_exp8: range reduction by ln 2 and
  *            a degree-6 polynomial, about 1 ulp), sums per head
  *   values   rows in blocks of ATT_ROWS (in L1 while every column chunk of
  *            the heads' outputs is accumulated in registers)
@@ -23,6 +23,8 @@
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+
+#include "backend/cpu/kernels_x86_exp.h"
 
 #define KA_TARGET __attribute__((target("avx2,fma,f16c")))
 #define KA_INLINE KA_TARGET inline __attribute__((always_inline))
@@ -44,23 +46,6 @@ static KA_INLINE void ka_prefetch(const uint8_t *row, int bytes) {
 
 /* e^x; inputs below -87.3 give 2^-126 rather than 0 (harmless next to the
  * row maximum's 1), NaN stays NaN */
-static KA_INLINE __m256 ka_exp8(__m256 x) {
-    x = _mm256_max_ps(_mm256_set1_ps(-87.33f), x);
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    const __m256 n =
-        _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
-    __m256 p = _mm256_set1_ps(1.0f / 720);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
 
 /* [sum(a), sum(b), sum(c), sum(d)] */
 static KA_INLINE __m128 ka_hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
@@ -79,14 +64,14 @@ static KA_INLINE __m256 ka_softmax(float *s, int n, __m256 m8) {
     __m256 sum = _mm256_setzero_ps();
     int i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 e = ka_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m8));
+        const __m256 e = kx_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + i), m8));
         _mm256_storeu_ps(s + i, e);
         sum = _mm256_add_ps(sum, e);
     }
     if (i < n) {
         const __m256i mk = ka_mask(n - i);
         const __m256 e =
-            _mm256_and_ps(ka_exp8(_mm256_sub_ps(_mm256_maskload_ps(s + i, mk), m8)), _mm256_castsi256_ps(mk));
+            _mm256_and_ps(kx_exp8(_mm256_sub_ps(_mm256_maskload_ps(s + i, mk), m8)), _mm256_castsi256_ps(mk));
         _mm256_maskstore_ps(s + i, mk, e);
         sum = _mm256_add_ps(sum, e);
     }
@@ -377,13 +362,13 @@ static KA_TARGET void kr_rows(const cpu_attn_rows_job *a) {
     }
     /* lanes whose every key is hidden (max -inf) get 0 as max and, below, 0 as
      * 1/l: zeros; elsewhere the hidden keys' -inf must give exactly 0, which
-     * ka_exp8 (clamped at -87.3) does not */
+     * kx_exp8 (clamped at -87.3) does not */
     const __m256 ninf = _mm256_set1_ps(-INFINITY), any = _mm256_cmp_ps(mx, ninf, _CMP_NEQ_OQ);
     const __m256 m = _mm256_and_ps(mx, any);
     __m256 l = _mm256_setzero_ps();
     for (j = 0; j < len; j++) {
         const __m256 x = _mm256_loadu_ps(s + 8 * j);
-        __m256 e = ka_exp8(_mm256_sub_ps(x, m));
+        __m256 e = kx_exp8(_mm256_sub_ps(x, m));
         if (a->bias) e = _mm256_and_ps(e, _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ));
         _mm256_storeu_ps(s + 8 * j, e);
         l = _mm256_add_ps(l, e);
@@ -424,23 +409,6 @@ void cpu_attn_rows_avx2(const cpu_attn_rows_job *a) {
 #define KZ_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")))
 #define KZ_INLINE KZ_TARGET inline __attribute__((always_inline))
 
-static KZ_INLINE __m512 kz_exp16(__m512 x) {
-    x = _mm512_max_ps(_mm512_set1_ps(-87.33f), x);
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 720);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-}
 
 /* NK keys' score vectors from row k0 on: c[i] = K_{k0+i} . qt */
 static KZ_INLINE void kz_scores(const int NK, const float *k0, size_t ks, const float *qt, int hd, __m512 *c) {
@@ -505,7 +473,7 @@ static KZ_TARGET void kz_rows(const cpu_attn_rows_job *a) {
     __m512 l = _mm512_setzero_ps();
     for (j = 0; j < len; j++) {
         const __m512 x = _mm512_loadu_ps(s + 16 * (size_t)j);
-        __m512 e = kz_exp16(_mm512_sub_ps(x, m));
+        __m512 e = kx_exp16(_mm512_sub_ps(x, m));
         if (a->bias) e = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_OQ), e);
         _mm512_storeu_ps(s + 16 * (size_t)j, e);
         l = _mm512_add_ps(l, e);

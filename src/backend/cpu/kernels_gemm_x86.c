@@ -196,34 +196,45 @@ KQ void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_
     }
 }
 
+/* 32 bytes of row r0 and 32 of row r1 (8 rows below) as one register */
+static KQ KG_INLINE __m512i q_pair(const uint8_t *r0, const uint8_t *r1) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)r0)),
+                              _mm256_loadu_si256((const __m256i *)r1), 1);
+}
+
+/* a[i] = 32 codes of row i | 32 of row i + 8 -> the chunk's 8 runs: an 8 x 8 dword
+ * transpose in both 256-bit halves (unpack 32, unpack 64, then 128-bit lanes paired
+ * across the two halves of each result) */
+static KQ KG_INLINE void q_transpose(uint8_t *o, const __m512i a[8]) {
+    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    __m512i t[8], q[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        q[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        q[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        q[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        q[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int r = 0; r < 4; r++) {
+        _mm512_store_si512(o + 64 * r, _mm512_permutex2var_epi64(q[r], lo, q[r + 4]));
+        _mm512_store_si512(o + 64 * (r + 4), _mm512_permutex2var_epi64(q[r], hi, q[r + 4]));
+    }
+}
+
 /* 16 rows' chunk of 32 codes (8 dwords each) -> 8 runs of one dword per row:
- * zmm i holds rows i and i + 8 (one per 256-bit half), then an 8 x 8 dword
- * transpose runs in both halves at once. */
+ * register i holds rows i and i + 8 (one per 256-bit half), then an 8 x 8
+ * dword transpose runs in both halves at once (q_transpose). */
 KQ void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst) {
     const int ns = 32 / sub;
     const size_t cb = 512 + (size_t)ns * 128;
-    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
     for (int64_t c = 0; c < K / 32; c++) {
-        __m512i a[8], t[8], q[8];
-        for (int i = 0; i < 8; i++)
-            a[i] = _mm512_inserti64x4(
-                _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(u + (size_t)i * (size_t)K + 32 * c))),
-                _mm256_loadu_si256((const __m256i *)(u + (size_t)(i + 8) * (size_t)K + 32 * c)), 1);
-        for (int i = 0; i < 8; i += 2) {
-            t[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
-            t[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
-        }
-        for (int i = 0; i < 8; i += 4) { /* q[i + r]: dwords r (lane 0) and r + 4 (lane 1) of rows i .. i + 3 */
-            q[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-            q[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-            q[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-            q[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-        }
+        __m512i a[8];
+        for (int i = 0; i < 8; i++) a[i] = q_pair(u + (size_t)i * (size_t)K + 32 * c, u + (size_t)(i + 8) * (size_t)K + 32 * c);
         uint8_t *o = dst + (size_t)c * cb;
-        for (int r = 0; r < 4; r++) {
-            _mm512_store_si512(o + 64 * r, _mm512_permutex2var_epi64(q[r], lo, q[r + 4]));
-            _mm512_store_si512(o + 64 * (r + 4), _mm512_permutex2var_epi64(q[r], hi, q[r + 4]));
-        }
+        q_transpose(o, a);
         for (int h = 0; h < ns; h++) {
             _mm512_store_ps(o + 512 + 128 * h, _mm512_loadu_ps(s1 + 16 * (2 * c + h)));
             _mm512_store_ps(o + 512 + 128 * h + 64, _mm512_loadu_ps(s2 + 16 * (2 * c + h)));
@@ -258,33 +269,6 @@ static KQ KG_INLINE void q_nibbles(uint8_t *o, const uint8_t *const qs[16]) {
         const __m512i v = _mm512_inserti64x4(a, _mm512_castsi512_si256(b), 1);
         _mm512_store_si512(o + 64 * g, _mm512_and_si512(v, lo4));
         _mm512_store_si512(o + 64 * (g + 4), _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4));
-    }
-}
-
-/* 32 bytes of row r0 and 32 of row r1 (8 rows below) as one register */
-static KQ KG_INLINE __m512i q_pair(const uint8_t *r0, const uint8_t *r1) {
-    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)r0)),
-                              _mm256_loadu_si256((const __m256i *)r1), 1);
-}
-
-/* a[i] = 32 codes of row i | 32 of row i + 8 -> the chunk's 8 runs (the 16 x 8 dword
- * transpose of cpu_qgemm_pack_avx512) */
-static KQ KG_INLINE void q_transpose(uint8_t *o, const __m512i a[8]) {
-    const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13), hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
-    __m512i t[8], q[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(a[i], a[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(a[i], a[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        q[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-        q[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-        q[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-        q[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int r = 0; r < 4; r++) {
-        _mm512_store_si512(o + 64 * r, _mm512_permutex2var_epi64(q[r], lo, q[r + 4]));
-        _mm512_store_si512(o + 64 * (r + 4), _mm512_permutex2var_epi64(q[r], hi, q[r + 4]));
     }
 }
 
