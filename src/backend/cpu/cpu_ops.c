@@ -222,12 +222,10 @@ static void mm_rows(void *p, int64_t lo, int64_t hi, int ith) {
         if (t->swiglu_up) { /* tiled: both products into scratch, then combine */
             part_rows(t, g, lo, hi, ith, g->out, 0, NULL);
             part_rows(t, u, lo, hi, ith, t->swiglu_up, 0, NULL);
+            const cpu_swiglu_fn fn = cpu_kernels_swiglu();
             for (int64_t i = 0; i < t->n; i++)
-                for (int64_t r = lo; r < hi; r++) {
-                    float a = g->out[i * g->M + r] + (g->bias ? g->bias[r] : 0);
-                    float b = t->swiglu_up[i * g->M + r] + (u->bias ? u->bias[r] : 0);
-                    g->out[i * g->M + r] = silu(a) * b;
-                }
+                fn(g->out + i * g->M + lo, t->swiglu_up + i * g->M + lo, g->bias ? g->bias + lo : NULL,
+                   u->bias ? u->bias + lo : NULL, hi - lo);
             return;
         }
         for (int64_t r = lo; r < hi; r++) {
