@@ -8,7 +8,7 @@ foreach(dir ${WGML_SRC_DIRS})
 endforeach()
 # readers of JSON files (json-c): the library wgml_json, for the CLI and the tests
 list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "_json[.]c$")
-if(WGML_WASM) # the browser build (cmake/web.cmake): no mmap for the CLI's llama2.c converter, no threads
+if(WGML_WASM) # the browser build (cmake/web.cmake): no mmap for the CLI's llama2.c converter
   list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "/format/llama2c[.]c$")
 endif()
 include(GNUInstallDirs)

@@ -6,6 +6,10 @@
 #                                the JS side calls (src/web/), a WASI reactor module
 #   web/dist/wgml-asyncify.wasm  the same after binaryen's Asyncify pass, for
 #                                browsers without JSPI (when wasm-opt is found)
+#   web/dist/wgml-threads.wasm   the same objects linked with a shared, imported
+#                                memory and src/web/web_threads.c: the CPU
+#                                backend on several Web Workers (web/thread.js),
+#                                for cross-origin isolated pages with JSPI
 #
 # In a native build, WGML_WEB (AUTO, ON, OFF) adds a sub-build in <build>/wasm
 # that makes them as part of the normal build; AUTO means ON when clang can
@@ -20,14 +24,31 @@ if(WGML_WASM)
   target_compile_definitions(wgml INTERFACE WGML_HAVE_WEBGPU=1)
 
   file(GLOB _wgml_web_glue CONFIGURE_DEPENDS "${CMAKE_SOURCE_DIR}/src/web/*.c")
+  list(FILTER _wgml_web_glue EXCLUDE REGEX "/web_threads[.]c$")
   add_executable(wgml_wasm ${_wgml_web_glue})
   target_include_directories(wgml_wasm PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(wgml_wasm PRIVATE wgml)
   set_target_properties(wgml_wasm PROPERTIES OUTPUT_NAME wgml SUFFIX ".wasm" RUNTIME_OUTPUT_DIRECTORY "${WGML_WEB_DIST}")
   # A reactor (no main; _initialize runs the constructors), a 1 MiB stack,
   # memory that grows up to the 4 GiB a wasm32 address space allows.
-  target_link_options(wgml_wasm PRIVATE -mexec-model=reactor -Wl,-z,stack-size=1048576
-                      -Wl,--initial-memory=16777216 -Wl,--max-memory=4294967296 -Wl,--strip-debug)
+  set(_wgml_wasm_link -mexec-model=reactor -Wl,-z,stack-size=1048576
+      -Wl,--initial-memory=16777216 -Wl,--max-memory=4294967296 -Wl,--strip-debug)
+  target_link_options(wgml_wasm PRIVATE ${_wgml_wasm_link})
+
+  # With threads: the memory is shared and imported (web/engine.js creates it,
+  # 256 pages up to 65536, and hands it to every worker), __stack_pointer is
+  # exported so that each worker's instance gets its own stack, and the glue
+  # adds the workers' entry points. wasi-libc (Debian's has no threads) was not
+  # compiled with atomics, so the linker's feature check has to be told: none
+  # of libc's state is touched off the main thread (workers run kernels only,
+  # and never allocate: src/core/threadpool.c).
+  add_executable(wgml_wasm_threads ${_wgml_web_glue} "${CMAKE_SOURCE_DIR}/src/web/web_threads.c")
+  target_include_directories(wgml_wasm_threads PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(wgml_wasm_threads PRIVATE wgml)
+  set_target_properties(wgml_wasm_threads PROPERTIES OUTPUT_NAME wgml-threads SUFFIX ".wasm"
+                        RUNTIME_OUTPUT_DIRECTORY "${WGML_WEB_DIST}")
+  target_link_options(wgml_wasm_threads PRIVATE ${_wgml_wasm_link} -Wl,--shared-memory -Wl,--import-memory
+                      -Wl,--no-check-features -Wl,--export=__stack_pointer)
 
   # Asyncify: rewrites the module so that the imports JS answers asynchronously
   # (GPU waits, stream reads, the per-token and per-audio-chunk yields) can unwind and rewind the
@@ -39,7 +60,7 @@ if(WGML_WASM)
       wgml.gpu_submit wgml.read wgml.token wgml.audio)
     string(REPLACE ";" "," _async_imports "${_async_imports}")
     add_custom_command(TARGET wgml_wasm POST_BUILD
-      COMMAND "${WGML_WASM_OPT}" -O2 --enable-simd --enable-bulk-memory --enable-sign-ext
+      COMMAND "${WGML_WASM_OPT}" -O2 --enable-simd --enable-bulk-memory --enable-sign-ext --enable-threads
               --enable-mutable-globals --enable-nontrapping-float-to-int
               --asyncify "--pass-arg=asyncify-imports@${_async_imports}"
               "${WGML_WEB_DIST}/wgml.wasm" -o "${WGML_WEB_DIST}/wgml-asyncify.wasm"

@@ -8,8 +8,11 @@
 // scripts and WebAssembly streaming compilation need (text/javascript,
 // application/wasm), Content-Length on every file (the page streams a model
 // straight to the GPU knowing its size), no caching (the page has its own
-// model cache). Paths are confined to the two folders. Node's standard
-// library only; importable (startServer) by tests/web/run.mjs.
+// model cache), and the two headers that make the page cross-origin isolated
+// (COOP same-origin, COEP require-corp), without which a browser gives no
+// shared memory and the CPU path runs one thread (docs/web.md, "Threads").
+// Paths are confined to the two folders. Node's standard library only;
+// importable (startServer) by tests/web/run.mjs.
 import { createServer } from 'node:http';
 import { createReadStream, promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -74,6 +77,8 @@ async function handle(req, res, roots) {
     'Content-Type': TYPES[path.extname(file).toLowerCase()] || 'application/octet-stream',
     'Cache-Control': 'no-store',
     'Accept-Ranges': 'bytes',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Embedder-Policy': 'require-corp',
   };
   let start = 0;
   let end = st.size - 1;

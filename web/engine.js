@@ -17,6 +17,14 @@
 //    error. Enough for the CPU backend with an in-memory source (Node tests).
 // Only one export runs at a time (calls queue up): wasm has one stack.
 //
+// Threads (Engine.create({ threads: N, threadsWasm, spawnThread })): with
+// JSPI, where shared memory is allowed (a cross-origin isolated page, or a
+// worker of one), web/dist/wgml-threads.wasm runs on a shared memory created
+// here, and N - 1 Web Workers (web/thread.js, started by spawnThread) run the
+// same module on it as the CPU backend's worker threads
+// (src/web/web_threads.c). Otherwise one thread, with the plain module.
+// On a shared memory TextDecoder and crypto.getRandomValues want copies.
+//
 // Engine itself knows nothing of workers, pages or caches; web/worker.js
 // drives it, and Node can too (tests/web/cpu.mjs).
 import { createGpuImports, ASYNC_IMPORTS as GPU_ASYNC } from './gpu.js';
@@ -26,6 +34,18 @@ const ASYNCIFY_DATA_SIZE = 256 * 1024;
 
 export const jspiSupported = () =>
   typeof WebAssembly.Suspending === 'function' && typeof WebAssembly.promising === 'function';
+// Whether this context may share wasm memory with workers.
+export const threadsSupported = () =>
+  typeof SharedArrayBuffer === 'function' && globalThis.crossOriginIsolated !== false;
+
+// UTF-8 bytes of wasm memory as a string (a copy first: TextDecoder refuses
+// views of a SharedArrayBuffer).
+export const utf8 = (buf, p, len) => new TextDecoder().decode(new Uint8Array(buf, p, len).slice());
+
+// The memory size both modules declare (cmake/web.cmake): 16 MiB, up to 4 GiB.
+const MEMORY_PAGES = 256;
+const MEMORY_MAX_PAGES = 65536;
+const THREAD_START_MS = 20000;
 
 export class WgmlError extends Error {
   constructor(code, message) {
@@ -53,7 +73,7 @@ function wasiImports(mem, log) {
       for (let i = 0; i < n; i++) {
         const p = v.getUint32(iovs + 8 * i, true);
         const len = v.getUint32(iovs + 8 * i + 4, true);
-        text += new TextDecoder().decode(new Uint8Array(mem(), p, len));
+        text += utf8(mem(), p, len);
         total += len;
       }
       v.setUint32(nwritten, total, true);
@@ -69,7 +89,9 @@ function wasiImports(mem, log) {
       return 0;
     },
     random_get(buf, len) {
-      crypto.getRandomValues(new Uint8Array(mem(), buf, len));
+      const r = new Uint8Array(len);
+      for (let i = 0; i < len; i += 65536) crypto.getRandomValues(r.subarray(i, Math.min(len, i + 65536)));
+      new Uint8Array(mem(), buf, len).set(r);
       return 0;
     },
     environ_sizes_get(count, size) {
@@ -96,11 +118,26 @@ function wasiImports(mem, log) {
 
 export class Engine {
   // wasm: a URL, Response, ArrayBuffer or WebAssembly.Module for the plain
-  // build; asyncifyWasm: the same for the Asyncify build. gpu: navigator.gpu.
-  static async create({ wasm, asyncifyWasm, mode = 'auto', gpu = null, log = console.log } = {}) {
+  // build; asyncifyWasm: the same for the Asyncify build; threadsWasm: the
+  // same for the build with threads, used when threads > 1 with JSPI where
+  // memory can be shared; spawnThread(): a new Worker running web/thread.js.
+  // gpu: navigator.gpu. engine.threads: the threads it has (1 + the workers
+  // that started), engine.threadsNote: why fewer than asked for, or ''.
+  static async create({ wasm, asyncifyWasm, threadsWasm, threads = 1, spawnThread, mode = 'auto', gpu = null,
+    log = console.log } = {}) {
     if (mode === 'auto') mode = jspiSupported() ? 'jspi' : asyncifyWasm ? 'asyncify' : 'sync';
     const e = new Engine();
-    await e.#init(mode === 'asyncify' ? asyncifyWasm : wasm, mode, gpu, log);
+    e.threads = 1;
+    e.threadsNote = '';
+    let shared = false;
+    if (threads > 1) {
+      if (mode !== 'jspi') e.threadsNote = `one thread: worker threads need JSPI (this is '${mode}')`;
+      else if (!threadsSupported()) e.threadsNote = 'one thread: the page is not cross-origin isolated (COOP/COEP headers), so memory cannot be shared';
+      else if (!threadsWasm || !spawnThread) e.threadsNote = 'one thread: no build with threads was given';
+      else shared = true;
+    }
+    await e.#init(shared ? threadsWasm : mode === 'asyncify' ? asyncifyWasm : wasm, mode, gpu, log, shared);
+    if (shared) await e.#startThreads(threads, spawnThread);
     return e;
   }
 
@@ -112,10 +149,13 @@ export class Engine {
   #nextId = 1;
   #async = null; // Asyncify state
 
-  async #init(source, mode, gpu, log) {
+  #memory = null; // the WebAssembly.Memory (exported by the plain builds, imported by the threads build)
+  #workers = [];
+
+  async #init(source, mode, gpu, log, shared) {
     this.mode = mode;
     this.log = log;
-    const mem = () => this.#x.memory.buffer;
+    const mem = () => this.#memory.buffer;
     const g = createGpuImports({ mem, gpu });
     this.gpuLive = g.live;
     const wgml = {
@@ -123,7 +163,7 @@ export class Engine {
       read: (src, offset, buf, len) => this.#read(src, offset, buf, len),
       token: (user, token, text, len) => this.#token(user, token, text, len),
       audio: (user, samples, n, meta, len) => this.#audio(user, samples, n, meta, len),
-      log: (ptr, len) => log(new TextDecoder().decode(new Uint8Array(mem(), ptr, len))),
+      log: (ptr, len) => log(utf8(mem(), ptr, len)),
     };
     const wrapped = {};
     for (const [name, fn] of Object.entries(wgml)) {
@@ -138,6 +178,8 @@ export class Engine {
         };
     }
     const imports = { wgml: wrapped, wasi_snapshot_preview1: wasiImports(mem, (line) => log(line)) };
+    if (shared)
+      imports.env = { memory: new WebAssembly.Memory({ initial: MEMORY_PAGES, maximum: MEMORY_MAX_PAGES, shared: true }) };
     let module = source;
     if (typeof source === 'string' || source instanceof URL) source = await fetch(source);
     if (typeof Response !== 'undefined' && source instanceof Response) {
@@ -150,6 +192,8 @@ export class Engine {
     }
     const instance = await WebAssembly.instantiate(module, imports);
     this.#x = instance.exports;
+    this.#memory = shared ? imports.env.memory : instance.exports.memory;
+    this.#module = module;
     this.#x._initialize();
     if (mode === 'asyncify') {
       const p = this.#x.wgmlw_malloc(ASYNCIFY_DATA_SIZE);
@@ -159,6 +203,48 @@ export class Engine {
   }
 
   #promising = null;
+  #module = null;
+
+  // Starts up to n - 1 worker threads on the shared memory and waits until
+  // each serves (or fails, or THREAD_START_MS pass: then fewer threads).
+  async #startThreads(n, spawnThread) {
+    const x = this.#x;
+    const made = x.wgmlw_threads_init(n);
+    if (made < 0) throw new WgmlError(5, 'out of memory setting up threads');
+    const failures = [];
+    const started = [];
+    for (let i = 0; i < made; i++) {
+      let w;
+      try {
+        w = spawnThread();
+      } catch (e) {
+        failures.push(e.message || String(e));
+        break;
+      }
+      this.#workers.push(w);
+      started.push(new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(`thread ${i + 1} did not start in ${THREAD_START_MS / 1e3} s`), THREAD_START_MS);
+        w.onmessage = ({ data }) => {
+          if (data.type === 'ready') clearTimeout(timer), resolve('');
+          else if (data.type === 'error') clearTimeout(timer), resolve(`thread ${i + 1}: ${data.message}`), this.log(`wgml thread ${i + 1}: ${data.message}`);
+        };
+        w.onerror = (e) => (clearTimeout(timer), resolve(`thread ${i + 1}: ${e.message || 'failed to start'}`));
+      }));
+      w.postMessage({ module: this.#module, memory: this.#memory, index: i, stackTop: x.wgmlw_thread_stack(i) });
+    }
+    for (const r of await Promise.all(started)) if (r) failures.push(r);
+    // 'ready' comes just before the worker enters C, which then marks its slot idle
+    const want = started.length - failures.filter((f) => f.startsWith('thread')).length;
+    for (let t = 0; t < 1000 && x.wgmlw_threads_idle() < want; t++) await new Promise((r) => setTimeout(r, 1));
+    this.threads = 1 + x.wgmlw_threads_idle();
+    if (this.threads < n) this.threadsNote = `${this.threads} of ${n} threads started${failures.length ? `: ${failures[0]}` : ''}`;
+  }
+
+  // Ends the worker threads (the module must not be used afterwards).
+  terminateThreads() {
+    for (const w of this.#workers) w.terminate();
+    this.#workers = [];
+  }
 
   // ---- calling exports ----
 
@@ -197,7 +283,7 @@ export class Engine {
     const r = fn(...args);
     if (!(r instanceof Promise)) return r;
     a.pending = r;
-    const v = new DataView(x.memory.buffer);
+    const v = new DataView(this.memory);
     v.setUint32(a.data, a.data + 8, true);
     v.setUint32(a.data + 4, a.data + ASYNCIFY_DATA_SIZE, true);
     x.asyncify_start_unwind(a.data);
@@ -220,13 +306,13 @@ export class Engine {
   // ---- memory helpers ----
 
   get memory() {
-    return this.#x.memory.buffer;
+    return this.#memory.buffer;
   }
   cstring(p) {
     const m = new Uint8Array(this.memory);
     let e = p;
     while (m[e]) e++;
-    return new TextDecoder().decode(m.subarray(p, e));
+    return utf8(this.memory, p, e - p);
   }
   #alloc(text) {
     const bytes = new TextEncoder().encode(text);
@@ -277,14 +363,14 @@ export class Engine {
 
   #token(user, token, text, len) {
     const sink = this.#tokenSinks.get(user);
-    const piece = new TextDecoder().decode(new Uint8Array(this.memory, text, len));
+    const piece = utf8(this.memory, text, len);
     return sink(piece, token);
   }
 
   // A speech chunk: the samples copied out, the rest from C's JSON.
   #audio(user, samples, n, meta, len) {
     const sink = this.#audioSinks.get(user);
-    const chunk = JSON.parse(new TextDecoder().decode(new Uint8Array(this.memory, meta, len)));
+    const chunk = JSON.parse(utf8(this.memory, meta, len));
     chunk.audio = new Float32Array(this.memory, samples, n).slice();
     const r = sink(chunk);
     return r instanceof Promise ? r.then((stop) => (stop ? 1 : 0)) : r ? 1 : 0;

@@ -98,7 +98,7 @@ export function createGpuImports(env) {
     const m = u8();
     let e = p;
     while (m[e]) e++;
-    return new TextDecoder().decode(m.subarray(p, e));
+    return new TextDecoder().decode(m.slice(p, e)); // a copy: the memory may be shared
   };
   // Writes a NUL-terminated UTF-8 string into buf[cap]; returns its length.
   const writeStr = (buf, cap, s) => {

@@ -273,8 +273,12 @@ class Model {
 
 // Loads a model. Options: onProgress(0..1), backend ('auto'), nCtx (context
 // length, 0 = the model's, at most 4096), cache (true: keep downloaded models in
-// the Cache API), mode ('auto' | 'jspi' | 'asyncify'), onNote(text).
-export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cache = true, mode = 'auto', onNote } = {}) {
+// the Cache API), mode ('auto' | 'jspi' | 'asyncify'), threads (CPU threads:
+// 'auto' = navigator.hardwareConcurrency up to 8, or a number; more than one
+// needs JSPI and a cross-origin isolated page, else one with a note),
+// onNote(text).
+export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cache = true, mode = 'auto', threads = 'auto',
+  onNote } = {}) {
   if (!['auto', 'webgpu', 'cpu'].includes(backend))
     throw new WgmlError(STATUS.INVALID_ARGUMENT, `unknown backend '${backend}' (auto, webgpu or cpu)`);
   if (source instanceof URL) source = source.href;
@@ -294,7 +298,7 @@ export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cac
         else if (m.type === 'error') reject(new WgmlError(m.code, m.message));
       };
       worker.onerror = (ev) => reject(new WgmlError(0, `the wgml worker failed to start: ${ev.message || 'see the console'}`));
-      worker.postMessage({ op: 'load', source, options: { backend, nCtx, cache, mode } });
+      worker.postMessage({ op: 'load', source, options: { backend, nCtx, cache, mode, threads } });
     });
     return new Model(worker, info, notes);
   } catch (e) {

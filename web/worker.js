@@ -184,8 +184,18 @@ async function ensureEngine(options) {
   const want = options.mode || 'auto';
   mode = want === 'auto' ? (jspiSupported() ? 'jspi' : 'asyncify') : want;
   const wasm = new URL(mode === 'asyncify' ? 'wgml-asyncify.wasm' : 'wgml.wasm', base);
+  // CPU threads: 'auto' is every core the browser reports, up to 8; none for
+  // a model that must run on WebGPU.
+  let threads = options.threads === undefined || options.threads === 'auto'
+    ? Math.min(8, self.navigator.hardwareConcurrency || 1) : Math.max(1, Math.floor(Number(options.threads)) || 1);
+  if (options.backend === 'webgpu') threads = 1;
   try {
-    engine = await Engine.create({ wasm, asyncifyWasm: wasm, mode, gpu, log: (line) => note(line) });
+    engine = await Engine.create({
+      wasm, asyncifyWasm: wasm, threadsWasm: new URL('wgml-threads.wasm', base), threads, mode, gpu,
+      spawnThread: () => new Worker(new URL('./thread.js', import.meta.url), { type: 'module', name: 'wgml-thread' }),
+      log: (line) => note(line),
+    });
+    if (engine.threadsNote) note(engine.threadsNote);
   } catch (e) {
     if (mode !== 'asyncify') throw e;
     // No JSPI and no Asyncify build: the CPU only, from memory, without waiting.
@@ -235,6 +245,7 @@ async function load(source, options) {
 async function info() {
   const i = await engine.info(model);
   i.mode = mode;
+  i.threads = engine.threads; // the engine's threads; n_threads: those the model's CPU backend uses
   return i;
 }
 

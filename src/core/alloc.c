@@ -3,6 +3,11 @@
  *
  * The live count is kept with relaxed atomics: CPU worker threads and Dawn's
  * callbacks may allocate, and an atomic add costs next to nothing beside malloc.
+ *
+ * WebAssembly: wasi-libc's malloc has no lock (Debian's wasi-libc has no
+ * threads), and the build with worker threads shares one heap between them
+ * (src/core/threadpool.c). Workers should never allocate; a spin lock around
+ * the allocator makes it safe if one ever does.
  */
 #include "core/alloc.h"
 
@@ -11,6 +16,19 @@
 #include <string.h>
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+
+#if defined(__wasm__)
+#include <stdatomic.h>
+static atomic_flag heap_lock = ATOMIC_FLAG_INIT;
+#define HEAP_LOCK()                                                                       \
+    do {                                                                                  \
+        while (atomic_flag_test_and_set_explicit(&heap_lock, memory_order_acquire)) {} \
+    } while (0)
+#define HEAP_UNLOCK() atomic_flag_clear_explicit(&heap_lock, memory_order_release)
+#else
+#define HEAP_LOCK() ((void)0)
+#define HEAP_UNLOCK() ((void)0)
 #endif
 
 static long fail_after = -1; /* <0: never fail */
@@ -25,7 +43,9 @@ static void *counted(void *p) {
 static void release(void *p) {
     if (!p) return;
     __atomic_sub_fetch(&n_live, 1, __ATOMIC_RELAXED);
+    HEAP_LOCK();
     free(p);
+    HEAP_UNLOCK();
 }
 
 static int should_fail(void) {
@@ -42,18 +62,26 @@ long wgml_alloc_live(void) { return __atomic_load_n(&n_live, __ATOMIC_RELAXED); 
 
 void *wgml_malloc(size_t size) {
     if (should_fail()) return NULL;
-    return counted(malloc(size ? size : 1));
+    HEAP_LOCK();
+    void *p = malloc(size ? size : 1);
+    HEAP_UNLOCK();
+    return counted(p);
 }
 
 void *wgml_calloc(size_t n, size_t size) {
     if (size && n > SIZE_MAX / size) return NULL;
     if (should_fail()) return NULL;
-    return counted(calloc(n ? n : 1, size ? size : 1));
+    HEAP_LOCK();
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    HEAP_UNLOCK();
+    return counted(p);
 }
 
 void *wgml_realloc(void *p, size_t size) {
     if (should_fail()) return NULL;
+    HEAP_LOCK();
     void *q = realloc(p, size ? size : 1);
+    HEAP_UNLOCK();
     return p ? q : counted(q); /* a realloc of p keeps its count */
 }
 
@@ -85,7 +113,10 @@ void *wgml_aligned_alloc(size_t size) {
 #else
     const int huge = 0; /* elsewhere (WebAssembly) the 2 MiB alignment would only waste memory */
 #endif
-    if (posix_memalign(&p, huge ? HUGE_ALIGN : 64, size ? size : 64) != 0) return NULL;
+    HEAP_LOCK();
+    int rc = posix_memalign(&p, huge ? HUGE_ALIGN : 64, size ? size : 64);
+    HEAP_UNLOCK();
+    if (rc != 0) return NULL;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (huge) (void)madvise(p, size & ~(HUGE_ALIGN - 1), MADV_HUGEPAGE); /* advice only: may be refused */
 #endif

@@ -37,7 +37,21 @@ typedef void (*wgml_range_fn)(void *ctx, int64_t lo, int64_t hi, int ith);
  * single call for all of [0, n). Returns when all are done. */
 void wgml_threadpool_run_range(wgml_threadpool *pool, wgml_range_fn fn, void *ctx, int64_t n, int64_t chunk);
 
-/* Number of CPUs this process may run on. */
+/* Number of CPUs this process may run on (WebAssembly: 1 + the idle worker
+ * slots, below). */
 int wgml_cpu_count(void);
+
+#if defined(__wasm__)
+/* The browser build's worker threads (web/thread.js, src/web/web_threads.c).
+ * The main thread adds a slot per Web Worker it starts; that worker then calls
+ * wgml_threadpool_wasm_serve(slot), which marks the slot idle and never
+ * returns: it runs the jobs of whichever pool claims it. A pool created with
+ * n threads claims up to n - 1 idle slots (fewer if fewer are idle) and hands
+ * them back when freed. */
+#define WGML_WASM_MAX_THREADS 64
+int wgml_threadpool_wasm_add_slot(void); /* main thread; the slot's number, -1 when all are taken */
+void wgml_threadpool_wasm_serve(int slot);
+int wgml_threadpool_wasm_idle(void); /* slots serving and not in a pool */
+#endif
 
 #endif

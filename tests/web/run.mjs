@@ -651,6 +651,73 @@ await test('page, WebGPU disabled: falls back to the CPU wasm, says so; text equ
   await page.close();
 });
 
+await test('API (CPU wasm, threads): 2 worker threads on a cross-origin isolated page give 1 thread\'s text and audio; a page that is not isolated runs one thread and says why', async () => {
+  check(existsSync(path.join(repo, 'web/dist/wgml-threads.wasm')), 'web/dist/wgml-threads.wasm was not built');
+  const rel = 'build/web-models/stories15m-Q8_0.gguf'; // made by the test before
+  check(existsSync(path.join(repo, rel)), `${rel} is missing`);
+  const k = kokoroFiles();
+  const run = async (page) => page.evaluate(async ({ urls, prompt, cpu }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const out = { isolated: crossOriginIsolated };
+    for (const threads of [2, 1]) {
+      const r = (out[threads] = { text: {}, info: {} });
+      for (const [name, url, n] of [['s15', urls.s15, 24], ['s260k', urls.s260k, 60]]) {
+        const notes = [];
+        const m = await wgml.load(url, { backend: 'cpu', threads, cache: false, onNote: (t) => notes.push(t) });
+        let text = '';
+        // a long prompt: prefill goes through the threaded GEMMs
+        for await (const piece of m.generate(name === 's15' ? `${prompt} ${prompt} ${prompt}` : prompt, { maxTokens: n, temperature: 0 })) text += piece;
+        r.text[name] = text;
+        r.info[name] = { ...m.info(), notes };
+        await m.dispose();
+      }
+      const tts = await wgml.load(urls.kokoro, { backend: 'cpu', threads, cache: false });
+      r.audio = [];
+      for await (const c of tts.speak(cpu.phonemes, { voice: cpu.voice, seed: cpu.seed, phonemes: true })) r.audio.push(...c.audio);
+      r.kokoroThreads = tts.info().n_threads;
+      await tts.dispose();
+    }
+    return out;
+  }, { urls: { s15: `${base}${rel}`, s260k: modelUrl, kokoro: `${base}wgml-kokoro/kokoro-tiny.gguf` }, prompt: PROMPT,
+    cpu: { phonemes: KOKORO_PHONEMES, voice: KOKORO_VOICE, seed: KOKORO_SEED } });
+  const kokoroRoute = (page) => page.route('**/wgml-kokoro/*.gguf', (route) => route.fulfill({ path: k.model, headers: { 'content-type': 'application/octet-stream' } }));
+
+  const page = await openDemo(cpuCtx, demoUrl);
+  await kokoroRoute(page);
+  const r = await run(page);
+  check(r.isolated, 'the demo page is not cross-origin isolated (scripts/serve-web.mjs sends COOP/COEP)');
+  for (const name of ['s15', 's260k']) {
+    const i2 = r[2].info[name];
+    check(i2.threads === 2 && i2.n_threads === 2 && i2.mode === 'jspi', `${name}: asked for 2 threads, got ${i2.threads} / n_threads ${i2.n_threads} (${i2.mode}; ${i2.notes})`);
+    check(r[1].info[name].n_threads === 1, `${name}: asked for 1 thread, got ${r[1].info[name].n_threads}`);
+    checkText(r[2].text[name], r[1].text[name], `${name}: 2 threads vs 1`);
+  }
+  checkText(PROMPT + r[2].text.s260k, REFERENCE, 'stories260K with 2 threads vs llama2.c');
+  check(r[2].kokoroThreads === 2, `Kokoro: n_threads ${r[2].kokoroThreads}`);
+  const d = audioDistance(Float32Array.from(r[2].audio), Float32Array.from(r[1].audio));
+  check(r[2].audio.length === r[1].audio.length && d.max <= 1e-5, `Kokoro audio with 2 threads vs 1: ${r[2].audio.length} vs ${r[1].audio.length} samples, ${JSON.stringify(d)}`);
+  await page.close();
+
+  // the same page served without COOP/COEP: no shared memory, so one thread, and a note saying why
+  const plain = await cpuCtx.newPage();
+  await plain.route(`${demoUrl}?not-isolated`, (route) => route.fulfill({ path: path.join(repo, 'web/index.html'), headers: { 'content-type': 'text/html' } }));
+  await plain.goto(`${demoUrl}?not-isolated`);
+  const p = await plain.evaluate(async (url) => {
+    const wgml = (await import('./wgml.js')).default;
+    const notes = [];
+    const m = await wgml.load(url, { backend: 'cpu', threads: 2, cache: false, onNote: (t) => notes.push(t) });
+    let text = '';
+    for await (const piece of m.generate('Once upon a time', { maxTokens: 60, temperature: 0 })) text += piece;
+    const info = m.info();
+    await m.dispose();
+    return { isolated: crossOriginIsolated, text, threads: info.threads, n: info.n_threads, notes };
+  }, modelUrl);
+  check(!p.isolated && p.threads === 1 && p.n === 1, `not isolated: ${JSON.stringify(p)}`);
+  check(p.notes.some((n) => /one thread: the page is not cross-origin isolated/.test(n)), `no note on the single thread: ${JSON.stringify(p.notes)}`);
+  checkText(PROMPT + p.text, REFERENCE, 'single-thread text');
+  await plain.close();
+});
+
 await test('page: the stop button stops a long generation', async () => {
   const page = await openDemo(cpuCtx, demoUrl);
   const l = await demoLoad(page, { backend: 'cpu', url: modelUrl });
