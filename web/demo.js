@@ -80,7 +80,8 @@ function explain(e) {
 function showInfo(i) {
   $('model-info').hidden = false;
   const gpu = i.backend === 'webgpu';
-  $('info-backend').textContent = gpu ? `WebGPU (${i.mode === 'jspi' ? 'JSPI' : i.mode})` : `CPU, WebAssembly ${i.adapter === 'wasm-simd128' ? 'SIMD128' : i.adapter}`;
+  $('info-backend').textContent = gpu ? `WebGPU (${i.mode === 'jspi' ? 'JSPI' : i.mode})`
+    : `CPU, WebAssembly ${i.adapter === 'wasm-simd128' ? 'SIMD128' : i.adapter}, ${i.n_threads} thread${i.n_threads === 1 ? '' : 's'}`;
   $('info-adapter').textContent = gpu ? i.adapter : 'none (CPU)';
   const what = (i.tasks || []).includes('speech')
     ? `${(i.voices || []).length} voices, ${i.sample_rate} Hz`

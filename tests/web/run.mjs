@@ -642,6 +642,10 @@ await test('page, WebGPU disabled: falls back to the CPU wasm, says so; text equ
   check(l.status === 'ready', `load failed: ${l.error}`);
   check(l.info.backend === 'cpu' && l.info.adapter === 'wasm-simd128', `backend ${l.info.backend} / ${l.info.adapter}`);
   check(/runs on the CPU/.test(l.notice), `no fallback notice: "${l.notice}"`);
+  const threads = await page.evaluate(() => navigator.hardwareConcurrency);
+  const shown = await page.evaluate(() => document.getElementById('info-backend').textContent);
+  check(l.info.n_threads === Math.min(8, threads) && shown.endsWith(`, ${l.info.n_threads} thread${l.info.n_threads === 1 ? '' : 's'}`),
+    `threads: n_threads ${l.info.n_threads} of ${threads} cores, shown "${shown}"`);
   const g = await demoGenerate(page, 60);
   check(g.status === 'ready', `generation failed: ${g.error}`);
   checkText(g.output, REFERENCE, 'CPU output');
