@@ -322,7 +322,7 @@ static const char *mm_profile_name(const wgml_matmul_args *mm) {
  * count), no SwiGLU pairing, a SIMD micro-kernel, and not the
  * double-precision reference mode. */
 static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n) {
-    if (cb->exact || mm->epilogue == WGML_EPI_SWIGLU || !cpu_kernels_gemm_fast()) return 0;
+    if (cb->exact || mm->epilogue == WGML_EPI_SWIGLU) return 0;
     if (mm->batch_invariant && !mm->f32_act) return 0;
     int quantized = 0;
     for (int i = 0; i < mm->n_w; i++) {
@@ -330,6 +330,10 @@ static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_
         if (!mm->f32_act && !mm->bf16_act) return 0;
         quantized = 1;
     }
+    /* Without a SIMD micro-kernel (WebAssembly, non-x86, WGML_CPU_ISA=scalar)
+     * the GEMM is slower than the dot products, but those round the
+     * activations to 8 bits: f32_act of quantized weights still needs it. */
+    if (!cpu_kernels_gemm_fast()) return quantized && mm->f32_act;
     return n >= MM_GEMM_MIN_ROWS || quantized;
 }
 

@@ -25,6 +25,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(WGML_CPU_X86)
@@ -655,17 +656,28 @@ static int x86_bf16(void) {
 }
 #endif
 
+#if defined(WGML_CPU_X86)
+static int cpu_level; /* x86_level(), capped by WGML_CPU_ISA */
+#endif
+
 static void select_table(void) {
     fill_scalar(scalar_table);
     fill_scalar(best_table);
 #if defined(WGML_CPU_X86)
-    const int level = x86_level();
+    int level = x86_level();
+    /* WGML_CPU_ISA=scalar|avx2 caps the kernels chosen, to run and measure here
+     * what a CPU without AVX-512 (or without AVX2) gets */
+    const char *cap = getenv("WGML_CPU_ISA");
+    if (cap && strcmp(cap, "scalar") == 0) level = 0;
+    else if (cap && strcmp(cap, "avx2") == 0 && level > 1) level = 1;
+    cpu_level = level;
     if (level >= 1) {
         cpu_kernels_fill_avx2(best_table);
         best_attn = cpu_attn_avx2;
         best_attn_rows = cpu_attn_rows_avx2;
         best_gemm = cpu_gemm_avx2;
         best_to_f16 = cpu_to_f16_f16c;
+        best_qgemm = cpu_qgemm_avx2;
         best_isa = "avx2";
         if (level >= 2) {
             memcpy(avx2_table, best_table, sizeof avx2_table);
@@ -821,6 +833,9 @@ cpu_qgemm_fn cpu_kernels_qgemm(void) {
 cpu_qgemm_fn cpu_kernels_qgemm_isa(const char *isa) {
     ensure_init();
     if (strcmp(isa, "scalar") == 0) return cpu_qgemm_scalar;
+#if defined(WGML_CPU_X86)
+    if (strcmp(isa, "avx2") == 0) return cpu_level >= 1 ? cpu_qgemm_avx2 : NULL;
+#endif
     return strcmp(isa, best_isa) == 0 ? best_qgemm : NULL;
 }
 
@@ -829,6 +844,7 @@ cpu_qgemm_pack_fn cpu_kernels_qgemm_pack_isa(const char *isa) {
     if (strcmp(isa, "scalar") == 0) return cpu_qgemm_pack_scalar;
 #if defined(WGML_CPU_X86)
     if (strcmp(isa, best_isa) == 0 && best_qgemm == cpu_qgemm_avx512) return cpu_qgemm_pack_avx512;
+    if (strcmp(isa, "avx2") == 0 && cpu_level >= 1) return cpu_qgemm_pack_scalar; /* the same panels; no AVX2 packer */
 #endif
     return NULL;
 }

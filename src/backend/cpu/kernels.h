@@ -273,9 +273,12 @@ int cpu_kernels_gemm_fast(void);
 static inline size_t cpu_qgemm_chunk_bytes(int sub) { return 512 + (size_t)(32 / sub) * 128; }
 typedef void (*cpu_qgemm_fn)(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp,
                              float *c, size_t ldc, int nt, int nc, int add, const float *bias);
-/* The micro-kernel for this CPU; NULL where it has none (AVX-512 VNNI) or
- * the scalar kernels are forced: matmul then keeps the dot products. The
- * scalar reference from cpu_kernels_qgemm_isa("scalar"). */
+/* The micro-kernel for this CPU (AVX-512 VNNI, or AVX2: vpmaddubsw, whose
+ * int16 pair sums need the codes below 64 except with zp >= 128, and the
+ * activations in -127..127, as every type and both encoders have them);
+ * NULL where it has none or the scalar kernels are forced: matmul then keeps
+ * the dot products. The scalar reference from cpu_kernels_qgemm_isa("scalar");
+ * "avx2" gives the AVX2 kernel on any CPU with AVX2. */
 cpu_qgemm_fn cpu_kernels_qgemm(void);
 cpu_qgemm_fn cpu_kernels_qgemm_isa(const char *isa);
 /* A panel from 16 unpacked weight rows: u holds row j's K codes at u + j K,

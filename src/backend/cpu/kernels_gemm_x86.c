@@ -10,6 +10,9 @@
  * the 32 columns as two halves of 6 x 2 ymm each (16 registers in all).
  * The tile's row count is a compile-time constant in each copy (mr_tile
  * below, inlined per value), so the row loop unrolls.
+ *
+ * Also the int8 GEMM's micro-kernels (cpu_qgemm_fn): AVX-512 VNNI, and AVX2
+ * without VNNI (vpmaddubsw + vpmaddwd in place of vpdpbusd).
  */
 #include "backend/cpu/kernels_impl.h"
 #include "core/fp16.h"
@@ -508,6 +511,109 @@ KG2 void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, 
                        int add) {
     y_half(kc, x, ldx, wp, c, ldc, mr, nc < 16 ? nc : 16, add);
     if (nc > 16) y_half(kc, x, ldx, wp + 16, c + 16, ldc, mr, nc - 16, add);
+}
+
+/* ---- AVX2: the int8 GEMM without VNNI (cpu_qgemm_fn) ----
+ *
+ * vpdpbusd's 4-byte dot products come from vpmaddubsw (u8 x s8 products
+ * added in pairs to int16) and vpmaddwd with ones (pairs of those to int32).
+ * vpmaddubsw saturates a pair's sum at +-32767. Every type's codes but
+ * Q8_0's are below 64, so a pair stays within 2 * 63 * 127 (the activations
+ * are -127..127: both encoders' range). Q8_0's codes u = q + 128 reach 255:
+ * with zp >= 128 the kernel multiplies q = u - 128 itself, |q| as the unsigned
+ * operand and the activation's sign flipped to q's (a pair within 2 * 128 *
+ * 127); sum(q a) is sum(u a) - 128 sum(a), so that the -zp sq term is then
+ * already in. The same integer sums as the VNNI kernel, exactly.
+ * Tiles of up to 4 tokens x 16 columns (2 ymm each: 8 accumulators); the
+ * weights are read from L1 per token. */
+static KG2 KG_INLINE void q2_tile(const int NT, const int SUB, const int MODE, int zp, int64_t nch, const uint8_t *act,
+                                  size_t as, const uint8_t *wp, float *c, size_t ldc, int nc, int add,
+                                  const float *bias) {
+    /* MODE 0: offsets as floats (s2 m); 1: -zp sq in the integer sums; 2: Q8_0's signed codes */
+    const int ng = SUB / 4, ns = 32 / SUB;
+    const size_t cb = 512 + (size_t)ns * 128;
+    const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);
+    __m256 acc[4][2];
+    for (int t = 0; t < NT; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (int64_t ch = 0; ch < nch; ch++) {
+        const uint8_t *w = wp + (size_t)ch * cb, *a = act + (size_t)ch * CPU_QGEMM_ACT;
+        for (int h = 0; h < ns; h++) {
+            const float *sc = (const float *)(w + 512 + (size_t)h * 128);
+            const __m256 s1a = _mm256_load_ps(sc), s1b = _mm256_load_ps(sc + 8);
+            const int moff = ns == 1 ? 44 : 36 + 4 * h, soff = ns == 1 ? 56 : 48 + 4 * h;
+            for (int t = 0; t < NT; t++) {
+                const uint8_t *at = a + (size_t)t * as;
+                __m256i ia0 = _mm256_setzero_si256(), ia1 = ia0;
+                if (MODE == 1) {
+                    int32_t sq;
+                    memcpy(&sq, at + soff, 4);
+                    ia0 = ia1 = _mm256_set1_epi32(-zp * sq);
+                }
+                for (int g = 0; g < ng; g++) {
+                    const uint8_t *wg = w + (size_t)(h * ng + g) * 64;
+                    __m256i w0 = _mm256_load_si256((const __m256i *)wg), w1 = _mm256_load_si256((const __m256i *)(wg + 32));
+                    int32_t q4;
+                    memcpy(&q4, at + h * SUB + 4 * g, 4);
+                    const __m256i av = _mm256_set1_epi32(q4);
+                    __m256i p0, p1;
+                    if (MODE == 2) {
+                        w0 = _mm256_xor_si256(w0, flip), w1 = _mm256_xor_si256(w1, flip); /* u - 128 */
+                        p0 = _mm256_maddubs_epi16(_mm256_abs_epi8(w0), _mm256_sign_epi8(av, w0));
+                        p1 = _mm256_maddubs_epi16(_mm256_abs_epi8(w1), _mm256_sign_epi8(av, w1));
+                    } else {
+                        p0 = _mm256_maddubs_epi16(w0, av);
+                        p1 = _mm256_maddubs_epi16(w1, av);
+                    }
+                    ia0 = _mm256_add_epi32(ia0, _mm256_madd_epi16(p0, ones));
+                    ia1 = _mm256_add_epi32(ia1, _mm256_madd_epi16(p1, ones));
+                }
+                float d;
+                memcpy(&d, at + 32, 4);
+                const __m256 dv = _mm256_set1_ps(d);
+                acc[t][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia0), _mm256_mul_ps(s1a, dv), acc[t][0]);
+                acc[t][1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia1), _mm256_mul_ps(s1b, dv), acc[t][1]);
+                if (MODE == 0) {
+                    float m;
+                    memcpy(&m, at + moff, 4);
+                    const __m256 mv = _mm256_set1_ps(m);
+                    acc[t][0] = _mm256_fmadd_ps(_mm256_load_ps(sc + 16), mv, acc[t][0]);
+                    acc[t][1] = _mm256_fmadd_ps(_mm256_load_ps(sc + 24), mv, acc[t][1]);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < NT; t++) {
+        float v[16], *o = c + (size_t)t * ldc;
+        _mm256_storeu_ps(v, acc[t][0]);
+        _mm256_storeu_ps(v + 8, acc[t][1]);
+        for (int j = 0; j < nc; j++) {
+            const float x = v[j] + (bias ? bias[j] : 0.0f);
+            o[j] = add ? o[j] + x : x;
+        }
+    }
+}
+
+#define Q2_TILES(SUB, MODE)                                                                                            \
+    switch (n) {                                                                                                       \
+    case 4: q2_tile(4, SUB, MODE, zp, nch, a, as, wp, o, ldc, nc, add, bias); break;                                   \
+    case 3: q2_tile(3, SUB, MODE, zp, nch, a, as, wp, o, ldc, nc, add, bias); break;                                   \
+    case 2: q2_tile(2, SUB, MODE, zp, nch, a, as, wp, o, ldc, nc, add, bias); break;                                   \
+    default: q2_tile(1, SUB, MODE, zp, nch, a, as, wp, o, ldc, nc, add, bias); break;                                  \
+    }
+
+KG2 void cpu_qgemm_avx2(int64_t nch, int sub, int zp, const uint8_t *act, size_t as, const uint8_t *wp, float *c,
+                        size_t ldc, int nt, int nc, int add, const float *bias) {
+    const int mode = zp >= 128 ? 2 : zp ? 1 : 0;
+    for (int t0 = 0; t0 < nt; t0 += 4) {
+        const int n = nt - t0 < 4 ? nt - t0 : 4;
+        const uint8_t *a = act + (size_t)t0 * as;
+        float *o = c + (size_t)t0 * ldc;
+        if (sub == 32) {
+            if (mode == 2) Q2_TILES(32, 2) else if (mode == 1) Q2_TILES(32, 1) else Q2_TILES(32, 0)
+        } else {
+            if (mode == 2) Q2_TILES(16, 2) else if (mode == 1) Q2_TILES(16, 1) else Q2_TILES(16, 0)
+        }
+    }
 }
 #else
 typedef int cpu_kernels_gemm_x86_unused; /* not x86: nothing to build */

@@ -46,6 +46,9 @@ void cpu_qgemm_avx512(int64_t nch, int sub, int zp, const uint8_t *act, size_t a
 void cpu_qgemm_pack_avx512(const uint8_t *u, int64_t K, const float *s1, const float *s2, int sub, uint8_t *dst);
 void cpu_qgemm_prep_avx512(const float *x, int64_t K, int kind, uint8_t *act);
 void cpu_qgemm_direct_avx512(int layout, const uint8_t *w, size_t w_row, int64_t K, uint8_t *dst);
+/* The same with AVX2 and no VNNI (kernels_gemm_x86.c); codes below 64 but with zp >= 128. */
+void cpu_qgemm_avx2(int64_t nch, int sub, int zp, const uint8_t *act, size_t act_stride, const uint8_t *wp, float *c,
+                    size_t ldc, int nt, int nc, int add, const float *bias);
 /* SwiGLU (cpu_swiglu_fn) with AVX-512 (kernels_act_x86.c). */
 void cpu_swiglu_avx512(float *g, const float *u, const float *bg, const float *bu, int64_t M);
 /* Snake1d (cpu_snake_fn) with AVX-512 (kernels_act_x86.c). */
