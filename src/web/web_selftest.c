@@ -3,7 +3,8 @@
  * WebAssembly SIMD128 CPU kernels (kernels_wasm.c) against the scalar
  * reference kernels (kernels.c) in the wasm itself, where they run.
  *
- *   wgmlw_kernel_check() -> JSON {"isa": "wasm-simd128", "types": {"q4_0": err, ...}}
+ *   wgmlw_kernel_check() -> JSON {"isa": "wasm-simd128", "types": {"q4_0": err, ...},
+ *                                 "gemm_mismatches": n}
  *
  * For every weight type: random weights quantized to the type, a random
  * activation row prepared as the type wants, then `dot` of the SIMD and the
@@ -11,7 +12,9 @@
  * `dot4x4` against 16 scalar dots and `to_float` against the reference
  * decoder. err is the largest difference relative to sum |w x| (a scale that
  * does not vanish when the dot product happens to); tests/web/cpu.mjs
- * requires it below 1e-5.
+ * requires it below 1e-5. The f32 GEMM micro-kernel against the scalar one
+ * (every tile height, ragged column counts, ADD): gemm_mismatches counts the
+ * outputs whose bits differ, which must be none.
  */
 #include "backend/cpu/kernels_impl.h"
 #include "core/alloc.h"
@@ -95,6 +98,29 @@ static double check_type(uint32_t type) {
     return worst;
 }
 
+/* Outputs of the SIMD GEMM micro-kernel whose bits differ from the scalar one's; -1 without one. */
+static long check_gemm(void) {
+    cpu_gemm_fn fast = cpu_kernels_gemm();
+    if (fast == cpu_kernels_gemm_isa("scalar")) return -1;
+    enum { KC = 37, LD = 40 };
+    float *x = wgml_malloc(sizeof(float) * CPU_GEMM_MR * LD), *wp = wgml_aligned_alloc(sizeof(float) * KC * CPU_GEMM_NR);
+    float *a = wgml_malloc(sizeof(float) * CPU_GEMM_MR * LD), *b = wgml_malloc(sizeof(float) * CPU_GEMM_MR * LD);
+    long bad = 0;
+    if (!x || !wp || !a || !b) bad = 1 << 20;
+    for (int i = 0; !bad && i < CPU_GEMM_MR * LD; i++) x[i] = frand();
+    for (int i = 0; !bad && i < KC * CPU_GEMM_NR; i++) wp[i] = frand();
+    for (int mr = 1; !bad && mr <= CPU_GEMM_MR; mr++)
+        for (int nc = 1; nc <= CPU_GEMM_NR; nc += nc < 9 ? 1 : 7)
+            for (int add = 0; add < 2; add++) {
+                for (int i = 0; i < CPU_GEMM_MR * LD; i++) a[i] = b[i] = (float)i * 0.25f;
+                fast(KC, x, LD, wp, a, LD, mr, nc, add);
+                cpu_kernels_gemm_isa("scalar")(KC, x, LD, wp, b, LD, mr, nc, add);
+                bad += memcmp(a, b, sizeof(float) * CPU_GEMM_MR * LD) != 0;
+            }
+    wgml_free(x), wgml_aligned_free(wp), wgml_free(a), wgml_free(b);
+    return bad;
+}
+
 EXPORT(wgmlw_kernel_check) const char *wgmlw_kernel_check(void) {
     static char json[2048];
     size_t at = (size_t)snprintf(json, sizeof json, "{\"isa\":\"%s\",\"types\":{", cpu_kernels_isa());
@@ -105,6 +131,6 @@ EXPORT(wgmlw_kernel_check) const char *wgmlw_kernel_check(void) {
         at += (size_t)snprintf(json + at, sizeof json - at, "%s\"%s\":%.3g", first ? "" : ",", wgml_dtype_name(t), e);
         first = 0;
     }
-    snprintf(json + at, sizeof json - at, "}}");
+    snprintf(json + at, sizeof json - at, "},\"gemm_mismatches\":%ld}", check_gemm());
     return json;
 }

@@ -312,6 +312,7 @@ await test('node: WASM SIMD128 kernels match the scalar reference', async () => 
   check(r.isa === 'wasm-simd128', `kernels are '${r.isa}', not wasm-simd128`);
   check(Object.keys(r.types).length >= 13, `only ${Object.keys(r.types)} checked`);
   for (const [t, err] of Object.entries(r.types)) check(err < 1e-5, `${t}: SIMD differs from scalar by ${err}`);
+  check(r.gemm_mismatches === 0, `the SIMD128 GEMM differs from the scalar one in ${r.gemm_mismatches} cases`);
 });
 
 await test('node: CPU wasm path generates the reference text', async () => {

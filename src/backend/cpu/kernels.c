@@ -697,6 +697,7 @@ static void select_table(void) {
     }
 #elif defined(__wasm_simd128__)
     cpu_kernels_fill_wasm(best_table);
+    best_gemm = cpu_gemm_wasm;
     best_isa = "wasm-simd128";
 #endif
 }

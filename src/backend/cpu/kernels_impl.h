@@ -83,6 +83,9 @@ void cpu_qgemm_pack_scalar(const uint8_t *u, int64_t K, const float *s1, const f
 #if defined(__wasm_simd128__)
 /* WebAssembly SIMD128 (kernels_wasm.c), over the scalar entries. */
 void cpu_kernels_fill_wasm(cpu_type_kernels table[WGML_DTYPE_COUNT]);
+/* The f32 GEMM micro-kernel (cpu_gemm_fn) with SIMD128: the scalar one's bits. */
+void cpu_gemm_wasm(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                   int add);
 #endif
 
 #endif

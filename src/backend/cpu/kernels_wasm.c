@@ -371,6 +371,46 @@ static float dot_q6_k(int64_t n, const void *wv, const void *xv) {
     return sum;
 }
 
+/* ---- the f32 GEMM micro-kernel (cpu_gemm_fn, kernels.h) ----
+ * Columns in groups of 8 (two v128): MR x 2 accumulators, the panel's k row
+ * loaded once per group and each token's x broadcast. Multiply then add, in
+ * k order per lane (wasm has no fused multiply-add): the scalar kernel's
+ * arithmetic, so the results are its bits. */
+static inline void gemm_group(const int MR, int64_t kc, const float *x, size_t ldx, const float *wp, float *c,
+                              size_t ldc, int nc, int add) {
+    v128_t a0[CPU_GEMM_MR], a1[CPU_GEMM_MR];
+    for (int r = 0; r < MR; r++) a0[r] = a1[r] = wasm_f32x4_splat(0.0f);
+    for (int64_t k = 0; k < kc; k++) {
+        const v128_t w0 = ld(wp + k * CPU_GEMM_NR), w1 = ld(wp + k * CPU_GEMM_NR + 4);
+        for (int r = 0; r < MR; r++) {
+            const v128_t xb = wasm_f32x4_splat(x[(size_t)r * ldx + k]);
+            a0[r] = wasm_f32x4_add(a0[r], wasm_f32x4_mul(xb, w0));
+            a1[r] = wasm_f32x4_add(a1[r], wasm_f32x4_mul(xb, w1));
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        float t[8], *o = c + (size_t)r * ldc;
+        wasm_v128_store(t, a0[r]);
+        wasm_v128_store(t + 4, a1[r]);
+        for (int j = 0; j < nc; j++) o[j] = add ? o[j] + t[j] : t[j];
+    }
+}
+
+void cpu_gemm_wasm(int64_t kc, const float *x, size_t ldx, const float *wp, float *c, size_t ldc, int mr, int nc,
+                   int add) {
+    for (int h = 0; h < nc; h += 8) {
+        const int n = nc - h < 8 ? nc - h : 8;
+        switch (mr) {
+        case 6: gemm_group(6, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        case 5: gemm_group(5, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        case 4: gemm_group(4, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        case 3: gemm_group(3, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        case 2: gemm_group(2, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        default: gemm_group(1, kc, x, ldx, wp + h, c + h, ldc, n, add); break;
+        }
+    }
+}
+
 void cpu_kernels_fill_wasm(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
     t[WGML_F32].dot = dot_f32;
     t[WGML_F32].dot4x4 = dot4x4_f32;
