@@ -2,7 +2,8 @@
 """test_serve.py - `wgml serve` over HTTP: every endpoint, every error status,
 streaming (SSE framing, stop strings, usage), the API key, concurrent streams
 whose greedy texts equal their solo runs, a client that disconnects mid-stream
-freeing its slot, the queue limit, and a clean drain on SIGTERM.
+freeing its slot, the queue limit, a clean drain on SIGTERM, and keep-alive
+comments that find a streamed client gone while its request waits in the queue.
 
     test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
 Only the Python standard library: http.client is the client.
@@ -76,8 +77,8 @@ def sse(port, path, body, key=KEY, stop_after=None):
                 c.sock.shutdown(socket.SHUT_RDWR)
                 c.close()
                 return events
-        elif line.strip():
-            check(False, "an SSE line that is not data: %r" % line)
+        elif line.strip() and not line.startswith(b":"):  # ':' lines are comments (keep-alive)
+            check(False, "an SSE line that is neither data nor a comment: %r" % line)
     c.close()
     return events
 
@@ -267,6 +268,49 @@ def main():
     w = subprocess.run([CLI, "serve", "-m", MODEL, "--host", "0.0.0.0", "--port", "99999"], capture_output=True,
                        text=True)
     check(w.returncode == 2, "a bad port is a usage error")
+
+    # ---- a streamed request waiting in the queue gets keep-alive comments, and when its
+    # client goes away it leaves the queue at once (not when a slot frees), never evaluated
+    p3, port3 = start("--parallel", "1", "--ctx-size", "4096", "--sse-keepalive", "20")
+    try:
+        long_run = threading.Thread(target=lambda: sse(port3, "/v1/completions", dict(
+            prompt=PROMPTS[0], max_tokens=4000, temperature=0, stream=True)))
+        long_run.start()
+        deadline = time.time() + 10
+        while time.time() < deadline and request(port3, "GET", "/health")[1]["slots_busy"] != 1:
+            time.sleep(0.01)
+        s, m0, _ = request(port3, "GET", "/metrics")
+        c = http.client.HTTPConnection("127.0.0.1", port3, timeout=30)
+        c.request("POST", "/v1/completions", body=json.dumps(dict(
+            prompt=PROMPTS[1], max_tokens=8, temperature=0, stream=True)).encode(),
+            headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        first = r.readline()
+        s, o, _ = request(port3, "GET", "/health")
+        check(r.status == 200 and first == b": keep-alive\n", "a queued stream gets a keep-alive comment: %r" % first)
+        check(o["slots_busy"] == 1 and o["queue_length"] == 1, "the second request waits: %s" % o)
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            s, o, _ = request(port3, "GET", "/health")
+            if o["queue_length"] == 0:
+                break
+            time.sleep(0.01)
+        check(o["queue_length"] == 0 and o["slots_busy"] == 1,
+              "the gone client's request left the queue while the first still ran: %s" % o)
+        long_run.join()
+        s, m1, _ = request(port3, "GET", "/metrics")
+        check("wgml_requests_cancelled_total 1" in m1, "the cancel is counted")
+        prompt_tokens = lambda m: int(next(l for l in m.splitlines() if l.startswith("wgml_prompt_tokens_total")).split()[-1])
+        check(prompt_tokens(m1) == prompt_tokens(m0), "the cancelled request's prompt was never evaluated: %d -> %d"
+              % (prompt_tokens(m0), prompt_tokens(m1)))
+    finally:
+        p3.send_signal(signal.SIGTERM)
+        try:
+            p3.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p3.kill()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)

@@ -32,7 +32,10 @@ static const char *help =
     "  --max-body BYTES      largest request body; beyond, 413 (default 1048576)\n"
     "  --alias NAME          the model's id in /v1/models and responses (default: the file name)\n"
     "  --drain-timeout S     on Ctrl-C/SIGTERM, seconds to let running requests finish (default 30)\n"
-    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n";
+    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n"
+    "  --sse-keepalive MS    a streamed request that waits (queued, or its prompt evaluated)\n"
+    "                        gets an SSE comment this often; a client gone is noticed then (default\n"
+    "                        1000; 0: never)\n";
 
 static volatile sig_atomic_t signals_seen;
 
@@ -44,7 +47,8 @@ static void on_signal(int sig) {
 int cmd_serve(int argc, char **argv) {
     cli_model_opts mo = {0};
     const char *host = "127.0.0.1", *api_key = getenv("WGML_API_KEY"), *alias = NULL;
-    long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30;
+    long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30,
+              keepalive = 1000;
     wgml_kv_type kv = WGML_KV_DEFAULT;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -75,6 +79,8 @@ int cmd_serve(int argc, char **argv) {
             if (!(alias = cli_value(argc, argv, &i))) return CLI_USAGE;
         } else if (!strcmp(a, "--drain-timeout")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600, &drain)) return CLI_USAGE;
+        } else if (!strcmp(a, "--sse-keepalive")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600 * 1000, &keepalive)) return CLI_USAGE;
         } else if (!strcmp(a, "--kv-type")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
         } else {
@@ -92,6 +98,7 @@ int cmd_serve(int argc, char **argv) {
     s.max_queue = (int)queue;
     s.api_key = api_key;
     s.max_body = (size_t)max_body;
+    s.keepalive_ms = (int)keepalive;
     s.created = (double)time(NULL);
     const char *path = mo.model ? mo.model : getenv("WGML_MODEL") ? getenv("WGML_MODEL") : WGML_DEFAULT_MODEL;
     const char *base = strrchr(path, '/');

@@ -94,6 +94,7 @@ typedef struct serve_server {
     int n_slots, n_ctx, chunk, max_queue;
     const char *api_key; /* NULL: none */
     size_t max_body;
+    int keepalive_ms; /* a streamed request with nothing to send gets an SSE comment this often (0: never) */
     double created; /* unix seconds */
     pthread_mutex_t mu;
     pthread_cond_t wake;

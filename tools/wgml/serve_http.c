@@ -292,7 +292,29 @@ static void cancel(serve_server *s, serve_job *j) {
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Streams a queued job's text as server-sent events until it finishes. */
+/* Waits (under s->mu) until the job has text past `sent` or has finished, or
+ * for at most ms milliseconds (ms > 0); 1 when the time ran out first. */
+static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
+    if (ms <= 0) {
+        while (j->len == sent && !j->finish) pthread_cond_wait(&j->cv, &s->mu);
+        return 0;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (j->len == sent && !j->finish)
+        if (pthread_cond_timedwait(&j->cv, &s->mu, &until) == ETIMEDOUT) return j->len == sent && !j->finish;
+    return 0;
+}
+
+/* Streams a queued job's text as server-sent events until it finishes. While
+ * it waits for a slot or its prompt is evaluated, nothing else would be
+ * written: an SSE comment (": keep-alive") every s->keepalive_ms keeps
+ * proxies from timing out, and a write that fails tells us the client is
+ * gone, so the job is cancelled there and then (it leaves the queue, or its
+ * slot, before the next step) instead of holding a place until its first token. */
 static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
                       const gen_params *g) {
     mg_response_header_start(c, 200);
@@ -306,7 +328,11 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
     serve_finish fin = SERVE_RUNNING;
     while (!dead) {
         pthread_mutex_lock(&s->mu);
-        while (j->len == sent && !j->finish) pthread_cond_wait(&j->cv, &s->mu);
+        if (wait_job(s, j, sent, s->keepalive_ms)) {
+            pthread_mutex_unlock(&s->mu);
+            if (mg_send_chunk(c, ": keep-alive\n\n", 14) <= 0) dead = 1;
+            continue;
+        }
         size_t n = j->len - sent;
         char *np = n ? realloc(piece, n) : piece;
         if (np) {

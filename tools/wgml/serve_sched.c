@@ -320,6 +320,19 @@ static void *sched_main(void *arg) {
                 job_finish(s, s->slots[i].job, SERVE_FINISH_CANCELLED);
                 release_slot(s, i);
             }
+        /* queued jobs whose client went away (a failed keep-alive write) leave the queue now,
+         * not when a slot frees: /health's queue length and the 503 limit count only live ones */
+        for (int q = 0; q < s->q_len;) {
+            serve_job *j = s->queue[q];
+            if (!j->cancelled) {
+                q++;
+                continue;
+            }
+            memmove(s->queue + q, s->queue + q + 1, (size_t)(s->q_len - q - 1) * sizeof *s->queue);
+            s->q_len--;
+            job_finish(s, j, SERVE_FINISH_CANCELLED);
+            serve_job_unref(s, j);
+        }
         if (s->stopping) {
             while (s->q_len > 0) {
                 serve_job *j = s->queue[--s->q_len];
