@@ -85,6 +85,11 @@ run_ctest() {
   return $rc
 }
 
+# the official OpenAI client for tests/serve/openai.mjs (pinned; a CTest test)
+if [ ! -d tests/serve/node_modules/openai ] || [ tests/serve/package-lock.json -nt tests/serve/node_modules/.package-lock.json ]; then
+  npm ci --prefix tests/serve --no-audit --no-fund --loglevel=error
+fi
+
 stage "tests (release build)"
 run_ctest build
 

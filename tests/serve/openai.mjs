@@ -1,0 +1,174 @@
+// openai.mjs - `wgml serve` driven by the official OpenAI client (npm `openai`, pinned in
+// tests/serve/package-lock.json), as the programs people point at a local server drive it.
+//
+//   node tests/serve/openai.mjs WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
+//
+// Checks, through client.models / chat.completions / completions: the model list; chat and
+// completions, streamed and not, with the same greedy text both ways; usage figures (and
+// the usage chunk of stream_options.include_usage); a stop string (never in the text, not
+// even across chunks); the errors as the client raises them (AuthenticationError for a
+// wrong key, BadRequestError with code context_length_exceeded and with the bad param's
+// name); 4 concurrent streams whose greedy texts equal their solo runs; a stream the
+// client aborts frees its slot and is counted as cancelled. Exits 77 (skipped) when the
+// client is not installed and CI is not set (scripts/test.sh installs it).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const [CLI, MODEL] = process.argv.slice(2);
+const KEY = 'sekret-key';
+let OpenAI;
+try {
+  OpenAI = createRequire(path.join(here, 'package.json'))('openai').default;
+} catch {
+  console.log('test_serve_openai: the openai client is not installed (npm ci --prefix tests/serve)');
+  process.exit(process.env.CI ? 1 : 77);
+}
+
+const failures = [];
+const check = (cond, what) => {
+  if (!cond) {
+    failures.push(what);
+    console.log(`FAIL: ${what}`);
+  }
+};
+
+// the server on a free port, its URL once it listens
+async function start(...extra) {
+  const p = spawn(CLI, ['serve', '-m', MODEL, '--backend', 'cpu', '--port', '0', '--parallel', '4', '--ctx-size', '256',
+    '--api-key', KEY, '--queue', '6', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  p.stderr.on('data', (d) => (stderr += d));
+  const line = await new Promise((resolve) => {
+    const rl = readline.createInterface({ input: p.stdout });
+    rl.once('line', resolve);
+    p.once('exit', () => resolve(''));
+  });
+  const m = /^listening on (http:\/\/127\.0\.0\.1:\d+)$/.exec(line);
+  if (!m) {
+    p.kill();
+    throw new Error(`the server did not start: ${line} ${stderr}`);
+  }
+  return { p, url: m[1], stderr: () => stderr };
+}
+
+// a long context, so that the stream aborted below runs for seconds if it is not cancelled
+const server = await start('--ctx-size', '4096');
+const client = new OpenAI({ apiKey: KEY, baseURL: `${server.url}/v1`, maxRetries: 0, timeout: 120000 });
+const health = async () => (await fetch(`${server.url}/health`)).json();
+const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
+const PROMPTS = ['Once upon a time', 'The little dog ran to the park', 'Lily and Ben were friends',
+  'One day, a boy named Tom wanted to play'];
+const greedy = { temperature: 0 };
+
+try {
+  // ---- models
+  const models = await client.models.list();
+  check(models.data.length === 1 && models.data[0].id === path.basename(MODEL), `models: ${JSON.stringify(models.data)}`);
+  const model = models.data[0].id;
+
+  // ---- chat, not streamed and streamed: the same greedy text; usage
+  const messages = [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'Tell me about a cat.' }];
+  const chat = await client.chat.completions.create({ model, messages, max_tokens: 24, ...greedy });
+  const text = chat.choices[0].message.content;
+  check(chat.object === 'chat.completion' && chat.choices[0].message.role === 'assistant' && text.length > 0,
+    `chat: ${JSON.stringify(chat)}`);
+  check(['stop', 'length'].includes(chat.choices[0].finish_reason), `chat finish_reason ${chat.choices[0].finish_reason}`);
+  const u = chat.usage;
+  check(u.prompt_tokens > 10 && u.completion_tokens > 0 && u.completion_tokens <= 24 &&
+    u.total_tokens === u.prompt_tokens + u.completion_tokens, `chat usage ${JSON.stringify(u)}`);
+  const stream = await client.chat.completions.create({ model, messages, max_tokens: 24, ...greedy, stream: true,
+    stream_options: { include_usage: true } });
+  let streamed = '';
+  let finish = null;
+  let usage = null;
+  let role = null;
+  for await (const c of stream) {
+    if (c.usage) usage = c.usage;
+    for (const ch of c.choices) {
+      if (ch.delta.role) role = ch.delta.role;
+      streamed += ch.delta.content || '';
+      if (ch.finish_reason) finish = ch.finish_reason;
+    }
+  }
+  check(role === 'assistant' && streamed === text, `streamed chat ${JSON.stringify(streamed)} vs ${JSON.stringify(text)}`);
+  check(finish === chat.choices[0].finish_reason, `streamed finish_reason ${finish}`);
+  check(usage && usage.prompt_tokens === u.prompt_tokens && usage.completion_tokens === u.completion_tokens,
+    `streamed usage ${JSON.stringify(usage)} vs ${JSON.stringify(u)}`);
+
+  // ---- completions; a stop string taken from the greedy text itself
+  const full = await client.completions.create({ model, prompt: PROMPTS[0], max_tokens: 40, ...greedy });
+  const t = full.choices[0].text;
+  check(full.object === 'text_completion' && t.length > 20 && full.usage.completion_tokens <= 40, `completion ${JSON.stringify(full)}`);
+  const words = t.trim().split(/\s+/);
+  const stopWord = words.find((w, i) => i >= 3 && w.length >= 3) || words[words.length - 1];
+  const cut = await client.completions.create({ model, prompt: PROMPTS[0], max_tokens: 40, ...greedy, stop: [stopWord] });
+  const want = t.slice(0, t.indexOf(stopWord));
+  check(cut.choices[0].text === want && cut.choices[0].finish_reason === 'stop',
+    `stop ${JSON.stringify(stopWord)}: ${JSON.stringify(cut.choices[0])}, want ${JSON.stringify(want)}`);
+  let cutStreamed = '';
+  for await (const c of await client.completions.create({ model, prompt: PROMPTS[0], max_tokens: 40, ...greedy,
+    stop: stopWord, stream: true })) cutStreamed += c.choices.map((ch) => ch.text).join('');
+  check(cutStreamed === want, `streamed with a stop string: ${JSON.stringify(cutStreamed)}, want ${JSON.stringify(want)}`);
+
+  // ---- errors as the client raises them
+  const fails = async (f) => {
+    try {
+      await f();
+      return null;
+    } catch (e) {
+      return e;
+    }
+  };
+  const wrongKey = new OpenAI({ apiKey: 'wrong', baseURL: `${server.url}/v1`, maxRetries: 0 });
+  let e = await fails(() => wrongKey.completions.create({ model, prompt: 'x', max_tokens: 1 }));
+  check(e instanceof OpenAI.AuthenticationError && e.status === 401 && e.code === 'invalid_api_key', `wrong key: ${e}`);
+  e = await fails(() => client.completions.create({ model, prompt: 'Once upon a time '.repeat(1200), max_tokens: 4 }));
+  check(e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded', `too long: ${e}`);
+  e = await fails(() => client.chat.completions.create({ model, messages, temperature: 7 }));
+  check(e instanceof OpenAI.BadRequestError && e.param === 'temperature', `temperature 7: ${e} (param ${e && e.param})`);
+  e = await fails(() => client.chat.completions.create({ model, messages, n: 2 }));
+  check(e instanceof OpenAI.BadRequestError && e.param === 'n', `n 2: ${e}`);
+
+  // ---- 4 concurrent streams: each greedy text equals its solo run
+  const solo = [];
+  for (const p of PROMPTS) solo.push((await client.completions.create({ model, prompt: p, max_tokens: 24, ...greedy })).choices[0].text);
+  const together = await Promise.all(PROMPTS.map(async (p) => {
+    let s = '';
+    for await (const c of await client.completions.create({ model, prompt: p, max_tokens: 24, ...greedy, stream: true }))
+      s += c.choices.map((ch) => ch.text).join('');
+    return s;
+  }));
+  for (let i = 0; i < 4; i++) check(together[i] === solo[i], `concurrent stream ${i}: ${JSON.stringify(together[i])} != solo ${JSON.stringify(solo[i])}`);
+
+  // ---- a stream the client aborts frees its slot
+  const before = Number(/^wgml_requests_cancelled_total (\d+)$/m.exec(await metrics())[1]);
+  const long = await client.completions.create({ model, prompt: PROMPTS[3], max_tokens: 4000, ...greedy, stream: true });
+  let n = 0;
+  for await (const c of long) {
+    void c;
+    if (++n === 2) break; // leaving the loop aborts the request
+  }
+  let h;
+  for (let i = 0; i < 200; i++) {
+    h = await health();
+    if (h.slots_busy === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  check(h.slots_busy === 0 && h.queue_length === 0, `an aborted stream's slot is freed: ${JSON.stringify(h)}`);
+  const after = Number(/^wgml_requests_cancelled_total (\d+)$/m.exec(await metrics())[1]);
+  check(after === before + 1, `the abort is counted: ${before} -> ${after}`);
+} catch (err) {
+  check(false, `unexpected: ${err && err.stack ? err.stack : err}`);
+} finally {
+  server.p.kill('SIGTERM');
+  await new Promise((r) => server.p.once('exit', r));
+}
+if (failures.length) {
+  console.log(`${failures.length} failure(s)`);
+  process.exit(1);
+}
+console.log('test_serve_openai: all passed');
