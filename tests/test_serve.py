@@ -2,8 +2,10 @@
 """test_serve.py - `wgml serve` over HTTP: every endpoint, every error status,
 streaming (SSE framing, stop strings, usage), the API key, concurrent streams
 whose greedy texts equal their solo runs, a client that disconnects mid-stream
-freeing its slot, the queue limit, a clean drain on SIGTERM, and keep-alive
-comments that find a streamed client gone while its request waits in the queue.
+freeing its slot, the queue limit, a clean drain on SIGTERM, keep-alive
+comments that find a streamed client gone while its request waits in the queue,
+and /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
+against `wgml embed`.
 
     test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
 Only the Python standard library: http.client is the client.
@@ -11,10 +13,13 @@ Only the Python standard library: http.client is the client.
 import http.client
 import json
 import os
+import base64
 import signal
 import socket
+import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -311,10 +316,78 @@ def main():
             p3.wait(timeout=30)
         except subprocess.TimeoutExpired:
             p3.kill()
+    embeddings()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)
     print("test_serve: all passed")
+
+
+def embeddings():
+    """An embedding model serves /v1/embeddings (floats and base64) as `wgml embed` computes them."""
+    texts = ["The cat sat on the mat.", "A quick brown fox", "hello"]
+    with tempfile.TemporaryDirectory() as d:
+        model = os.path.join(d, "minilm.gguf")
+        subprocess.run([CLI, "synth", "--arch", "all-minilm-l6", "--type", "F16", "--layers", "1", "-o", model],
+                       check=True, capture_output=True)
+        want = [[float(x) for x in line.split()] for line in subprocess.run(
+            [CLI, "embed", "-m", model, "--backend", "cpu", *texts], check=True, capture_output=True,
+            text=True).stdout.strip().splitlines()]
+        p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--port", "0"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        line = p.stdout.readline()
+        if not line.startswith("listening on http://127.0.0.1:"):
+            p.kill()
+            check(False, "the embedding server did not start: %r %s" % (line, p.stderr.read()))
+            return
+        port = int(line.rsplit(":", 1)[1])
+        try:
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input=texts, model="x"), key=None)
+            check(s == 200 and o["object"] == "list" and len(o["data"]) == 3 and o["usage"]["prompt_tokens"] > 6,
+                  "embeddings: %s %s" % (s, str(o)[:300]))
+            got = [e["embedding"] for e in sorted(o["data"], key=lambda e: e["index"])]
+            worst = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w))
+            check(all(len(g) == len(w) == 384 for g, w in zip(got, want)) and worst <= 1e-6,
+                  "embeddings equal `wgml embed`: worst %g" % worst)
+            # base64: the same float32 bytes; dimensions: the first N values, normalized again
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input=texts[0], encoding_format="base64"), key=None)
+            raw = base64.b64decode(o["data"][0]["embedding"])
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input=texts[0]), key=None)
+            check(struct.unpack("<384f", raw) == struct.unpack("<384f", struct.pack("<384f", *o["data"][0]["embedding"])),
+                  "base64 holds the float32 vector")
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input=texts[0], dimensions=64), key=None)
+            v = o["data"][0]["embedding"]
+            norm = sum(x * x for x in v) ** 0.5
+            check(len(v) == 64 and abs(norm - 1) < 1e-5, "dimensions 64: %d values, norm %g" % (len(v), norm))
+            # errors
+            for body, status, param, code in [
+                    (dict(input=""), 400, "input", None), (dict(input=[]), 400, "input", None),
+                    (dict(input=[1, 2, 3]), 400, "input", None), (dict(), 400, "input", None),
+                    (dict(input="x", dimensions=0), 400, "dimensions", None),
+                    (dict(input="x", encoding_format="hex"), 400, "encoding_format", None),
+                    (dict(input="word " * 700), 400, "input", "context_length_exceeded")]:
+                s, o, _ = request(port, "POST", "/v1/embeddings", body, key=None)
+                check(s == status and o["error"]["param"] == param and (code is None or o["error"]["code"] == code),
+                      "embeddings %s -> %s %s" % (str(body)[:40], s, o))
+            s, o, _ = request(port, "POST", "/v1/chat/completions", dict(messages=[dict(role="user", content="hi")]),
+                              key=None)
+            check(s == 400 and o["error"]["code"] == "model_not_supported", "chat on an embedding model: %s %s" % (s, o))
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            check(o["data"][0]["meta"]["capabilities"] == ["embeddings"], "capabilities %s" % o)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    # a model that only generates does not embed
+    p, port = start()
+    try:
+        s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="hi"), key=None)
+        check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on a llama model: %s %s" % (s, o))
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
 
 
 if __name__ == "__main__":

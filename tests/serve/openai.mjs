@@ -9,9 +9,13 @@
 // even across chunks); the errors as the client raises them (AuthenticationError for a
 // wrong key, BadRequestError with code context_length_exceeded and with the bad param's
 // name); 4 concurrent streams whose greedy texts equal their solo runs; a stream the
-// client aborts frees its slot and is counted as cancelled. Exits 77 (skipped) when the
+// client aborts frees its slot and is counted as cancelled. client.embeddings with an
+// embedding model (a one-layer `wgml synth` all-minilm-l6): the client's default base64
+// decoded to the floats of encoding_format "float", dimensions. Exits 77 (skipped) when the
 // client is not installed and CI is not set (scripts/test.sh installs it).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -38,7 +42,10 @@ const check = (cond, what) => {
 
 // the server on a free port, its URL once it listens
 async function start(...extra) {
-  const p = spawn(CLI, ['serve', '-m', MODEL, '--backend', 'cpu', '--port', '0', '--parallel', '4', '--ctx-size', '256',
+  return startModel(MODEL, ...extra);
+}
+async function startModel(model, ...extra) {
+  const p = spawn(CLI, ['serve', '-m', model, '--backend', 'cpu', '--port', '0', '--parallel', '4', '--ctx-size', '256',
     '--api-key', KEY, '--queue', '6', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   p.stderr.on('data', (d) => (stderr += d));
@@ -167,6 +174,38 @@ try {
   server.p.kill('SIGTERM');
   await new Promise((r) => server.p.once('exit', r));
 }
+// ---- embeddings: an embedding model's server
+const dir = mkdtempSync(path.join(os.tmpdir(), 'wgml-openai-'));
+try {
+  const file = path.join(dir, 'minilm.gguf');
+  execFileSync(CLI, ['synth', '--arch', 'all-minilm-l6', '--type', 'F16', '--layers', '1', '-o', file], { stdio: 'pipe' });
+  const es = await startModel(file);
+  try {
+    const ec = new OpenAI({ apiKey: KEY, baseURL: `${es.url}/v1`, maxRetries: 0 });
+    const input = ['The cat sat on the mat.', 'A quick brown fox'];
+    const viaClient = await ec.embeddings.create({ model: 'minilm.gguf', input }); // the client asks for base64
+    const asFloats = await ec.embeddings.create({ model: 'minilm.gguf', input, encoding_format: 'float' });
+    check(viaClient.data.length === 2 && viaClient.usage.prompt_tokens > 6, `embeddings: ${JSON.stringify(viaClient).slice(0, 200)}`);
+    for (let i = 0; i < 2; i++) {
+      const a = viaClient.data[i].embedding, b = asFloats.data[i].embedding;
+      check(a.length === 384 && a.every((x, j) => x === Math.fround(b[j])), `embedding ${i}: base64 and float differ`);
+    }
+    const short = await ec.embeddings.create({ model: 'minilm.gguf', input: input[0], dimensions: 32 });
+    const v = short.data[0].embedding;
+    check(v.length === 32 && Math.abs(Math.hypot(...v) - 1) < 1e-5, `dimensions 32: ${v.length} values`);
+    const e = await ec.chat.completions.create({ model: 'minilm.gguf', messages: [{ role: 'user', content: 'hi' }] })
+      .then(() => null, (err) => err);
+    check(e instanceof OpenAI.BadRequestError && e.code === 'model_not_supported', `chat on an embedding model: ${e}`);
+  } finally {
+    es.p.kill('SIGTERM');
+    await new Promise((r) => es.p.once('exit', r));
+  }
+} catch (err) {
+  check(false, `embeddings: unexpected: ${err && err.stack ? err.stack : err}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+
 if (failures.length) {
   console.log(`${failures.length} failure(s)`);
   process.exit(1);

@@ -130,6 +130,11 @@ int cli_items(const char **args, int n_args, const char *file, const char *what,
 /* A per-kernel time table as a JSON array of {name, calls, total_ms} (bench --json). */
 struct json_object;
 struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n);
+/* OpenAI's embeddings response for n vectors of dim floats: {"object": "list", "data":
+ * [{"object": "embedding", "index", "embedding"}], "model", "usage"}; each embedding an
+ * array of numbers, or with base64 its float32 bytes in base64 (encoding_format). */
+struct json_object *cli_embeddings_json(const float *vec, int n, int dim, const char *model, long long tokens,
+                                        int base64);
 
 /* Loads the model with a progress bar; prints the error and returns NULL on failure. */
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms);

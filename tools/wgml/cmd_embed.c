@@ -116,22 +116,7 @@ int cmd_embed(int argc, char **argv) {
         }
         wgml_model_info info;
         wgml_model_get_info(model, &info);
-        json_object *o = json_object_new_object(), *data = json_object_new_array();
-        json_object_object_add(o, "object", json_object_new_string("list"));
-        for (int i = 0; i < n; i++) {
-            json_object *e = json_object_new_object(), *a = json_object_new_array();
-            json_object_object_add(e, "object", json_object_new_string("embedding"));
-            json_object_object_add(e, "index", json_object_new_int(i));
-            for (int j = 0; j < dim; j++) json_object_array_add(a, json_object_new_double(vec[(size_t)i * dim + j]));
-            json_object_object_add(e, "embedding", a);
-            json_object_array_add(data, e);
-        }
-        json_object_object_add(o, "data", data);
-        json_object_object_add(o, "model", json_object_new_string(*info.name ? info.name : info.architecture));
-        json_object *u = json_object_new_object();
-        json_object_object_add(u, "prompt_tokens", json_object_new_int64(tokens));
-        json_object_object_add(u, "total_tokens", json_object_new_int64(tokens));
-        json_object_object_add(o, "usage", u);
+        json_object *o = cli_embeddings_json(vec, n, dim, *info.name ? info.name : info.architecture, tokens, 0);
         puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
     } else {

@@ -20,7 +20,8 @@ static const char *help =
     "usage: wgml serve -m MODEL [options]\n"
     "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
     "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
-    "decoded together in one batched step per token; others wait in a queue.\n\n"
+    "decoded together in one batched step per token; others wait in a queue. An embedding\n"
+    "model (the bert family) serves POST /v1/embeddings instead.\n\n"
     CLI_MODEL_OPTS_HELP
     "  --host ADDR           address to listen on (default 127.0.0.1)\n"
     "  --port N              port (default 8080; 0: any free port, printed)\n"
@@ -131,8 +132,12 @@ int cmd_serve(int argc, char **argv) {
         wgml_model_free(m);
         return CLI_FAIL;
     }
-    fprintf(stderr, "wgml serve: %s on %s (%s), %d slots of %d tokens%s\n", s.model_id, s.info.backend,
-            s.info.adapter, s.n_slots, s.n_ctx, s.template_fallback ? ", chat template: built-in fallback" : "");
+    if (s.batch)
+        fprintf(stderr, "wgml serve: %s on %s (%s), %d slots of %d tokens%s\n", s.model_id, s.info.backend,
+                s.info.adapter, s.n_slots, s.n_ctx, s.template_fallback ? ", chat template: built-in fallback" : "");
+    else
+        fprintf(stderr, "wgml serve: %s on %s (%s), embeddings of texts up to %d tokens\n", s.model_id,
+                s.info.backend, s.info.adapter, s.n_ctx);
     printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
     fflush(stdout);
     while (!signals_seen) usleep(50 * 1000);

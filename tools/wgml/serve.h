@@ -70,10 +70,11 @@ typedef struct serve_hist {
     uint64_t n;
 } serve_hist;
 
+#define SERVE_N_ENDPOINTS 7 /* chat, completions, embeddings, models, health, metrics, other (serve_http.c) */
 #define SERVE_N_STATUS 9
 extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
 typedef struct serve_metrics {
-    uint64_t requests[6][SERVE_N_STATUS]; /* [endpoint][status index] */
+    uint64_t requests[SERVE_N_ENDPOINTS][SERVE_N_STATUS]; /* [endpoint][status index] */
     uint64_t prompt_tokens, cached_tokens, generated_tokens, steps, step_rows, cancelled;
     serve_hist ttft, per_token, duration, queue_wait;
     double busy_slot_seconds; /* integral of busy slots over time */
@@ -90,7 +91,8 @@ typedef struct serve_server {
     wgml_model *model;
     wgml_model_info info;
     const char *model_id; /* the name /v1/models lists */
-    wgml_batch *batch;
+    wgml_batch *batch; /* NULL for a model that does not generate (an embedding model) */
+    pthread_mutex_t embed_mu; /* one /v1/embeddings request at a time on the model */
     int n_slots, n_ctx, chunk, max_queue;
     const char *api_key; /* NULL: none */
     size_t max_body;
@@ -117,6 +119,8 @@ typedef struct serve_server {
 } serve_server;
 
 /* ---- serve_sched.c ---- */
+/* A model with the GENERATE task gets the slots and the batch; one without (an
+ * embedding model: /v1/embeddings only) gets neither, and its scheduler idles. */
 wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, int chunk, wgml_kv_type kv,
                        wgml_error *err);
 void serve_free(serve_server *s); /* after serve_stop */

@@ -13,6 +13,7 @@
 #include "serve.h"
 
 int serve_chat_init(serve_server *s) {
+    if (!(s->info.tasks & WGML_TASK_GENERATE)) return 0; /* an embedding model: no chat */
     s->chat_template = wgml_model_chat_template(s->model, &s->template_fallback);
     if (!s->chat_template) return cli_fail("the model has no chat template and none to fall back on");
     return 0;

@@ -32,8 +32,9 @@ struct serve_http {
     serve_server *s;
 };
 
-enum { EP_CHAT, EP_COMPLETIONS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
-static const char *const ep_names[] = {"chat_completions", "completions", "models", "health", "metrics", "other"};
+enum { EP_CHAT, EP_COMPLETIONS, EP_EMBEDDINGS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
+static const char *const ep_names[SERVE_N_ENDPOINTS] = {"chat_completions", "completions", "embeddings", "models",
+                                                        "health", "metrics", "other"};
 
 /* ---- responses ---- */
 
@@ -439,7 +440,16 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
     return status;
 }
 
+/* 400 for an endpoint of a task the model does not have (the name of the task's API). */
+static int no_task(struct mg_connection *c, serve_server *s, const char *what) {
+    return send_error(c, 400, "model", "model_not_supported", "%s is a %s model: it does not %s (it serves %s)",
+                      s->model_id, s->info.architecture, what,
+                      s->info.tasks & WGML_TASK_GENERATE ? "/v1/chat/completions and /v1/completions"
+                                                          : "/v1/embeddings");
+}
+
 static int ep_completions(struct mg_connection *c, serve_server *s, json_object *req) {
+    if (!(s->info.tasks & WGML_TASK_GENERATE)) return no_task(c, s, "generate text");
     gen_params g;
     if (parse_gen(req, 0, &g)) {
         free_gen(&g);
@@ -460,6 +470,7 @@ static int ep_completions(struct mg_connection *c, serve_server *s, json_object 
 }
 
 static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
+    if (!(s->info.tasks & WGML_TASK_GENERATE)) return no_task(c, s, "generate text");
     gen_params g;
     if (parse_gen(req, 1, &g)) {
         free_gen(&g);
@@ -480,6 +491,76 @@ static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
     return status;
 }
 
+/* POST /v1/embeddings: input (a string or an array of up to 2048 non-empty strings),
+ * encoding_format ("float" or "base64": the float32 bytes, as OpenAI's client asks by
+ * default), dimensions (keep the first N values, then normalize: Matryoshka models);
+ * model and user are ignored. Runs in this HTTP thread, one request at a time on the
+ * model (embed_mu): an embedding is one forward pass, with no stream to interleave. */
+static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *req) {
+    if (!(s->info.tasks & WGML_TASK_EMBED)) return no_task(c, s, "embed text");
+    json_object *input, *v;
+    if (!json_object_object_get_ex(req, "input", &input))
+        return send_error(c, 400, "input", NULL, "'input' is required: a string or an array of strings");
+    int n = json_object_is_type(input, json_type_array) ? (int)json_object_array_length(input) : 1;
+    if (n < 1 || n > 2048) return send_error(c, 400, "input", NULL, "'input' must hold 1 to 2048 texts, not %d", n);
+    const char **texts = calloc((size_t)n, sizeof *texts);
+    if (!texts) return send_error(c, 500, NULL, NULL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        json_object *t = json_object_is_type(input, json_type_array) ? json_object_array_get_idx(input, (size_t)i) : input;
+        if (!json_object_is_type(t, json_type_string) || json_object_get_string_len(t) == 0) {
+            free(texts);
+            return send_error(c, 400, "input", NULL,
+                              "'input' must be a non-empty string or an array of them (token arrays are not taken)");
+        }
+        texts[i] = json_object_get_string(t);
+    }
+    int base64 = 0;
+    wgml_embed_params ep = wgml_embed_default_params();
+    if (json_object_object_get_ex(req, "encoding_format", &v) && !json_object_is_type(v, json_type_null)) {
+        const char *f = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+        if (strcmp(f, "float") && strcmp(f, "base64")) {
+            free(texts);
+            return send_error(c, 400, "encoding_format", NULL, "'encoding_format' must be \"float\" or \"base64\"");
+        }
+        base64 = !strcmp(f, "base64");
+    }
+    if (json_object_object_get_ex(req, "dimensions", &v) && !json_object_is_type(v, json_type_null)) {
+        int64_t d = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+        if (d < 1 || d > s->info.n_embd) {
+            free(texts);
+            return send_error(c, 400, "dimensions", NULL, "'dimensions' must be an integer from 1 to %d", s->info.n_embd);
+        }
+        ep.dimensions = (int)d;
+    }
+    int dim = wgml_embed_dim(s->model, &ep);
+    float *vec = dim > 0 ? malloc((size_t)n * (size_t)dim * sizeof *vec) : NULL;
+    if (!vec) {
+        free(texts);
+        return send_error(c, 500, NULL, NULL, "out of memory");
+    }
+    wgml_error err;
+    long long tokens = 0;
+    pthread_mutex_lock(&s->embed_mu);
+    wgml_status st = wgml_embed(s->model, texts, n, &ep, vec, dim, &err);
+    for (int i = 0; !st && i < n; i++) {
+        int k = wgml_tokenize(s->model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
+        tokens += k > 0 ? k : 0;
+    }
+    pthread_mutex_unlock(&s->embed_mu);
+    int status;
+    if (st == WGML_ERR_CONTEXT_FULL)
+        status = send_error(c, 400, "input", "context_length_exceeded", "%s", err.message);
+    else if (st == WGML_ERR_INVALID_ARGUMENT || st == WGML_ERR_TOKENIZER)
+        status = send_error(c, 400, "input", NULL, "%s", err.message);
+    else if (st)
+        status = send_error(c, 500, NULL, NULL, "embedding failed: %s", err.message);
+    else
+        status = send_json(c, 200, cli_embeddings_json(vec, n, dim, s->model_id, tokens, base64));
+    free(vec);
+    free(texts);
+    return status;
+}
+
 /* ---- the other endpoints ---- */
 
 static int ep_models(struct mg_connection *c, serve_server *s) {
@@ -489,8 +570,11 @@ static int ep_models(struct mg_connection *c, serve_server *s) {
     json_object_object_add(m, "created", json_object_new_int64((int64_t)s->created));
     json_object_object_add(m, "owned_by", json_object_new_string("wgml"));
     json_object *caps = json_object_new_array();
-    json_object_array_add(caps, json_object_new_string("completions"));
-    json_object_array_add(caps, json_object_new_string("chat.completions"));
+    if (s->info.tasks & WGML_TASK_GENERATE) {
+        json_object_array_add(caps, json_object_new_string("completions"));
+        json_object_array_add(caps, json_object_new_string("chat.completions"));
+    }
+    if (s->info.tasks & WGML_TASK_EMBED) json_object_array_add(caps, json_object_new_string("embeddings"));
     json_object *meta = json_object_new_object();
     json_object_object_add(meta, "capabilities", caps);
     json_object_object_add(meta, "architecture", json_object_new_string(s->info.architecture));
@@ -567,7 +651,7 @@ static int ep_metrics(struct mg_connection *c, serve_server *s) {
     int busy = s->busy, queued = s->q_len;
     pthread_mutex_unlock(&s->mu);
     sb_printf(&b, "# HELP wgml_requests_total HTTP requests by endpoint and status.\n# TYPE wgml_requests_total counter\n");
-    for (int e = 0; e < 6; e++)
+    for (int e = 0; e < SERVE_N_ENDPOINTS; e++)
         for (int k = 0; k < SERVE_N_STATUS; k++)
             if (m.requests[e][k])
                 sb_printf(&b, "wgml_requests_total{endpoint=\"%s\",status=\"%d\"} %llu\n", ep_names[e],
@@ -683,8 +767,8 @@ static int handle(struct mg_connection *c, void *user) {
         const char *path, *method;
         int ep;
     } routes[] = {{"/v1/chat/completions", "POST", EP_CHAT}, {"/v1/completions", "POST", EP_COMPLETIONS},
-                  {"/v1/models", "GET", EP_MODELS},          {"/health", "GET", EP_HEALTH},
-                  {"/metrics", "GET", EP_METRICS}};
+                  {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/v1/models", "GET", EP_MODELS},
+                  {"/health", "GET", EP_HEALTH},             {"/metrics", "GET", EP_METRICS}};
     int ep = EP_OTHER, status;
     size_t r = 0;
     for (; r < sizeof routes / sizeof routes[0]; r++)
@@ -726,7 +810,9 @@ static int handle(struct mg_connection *c, void *user) {
             } else if (!json_object_is_type(req, json_type_object)) {
                 status = send_error(c, 400, NULL, NULL, "the body must be a JSON object");
             } else {
-                status = ep == EP_CHAT ? ep_chat(c, s, req) : ep_completions(c, s, req);
+                status = ep == EP_CHAT          ? ep_chat(c, s, req)
+                         : ep == EP_EMBEDDINGS ? ep_embeddings(c, s, req)
+                                               : ep_completions(c, s, req);
             }
             json_object_put(req);
             if (tok) json_tokener_free(tok);

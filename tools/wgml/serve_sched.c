@@ -70,15 +70,20 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     bp.n_ctx = n_ctx;
     bp.n_batch = n_slots + chunk;
     bp.kv_type = kv;
-    wgml_status st = wgml_batch_create(m, &bp, &s->batch, err);
-    if (st) return st;
-    s->n_ctx = wgml_batch_n_ctx(s->batch);
+    if (s->info.tasks & WGML_TASK_GENERATE) {
+        wgml_status st = wgml_batch_create(m, &bp, &s->batch, err);
+        if (st) return st;
+        s->n_ctx = wgml_batch_n_ctx(s->batch);
+    } else {
+        s->n_ctx = n_ctx > 0 && n_ctx < s->info.n_ctx_train ? n_ctx : s->info.n_ctx_train;
+    }
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     s->queue = calloc((size_t)s->max_queue + (size_t)n_slots, sizeof *s->queue);
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->slot_of = calloc((size_t)n_slots, sizeof *s->slot_of);
     if (!s->slots || !s->queue || !s->items || !s->slot_of || pthread_mutex_init(&s->mu, NULL) ||
-        pthread_mutex_init(&s->tok_mu, NULL) || pthread_cond_init(&s->wake, NULL)) {
+        pthread_mutex_init(&s->tok_mu, NULL) || pthread_mutex_init(&s->embed_mu, NULL) ||
+        pthread_cond_init(&s->wake, NULL)) {
         wgml_batch_free(s->batch);
         s->batch = NULL;
         free(s->slots);
@@ -98,6 +103,7 @@ void serve_free(serve_server *s) {
     if (!s->slots) return;
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
+    pthread_mutex_destroy(&s->embed_mu);
     pthread_cond_destroy(&s->wake);
     wgml_batch_free(s->batch);
     free(s->slots);
