@@ -361,7 +361,10 @@ int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params);
 /* Embeds n UTF-8 texts: each becomes [CLS] text [SEP], texts are packed into
  * steps of up to n_batch tokens (each attends to itself only), and vector i
  * goes to out[i * dim .. (i+1) * dim). dim must be wgml_embed_dim(model,
- * params). The same text gives the same vector alone or in any batch. */
+ * params). The same text gives the same vector alone or in any batch, to
+ * float rounding: how a step's rows fall into the matmul kernels' tiles
+ * depends on its size, and so does the order of some sums (float weights:
+ * differences of an ulp or so; tests/test_embed.c allows 1e-5). */
 wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const wgml_embed_params *params,
                        float *out, int dim, wgml_error *err);
 
