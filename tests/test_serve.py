@@ -4,8 +4,9 @@ streaming (SSE framing, stop strings, usage), the API key, concurrent streams
 whose greedy texts equal their solo runs, a client that disconnects mid-stream
 freeing its slot, the queue limit, a clean drain on SIGTERM, keep-alive
 comments that find a streamed client gone while its request waits in the queue,
-and /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
-against `wgml embed`.
+/v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
+against `wgml embed`, and /v1/audio/speech with Kokoro (../shared's kokoro-tiny
+converted) against `wgml speak`, byte for byte.
 
     test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
 Only the Python standard library: http.client is the client.
@@ -317,10 +318,73 @@ def main():
         except subprocess.TimeoutExpired:
             p3.kill()
     embeddings()
+    speech()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)
     print("test_serve: all passed")
+
+
+def speech():
+    """A speech model serves /v1/audio/speech: WAV and streamed PCM equal to `wgml speak`'s audio."""
+    kdir = os.path.join(os.environ.get("WGML_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared")),
+                        "kokoro")
+    if not os.path.exists(os.path.join(kdir, "kokoro-tiny.pth")):
+        check(not os.environ.get("WGML_REQUIRE_SHARED"), "the shared Kokoro checkpoint is missing")
+        print("speech: skipped (no ../shared/kokoro)")
+        return
+    phonemes = "həlˈoʊ wˈɜːld. hˌaʊ ɑːɹ juː?"
+    with tempfile.TemporaryDirectory() as d:
+        model, ref = os.path.join(d, "kokoro.gguf"), os.path.join(d, "ref.wav")
+        subprocess.run([CLI, "convert", "kokoro", os.path.join(kdir, "kokoro-tiny.pth"), "--config",
+                        os.path.join(kdir, "config-kokoro-tiny.json"), "--voices", os.path.join(kdir, "voices"),
+                        "-o", model], check=True, capture_output=True)
+        subprocess.run([CLI, "speak", "-m", model, "--backend", "cpu", "--threads", "1", "--phonemes", phonemes, "-v",
+                        "af_heart:0.6,am_adam:0.4", "--seed", "5", "-o", ref], check=True, capture_output=True)
+        want = open(ref, "rb").read()
+        p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--threads", "1", "--port", "0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = p.stdout.readline()
+        if not line.startswith("listening on http://127.0.0.1:"):
+            p.kill()
+            check(False, "the speech server did not start: %r %s" % (line, p.stderr.read()))
+            return
+        port = int(line.rsplit(":", 1)[1])
+        try:
+            body = dict(model="kokoro", input=phonemes, voice="af_heart:0.6,am_adam:0.4", seed=5, phonemes=True)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            c.request("POST", "/v1/audio/speech", body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            got = r.read()
+            c.close()
+            check(r.status == 200 and r.getheader("Content-Type") == "audio/wav", "speech: %s %s" % (r.status, r.getheader("Content-Type")))
+            check(got == want, "the WAV equals `wgml speak`'s (%d vs %d bytes)" % (len(got), len(want)))
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            c.request("POST", "/v1/audio/speech", body=json.dumps(dict(body, response_format="pcm")).encode(),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            pcm = r.read()
+            c.close()
+            check(r.getheader("Content-Type") == "audio/pcm" and r.getheader("Transfer-Encoding") == "chunked" and
+                  pcm == want[44:], "PCM: the WAV's samples, streamed (%d bytes)" % len(pcm))
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            m = o["data"][0]
+            check(m["meta"]["capabilities"] == ["audio.speech"] and m["voices"] == ["af_heart", "am_adam", "bf_emma"],
+                  "models: %s" % m)
+            for extra, param in [(dict(voice="alloy"), "voice"), (dict(voice="../voices/af_heart.bin"), "voice"),
+                                 (dict(voice="af_heart,nobody"), "voice"), (dict(response_format="mp3"), "response_format"),
+                                 (dict(speed=9), "speed"), (dict(input=""), "input"), (dict(seed=-1), "seed"),
+                                 (dict(lang="fr"), "lang")]:
+                s, o, _ = request(port, "POST", "/v1/audio/speech", dict(body, **extra), key=None)
+                check(s == 400 and o["error"]["param"] == param, "speech %s -> %s %s" % (extra, s, o))
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="hi"), key=None)
+            check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on kokoro: %s %s" % (s, o))
+        finally:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def embeddings():

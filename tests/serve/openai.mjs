@@ -11,10 +11,12 @@
 // name); 4 concurrent streams whose greedy texts equal their solo runs; a stream the
 // client aborts frees its slot and is counted as cancelled. client.embeddings with an
 // embedding model (a one-layer `wgml synth` all-minilm-l6): the client's default base64
-// decoded to the floats of encoding_format "float", dimensions. Exits 77 (skipped) when the
+// decoded to the floats of encoding_format "float", dimensions. client.audio.speech with
+// Kokoro (../shared's kokoro-tiny converted): the WAV equals `wgml speak`'s, byte for
+// byte. Exits 77 (skipped) when the
 // client is not installed and CI is not set (scripts/test.sh installs it).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -200,8 +202,34 @@ try {
     es.p.kill('SIGTERM');
     await new Promise((r) => es.p.once('exit', r));
   }
+  // ---- speech: a Kokoro model's server (the shared tiny checkpoint, converted)
+  const kdir = path.join(process.env.WGML_SHARED || path.join(here, '../../../shared'), 'kokoro');
+  if (!existsSync(path.join(kdir, 'kokoro-tiny.pth'))) {
+    check(!process.env.WGML_REQUIRE_SHARED, 'the shared Kokoro checkpoint is missing');
+  } else {
+    const kfile = path.join(dir, 'kokoro.gguf'), ref = path.join(dir, 'ref.wav');
+    const phonemes = 'həlˈoʊ wˈɜːld. hˌaʊ ɑːɹ juː?';
+    execFileSync(CLI, ['convert', 'kokoro', path.join(kdir, 'kokoro-tiny.pth'), '--config', path.join(kdir, 'config-kokoro-tiny.json'),
+      '--voices', path.join(kdir, 'voices'), '-o', kfile], { stdio: 'pipe' });
+    execFileSync(CLI, ['speak', '-m', kfile, '--backend', 'cpu', '--threads', '1', '--phonemes', phonemes, '-v', 'af_heart',
+      '--seed', '5', '-o', ref], { stdio: 'pipe' });
+    const ks = await startModel(kfile, '--threads', '1');
+    try {
+      const kc = new OpenAI({ apiKey: KEY, baseURL: `${ks.url}/v1`, maxRetries: 0 });
+      // phonemes and seed are wgml's extensions of the request
+      const res = await kc.audio.speech.create({ model: 'kokoro', voice: 'af_heart', input: phonemes, response_format: 'wav',
+        phonemes: true, seed: 5 });
+      const got = Buffer.from(await res.arrayBuffer());
+      check(got.equals(readFileSync(ref)), `speech: the WAV differs from \`wgml speak\`'s (${got.length} bytes)`);
+      const e = await kc.audio.speech.create({ model: 'kokoro', voice: 'alloy', input: 'Hi.' }).then(() => null, (err) => err);
+      check(e instanceof OpenAI.BadRequestError && e.param === 'voice', `an unknown voice: ${e}`);
+    } finally {
+      ks.p.kill('SIGTERM');
+      await new Promise((r) => ks.p.once('exit', r));
+    }
+  }
 } catch (err) {
-  check(false, `embeddings: unexpected: ${err && err.stack ? err.stack : err}`);
+  check(false, `embeddings / speech: unexpected: ${err && err.stack ? err.stack : err}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

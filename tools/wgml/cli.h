@@ -127,6 +127,14 @@ void cli_lines_free(char **lines);
 int cli_items(const char **args, int n_args, const char *file, const char *what, const char *const **items,
               char ***lines);
 
+/* A RIFF WAVE header for n mono samples (PCM 16-bit, or IEEE float 32-bit with its fact
+ * chunk) into h (58 bytes); returns its length. n < 0: a stream of unknown length (sizes
+ * 0xFFFFFFFF, as players of piped WAV expect). */
+size_t cli_wav_header(unsigned char *h, int64_t n, int rate, int f32);
+/* n samples as little-endian 16-bit PCM (clipped to [-1, 1], NaN as 0) or 32-bit float
+ * into out (2 or 4 bytes each). */
+void cli_audio_bytes(const float *x, int64_t n, int f32, unsigned char *out);
+
 /* A per-kernel time table as a JSON array of {name, calls, total_ms} (bench --json). */
 struct json_object;
 struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n);

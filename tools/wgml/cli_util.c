@@ -360,3 +360,51 @@ wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms) {
     }
     return m;
 }
+
+/* ---- audio files ---- */
+
+static void put_u32(unsigned char *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
+
+size_t cli_wav_header(unsigned char *h, int64_t n, int rate, int f32) {
+    const uint32_t bps = f32 ? 4 : 2, fmt_size = f32 ? 18 : 16;
+    const uint32_t data = n < 0 ? 0xFFFFFFFFu : (uint32_t)n * bps;
+    size_t k;
+    memcpy(h, "RIFF", 4);
+    put_u32(h + 4, n < 0 ? 0xFFFFFFFFu : 4 + (8 + fmt_size) + (f32 ? 12 : 0) + 8 + data);
+    memcpy(h + 8, "WAVEfmt ", 8);
+    put_u32(h + 16, fmt_size);
+    put_u16(h + 20, f32 ? 3 : 1); /* WAVE_FORMAT_IEEE_FLOAT, WAVE_FORMAT_PCM */
+    put_u16(h + 22, 1);           /* mono */
+    put_u32(h + 24, (uint32_t)rate);
+    put_u32(h + 28, (uint32_t)rate * bps);
+    put_u16(h + 32, (uint16_t)bps);
+    put_u16(h + 34, (uint16_t)(8 * bps));
+    k = 36;
+    if (f32) {
+        put_u16(h + 36, 0); /* no extension */
+        memcpy(h + 38, "fact", 4);
+        put_u32(h + 42, 4);
+        put_u32(h + 46, n < 0 ? 0xFFFFFFFFu : (uint32_t)n);
+        k = 50;
+    }
+    memcpy(h + k, "data", 4);
+    put_u32(h + k + 4, data);
+    return k + 8;
+}
+
+void cli_audio_bytes(const float *x, int64_t n, int f32, unsigned char *out) {
+    for (int64_t j = 0; j < n; j++) {
+        float v = x[j];
+        if (f32) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            put_u32(out + 4 * j, u);
+        } else {
+            v = v != v ? 0 : v > 1 ? 1 : v < -1 ? -1 : v;
+            put_u16(out + 2 * j, (uint16_t)(int16_t)lrintf(v * 32767.0f));
+        }
+    }
+}

@@ -21,7 +21,8 @@ static const char *help =
     "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
     "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
     "decoded together in one batched step per token; others wait in a queue. An embedding\n"
-    "model (the bert family) serves POST /v1/embeddings instead.\n\n"
+    "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
+    "POST /v1/audio/speech (wav or pcm).\n\n"
     CLI_MODEL_OPTS_HELP
     "  --host ADDR           address to listen on (default 127.0.0.1)\n"
     "  --port N              port (default 8080; 0: any free port, printed)\n"
@@ -135,9 +136,11 @@ int cmd_serve(int argc, char **argv) {
     if (s.batch)
         fprintf(stderr, "wgml serve: %s on %s (%s), %d slots of %d tokens%s\n", s.model_id, s.info.backend,
                 s.info.adapter, s.n_slots, s.n_ctx, s.template_fallback ? ", chat template: built-in fallback" : "");
-    else
+    else if (s.info.tasks & WGML_TASK_EMBED)
         fprintf(stderr, "wgml serve: %s on %s (%s), embeddings of texts up to %d tokens\n", s.model_id,
                 s.info.backend, s.info.adapter, s.n_ctx);
+    else
+        fprintf(stderr, "wgml serve: %s on %s (%s), speech\n", s.model_id, s.info.backend, s.info.adapter);
     printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
     fflush(stdout);
     while (!signals_seen) usleep(50 * 1000);

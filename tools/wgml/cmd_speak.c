@@ -37,59 +37,14 @@ static const char *help =
     "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n"
     "  --threads N           CPU threads (default: one per core)\n";
 
-static void put_u32(unsigned char *p, uint32_t v) {
-    for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put_u16(unsigned char *p, uint16_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
-
-/* A RIFF WAVE header for n samples (PCM 16-bit, or IEEE float 32-bit with
- * its fact chunk) into h (58 bytes); returns its length. n < 0: a stream of
- * unknown length (sizes 0xFFFFFFFF, as players of piped WAV expect). */
-static size_t wav_header(unsigned char *h, int64_t n, int rate, int f32) {
-    const uint32_t bps = f32 ? 4 : 2, fmt_size = f32 ? 18 : 16;
-    const uint32_t data = n < 0 ? 0xFFFFFFFFu : (uint32_t)n * bps;
-    size_t k;
-    memcpy(h, "RIFF", 4);
-    put_u32(h + 4, n < 0 ? 0xFFFFFFFFu : 4 + (8 + fmt_size) + (f32 ? 12 : 0) + 8 + data);
-    memcpy(h + 8, "WAVEfmt ", 8);
-    put_u32(h + 16, fmt_size);
-    put_u16(h + 20, f32 ? 3 : 1); /* WAVE_FORMAT_IEEE_FLOAT, WAVE_FORMAT_PCM */
-    put_u16(h + 22, 1);           /* mono */
-    put_u32(h + 24, (uint32_t)rate);
-    put_u32(h + 28, (uint32_t)rate * bps);
-    put_u16(h + 32, (uint16_t)bps);
-    put_u16(h + 34, (uint16_t)(8 * bps));
-    k = 36;
-    if (f32) {
-        put_u16(h + 36, 0); /* no extension */
-        memcpy(h + 38, "fact", 4);
-        put_u32(h + 42, 4);
-        put_u32(h + 46, n < 0 ? 0xFFFFFFFFu : (uint32_t)n);
-        k = 50;
-    }
-    memcpy(h + k, "data", 4);
-    put_u32(h + k + 4, data);
-    return k + 8;
-}
-
-/* n samples as 16-bit PCM (clipped to [-1, 1], NaN as 0) or 32-bit float. */
+/* n samples as 16-bit PCM or 32-bit float (cli_audio_bytes). */
 static int wav_samples(FILE *f, const float *x, int64_t n, int f32) {
     enum { CHUNK = 4096 };
     const size_t bps = f32 ? 4 : 2;
     unsigned char buf[CHUNK * 4];
     for (int64_t i = 0; i < n; i += CHUNK) {
         int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        for (int64_t j = 0; j < m; j++) {
-            float v = x[i + j];
-            if (f32) {
-                uint32_t u;
-                memcpy(&u, &v, 4);
-                put_u32(buf + 4 * j, u);
-            } else {
-                v = v != v ? 0 : v > 1 ? 1 : v < -1 ? -1 : v;
-                put_u16(buf + 2 * j, (uint16_t)(int16_t)lrintf(v * 32767.0f));
-            }
-        }
+        cli_audio_bytes(x + i, m, f32, buf);
         if (fwrite(buf, 1, (size_t)m * bps, f) != (size_t)m * bps) return 0;
     }
     return 1;
@@ -246,7 +201,7 @@ int cmd_speak(int argc, char **argv) {
         goto done;
     }
     unsigned char h[58];
-    size_t hk = wav_header(h, to_stdout ? -1 : 0, s.rate, f32);
+    size_t hk = cli_wav_header(h, to_stdout ? -1 : 0, s.rate, f32);
     if (fwrite(h, 1, hk, s.f) != hk) s.failed = 1;
     if (words && !(s.words = fopen(words, "w"))) {
         rc = cli_fail("cannot write '%s': %s", words, strerror(errno));
@@ -262,7 +217,7 @@ int cmd_speak(int argc, char **argv) {
     free(input);
     if (s.words && (fclose(s.words) != 0 || s.words_failed) && !st) rc = cli_fail("cannot write '%s'", words);
     if (!s.failed && !st && !to_stdout) { /* the final sizes */
-        hk = wav_header(h, s.n, s.rate, f32);
+        hk = cli_wav_header(h, s.n, s.rate, f32);
         if (fseek(s.f, 0, SEEK_SET) != 0 || fwrite(h, 1, hk, s.f) != hk) s.failed = 1;
     }
     int closed = to_stdout ? fflush(s.f) == 0 : fclose(s.f) == 0;

@@ -70,7 +70,7 @@ typedef struct serve_hist {
     uint64_t n;
 } serve_hist;
 
-#define SERVE_N_ENDPOINTS 7 /* chat, completions, embeddings, models, health, metrics, other (serve_http.c) */
+#define SERVE_N_ENDPOINTS 8 /* chat, completions, embeddings, audio_speech, models, health, metrics, other (serve_http.c) */
 #define SERVE_N_STATUS 9
 extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
 typedef struct serve_metrics {
@@ -92,7 +92,7 @@ typedef struct serve_server {
     wgml_model_info info;
     const char *model_id; /* the name /v1/models lists */
     wgml_batch *batch; /* NULL for a model that does not generate (an embedding model) */
-    pthread_mutex_t embed_mu; /* one /v1/embeddings request at a time on the model */
+    pthread_mutex_t model_mu; /* one /v1/embeddings or /v1/audio/speech request at a time on the model */
     int n_slots, n_ctx, chunk, max_queue;
     const char *api_key; /* NULL: none */
     size_t max_body;

@@ -32,9 +32,9 @@ struct serve_http {
     serve_server *s;
 };
 
-enum { EP_CHAT, EP_COMPLETIONS, EP_EMBEDDINGS, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
-static const char *const ep_names[SERVE_N_ENDPOINTS] = {"chat_completions", "completions", "embeddings", "models",
-                                                        "health", "metrics", "other"};
+enum { EP_CHAT, EP_COMPLETIONS, EP_EMBEDDINGS, EP_SPEECH, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
+static const char *const ep_names[SERVE_N_ENDPOINTS] = {"chat_completions", "completions", "embeddings", "audio_speech",
+                                                        "models", "health", "metrics", "other"};
 
 /* ---- responses ---- */
 
@@ -445,7 +445,9 @@ static int no_task(struct mg_connection *c, serve_server *s, const char *what) {
     return send_error(c, 400, "model", "model_not_supported", "%s is a %s model: it does not %s (it serves %s)",
                       s->model_id, s->info.architecture, what,
                       s->info.tasks & WGML_TASK_GENERATE ? "/v1/chat/completions and /v1/completions"
-                                                          : "/v1/embeddings");
+                      : s->info.tasks & WGML_TASK_EMBED  ? "/v1/embeddings"
+                      : s->info.tasks & WGML_TASK_SPEECH ? "/v1/audio/speech"
+                                                         : "no task of this server");
 }
 
 static int ep_completions(struct mg_connection *c, serve_server *s, json_object *req) {
@@ -495,7 +497,7 @@ static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
  * encoding_format ("float" or "base64": the float32 bytes, as OpenAI's client asks by
  * default), dimensions (keep the first N values, then normalize: Matryoshka models);
  * model and user are ignored. Runs in this HTTP thread, one request at a time on the
- * model (embed_mu): an embedding is one forward pass, with no stream to interleave. */
+ * model (model_mu): an embedding is one forward pass, with no stream to interleave. */
 static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *req) {
     if (!(s->info.tasks & WGML_TASK_EMBED)) return no_task(c, s, "embed text");
     json_object *input, *v;
@@ -540,13 +542,13 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
     }
     wgml_error err;
     long long tokens = 0;
-    pthread_mutex_lock(&s->embed_mu);
+    pthread_mutex_lock(&s->model_mu);
     wgml_status st = wgml_embed(s->model, texts, n, &ep, vec, dim, &err);
     for (int i = 0; !st && i < n; i++) {
         int k = wgml_tokenize(s->model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
         tokens += k > 0 ? k : 0;
     }
-    pthread_mutex_unlock(&s->embed_mu);
+    pthread_mutex_unlock(&s->model_mu);
     int status;
     if (st == WGML_ERR_CONTEXT_FULL)
         status = send_error(c, 400, "input", "context_length_exceeded", "%s", err.message);
@@ -558,6 +560,154 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
         status = send_json(c, 200, cli_embeddings_json(vec, n, dim, s->model_id, tokens, base64));
     free(vec);
     free(texts);
+    return status;
+}
+
+/* POST /v1/audio/speech: input (text, at most 4096 bytes, through the G2P; or the model's
+ * phoneme symbols with the extension "phonemes": true), voice (a voice of the model or a
+ * blend, "af_heart:0.6,am_adam:0.4"), response_format "wav" (16-bit PCM, the whole
+ * utterance; the default) or "pcm" (raw 16-bit little-endian samples at 24 kHz, streamed
+ * sentence by sentence as they are made); speed (0.25-4); extensions seed and lang
+ * ("en-us", "en-gb"). OpenAI's compressed formats (mp3, opus, aac, flac) are refused:
+ * wgml has no encoder. One request at a time on the model (model_mu). */
+typedef struct {
+    struct mg_connection *c;
+    int stream;             /* pcm: chunks go out as they are made */
+    unsigned char *buf;     /* wav: the samples so far */
+    size_t len, cap;
+    int rate, failed, sent; /* sent: a chunk went out (headers too) */
+} speech_sink;
+
+static int speech_chunk(void *user, const wgml_audio_chunk *ch) {
+    speech_sink *k = user;
+    if (k->rate && ch->sample_rate != k->rate) return k->failed = 1;
+    k->rate = ch->sample_rate;
+    size_t bytes = (size_t)ch->n_samples * 2;
+    if (k->stream) {
+        unsigned char *b = malloc(bytes ? bytes : 1);
+        if (!b) return k->failed = 1;
+        cli_audio_bytes(ch->samples, ch->n_samples, 0, b);
+        if (!k->sent) {
+            mg_response_header_start(k->c, 200);
+            mg_response_header_add(k->c, "Content-Type", "audio/pcm", -1);
+            mg_response_header_add(k->c, "Transfer-Encoding", "chunked", -1);
+            mg_response_header_send(k->c);
+            k->sent = 1;
+        }
+        int ok = !bytes || mg_send_chunk(k->c, (const char *)b, (unsigned)bytes) > 0;
+        free(b);
+        return ok ? 0 : (k->failed = 1); /* the client is gone: stop speaking */
+    }
+    if (k->len + bytes > k->cap) {
+        size_t cap = k->cap ? k->cap : 1 << 16;
+        while (cap < k->len + bytes) cap *= 2;
+        unsigned char *nb = realloc(k->buf, cap);
+        if (!nb) return k->failed = 1;
+        k->buf = nb, k->cap = cap;
+    }
+    cli_audio_bytes(ch->samples, ch->n_samples, 0, k->buf + k->len);
+    k->len += bytes;
+    return 0;
+}
+
+/* Whether every voice a voice string names ("a", or "a:0.6,b:0.4") is one of the
+ * model's: the library would also take a voice file's path, which a client must not. */
+static int model_voices(serve_server *s, const char *voice) {
+    for (const char *p = voice;;) {
+        size_t n = strcspn(p, ":,");
+        int found = 0;
+        for (int i = 0; !found && wgml_speech_voice(s->model, i); i++) {
+            const char *name = wgml_speech_voice(s->model, i);
+            found = strlen(name) == n && !strncmp(name, p, n);
+        }
+        if (!found) return 0;
+        p += n;
+        if (*p == ':') p += strcspn(p, ","); /* the weight: the library checks it */
+        if (!*p) return 1;
+        p++; /* ',' */
+    }
+}
+
+static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req) {
+    if (!(s->info.tasks & WGML_TASK_SPEECH)) return no_task(c, s, "speak");
+    json_object *v;
+    wgml_speak_params p = wgml_speak_default_params();
+    if (!json_object_object_get_ex(req, "input", &v) || !json_object_is_type(v, json_type_string) ||
+        json_object_get_string_len(v) == 0 || json_object_get_string_len(v) > 4096)
+        return send_error(c, 400, "input", NULL, "'input' must be a string of 1 to 4096 bytes");
+    const char *input = json_object_get_string(v);
+    if (!json_object_object_get_ex(req, "voice", &v) || !json_object_is_type(v, json_type_string) ||
+        json_object_get_string_len(v) == 0)
+        return send_error(c, 400, "voice", NULL, "'voice' must name a voice of the model (GET /v1/models lists them)");
+    const char *voice = json_object_get_string(v);
+    if (!model_voices(s, voice))
+        return send_error(c, 400, "voice", NULL,
+                          "'voice' %.64s is not a voice of the model or a blend of them (\"af_heart:0.6,am_adam:0.4\"): "
+                          "GET /v1/models lists them", voice);
+    int pcm = 0;
+    if (json_object_object_get_ex(req, "response_format", &v) && !json_object_is_type(v, json_type_null)) {
+        const char *f = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+        if (!strcmp(f, "pcm")) pcm = 1;
+        else if (strcmp(f, "wav"))
+            return send_error(c, 400, "response_format", NULL,
+                              "'response_format' %.32s is not served: wgml has no audio encoder; ask for \"wav\" or "
+                              "\"pcm\" (16-bit, 24 kHz)", f);
+    }
+    if (json_object_object_get_ex(req, "speed", &v) && !json_object_is_type(v, json_type_null)) {
+        double sp = is_number(v) ? json_object_get_double(v) : 0;
+        if (!(sp >= 0.25 && sp <= 4)) return send_error(c, 400, "speed", NULL, "'speed' must be a number from 0.25 to 4");
+        p.speed = (float)sp;
+    }
+    if (json_object_object_get_ex(req, "seed", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+            return send_error(c, 400, "seed", NULL, "'seed' must be a non-negative integer");
+        p.seed = (uint64_t)json_object_get_int64(v);
+    }
+    if (json_object_object_get_ex(req, "lang", &v) && !json_object_is_type(v, json_type_null)) {
+        const char *l = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+        if (strcmp(l, "en-us") && strcmp(l, "en-gb"))
+            return send_error(c, 400, "lang", NULL, "'lang' must be \"en-us\" or \"en-gb\"");
+        p.lang = l;
+    }
+    if (json_object_object_get_ex(req, "phonemes", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            return send_error(c, 400, "phonemes", NULL, "'phonemes' must be true or false");
+        p.phonemes = json_object_get_boolean(v);
+    }
+    speech_sink k = {.c = c, .stream = pcm};
+    wgml_error err;
+    pthread_mutex_lock(&s->model_mu);
+    wgml_status st = wgml_speak(s->model, input, voice, &p, speech_chunk, &k, NULL, &err);
+    pthread_mutex_unlock(&s->model_mu);
+    int status;
+    if (k.sent) { /* a pcm stream under way: end it (after a failure, cut short) */
+        mg_send_chunk(c, "", 0);
+        status = k.failed ? 499 : 200;
+    } else if (k.failed) {
+        status = send_error(c, 500, NULL, NULL, "out of memory making the audio");
+    } else if (st == WGML_ERR_INVALID_ARGUMENT) {
+        status = send_error(c, 400, strstr(err.message, "voice") ? "voice" : "input", NULL, "%s", err.message);
+    } else if (st == WGML_ERR_UNSUPPORTED || st == WGML_ERR_TOKENIZER) {
+        status = send_error(c, 400, "input", NULL, "%s", err.message);
+    } else if (st) {
+        status = send_error(c, 500, NULL, NULL, "speech failed: %s", err.message);
+    } else if (pcm) { /* nothing to say: an empty stream */
+        status = send_body(c, 200, "audio/pcm", "", 0, NULL, NULL);
+    } else {
+        unsigned char h[64];
+        int64_t n = (int64_t)(k.len / 2);
+        size_t hl = cli_wav_header(h, n, k.rate ? k.rate : 24000, 0);
+        unsigned char *wav = malloc(hl + k.len);
+        if (!wav) {
+            status = send_error(c, 500, NULL, NULL, "out of memory");
+        } else {
+            memcpy(wav, h, hl);
+            if (k.len) memcpy(wav + hl, k.buf, k.len);
+            status = send_body(c, 200, "audio/wav", (const char *)wav, hl + k.len, NULL, NULL);
+            free(wav);
+        }
+    }
+    free(k.buf);
     return status;
 }
 
@@ -575,6 +725,13 @@ static int ep_models(struct mg_connection *c, serve_server *s) {
         json_object_array_add(caps, json_object_new_string("chat.completions"));
     }
     if (s->info.tasks & WGML_TASK_EMBED) json_object_array_add(caps, json_object_new_string("embeddings"));
+    if (s->info.tasks & WGML_TASK_SPEECH) {
+        json_object_array_add(caps, json_object_new_string("audio.speech"));
+        json_object *voices = json_object_new_array();
+        for (int i = 0; wgml_speech_voice(s->model, i); i++)
+            json_object_array_add(voices, json_object_new_string(wgml_speech_voice(s->model, i)));
+        json_object_object_add(m, "voices", voices);
+    }
     json_object *meta = json_object_new_object();
     json_object_object_add(meta, "capabilities", caps);
     json_object_object_add(meta, "architecture", json_object_new_string(s->info.architecture));
@@ -767,7 +924,8 @@ static int handle(struct mg_connection *c, void *user) {
         const char *path, *method;
         int ep;
     } routes[] = {{"/v1/chat/completions", "POST", EP_CHAT}, {"/v1/completions", "POST", EP_COMPLETIONS},
-                  {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/v1/models", "GET", EP_MODELS},
+                  {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/v1/audio/speech", "POST", EP_SPEECH},
+                  {"/v1/models", "GET", EP_MODELS},
                   {"/health", "GET", EP_HEALTH},             {"/metrics", "GET", EP_METRICS}};
     int ep = EP_OTHER, status;
     size_t r = 0;
@@ -812,6 +970,7 @@ static int handle(struct mg_connection *c, void *user) {
             } else {
                 status = ep == EP_CHAT          ? ep_chat(c, s, req)
                          : ep == EP_EMBEDDINGS ? ep_embeddings(c, s, req)
+                         : ep == EP_SPEECH     ? ep_speech(c, s, req)
                                                : ep_completions(c, s, req);
             }
             json_object_put(req);
