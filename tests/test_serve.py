@@ -35,14 +35,37 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
-def start(*extra):
-    p = subprocess.Popen([CLI, "serve", "-m", MODEL, "--backend", "cpu", "--port", "0", "--parallel", "4",
-                          "--ctx-size", "256", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def serve(model, *args):
+    """`wgml serve -m model --backend cpu --port 0 args`: the process and its port."""
+    p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--port", "0", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if not line.startswith("listening on http://127.0.0.1:"):
         p.kill()
         sys.exit("server did not start: %r %s" % (line, p.stderr.read()))
     return p, int(line.rsplit(":", 1)[1])
+
+
+def start(*extra):
+    return serve(MODEL, "--parallel", "4", "--ctx-size", "256", *extra)
+
+
+def stop_server(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+
+def post_bytes(port, path, body):
+    """A POST whose answer is not JSON: status, response, body bytes."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    c.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, r, data
 
 
 def request(port, method, path, body=None, key=KEY, raw=None, headers=None):
@@ -312,11 +335,7 @@ def main():
         check(prompt_tokens(m1) == prompt_tokens(m0), "the cancelled request's prompt was never evaluated: %d -> %d"
               % (prompt_tokens(m0), prompt_tokens(m1)))
     finally:
-        p3.send_signal(signal.SIGTERM)
-        try:
-            p3.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            p3.kill()
+        stop_server(p3)
     embeddings()
     speech()
     if failures:
@@ -342,29 +361,13 @@ def speech():
         subprocess.run([CLI, "speak", "-m", model, "--backend", "cpu", "--threads", "1", "--phonemes", phonemes, "-v",
                         "af_heart:0.6,am_adam:0.4", "--seed", "5", "-o", ref], check=True, capture_output=True)
         want = open(ref, "rb").read()
-        p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--threads", "1", "--port", "0"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = p.stdout.readline()
-        if not line.startswith("listening on http://127.0.0.1:"):
-            p.kill()
-            check(False, "the speech server did not start: %r %s" % (line, p.stderr.read()))
-            return
-        port = int(line.rsplit(":", 1)[1])
+        p, port = serve(model, "--threads", "1")
         try:
             body = dict(model="kokoro", input=phonemes, voice="af_heart:0.6,am_adam:0.4", seed=5, phonemes=True)
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-            c.request("POST", "/v1/audio/speech", body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            got = r.read()
-            c.close()
-            check(r.status == 200 and r.getheader("Content-Type") == "audio/wav", "speech: %s %s" % (r.status, r.getheader("Content-Type")))
+            status, r, got = post_bytes(port, "/v1/audio/speech", body)
+            check(status == 200 and r.getheader("Content-Type") == "audio/wav", "speech: %s %s" % (status, r.getheader("Content-Type")))
             check(got == want, "the WAV equals `wgml speak`'s (%d vs %d bytes)" % (len(got), len(want)))
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-            c.request("POST", "/v1/audio/speech", body=json.dumps(dict(body, response_format="pcm")).encode(),
-                      headers={"Content-Type": "application/json"})
-            r = c.getresponse()
-            pcm = r.read()
-            c.close()
+            status, r, pcm = post_bytes(port, "/v1/audio/speech", dict(body, response_format="pcm"))
             check(r.getheader("Content-Type") == "audio/pcm" and r.getheader("Transfer-Encoding") == "chunked" and
                   pcm == want[44:], "PCM: the WAV's samples, streamed (%d bytes)" % len(pcm))
             s, o, _ = request(port, "GET", "/v1/models", key=None)
@@ -380,11 +383,7 @@ def speech():
             s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="hi"), key=None)
             check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on kokoro: %s %s" % (s, o))
         finally:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            stop_server(p)
 
 
 def embeddings():
@@ -397,14 +396,7 @@ def embeddings():
         want = [[float(x) for x in line.split()] for line in subprocess.run(
             [CLI, "embed", "-m", model, "--backend", "cpu", *texts], check=True, capture_output=True,
             text=True).stdout.strip().splitlines()]
-        p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--port", "0"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-        line = p.stdout.readline()
-        if not line.startswith("listening on http://127.0.0.1:"):
-            p.kill()
-            check(False, "the embedding server did not start: %r %s" % (line, p.stderr.read()))
-            return
-        port = int(line.rsplit(":", 1)[1])
+        p, port = serve(model)
         try:
             s, o, _ = request(port, "POST", "/v1/embeddings", dict(input=texts, model="x"), key=None)
             check(s == 200 and o["object"] == "list" and len(o["data"]) == 3 and o["usage"]["prompt_tokens"] > 6,
@@ -439,19 +431,14 @@ def embeddings():
             s, o, _ = request(port, "GET", "/v1/models", key=None)
             check(o["data"][0]["meta"]["capabilities"] == ["embeddings"], "capabilities %s" % o)
         finally:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
+            stop_server(p)
     # a model that only generates does not embed
     p, port = start()
     try:
         s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="hi"), key=None)
         check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on a llama model: %s %s" % (s, o))
     finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
+        stop_server(p)
 
 
 if __name__ == "__main__":
