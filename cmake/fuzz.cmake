@@ -1,6 +1,6 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,kokoro_config,cli} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,kokoro_config,cli,serve} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -59,6 +59,25 @@ if(WGML_FUZZ)
   target_link_options(fuzz_kokoro_config PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
   target_link_libraries(fuzz_kokoro_config PRIVATE wgml_fuzzlib PkgConfig::JSONC)
   set_target_properties(fuzz_kokoro_config PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+
+  # The HTTP server (`wgml serve`: tools/wgml/serve_*.c), linked as the CLI links it: civetweb
+  # (Debian's libcivetweb-dev, not instrumented) and json-c. Without civetweb it is left out.
+  find_path(CIVETWEB_INCLUDE_DIR civetweb.h)
+  find_library(CIVETWEB_LIBRARY civetweb)
+  if(CIVETWEB_INCLUDE_DIR AND CIVETWEB_LIBRARY)
+    set(WGML_FUZZ_SERVE_SOURCES serve_http.c serve_sched.c serve_chat.c cli_util.c)
+    list(TRANSFORM WGML_FUZZ_SERVE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
+    add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/fuzz/fuzz_serve.c ${WGML_FUZZ_SERVE_SOURCES})
+    target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/wgml
+                               ${CIVETWEB_INCLUDE_DIR})
+    target_compile_options(fuzz_serve PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+    target_compile_definitions(fuzz_serve PRIVATE WGML_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    target_link_options(fuzz_serve PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
+    target_link_libraries(fuzz_serve PRIVATE wgml_fuzzlib PkgConfig::JSONC ${CIVETWEB_LIBRARY})
+    set_target_properties(fuzz_serve PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+  else()
+    message(STATUS "civetweb not found (apt install libcivetweb-dev): fuzz_serve is left out")
+  endif()
 
   add_executable(wgml_fuzz_seeds ${CMAKE_SOURCE_DIR}/fuzz/make_seeds.c)
   target_include_directories(wgml_fuzz_seeds PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tests/support)

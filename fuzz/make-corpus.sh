@@ -56,12 +56,234 @@ mkdir -p "$kc"
 for f in "$shared"/kokoro/config-*.json; do
   [ -f "$f" ] && cp "$f" "$kc/seed-$(basename "$f")"
 done
+# fuzz_serve: byte 0 picks the mode (see fuzz/fuzz_serve.c): c and p a body for
+# POST /v1/chat/completions and /v1/completions, r a raw request, g a path to
+# GET, m a body sent on several connections at once, d a client that leaves.
+sv=$root/fuzz/corpus-run/serve
+mkdir -p "$sv"
+sseed() { printf '%s' "$2" > "$sv/seed-$1"; }          # mode letter and text, as is
+rseed() { { printf r; printf '%s' "$2" | sed -z 's/\n/\r\n/g'; } > "$sv/seed-$1"; }  # raw: lines end in CRLF
+# $1: name, $2: bytes as printf %b (mode byte and binary fields)
+bseed() { printf '%b' "$2" > "$sv/seed-$1"; }
+user='{"role": "user", "content": "Tell me a story"}'
+conv='[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! Once upon a time"}, {"role": "user", "content": "More"}]'
+sseed chat "c{\"messages\": [$user], \"max_tokens\": 8}"
+sseed chat-conv "c{\"model\": \"stories260K\", \"messages\": $conv, \"max_tokens\": 12, \"temperature\": 0.7, \"top_p\": 0.9, \"seed\": 42}"
+sseed chat-stream "c{\"messages\": $conv, \"stream\": true, \"stream_options\": {\"include_usage\": true}, \"max_tokens\": 16, \"stop\": [\".\", \"The end\"]}"
+sseed chat-stream-plain "c{\"messages\": [$user], \"stream\": true, \"stream_options\": {\"include_usage\": false}, \"stop\": \" \", \"seed\": 7}"
+sseed chat-greedy "c{\"messages\": [$user], \"temperature\": 0, \"max_completion_tokens\": 4, \"n\": 1, \"stream\": false}"
+sseed chat-full "c{\"messages\": [$user]}"
+sseed chat-parts "c{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hi\"}]}, {\"role\": \"tool\", \"content\": null}]}"
+sseed chat-empty "c{\"messages\": []}"
+sseed chat-no-role "c{\"messages\": [{\"content\": \"Hi\"}, 3]}"
+sseed chat-not-array "c{\"messages\": {\"role\": \"user\"}}"
+sseed chat-types "c{\"messages\": [$user], \"stream\": \"yes\", \"max_tokens\": \"8\", \"temperature\": 3, \"top_p\": 0, \"seed\": 1.5}"
+sseed chat-types2 "c{\"messages\": [$user], \"n\": 2, \"stop\": [1], \"stream_options\": [], \"model\": 5}"
+sseed chat-stops "c{\"messages\": [$user], \"stop\": [\"a\", \"b\", \"c\", \"d\", \"e\"]}"
+sseed chat-stop-empty "c{\"messages\": [$user], \"stop\": \"\"}"
+sseed chat-stop-nul "c{\"messages\": [$user], \"stop\": [\"\\u0000\", \"x\\u0000y\"], \"max_tokens\": 8}"
+sseed chat-huge "c{\"messages\": [$user], \"max_tokens\": 99999999999999999999, \"temperature\": 1e400, \"seed\": -1, \"top_p\": -0.0}"
+sseed chat-negative "c{\"messages\": [$user], \"max_tokens\": -5, \"max_completion_tokens\": 0}"
+sseed chat-unicode "c{\"messages\": [{\"role\": \"user\", \"content\": \"\\u00e9\\ud83d\\ude00 \\ud800 \\u0000 caf\\u00e9\"}], \"max_tokens\": 4}"
+sseed chat-bad-json "c{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}"
+sseed chat-trailing "c{\"messages\": [$user]} {}"
+sseed chat-array "c[{\"messages\": []}]"
+sseed chat-deep "c$(printf '%0.s[' $(seq 100))$(printf '%0.s]' $(seq 100))"
+printf 'c{"messages": [{"role": "user", "content": "\xff\xfe\xc0\x80"}]}' > "$sv/seed-chat-bad-utf8"
+long=$(head -c 9000 /dev/zero | tr '\0' a)
+sseed chat-over-limit "c{\"messages\": [{\"role\": \"user\", \"content\": \"$long\"}]}"
+words=$(printf 'once upon a time %.0s' $(seq 40))
+sseed chat-over-context "c{\"messages\": [{\"role\": \"user\", \"content\": \"$words\"}]}"
+sseed comp "p{\"prompt\": \"Once upon a time\", \"max_tokens\": 8}"
+sseed comp-array "p{\"prompt\": [\"Once upon a time\"], \"stream\": true, \"stream_options\": {\"include_usage\": true}, \"stop\": \".\"}"
+sseed comp-default "p{\"prompt\": \"The cat\", \"temperature\": 0, \"seed\": 3}"
+sseed comp-empty "p{\"prompt\": \"\"}"
+sseed comp-types "p{\"prompt\": 123}"
+sseed comp-two "p{\"prompt\": [\"a\", \"b\"]}"
+sseed comp-tokens "p{\"prompt\": [1, 2, 3]}"
+sseed comp-over-context "p{\"prompt\": \"$words\"}"
+sseed comp-nul "p{\"prompt\": \"a\\u0000b\", \"max_tokens\": 2}"
+sseed comp-whitespace "p  {\"prompt\": \"x\", \"max_tokens\": 1}  "
+body='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}'
+cbody='{"prompt": "Once upon a time", "max_tokens": 4, "stream": true}'
+rseed raw-post "POST /v1/chat/completions HTTP/1.1
+Host: 127.0.0.1
+Content-Type: application/json
+Content-Length: ${#body}
+
+$body"
+rseed raw-keepalive "POST /v1/completions HTTP/1.1
+Host: x
+Content-Length: ${#cbody}
+
+${cbody}GET /health HTTP/1.1
+Host: x
+
+GET /v1/models HTTP/1.1
+
+"
+rseed raw-chunked "POST /v1/completions HTTP/1.1
+Transfer-Encoding: chunked
+
+10
+{\"prompt\": \"Once
+$(printf '%x' $((${#cbody} - 16)))
+${cbody:16}
+0
+
+"
+rseed raw-chunked-bad "POST /v1/chat/completions HTTP/1.1
+Transfer-Encoding: chunked
+
+zz
+{}
+fffffffffffffffff
+"
+rseed raw-chunked-big "POST /v1/completions HTTP/1.1
+Transfer-Encoding: chunked
+
+$(printf '%x' 8994)
+{\"prompt\": \"${long:0:8980}\"}
+0
+
+"
+rseed raw-te-gzip "POST /v1/completions HTTP/1.1
+Transfer-Encoding: gzip
+Content-Length: 2
+
+{}"
+rseed raw-no-length "POST /v1/completions HTTP/1.1
+Host: x
+
+$cbody"
+rseed raw-length-short "POST /v1/completions HTTP/1.1
+Content-Length: 500
+
+$cbody"
+rseed raw-length-bad "POST /v1/completions HTTP/1.1
+Content-Length: -1
+
+{}"
+rseed raw-length-huge "POST /v1/completions HTTP/1.1
+Content-Length: 99999999999999999999999
+
+{}"
+rseed raw-length-text "POST /v1/completions HTTP/1.1
+Content-Length: abc
+
+{}"
+rseed raw-length-two "POST /v1/completions HTTP/1.1
+Content-Length: 2
+Content-Length: 9000
+
+{}"
+rseed raw-over-limit "POST /v1/chat/completions HTTP/1.1
+Content-Length: 9000
+
+{\"messages\": \"${long:0:8980}\"}"
+rseed raw-methods "BREW /health HTTP/1.1
+
+PUT /v1/models HTTP/1.1
+Content-Length: 0
+
+DELETE /health HTTP/1.1
+
+"
+rseed raw-head "HEAD /health HTTP/1.1
+
+HEAD /metrics HTTP/1.1
+
+"
+rseed raw-options "OPTIONS * HTTP/1.1
+
+"
+rseed raw-options-path "OPTIONS /v1/chat/completions HTTP/1.1
+Origin: http://x
+Access-Control-Request-Method: POST
+
+"
+rseed raw-get-chat "GET /v1/chat/completions HTTP/1.1
+
+"
+rseed raw-http10 "POST /v1/completions HTTP/1.0
+Content-Length: ${#cbody}
+
+$cbody"
+rseed raw-http2 "GET /health HTTP/2.0
+
+"
+rseed raw-http-bad "GET /health HTTP/9.x
+
+GET /health FTP/1.1
+
+"
+rseed raw-http09 "GET /health
+"
+rseed raw-absolute "GET http://127.0.0.1/health HTTP/1.1
+
+GET http://elsewhere:80/v1/models HTTP/1.1
+
+"
+rseed raw-websocket "GET /health HTTP/1.1
+Connection: Upgrade
+Upgrade: websocket
+Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==
+Sec-WebSocket-Version: 13
+
+"
+rseed raw-h2c "GET /health HTTP/1.1
+Connection: Upgrade, HTTP2-Settings
+Upgrade: h2c
+
+"
+rseed raw-expect "POST /v1/completions HTTP/1.1
+Expect: 100-continue
+Content-Length: ${#cbody}
+
+$cbody"
+rseed raw-auth "GET /v1/models HTTP/1.1
+Authorization: Bearer nothing
+
+"
+rseed raw-dots "GET /v1/../health HTTP/1.1
+
+GET /health%00x HTTP/1.1
+
+GET /v1//models?x=1#y HTTP/1.1
+
+"
+rseed raw-header-junk "GET /health HTTP/1.1
+no colon here
+: empty name
+X:
+ folded
+
+"
+{ printf 'rGET /health HTTP/1.1\r\n'; for i in $(seq 70); do printf 'X-H%d: %d\r\n' "$i" "$i"; done; printf '\r\n'; } > "$sv/seed-raw-many-headers"
+{ printf 'rGET /health HTTP/1.1\r\nX-Long: '; head -c 17000 /dev/zero | tr '\0' b; printf '\r\n\r\n'; } > "$sv/seed-raw-long-header"
+printf 'rGET /h\x00ealth HTTP/1.1\r\n\r\n' > "$sv/seed-raw-nul"
+printf 'r\r\n\r\nGET /health HTTP/1.1\n\n' > "$sv/seed-raw-bare-lf"
+sseed get-models "g/v1/models"
+sseed get-health "g/health"
+sseed get-metrics "g/metrics"
+sseed get-chat "g/v1/chat/completions"
+sseed get-unknown "g/v2/nothing"
+sseed get-dots "g/v1/./../metrics?format=json"
+sseed get-encoded "g/%68ealth%00%zz"
+sseed get-root "g"
+bseed multi-chat "m\\x04{\"messages\": [$user], \"stream\": true, \"max_tokens\": 8}"
+bseed multi-comp "m\\x0a{\"prompt\": \"Once upon a time\", \"max_tokens\": 6}"
+bseed multi-bad "m\\x01{\"prompt\": 1}"
+bseed leave-now "d\\x00{\"messages\": [$user], \"stream\": true}"
+bseed leave-stream "d\\x20{\"messages\": [$user], \"stream\": true}"
+bseed leave-comp "d\\x48{\"prompt\": \"Once upon a time\", \"stream\": true, \"max_tokens\": 30}"
+bseed leave-plain "d\\x10{\"prompt\": \"Once upon a time\"}"
 # Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

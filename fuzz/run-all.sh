@@ -15,9 +15,13 @@ par=${WGML_FUZZ_PARALLEL:-$(nproc)}
 [ "$par" -gt 4 ] && par=4
 [ "$par" -lt 1 ] && par=1
 targets=()
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
   if [ "$t" = tokenizer ] && [ ! -x "$build/fuzz/fuzz_tokenizer" ]; then
     echo "tokenizer: not built (WGML_FUZZ_TOKENIZER=OFF), skipped"
+    continue
+  fi
+  if [ "$t" = serve ] && [ ! -x "$build/fuzz/fuzz_serve" ]; then
+    echo "serve: not built (no civetweb: apt install libcivetweb-dev), skipped"
     continue
   fi
   targets+=("$t")

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # run.sh TARGET SECONDS - runs one fuzz target for SECONDS on its corpus.
 #
-# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template, kokoro_config or cli. New interesting inputs are
-# added to fuzz/corpus-run/TARGET/; a crash, a sanitizer report or a timeout
+# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template,
+# kokoro_config, cli or serve. New interesting inputs are added to
+# fuzz/corpus-run/TARGET/; a crash, a sanitizer report or a timeout
 # leaves the input in fuzz/corpus-run/artifacts/TARGET/ and makes the script
 # fail. Prints the executions per second and the total executions.
 # Environment: WGML_FUZZ_BUILD (default build-fuzz), WGML_SHARED (default
 # ../shared), WGML_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
 set -uo pipefail
 if [ $# -ne 2 ]; then
-  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template kokoro_config cli)" >&2
+  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve)" >&2
   exit 2
 fi
 target=$1
@@ -38,6 +39,7 @@ case $target in
   chat_template) flags+=(-max_len=32768 -dict="$root/fuzz/jinja.dict") ;;
   kokoro_config) flags+=(-max_len=16384) ;;
   cli)        flags+=(-max_len=65536) ;;
+  serve)      flags+=(-max_len=20480 -dict="$root/fuzz/serve.dict") ;;
   *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 

@@ -135,8 +135,9 @@ if [ -z "${WGML_SKIP_FUZZ:-}" ] && [ $have_shared = 1 ]; then
   stage "fuzz smoke: every target for $secs s, $jobs at a time"
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DWGML_BUILD_TESTS=OFF >/dev/null
+  serve=; grep -q '^build fuzz_serve:' build-fuzz/build.ninja && serve=fuzz_serve # it needs civetweb
   cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_pth fuzz_tokenizer fuzz_cli \
-    fuzz_chat_template fuzz_kokoro_config wgml_fuzz_seeds
+    fuzz_chat_template fuzz_kokoro_config $serve wgml_fuzz_seeds
   fuzz/make-corpus.sh
   WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
 fi

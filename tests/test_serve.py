@@ -112,6 +112,21 @@ def sse(port, path, body, key=KEY, stop_after=None):
     return events
 
 
+def raw_request(port, data):
+    """Sends bytes as they are and returns the whole answer (up to the server's close)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=120)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+
+
 def completion(port, prompt, n=24, **kw):
     body = dict(prompt=prompt, max_tokens=n, temperature=0)
     body.update(kw)
@@ -175,12 +190,28 @@ def main():
         err(400, "POST", "/v1/completions", {"prompt": "x", "n": 2}, param="n")
         err(400, "POST", "/v1/completions", {"prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, param="stop")
         err(400, "POST", "/v1/completions", {"prompt": "x", "stop": [1]}, param="stop")
+        err(400, "POST", "/v1/completions", {"prompt": "x", "stop": ["a\u0000"]}, param="stop")
         err(400, "POST", "/v1/completions", {"prompt": "x", "stream": "yes"}, param="stream")
         err(400, "POST", "/v1/chat/completions", {"messages": []}, param="messages")
         err(400, "POST", "/v1/chat/completions", {"messages": [{"content": "no role"}]}, param="messages")
         err(400, "POST", "/v1/chat/completions", {"messages": "hi"}, param="messages")
         err(400, "POST", "/v1/completions", {"prompt": "Once upon a time " * 200}, code="context_length_exceeded")
         err(413, "POST", "/v1/completions", raw=b'{"prompt": "' + b"a" * (1 << 20) + b'"}')
+        # what civetweb refuses before routing gets a whole answer too: an HTTP/1.1 status line (not the
+        # request's version, nor the bytes after a request line it cannot parse) and a JSON error
+        for data, status in [(b"GET /health HTTP/2.0\r\n\r\n", 505),
+                             (b"\r\n//GET /he{{p  {\"prompt\": {{alth HTTP/1.1\n\n\"x\"", 400),
+                             (b"POST /v1/completions HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 411),
+                             (b"GET /health HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", 404)]:
+            a = raw_request(port, data)
+            head, _, body = a.partition(b"\r\n\r\n")
+            try:
+                o = json.loads(body)
+            except ValueError:
+                o = None
+            check(head.startswith(b"HTTP/1.1 %d " % status) and isinstance(o, dict) and "message" in o["error"],
+                  "%r -> %r" % (data[:40], a[:200]))
 
         # ---- completions, plain and streamed: the same greedy text, usage, finish reasons
         solo = [completion(port, q)["choices"][0]["text"] for q in PROMPTS]
@@ -209,6 +240,11 @@ def main():
         text = streamed_text(ev)
         check(text == full[:full.find(stop)], "streamed stop: %r" % text)
         check(all(stop not in streamed_text([e]) for e in ev), "no chunk holds the stop string")
+        # a stop string at the very start: no text, and still a whole stream (finish_reason, [DONE])
+        ev = sse(port, "/v1/completions", dict(prompt=PROMPTS[0], max_tokens=24, temperature=0, stream=True,
+                                                stop=full[0]))
+        check(ev[-1] == "[DONE]" and ev[-2]["choices"][0]["finish_reason"] == "stop" and streamed_text(ev) == "",
+              "a stream stopped before any text: %s" % ev)
 
         # ---- chat: through the template, plain and streamed
         msgs = [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "Tell me one."}]

@@ -145,6 +145,8 @@ static int add_stop(gen_params *g, json_object *v) {
     size_t n = (size_t)json_object_get_string_len(v);
     if (n == 0 || n > SERVE_STOP_MAX_LEN)
         return bad(g, "stop", "a stop string must have 1 to %d bytes", SERVE_STOP_MAX_LEN);
+    if (memchr(json_object_get_string(v), 0, n)) /* kept as C strings: "\u0000" would cut it short */
+        return bad(g, "stop", "a stop string cannot contain U+0000");
     if (g->n_stop >= SERVE_MAX_STOP) return bad(g, "stop", "at most %d stop strings", SERVE_MAX_STOP);
     if (!(g->stop[g->n_stop] = strdup(json_object_get_string(v)))) return bad(g, "stop", "out of memory");
     g->n_stop++;
@@ -336,14 +338,15 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
         }
         size_t n = j->len - sent;
         char *np = n ? realloc(piece, n) : piece;
-        if (np) {
+        int oom = n && !np; /* (a job that ends with no text at all has n = 0 and no piece yet) */
+        if (n && np) {
             piece = np;
-            if (n) memcpy(piece, j->text + sent, n);
+            memcpy(piece, j->text + sent, n);
             sent += n;
         }
         fin = j->finish;
         pthread_mutex_unlock(&s->mu);
-        if (!np) {
+        if (oom) {
             dead = 1;
             break;
         }
@@ -982,6 +985,30 @@ static int handle(struct mg_connection *c, void *user) {
     return status > 0 ? status : 500;
 }
 
+/* The errors civetweb answers itself, before a request reaches handle(): a malformed request (400),
+ * a bad Content-Length (411), headers over max_request_size (413), another HTTP version (505), a
+ * websocket handshake (404). Its own error page repeats the request's version in the status line,
+ * which for a request line it could not parse is whatever bytes follow (a bare LF included), and
+ * for a websocket handshake it sends no status line or headers at all. So they are written here,
+ * whole: an HTTP/1.1 status line and an OpenAI-shaped JSON error like the others. */
+static int civetweb_error(struct mg_connection *c, int status, const char *errmsg) {
+    serve_http *h = mg_get_user_data(mg_get_context(c));
+    char msg[256];
+    size_t n = 0;
+    for (const char *p = errmsg ? errmsg : ""; *p && n < sizeof msg - 1; p++) /* printable ASCII only */
+        msg[n++] = *p >= ' ' && *p < 0x7f ? *p : '?';
+    msg[n] = 0;
+    json_object *o = error_object(msg, status >= 500 ? "server_error" : "invalid_request_error", NULL, NULL);
+    size_t len;
+    const char *t = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    mg_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+              status, mg_get_response_code_text(c, status), len);
+    mg_write(c, t, len);
+    json_object_put(o);
+    count(h->s, EP_OTHER, status);
+    return 0;
+}
+
 serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_threads, int *bound_port) {
     serve_http *h = calloc(1, sizeof *h);
     if (!h) return NULL;
@@ -994,6 +1021,7 @@ serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_
                           "max_request_size", "16384", "enable_keep_alive", "yes", "listen_backlog", "512", NULL};
     struct mg_callbacks cb;
     memset(&cb, 0, sizeof cb);
+    cb.http_error = civetweb_error;
     mg_init_library(0);
     h->ctx = mg_start(&cb, h, opts);
     if (!h->ctx) {
