@@ -205,8 +205,8 @@ static int end_to_end_encoder(wgml_model *rm, wgml_model *dm, const char *base, 
     static const char *const texts[] = {
         "Hello world",
         "The quick brown fox jumps over the lazy dog.",
-        "Embeddings map text to vectors; similar meanings land near each other, and a device that computes "
-        "them wrongly moves every vector, however slightly.",
+        ("Embeddings map text to vectors; similar meanings land near each other, and a device that computes "
+         "them wrongly moves every vector, however slightly."), /* one text: parenthesized for clang */
         "a",
         "GPUs, WebGPU and the CPU reference: one engine, many model families.",
     };
