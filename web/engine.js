@@ -478,7 +478,26 @@ export class Engine {
 
   // onPiece(text, token) returns true to stop, or a promise of that.
   // Resolves to the generation's statistics.
-  async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0 } = {}, onPiece) {
+  // The prompt an OpenAI-style messages array makes through the model's chat
+  // template (the GGUF's, or the fallback for its architecture); it holds the
+  // BOS text, so generate it with addBos false.
+  chatPrompt(model, messages, { addGenerationPrompt = true } = {}) {
+    return this.#exclusive(async () => {
+      const m = this.#alloc(JSON.stringify(messages));
+      try {
+        const p = await this.#call('wgmlw_chat_prompt', [model, m, addGenerationPrompt ? 1 : 0]);
+        if (!p) throw this.lastError();
+        const prompt = this.cstring(p);
+        this.#x.wgmlw_free(p);
+        return prompt;
+      } finally {
+        this.#x.wgmlw_free(m);
+      }
+    });
+  }
+
+  async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0, addBos = true } = {},
+    onPiece) {
     const id = this.#nextId++;
     this.#tokenSinks.set(id, (text, token) => {
       const r = onPiece(text, token);
@@ -488,7 +507,7 @@ export class Engine {
       return await this.#exclusive(async () => {
         const p = this.#alloc(prompt);
         try {
-          const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id]);
+          const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id, addBos ? 1 : 0]);
           if (st) throw this.lastError();
           return JSON.parse(this.cstring(this.#x.wgmlw_result()));
         } finally {

@@ -127,6 +127,60 @@ class Model {
     return this.#stream({ op: 'generate', prompt: String(prompt), options }, (text) => text);
   }
 
+  // OpenAI's chat API over the model's chat template (the GGUF's, or the
+  // fallback for its architecture), rendered by the same C template engine as
+  // natively: model.chat.completions.create({ messages, stream, max_tokens |
+  // max_completion_tokens, temperature (1), top_p (1), seed, stream_options:
+  // { include_usage } }). Not streamed: a promise of a 'chat.completion'
+  // ({ choices: [{ message: { role, content }, finish_reason }], usage }).
+  // Streamed: an async iterable of 'chat.completion.chunk's (the role first,
+  // then the text as it comes, then the finish_reason, then with
+  // include_usage a chunk with the usage and no choices); .stop() or leaving
+  // the loop stops it. Each call starts from an empty context.
+  get chat() {
+    return { completions: { create: (params) => this.#chatCreate(params || {}) } };
+  }
+
+  #chatCreate({ messages, stream = false, max_tokens, max_completion_tokens, temperature = 1, top_p = 1, seed,
+    stream_options } = {}) {
+    if (!Array.isArray(messages) || !messages.length)
+      return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'messages' must be a non-empty array"));
+    const limit = max_completion_tokens ?? max_tokens;
+    const options = { maxTokens: limit === undefined || limit === null ? -1 : Number(limit), temperature: Number(temperature),
+      topK: 0, topP: Number(top_p), seed: seed ? Number(seed) : 1 + Math.floor(Math.random() * 2 ** 52) };
+    const pieces = this.#stream({ op: 'chat', messages, options }, (text) => text);
+    const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;
+    const created = Math.floor(Date.now() / 1000);
+    const model = this.#info.name || this.#info.architecture || 'wgml';
+    const usage = () => {
+      const r = this.#lastResult || {};
+      return { prompt_tokens: r.n_prompt || 0, completion_tokens: r.n_generated || 0,
+        total_tokens: (r.n_prompt || 0) + (r.n_generated || 0) };
+    };
+    const finish = () => (this.#lastResult && this.#lastResult.finish_reason) || 'stop';
+    if (!stream)
+      return (async () => {
+        let content = '';
+        for await (const piece of pieces) content += piece;
+        return { id, object: 'chat.completion', created, model,
+          choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: finish() }], usage: usage() };
+      })();
+    const chunk = (choices, extra) => ({ id, object: 'chat.completion.chunk', created, model, choices, ...extra });
+    const chunks = (async function* gen() {
+      yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
+      for await (const piece of pieces) yield chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+      yield chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish() }]);
+      if (stream_options && stream_options.include_usage) yield chunk([], { usage: usage() });
+    })();
+    chunks.stop = pieces.stop;
+    const ret = chunks.return.bind(chunks);
+    chunks.return = async (v) => {
+      pieces.stop();
+      return ret(v);
+    };
+    return chunks;
+  }
+
   // Speech (Kokoro; info().tasks has 'speech'): an async iterable of chunks,
   // one per sentence (long ones cut at clauses), each as soon as it is made:
   //   { audio: Float32Array (mono), sampleRate, start (s, in the utterance),

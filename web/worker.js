@@ -8,6 +8,7 @@
 //                                          {type:'loaded', info} | {type:'error', ...}
 //   {op:'generate', id, prompt, options}   {type:'piece', id, text, token} ...
 //                                          {type:'done', id, result, info} | {type:'error', id, ...}
+//   {op:'chat', id, messages, options}     the same, the messages through the chat template first
 //   {op:'embed', id, texts, options}       {type:'done', id, result: [Float32Array], info}
 //   {op:'rerank', id, query, docs}         {type:'done', id, result: Float32Array, info}
 //   {op:'speak', id, input, options}       {type:'chunk', id, chunk: {audio, sample_rate, start, phonemes, words, index}} ...
@@ -354,6 +355,14 @@ self.onmessage = async (ev) => {
       case 'load':
         post({ type: 'loaded', info: await load(m.source, m.options || {}) });
         break;
+      case 'chat': {
+        // the messages through the model's chat template, then a generation without a second BOS
+        if (!model) throw new WgmlError(1, 'no model is loaded');
+        const prompt = await engine.chatPrompt(model, m.messages).catch(async (e) => { throw await withTasks(e); });
+        const result = await generate(m.id, prompt, { ...(m.options || {}), addBos: false });
+        post({ type: 'done', id: m.id, result, info: await info() });
+        break;
+      }
       case 'generate': {
         const result = await generate(m.id, m.prompt, m.options || {});
         post({ type: 'done', id: m.id, result, info: await info() });

@@ -45,6 +45,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define EXPORT(name) __attribute__((export_name(#name)))
@@ -246,10 +247,11 @@ static int on_token(void *user, int32_t token, const char *text, size_t len) {
 
 EXPORT(wgmlw_generate)
 int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double temperature, int top_k, double top_p,
-                   double seed, int user) {
+                   double seed, int user, int add_bos) {
     wgml_error_clear(&last_error);
     memset(&last_result, 0, sizeof last_result);
     wgml_generate_params gp = wgml_generate_default_params();
+    gp.add_bos = add_bos;
     gp.n_predict = n_predict;
     gp.sampler.temperature = (float)temperature;
     gp.sampler.top_k = top_k;
@@ -260,12 +262,36 @@ int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double te
     return (int)wgml_generate(s, prompt, &gp, &last_result, &last_error);
 }
 
+/* An OpenAI-style messages array (JSON) through the model's chat template (its GGUF's,
+ * or the fallback for its architecture): the prompt, freed with wgmlw_free; NULL with
+ * the library's reason (no template: not a model that generates; a template's
+ * raise_exception; bad JSON). The prompt holds the BOS text: generate it with add_bos 0. */
+EXPORT(wgmlw_chat_prompt) char *wgmlw_chat_prompt(wgml_model *m, const char *messages_json, int add_generation_prompt) {
+    wgml_error_clear(&last_error);
+    const char *tmpl = wgml_model_chat_template(m, NULL);
+    if (!tmpl) {
+        wgml_fail(&last_error, WGML_ERR_UNSUPPORTED, "the model has no chat template and none to fall back on");
+        return NULL;
+    }
+    wgml_chat_params p = wgml_chat_default_params();
+    p.add_generation_prompt = add_generation_prompt;
+    p.model = m;
+    char *prompt = NULL;
+    if (wgml_chat_render(tmpl, messages_json, &p, &prompt, &last_error)) return NULL;
+    char *out = wgml_strdup(prompt); /* from wgml's allocator, as wgmlw_free expects */
+    free(prompt);
+    if (!out) wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    return out;
+}
+
 EXPORT(wgmlw_result) const char *wgmlw_result(void) {
     const wgml_generate_result *r = &last_result;
     json_start();
-    append("{\"n_prompt\":%d,\"n_generated\":%d,\"stop\":\"%s\",\"prompt_ms\":%.6g,\"generate_ms\":%.6g,"
-           "\"ttft_ms\":%.6g}",
-           r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop), r->prompt_ms, r->generate_ms, r->ttft_ms);
+    append("{\"n_prompt\":%d,\"n_generated\":%d,\"stop\":\"%s\",\"finish_reason\":\"%s\",\"prompt_ms\":%.6g,"
+           "\"generate_ms\":%.6g,\"ttft_ms\":%.6g}",
+           r->n_prompt, r->n_generated, wgml_stop_reason_name(r->stop),
+           r->stop == WGML_STOP_MAX_TOKENS || r->stop == WGML_STOP_CONTEXT_FULL ? "length" : "stop", r->prompt_ms,
+           r->generate_ms, r->ttft_ms);
     return json_done();
 }
 

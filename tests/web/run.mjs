@@ -723,6 +723,61 @@ await test('API (CPU wasm, threads): 2 worker threads on a cross-origin isolated
   await plain.close();
 });
 
+await test('API (CPU wasm): chat.completions.create through the model\'s chat template, streamed and not, equals `wgml serve`\'s chat completion', async () => {
+  const messages = [{ role: 'system', content: 'You tell stories.' }, { role: 'user', content: 'Tell me about a cat.' }];
+  // the native server's answer for the same messages (greedy)
+  const srv = execFile(path.join(repo, 'build/wgml'), ['serve', '-m', path.join(opt.models, MODEL), '--backend', 'cpu', '--port', '0']);
+  const port = await new Promise((resolve, reject) => {
+    srv.stdout.on('data', (d) => {
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(String(d));
+      if (m) resolve(Number(m[1]));
+    });
+    srv.on('exit', () => reject(new Error('wgml serve exited')));
+  });
+  let want;
+  try {
+    const r = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST',
+      body: JSON.stringify({ messages, max_tokens: 16, temperature: 0 }) });
+    want = await r.json();
+  } finally {
+    srv.kill('SIGTERM');
+  }
+  const page = await openDemo(cpuCtx, demoUrl);
+  const r = await page.evaluate(async ({ url, messages }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const m = await wgml.load(url, { backend: 'cpu', cache: false });
+    const whole = await m.chat.completions.create({ messages, max_tokens: 16, temperature: 0 });
+    const chunks = [];
+    for await (const c of m.chat.completions.create({ messages, max_tokens: 16, temperature: 0, stream: true,
+      stream_options: { include_usage: true } })) chunks.push(c);
+    let err = '';
+    try {
+      await m.chat.completions.create({ messages: [] });
+    } catch (e) {
+      err = e.message;
+    }
+    await m.dispose();
+    return { whole, chunks, err };
+  }, { url: modelUrl, messages });
+  const w = r.whole;
+  check(w.object === 'chat.completion' && w.choices[0].message.role === 'assistant' && w.choices[0].message.content.length > 0,
+    `chat: ${JSON.stringify(w)}`);
+  checkText(w.choices[0].message.content, want.choices[0].message.content, 'chat content vs wgml serve');
+  check(w.choices[0].finish_reason === want.choices[0].finish_reason, `finish_reason ${w.choices[0].finish_reason} vs ${want.choices[0].finish_reason}`);
+  check(w.usage.prompt_tokens === want.usage.prompt_tokens && w.usage.completion_tokens === want.usage.completion_tokens,
+    `usage ${JSON.stringify(w.usage)} vs wgml serve ${JSON.stringify(want.usage)}`);
+  const c = r.chunks;
+  check(c[0].choices[0].delta.role === 'assistant' && c.every((x) => x.object === 'chat.completion.chunk'), `first chunk ${JSON.stringify(c[0])}`);
+  const streamed = c.flatMap((x) => x.choices.map((ch) => ch.delta.content || '')).join('');
+  checkText(streamed, w.choices[0].message.content, 'streamed chat');
+  const fin = c.filter((x) => x.choices.length && x.choices[0].finish_reason);
+  check(fin.length === 1 && fin[0].choices[0].finish_reason === w.choices[0].finish_reason, `finish chunks ${JSON.stringify(fin)}`);
+  const last = c[c.length - 1];
+  check(last.choices.length === 0 && last.usage && last.usage.total_tokens === w.usage.total_tokens, `usage chunk ${JSON.stringify(last)}`);
+  check(/messages/.test(r.err), `empty messages: "${r.err}"`);
+  await page.close();
+});
+
 await test('page: the stop button stops a long generation', async () => {
   const page = await openDemo(cpuCtx, demoUrl);
   const l = await demoLoad(page, { backend: 'cpu', url: modelUrl });
