@@ -5,6 +5,8 @@
 // (Kokoro models): text or phonemes, voice, speed; each sentence is played
 // (Web Audio, back to back) as soon as it arrives, its words shown with their
 // times (highlighted while spoken); then the real-time factor and a WAV file.
+// The chat tab: turns through the model's chat template
+// (model.chat.completions.create, streamed), stop, new chat.
 //
 // For tests and the curious, window.wgmlDemo holds the state: the model, its
 // info(), the status ('idle', 'loading', 'ready', 'generating', 'speaking',
@@ -13,7 +15,8 @@
 import wgml, { STATUS } from './wgml.js';
 
 const $ = (id) => document.getElementById(id);
-const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0, speeches: 0, speech: null };
+const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0, speeches: 0, speech: null,
+  chat: [], chats: 0 };
 window.wgmlDemo = demo;
 
 const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).includes(task));
@@ -21,17 +24,19 @@ const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).
 function setStatus(s) {
   demo.status = s;
   document.body.dataset.status = s;
-  const busy = s === 'loading' || s === 'generating' || s === 'speaking';
+  const busy = s === 'loading' || s === 'generating' || s === 'speaking' || s === 'chatting';
   $('load').disabled = busy;
   $('unload').disabled = busy || !demo.model;
   $('generate').disabled = busy || !demo.model || (demo.info && !hasTask('generate'));
   $('stop').disabled = s !== 'generating';
+  $('chat-send').disabled = busy || !hasTask('generate');
+  $('chat-stop').disabled = s !== 'chatting';
   $('speak').disabled = busy || !hasTask('speech');
   $('speak-stop').disabled = s !== 'speaking';
 }
 
 function showTab(name) {
-  for (const t of ['generate', 'speech']) {
+  for (const t of ['generate', 'chat', 'speech']) {
     $(`tab-${t}`).setAttribute('aria-selected', String(t === name));
     $(`${t}-section`).hidden = t !== name;
   }
@@ -154,6 +159,67 @@ async function loadModel() {
   } finally {
     demo.loads++;
   }
+}
+
+// One chat turn: the user's message joins the conversation (demo.chat, OpenAI
+// messages), the reply streams into a new turn, and joins it too when done.
+function chatTurn(role, text) {
+  const li = document.createElement('li');
+  li.className = `turn ${role}`;
+  const who = document.createElement('b');
+  who.textContent = role === 'user' ? 'You' : 'Model';
+  const body = document.createElement('span');
+  body.textContent = text;
+  li.append(who, body);
+  $('chat-turns').append(li);
+  return body;
+}
+
+async function chatSend() {
+  const text = $('chat-input').value.trim();
+  if (!demo.model || !text) return;
+  showError('');
+  setStatus('chatting');
+  $('chat-input').value = '';
+  demo.chat.push({ role: 'user', content: text });
+  chatTurn('user', text);
+  const body = chatTurn('assistant', '');
+  const system = $('chat-system').value.trim();
+  const messages = system ? [{ role: 'system', content: system }, ...demo.chat] : [...demo.chat];
+  const it = demo.model.chat.completions.create({ messages, stream: true, stream_options: { include_usage: true },
+    max_tokens: Number($('chat-max-tokens').value) || 128, temperature: Number($('chat-temperature').value) || 0 });
+  demo.currentChat = it;
+  let reply = '';
+  let finish = '';
+  let usage = null;
+  try {
+    for await (const c of it) {
+      if (c.usage) usage = c.usage;
+      for (const ch of c.choices) {
+        if (ch.delta.content) body.append(ch.delta.content), (reply += ch.delta.content);
+        if (ch.finish_reason) finish = ch.finish_reason;
+      }
+    }
+    demo.chat.push({ role: 'assistant', content: reply });
+    const r = demo.model.info().last;
+    $('chat-stats').textContent = usage
+      ? `${usage.prompt_tokens} prompt + ${usage.completion_tokens} reply tokens, finish: ${finish || 'stopped'}; ${r.tokens_per_s.toFixed(1)} tokens/s`
+      : 'stopped';
+    setStatus('ready');
+  } catch (e) {
+    demo.chat.pop(); // the message that failed leaves the conversation
+    showError(explain(e));
+    setStatus(demo.model ? 'ready' : 'error');
+  } finally {
+    demo.currentChat = null;
+    demo.chats++;
+  }
+}
+
+function chatNew() {
+  demo.chat = [];
+  $('chat-turns').textContent = '';
+  $('chat-stats').textContent = '';
 }
 
 async function generate() {
@@ -383,6 +449,16 @@ $('generate').addEventListener('click', generate);
 $('stop').addEventListener('click', () => demo.current && demo.current.stop());
 $('tab-generate').addEventListener('click', () => showTab('generate'));
 $('tab-speech').addEventListener('click', () => showTab('speech'));
+$('tab-chat').addEventListener('click', () => showTab('chat'));
+$('chat-send').addEventListener('click', chatSend);
+$('chat-stop').addEventListener('click', () => demo.currentChat && demo.currentChat.stop());
+$('chat-new').addEventListener('click', chatNew);
+$('chat-input').addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey) {
+    e.preventDefault();
+    if (!$('chat-send').disabled) chatSend();
+  }
+});
 $('speak').addEventListener('click', speak);
 $('speak-stop').addEventListener('click', () => {
   if (demo.currentSpeech) demo.currentSpeech.stop();

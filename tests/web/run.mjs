@@ -778,6 +778,54 @@ await test('API (CPU wasm): chat.completions.create through the model\'s chat te
   await page.close();
 });
 
+await test('page, chat tab: two turns stream through the chat template, stop, new chat; screenshot', async () => {
+  const page = await openDemo(cpuCtx, demoUrl);
+  const l = await demoLoad(page, { backend: 'cpu', url: modelUrl });
+  check(l.status === 'ready', `load failed: ${l.error}`);
+  await page.click('#tab-chat');
+  const turn = async (text, maxTokens) => {
+    const before = await page.evaluate(() => window.wgmlDemo.chats);
+    await page.fill('#chat-max-tokens', String(maxTokens));
+    await page.fill('#chat-input', text);
+    await page.press('#chat-input', 'Enter');
+    await page.waitForFunction((n) => window.wgmlDemo.chats > n, before, { timeout: 60000, polling: 50 });
+    return page.evaluate(() => ({ chat: window.wgmlDemo.chat, status: window.wgmlDemo.status, error: window.wgmlDemo.error,
+      turns: [...document.querySelectorAll('#chat-turns .turn span')].map((e) => e.textContent),
+      stats: document.getElementById('chat-stats').textContent }));
+  };
+  const a = await turn('Tell me about a cat.', 16);
+  check(a.status === 'ready' && a.chat.length === 2 && a.turns.length === 2 && a.turns[1].length > 0 && a.turns[1] === a.chat[1].content,
+    `turn 1: ${JSON.stringify(a)}`);
+  check(/prompt \+ \d+ reply tokens, finish: (stop|length)/.test(a.stats), `stats: ${a.stats}`);
+  // the same reply as the API gives for that conversation
+  const want = await page.evaluate(async () => (await window.wgmlDemo.model.chat.completions.create({
+    messages: [{ role: 'user', content: 'Tell me about a cat.' }], max_tokens: 16, temperature: 0 })).choices[0].message.content);
+  checkText(a.turns[1], want, 'chat tab reply vs the API');
+  const b = await turn('And then?', 16);
+  check(b.chat.length === 4 && b.turns.length === 4 && b.chat[2].content === 'And then?' && b.turns[3].length > 0, `turn 2: ${JSON.stringify(b)}`);
+  const usage = /(\d+) prompt \+/.exec(b.stats);
+  check(usage && Number(usage[1]) > Number(/(\d+) prompt \+/.exec(a.stats)[1]), `turn 2's prompt holds turn 1: ${a.stats} / ${b.stats}`);
+  // Stop during a long reply, then New chat
+  await page.fill('#chat-max-tokens', '4000');
+  await page.fill('#chat-input', 'Tell me a very long story.');
+  const before = await page.evaluate(() => window.wgmlDemo.chats);
+  await page.click('#chat-send');
+  await page.waitForFunction(() => window.wgmlDemo.status === 'chatting' &&
+    document.querySelector('#chat-turns .turn:last-child span').textContent.length > 20, null, { timeout: 60000, polling: 20 });
+  await page.click('#chat-stop');
+  await page.waitForFunction((n) => window.wgmlDemo.chats > n, before, { timeout: 60000, polling: 50 });
+  const c = await page.evaluate(() => ({ status: window.wgmlDemo.status, n: window.wgmlDemo.chat.length }));
+  check(c.status === 'ready' && c.n === 6, `after Stop: ${JSON.stringify(c)}`);
+  await page.screenshot({ path: path.join(artifacts, 'demo-chat.png'), fullPage: true });
+  const shot = imageStats(decodePng(readFileSync(path.join(artifacts, 'demo-chat.png'))));
+  check(shot.distinctColors > 50 && shot.lumaStdDev > 20, `demo-chat.png looks blank: ${JSON.stringify(shot)}`);
+  await page.click('#chat-new');
+  const d = await page.evaluate(() => ({ n: window.wgmlDemo.chat.length, turns: document.querySelectorAll('#chat-turns .turn').length }));
+  check(d.n === 0 && d.turns === 0, `after New chat: ${JSON.stringify(d)}`);
+  check(page.errors.length === 0, `page errors: ${page.errors}`);
+  await page.close();
+});
+
 await test('page: the stop button stops a long generation', async () => {
   const page = await openDemo(cpuCtx, demoUrl);
   const l = await demoLoad(page, { backend: 'cpu', url: modelUrl });
