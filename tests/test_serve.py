@@ -5,8 +5,9 @@ whose greedy texts equal their solo runs, a client that disconnects mid-stream
 freeing its slot, the queue limit, a clean drain on SIGTERM, keep-alive
 comments that find a streamed client gone while its request waits in the queue,
 /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
-against `wgml embed`, and /v1/audio/speech with Kokoro (../shared's kokoro-tiny
-converted) against `wgml speak`, byte for byte.
+against `wgml embed`, /v1/audio/speech with Kokoro (../shared's kokoro-tiny
+converted) against `wgml speak`, byte for byte, and all three models served by one
+process (several --model).
 
     test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
 Only the Python standard library: http.client is the client.
@@ -374,6 +375,7 @@ def main():
         stop_server(p3)
     embeddings()
     speech()
+    several_models()
     if failures:
         print("%d failure(s)" % len(failures))
         sys.exit(1)
@@ -420,6 +422,43 @@ def speech():
             check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on kokoro: %s %s" % (s, o))
         finally:
             stop_server(p)
+
+
+def several_models():
+    """-m three times: an LLM, an embedding model and Kokoro in one process, each endpoint on its model."""
+    kdir = os.path.join(os.environ.get("WGML_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared")),
+                        "kokoro")
+    if not os.path.exists(os.path.join(kdir, "kokoro-tiny.pth")):
+        return  # speech() has said why
+    with tempfile.TemporaryDirectory() as d:
+        emb, tts = os.path.join(d, "minilm.gguf"), os.path.join(d, "kokoro.gguf")
+        subprocess.run([CLI, "synth", "--arch", "all-minilm-l6", "--type", "F16", "--layers", "1", "-o", emb],
+                       check=True, capture_output=True)
+        subprocess.run([CLI, "convert", "kokoro", os.path.join(kdir, "kokoro-tiny.pth"), "--config",
+                        os.path.join(kdir, "config-kokoro-tiny.json"), "--voices", os.path.join(kdir, "voices"),
+                        "-o", tts], check=True, capture_output=True)
+        want_vec = [float(x) for x in subprocess.run([CLI, "embed", "-m", emb, "--backend", "cpu", "a cat"], check=True,
+                                                     capture_output=True, text=True).stdout.split()]
+        p, port = serve(tts, "-m", emb, "-m", MODEL, "--threads", "1")
+        try:
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            caps = {m["id"]: m["meta"]["capabilities"] for m in o["data"]}
+            check(caps == {"stories260K.gguf": ["completions", "chat.completions"], "minilm.gguf": ["embeddings"],
+                           "kokoro.gguf": ["audio.speech"]}, "three models: %s" % caps)
+            check(o["data"][0]["id"] == "stories260K.gguf", "the LLM is the main model: %s" % o["data"][0]["id"])
+            solo = completion(port, PROMPTS[0])["choices"][0]["text"]
+            check(len(solo) > 0, "completions on the LLM")
+            s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="a cat"), key=None)
+            got = o["data"][0]["embedding"] if s == 200 else []
+            check(s == 200 and o["model"] == "minilm.gguf" and len(got) == len(want_vec) and
+                  max(abs(a - b) for a, b in zip(got, want_vec)) <= 1e-6, "embeddings on the embedding model: %s" % s)
+            status, r, wav = post_bytes(port, "/v1/audio/speech", dict(input="hˈaɪ.", voice="af_heart", phonemes=True))
+            check(status == 200 and wav[:4] == b"RIFF" and len(wav) > 1000, "speech on Kokoro: %s %d bytes" % (status, len(wav)))
+        finally:
+            stop_server(p)
+        # two models for one task: refused, naming the file
+        w = subprocess.run([CLI, "serve", "-m", MODEL, "-m", MODEL, "--port", "0"], capture_output=True, text=True)
+        check(w.returncode == 1 and "a second model for the same task" in w.stderr, "two LLMs: %s %s" % (w.returncode, w.stderr))
 
 
 def embeddings():

@@ -22,7 +22,8 @@ static const char *help =
     "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
     "decoded together in one batched step per token; others wait in a queue. An embedding\n"
     "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
-    "POST /v1/audio/speech (wav or pcm).\n\n"
+    "POST /v1/audio/speech (wav or pcm). -m may be given up to 3 times, one model per task:\n"
+    "an LLM, an embedding model and a speech model from one process.\n\n"
     CLI_MODEL_OPTS_HELP
     "  --host ADDR           address to listen on (default 127.0.0.1)\n"
     "  --port N              port (default 8080; 0: any free port, printed)\n"
@@ -52,8 +53,18 @@ int cmd_serve(int argc, char **argv) {
     long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30,
               keepalive = 1000;
     wgml_kv_type kv = WGML_KV_DEFAULT;
+    const char *paths[SERVE_MAX_MODELS];
+    int n_paths = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) { /* may come several times: one model per task */
+            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
+            if (n_paths == SERVE_MAX_MODELS)
+                return cli_usage_error("at most %d models: one that generates, one that embeds, one that speaks",
+                                       SERVE_MAX_MODELS);
+            paths[n_paths++] = v;
+            continue;
+        }
         int r = cli_model_option(argc, argv, &i, &mo);
         if (r < 0) return CLI_USAGE;
         if (r > 0) continue;
@@ -93,29 +104,53 @@ int cmd_serve(int argc, char **argv) {
     if (!api_key && strcmp(host, "127.0.0.1") && strcmp(host, "localhost") && strcmp(host, "::1"))
         fprintf(stderr, "wgml serve: warning: listening on %s without an API key: anyone who can reach it can use "
                         "it (--api-key KEY)\n", host);
-    wgml_model *m = cli_load_model(&mo, NULL);
-    if (!m) return CLI_FAIL;
+    /* the models: the main one generates if one does; each task at most once */
+    wgml_model *models[SERVE_MAX_MODELS] = {NULL};
+    wgml_model_info infos[SERVE_MAX_MODELS];
+    const char *ids[SERVE_MAX_MODELS];
+    if (!n_paths) paths[n_paths++] = getenv("WGML_MODEL") ? getenv("WGML_MODEL") : WGML_DEFAULT_MODEL;
+    int main_i = 0;
+    uint32_t seen = 0;
+    for (int k = 0; k < n_paths; k++) {
+        mo.model = paths[k];
+        if (!(models[k] = cli_load_model(&mo, NULL))) {
+            for (int j = 0; j < k; j++) wgml_model_free(models[j]);
+            return CLI_FAIL;
+        }
+        wgml_model_get_info(models[k], &infos[k]);
+        const char *base = strrchr(paths[k], '/');
+        ids[k] = base ? base + 1 : paths[k];
+        uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH);
+        if (n_paths > 1 && (!t || (t & seen))) {
+            for (int j = 0; j <= k; j++) wgml_model_free(models[j]);
+            return cli_fail("%s: %s; with several --model each must do what the others do not (generate, embed, speak)",
+                            paths[k], t ? "a second model for the same task" : "a model that does none of the tasks served");
+        }
+        seen |= t;
+        if (t & WGML_TASK_GENERATE) main_i = k;
+    }
+    wgml_model *m = models[main_i];
     serve_server s;
     memset(&s, 0, sizeof s);
+    for (int k = 0; k < n_paths; k++)
+        if (k != main_i) s.extra[s.n_extra++] = (serve_model){models[k], infos[k], ids[k]};
     s.max_queue = (int)queue;
     s.api_key = api_key;
     s.max_body = (size_t)max_body;
     s.keepalive_ms = (int)keepalive;
     s.created = (double)time(NULL);
-    const char *path = mo.model ? mo.model : getenv("WGML_MODEL") ? getenv("WGML_MODEL") : WGML_DEFAULT_MODEL;
-    const char *base = strrchr(path, '/');
-    s.model_id = alias ? alias : base ? base + 1 : path;
+    s.model_id = alias ? alias : ids[main_i];
     wgml_error err;
     int rc = CLI_OK;
     wgml_status st = serve_init(&s, m, (int)parallel, (int)ctx, (int)chunk, kv, &err);
     if (st) {
         rc = cli_fail_err(&err);
-        wgml_model_free(m);
+        for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
         return rc;
     }
     if (serve_chat_init(&s) || serve_start(&s)) {
         serve_free(&s);
-        wgml_model_free(m);
+        for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
         return CLI_FAIL;
     }
     struct sigaction sa;
@@ -130,7 +165,7 @@ int cmd_serve(int argc, char **argv) {
     if (!h) {
         serve_stop(&s);
         serve_free(&s);
-        wgml_model_free(m);
+        for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
         return CLI_FAIL;
     }
     if (s.batch)
@@ -141,6 +176,9 @@ int cmd_serve(int argc, char **argv) {
                 s.info.backend, s.info.adapter, s.n_ctx);
     else
         fprintf(stderr, "wgml serve: %s on %s (%s), speech\n", s.model_id, s.info.backend, s.info.adapter);
+    for (int k = 0; k < s.n_extra; k++)
+        fprintf(stderr, "wgml serve: also %s (%s) for %s\n", s.extra[k].id, s.extra[k].info.architecture,
+                s.extra[k].info.tasks & WGML_TASK_EMBED ? "/v1/embeddings" : "/v1/audio/speech");
     printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
     fflush(stdout);
     while (!signals_seen) usleep(50 * 1000);
@@ -160,7 +198,7 @@ int cmd_serve(int argc, char **argv) {
     serve_stop(&s); /* what still runs is cancelled; its threads answer and return */
     serve_http_stop(h);
     serve_free(&s);
-    wgml_model_free(m);
+    for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
     fprintf(stderr, "wgml serve: stopped\n");
     return rc;
 }

@@ -87,10 +87,21 @@ typedef struct serve_slot {
     int has_pending;
 } serve_slot;
 
-typedef struct serve_server {
+/* A model the server holds: the main one (serve_server.model) and, with
+ * several --model, one that embeds and one that speaks beside it. */
+#define SERVE_MAX_MODELS 3
+typedef struct serve_model {
     wgml_model *model;
     wgml_model_info info;
+    const char *id; /* the name /v1/models lists and responses carry */
+} serve_model;
+
+typedef struct serve_server {
+    wgml_model *model; /* the main model: the one that generates if one does (slots, batch, template) */
+    wgml_model_info info;
     const char *model_id; /* the name /v1/models lists */
+    serve_model extra[SERVE_MAX_MODELS - 1]; /* the others (set by the caller after serve_init) */
+    int n_extra;
     wgml_batch *batch; /* NULL for a model that does not generate (an embedding model) */
     pthread_mutex_t model_mu; /* one /v1/embeddings or /v1/audio/speech request at a time on the model */
     int n_slots, n_ctx, chunk, max_queue;
@@ -135,6 +146,10 @@ int serve_submit(serve_server *s, serve_job *j);
 void serve_load(const serve_server *s, int *busy, int *queued);
 void serve_hist_add(serve_hist *h, double seconds);
 extern const double serve_hist_bounds[SERVE_HIST_BUCKETS];
+
+/* The model that does task (a WGML_TASK_* bit): the main one or an extra; NULL if none
+ * (out gets it as a serve_model; valid while the server lives). */
+const serve_model *serve_model_for(serve_server *s, uint32_t task, serve_model *out);
 
 /* ---- serve_chat.c ---- */
 /* The prompt of an OpenAI messages array through the model's chat template

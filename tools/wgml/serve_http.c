@@ -445,12 +445,14 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
 
 /* 400 for an endpoint of a task the model does not have (the name of the task's API). */
 static int no_task(struct mg_connection *c, serve_server *s, const char *what) {
-    return send_error(c, 400, "model", "model_not_supported", "%s is a %s model: it does not %s (it serves %s)",
-                      s->model_id, s->info.architecture, what,
-                      s->info.tasks & WGML_TASK_GENERATE ? "/v1/chat/completions and /v1/completions"
-                      : s->info.tasks & WGML_TASK_EMBED  ? "/v1/embeddings"
-                      : s->info.tasks & WGML_TASK_SPEECH ? "/v1/audio/speech"
-                                                         : "no task of this server");
+    uint32_t tasks = s->info.tasks;
+    for (int i = 0; i < s->n_extra; i++) tasks |= s->extra[i].info.tasks;
+    char served[160] = "";
+    if (tasks & WGML_TASK_GENERATE) strcat(served, " /v1/chat/completions /v1/completions");
+    if (tasks & WGML_TASK_EMBED) strcat(served, " /v1/embeddings");
+    if (tasks & WGML_TASK_SPEECH) strcat(served, " /v1/audio/speech");
+    return send_error(c, 400, "model", "model_not_supported", "no model of this server can %s (it serves:%s)", what,
+                      served);
 }
 
 static int ep_completions(struct mg_connection *c, serve_server *s, json_object *req) {
@@ -502,7 +504,9 @@ static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
  * model and user are ignored. Runs in this HTTP thread, one request at a time on the
  * model (model_mu): an embedding is one forward pass, with no stream to interleave. */
 static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *req) {
-    if (!(s->info.tasks & WGML_TASK_EMBED)) return no_task(c, s, "embed text");
+    serve_model buf;
+    const serve_model *sm = serve_model_for(s, WGML_TASK_EMBED, &buf);
+    if (!sm) return no_task(c, s, "embed text");
     json_object *input, *v;
     if (!json_object_object_get_ex(req, "input", &input))
         return send_error(c, 400, "input", NULL, "'input' is required: a string or an array of strings");
@@ -531,13 +535,13 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
     }
     if (json_object_object_get_ex(req, "dimensions", &v) && !json_object_is_type(v, json_type_null)) {
         int64_t d = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
-        if (d < 1 || d > s->info.n_embd) {
+        if (d < 1 || d > sm->info.n_embd) {
             free(texts);
-            return send_error(c, 400, "dimensions", NULL, "'dimensions' must be an integer from 1 to %d", s->info.n_embd);
+            return send_error(c, 400, "dimensions", NULL, "'dimensions' must be an integer from 1 to %d", sm->info.n_embd);
         }
         ep.dimensions = (int)d;
     }
-    int dim = wgml_embed_dim(s->model, &ep);
+    int dim = wgml_embed_dim(sm->model, &ep);
     float *vec = dim > 0 ? malloc((size_t)n * (size_t)dim * sizeof *vec) : NULL;
     if (!vec) {
         free(texts);
@@ -546,9 +550,9 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
     wgml_error err;
     long long tokens = 0;
     pthread_mutex_lock(&s->model_mu);
-    wgml_status st = wgml_embed(s->model, texts, n, &ep, vec, dim, &err);
+    wgml_status st = wgml_embed(sm->model, texts, n, &ep, vec, dim, &err);
     for (int i = 0; !st && i < n; i++) {
-        int k = wgml_tokenize(s->model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
+        int k = wgml_tokenize(sm->model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
         tokens += k > 0 ? k : 0;
     }
     pthread_mutex_unlock(&s->model_mu);
@@ -560,7 +564,7 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
     else if (st)
         status = send_error(c, 500, NULL, NULL, "embedding failed: %s", err.message);
     else
-        status = send_json(c, 200, cli_embeddings_json(vec, n, dim, s->model_id, tokens, base64));
+        status = send_json(c, 200, cli_embeddings_json(vec, n, dim, sm->id, tokens, base64));
     free(vec);
     free(texts);
     return status;
@@ -615,12 +619,12 @@ static int speech_chunk(void *user, const wgml_audio_chunk *ch) {
 
 /* Whether every voice a voice string names ("a", or "a:0.6,b:0.4") is one of the
  * model's: the library would also take a voice file's path, which a client must not. */
-static int model_voices(serve_server *s, const char *voice) {
+static int model_voices(const wgml_model *m, const char *voice) {
     for (const char *p = voice;;) {
         size_t n = strcspn(p, ":,");
         int found = 0;
-        for (int i = 0; !found && wgml_speech_voice(s->model, i); i++) {
-            const char *name = wgml_speech_voice(s->model, i);
+        for (int i = 0; !found && wgml_speech_voice(m, i); i++) {
+            const char *name = wgml_speech_voice(m, i);
             found = strlen(name) == n && !strncmp(name, p, n);
         }
         if (!found) return 0;
@@ -632,7 +636,9 @@ static int model_voices(serve_server *s, const char *voice) {
 }
 
 static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req) {
-    if (!(s->info.tasks & WGML_TASK_SPEECH)) return no_task(c, s, "speak");
+    serve_model buf;
+    const serve_model *sm = serve_model_for(s, WGML_TASK_SPEECH, &buf);
+    if (!sm) return no_task(c, s, "speak");
     json_object *v;
     wgml_speak_params p = wgml_speak_default_params();
     if (!json_object_object_get_ex(req, "input", &v) || !json_object_is_type(v, json_type_string) ||
@@ -643,7 +649,7 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
         json_object_get_string_len(v) == 0)
         return send_error(c, 400, "voice", NULL, "'voice' must name a voice of the model (GET /v1/models lists them)");
     const char *voice = json_object_get_string(v);
-    if (!model_voices(s, voice))
+    if (!model_voices(sm->model, voice))
         return send_error(c, 400, "voice", NULL,
                           "'voice' %.64s is not a voice of the model or a blend of them (\"af_heart:0.6,am_adam:0.4\"): "
                           "GET /v1/models lists them", voice);
@@ -680,7 +686,7 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
     speech_sink k = {.c = c, .stream = pcm};
     wgml_error err;
     pthread_mutex_lock(&s->model_mu);
-    wgml_status st = wgml_speak(s->model, input, voice, &p, speech_chunk, &k, NULL, &err);
+    wgml_status st = wgml_speak(sm->model, input, voice, &p, speech_chunk, &k, NULL, &err);
     pthread_mutex_unlock(&s->model_mu);
     int status;
     if (k.sent) { /* a pcm stream under way: end it (after a failure, cut short) */
@@ -716,35 +722,44 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
 
 /* ---- the other endpoints ---- */
 
-static int ep_models(struct mg_connection *c, serve_server *s) {
+/* One entry of /v1/models: what the model can do (and a speech model's voices). */
+static json_object *model_entry(serve_server *s, const wgml_model *model, const wgml_model_info *info, const char *id,
+                                int n_ctx) {
     json_object *m = json_object_new_object();
-    json_object_object_add(m, "id", json_object_new_string(s->model_id));
+    json_object_object_add(m, "id", json_object_new_string(id));
     json_object_object_add(m, "object", json_object_new_string("model"));
     json_object_object_add(m, "created", json_object_new_int64((int64_t)s->created));
     json_object_object_add(m, "owned_by", json_object_new_string("wgml"));
     json_object *caps = json_object_new_array();
-    if (s->info.tasks & WGML_TASK_GENERATE) {
+    if (info->tasks & WGML_TASK_GENERATE) {
         json_object_array_add(caps, json_object_new_string("completions"));
         json_object_array_add(caps, json_object_new_string("chat.completions"));
     }
-    if (s->info.tasks & WGML_TASK_EMBED) json_object_array_add(caps, json_object_new_string("embeddings"));
-    if (s->info.tasks & WGML_TASK_SPEECH) {
+    if (info->tasks & WGML_TASK_EMBED) json_object_array_add(caps, json_object_new_string("embeddings"));
+    if (info->tasks & WGML_TASK_SPEECH) {
         json_object_array_add(caps, json_object_new_string("audio.speech"));
         json_object *voices = json_object_new_array();
-        for (int i = 0; wgml_speech_voice(s->model, i); i++)
-            json_object_array_add(voices, json_object_new_string(wgml_speech_voice(s->model, i)));
+        for (int i = 0; wgml_speech_voice(model, i); i++)
+            json_object_array_add(voices, json_object_new_string(wgml_speech_voice(model, i)));
         json_object_object_add(m, "voices", voices);
     }
     json_object *meta = json_object_new_object();
     json_object_object_add(meta, "capabilities", caps);
-    json_object_object_add(meta, "architecture", json_object_new_string(s->info.architecture));
-    json_object_object_add(meta, "n_ctx", json_object_new_int(s->n_ctx));
-    json_object_object_add(meta, "n_ctx_train", json_object_new_int(s->info.n_ctx_train));
-    json_object_object_add(meta, "n_params", json_object_new_int64((int64_t)s->info.n_params));
-    json_object_object_add(meta, "backend", json_object_new_string(s->info.backend));
+    json_object_object_add(meta, "architecture", json_object_new_string(info->architecture));
+    json_object_object_add(meta, "n_ctx", json_object_new_int(n_ctx));
+    json_object_object_add(meta, "n_ctx_train", json_object_new_int(info->n_ctx_train));
+    json_object_object_add(meta, "n_params", json_object_new_int64((int64_t)info->n_params));
+    json_object_object_add(meta, "backend", json_object_new_string(info->backend));
     json_object_object_add(m, "meta", meta);
+    return m;
+}
+
+static int ep_models(struct mg_connection *c, serve_server *s) {
     json_object *arr = json_object_new_array();
-    json_object_array_add(arr, m);
+    json_object_array_add(arr, model_entry(s, s->model, &s->info, s->model_id, s->n_ctx));
+    for (int i = 0; i < s->n_extra; i++)
+        json_object_array_add(arr, model_entry(s, s->extra[i].model, &s->extra[i].info, s->extra[i].id,
+                                               s->extra[i].info.n_ctx_train));
     json_object *o = json_object_new_object();
     json_object_object_add(o, "object", json_object_new_string("list"));
     json_object_object_add(o, "data", arr);

@@ -99,6 +99,16 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     return WGML_OK;
 }
 
+const serve_model *serve_model_for(serve_server *s, uint32_t task, serve_model *out) {
+    if (s->info.tasks & task) {
+        *out = (serve_model){s->model, s->info, s->model_id};
+        return out;
+    }
+    for (int i = 0; i < s->n_extra; i++)
+        if (s->extra[i].info.tasks & task) return &s->extra[i];
+    return NULL;
+}
+
 void serve_free(serve_server *s) {
     if (!s->slots) return;
     pthread_mutex_destroy(&s->mu);
