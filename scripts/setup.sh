@@ -13,12 +13,12 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
 # Debian packages for building and testing the C code (python3-numpy: the float64 BERT
-# reference in tests/reference), and for the browser
+# reference in tests/reference; curl: the SSE framing test of tests/test_serve.py), and for the browser
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
 # wasm-opt for the Asyncify variant (docs/web.md).
 need=()
 for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev libcivetweb-dev libedit-dev valgrind \
-         wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy; do
+         wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy curl; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

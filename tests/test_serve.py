@@ -15,6 +15,7 @@ Only the Python standard library: http.client is the client.
 import http.client
 import json
 import os
+import shutil
 import base64
 import signal
 import socket
@@ -277,6 +278,21 @@ def main():
             t.join()
         for i in range(4):
             check(results[i] == solo[i], "concurrent stream %d: %r != solo %r" % (i, results[i], solo[i]))
+        # plain curl: the raw SSE framing, byte for byte in its structure
+        curl = shutil.which("curl")
+        check(curl is not None or not os.environ.get("CI"), "curl is missing (scripts/setup.sh installs it)")
+        if curl:
+            raw = subprocess.run([curl, "-sN", "-H", "Authorization: Bearer " + KEY, "-H", "Content-Type: application/json",
+                                  "-d", json.dumps(dict(messages=[dict(role="user", content=PROMPTS[0])], max_tokens=8,
+                                                        temperature=0, stream=True)),
+                                  "http://127.0.0.1:%d/v1/chat/completions" % port], capture_output=True, timeout=60).stdout
+            events = raw.split(b"\n\n")
+            check(events[-1] == b"" and events[-2] == b"data: [DONE]" and
+                  all(e.startswith(b"data: {") and b"\n" not in e for e in events[:-2]) and len(events) >= 4,
+                  "curl: SSE events 'data: ...' each ending in a blank line, [DONE] last: %r" % raw[:300])
+            first = json.loads(events[0][6:])
+            check(first["object"] == "chat.completion.chunk" and first["choices"][0]["delta"].get("role") == "assistant",
+                  "curl: the first event gives the role: %r" % events[0])
         # seeded sampling: the same seed gives the same text, alone or not
         a = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
         b = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
