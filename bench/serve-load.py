@@ -16,7 +16,9 @@ request fits (64 clients, 4 slots + 128 places); a smaller --queue shows 503s, w
 then also count as correct. Prints the status counts, the latency percentiles, the server's /metrics
 counters, its memory before and after each of --rounds identical rounds (after the first,
 which brings in the threads' stacks and the allocator's arenas, it must level off: a leak
-would keep it growing), and whether /health is back to all slots free and an empty queue.
+would keep it growing; glibc's per-thread caches of freed chunks fill over several rounds,
+so run with GLIBC_TUNABLES=glibc.malloc.tcache_count=0 to see the heap alone), and whether
+/health is back to all slots free and an empty queue.
 A chat stream's first event (the role) comes before the request has a slot, so the
 clients that leave after it leave queued requests behind; those hold their queue places
 until the next keep-alive write finds them gone (`--sse-keepalive`, 1 s).
