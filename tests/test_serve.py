@@ -399,7 +399,8 @@ def main():
 
 
 def speech():
-    """A speech model serves /v1/audio/speech: WAV and streamed PCM equal to `wgml speak`'s audio."""
+    """A speech model serves /v1/audio/speech: a streamed WAV equal to `wgml speak -o -`'s (sizes 0xFFFFFFFF, as
+    OpenAI streams them) and streamed PCM equal to its samples."""
     kdir = os.path.join(os.environ.get("WGML_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared")),
                         "kokoro")
     if not os.path.exists(os.path.join(kdir, "kokoro-tiny.pth")):
@@ -408,19 +409,22 @@ def speech():
         return
     phonemes = "həlˈoʊ wˈɜːld. hˌaʊ ɑːɹ juː?"
     with tempfile.TemporaryDirectory() as d:
-        model, ref = os.path.join(d, "kokoro.gguf"), os.path.join(d, "ref.wav")
+        model = os.path.join(d, "kokoro.gguf")
         subprocess.run([CLI, "convert", "kokoro", os.path.join(kdir, "kokoro-tiny.pth"), "--config",
                         os.path.join(kdir, "config-kokoro-tiny.json"), "--voices", os.path.join(kdir, "voices"),
                         "-o", model], check=True, capture_output=True)
-        subprocess.run([CLI, "speak", "-m", model, "--backend", "cpu", "--threads", "1", "--phonemes", phonemes, "-v",
-                        "af_heart:0.6,am_adam:0.4", "--seed", "5", "-o", ref], check=True, capture_output=True)
-        want = open(ref, "rb").read()
+        want = subprocess.run([CLI, "speak", "-m", model, "--backend", "cpu", "--threads", "1", "--phonemes", phonemes,
+                               "-v", "af_heart:0.6,am_adam:0.4", "--seed", "5", "-o", "-"], check=True,
+                              capture_output=True).stdout
+        check(want[4:8] == b"\xff\xff\xff\xff" and want[40:44] == b"\xff\xff\xff\xff" and len(want) > 1000,
+              "`wgml speak -o -` writes a WAV of unknown length")
         p, port = serve(model, "--threads", "1")
         try:
             body = dict(model="kokoro", input=phonemes, voice="af_heart:0.6,am_adam:0.4", seed=5, phonemes=True)
             status, r, got = post_bytes(port, "/v1/audio/speech", body)
-            check(status == 200 and r.getheader("Content-Type") == "audio/wav", "speech: %s %s" % (status, r.getheader("Content-Type")))
-            check(got == want, "the WAV equals `wgml speak`'s (%d vs %d bytes)" % (len(got), len(want)))
+            check(status == 200 and r.getheader("Content-Type") == "audio/wav" and
+                  r.getheader("Transfer-Encoding") == "chunked", "speech: %s %s" % (status, r.getheader("Content-Type")))
+            check(got == want, "the streamed WAV equals `wgml speak -o -`'s (%d vs %d bytes)" % (len(got), len(want)))
             status, r, pcm = post_bytes(port, "/v1/audio/speech", dict(body, response_format="pcm"))
             check(r.getheader("Content-Type") == "audio/pcm" and r.getheader("Transfer-Encoding") == "chunked" and
                   pcm == want[44:], "PCM: the WAV's samples, streamed (%d bytes)" % len(pcm))

@@ -572,16 +572,16 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
 
 /* POST /v1/audio/speech: input (text, at most 4096 bytes, through the G2P; or the model's
  * phoneme symbols with the extension "phonemes": true), voice (a voice of the model or a
- * blend, "af_heart:0.6,am_adam:0.4"), response_format "wav" (16-bit PCM, the whole
- * utterance; the default) or "pcm" (raw 16-bit little-endian samples at 24 kHz, streamed
- * sentence by sentence as they are made); speed (0.25-4); extensions seed and lang
- * ("en-us", "en-gb"). OpenAI's compressed formats (mp3, opus, aac, flac) are refused:
- * wgml has no encoder. One request at a time on the model (model_mu). */
+ * blend, "af_heart:0.6,am_adam:0.4"), response_format "wav" (16-bit PCM; the default) or
+ * "pcm" (raw 16-bit little-endian samples at 24 kHz), both streamed sentence by sentence as
+ * they are made. A streamed WAV's header cannot know the length, so its RIFF and data sizes
+ * are 0xFFFFFFFF, as OpenAI's own streamed WAVs and `wgml speak -o -` have them; speed
+ * (0.25-4); extensions seed and lang ("en-us", "en-gb"). OpenAI's compressed formats (mp3,
+ * opus, aac, flac) are refused: wgml has no encoder. One request at a time on the model
+ * (model_mu). */
 typedef struct {
     struct mg_connection *c;
-    int stream;             /* pcm: chunks go out as they are made */
-    unsigned char *buf;     /* wav: the samples so far */
-    size_t len, cap;
+    int wav;                /* the first chunk carries a WAV header of unknown length */
     int rate, failed, sent; /* sent: a chunk went out (headers too) */
 } speech_sink;
 
@@ -589,32 +589,23 @@ static int speech_chunk(void *user, const wgml_audio_chunk *ch) {
     speech_sink *k = user;
     if (k->rate && ch->sample_rate != k->rate) return k->failed = 1;
     k->rate = ch->sample_rate;
-    size_t bytes = (size_t)ch->n_samples * 2;
-    if (k->stream) {
-        unsigned char *b = malloc(bytes ? bytes : 1);
-        if (!b) return k->failed = 1;
-        cli_audio_bytes(ch->samples, ch->n_samples, 0, b);
-        if (!k->sent) {
-            mg_response_header_start(k->c, 200);
-            mg_response_header_add(k->c, "Content-Type", "audio/pcm", -1);
-            mg_response_header_add(k->c, "Transfer-Encoding", "chunked", -1);
-            mg_response_header_send(k->c);
-            k->sent = 1;
-        }
-        int ok = !bytes || mg_send_chunk(k->c, (const char *)b, (unsigned)bytes) > 0;
-        free(b);
-        return ok ? 0 : (k->failed = 1); /* the client is gone: stop speaking */
+    unsigned char h[64];
+    size_t hl = k->wav && !k->sent ? cli_wav_header(h, -1, k->rate, 0) : 0;
+    size_t bytes = hl + (size_t)ch->n_samples * 2;
+    unsigned char *b = malloc(bytes ? bytes : 1);
+    if (!b) return k->failed = 1;
+    memcpy(b, h, hl);
+    cli_audio_bytes(ch->samples, ch->n_samples, 0, b + hl);
+    if (!k->sent) {
+        mg_response_header_start(k->c, 200);
+        mg_response_header_add(k->c, "Content-Type", k->wav ? "audio/wav" : "audio/pcm", -1);
+        mg_response_header_add(k->c, "Transfer-Encoding", "chunked", -1);
+        mg_response_header_send(k->c);
+        k->sent = 1;
     }
-    if (k->len + bytes > k->cap) {
-        size_t cap = k->cap ? k->cap : 1 << 16;
-        while (cap < k->len + bytes) cap *= 2;
-        unsigned char *nb = realloc(k->buf, cap);
-        if (!nb) return k->failed = 1;
-        k->buf = nb, k->cap = cap;
-    }
-    cli_audio_bytes(ch->samples, ch->n_samples, 0, k->buf + k->len);
-    k->len += bytes;
-    return 0;
+    int ok = !bytes || mg_send_chunk(k->c, (const char *)b, (unsigned)bytes) > 0;
+    free(b);
+    return ok ? 0 : (k->failed = 1); /* the client is gone: stop speaking */
 }
 
 /* Whether every voice a voice string names ("a", or "a:0.6,b:0.4") is one of the
@@ -683,13 +674,13 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
             return send_error(c, 400, "phonemes", NULL, "'phonemes' must be true or false");
         p.phonemes = json_object_get_boolean(v);
     }
-    speech_sink k = {.c = c, .stream = pcm};
+    speech_sink k = {.c = c, .wav = !pcm};
     wgml_error err;
     pthread_mutex_lock(&s->model_mu);
     wgml_status st = wgml_speak(sm->model, input, voice, &p, speech_chunk, &k, NULL, &err);
     pthread_mutex_unlock(&s->model_mu);
     int status;
-    if (k.sent) { /* a pcm stream under way: end it (after a failure, cut short) */
+    if (k.sent) { /* a stream under way: end it (after a failure, cut short) */
         mg_send_chunk(c, "", 0);
         status = k.failed ? 499 : 200;
     } else if (k.failed) {
@@ -702,21 +693,11 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
         status = send_error(c, 500, NULL, NULL, "speech failed: %s", err.message);
     } else if (pcm) { /* nothing to say: an empty stream */
         status = send_body(c, 200, "audio/pcm", "", 0, NULL, NULL);
-    } else {
+    } else { /* nothing to say: a WAV of no samples, whose sizes are known */
         unsigned char h[64];
-        int64_t n = (int64_t)(k.len / 2);
-        size_t hl = cli_wav_header(h, n, k.rate ? k.rate : 24000, 0);
-        unsigned char *wav = malloc(hl + k.len);
-        if (!wav) {
-            status = send_error(c, 500, NULL, NULL, "out of memory");
-        } else {
-            memcpy(wav, h, hl);
-            if (k.len) memcpy(wav + hl, k.buf, k.len);
-            status = send_body(c, 200, "audio/wav", (const char *)wav, hl + k.len, NULL, NULL);
-            free(wav);
-        }
+        size_t hl = cli_wav_header(h, 0, 24000, 0);
+        status = send_body(c, 200, "audio/wav", (const char *)h, hl, NULL, NULL);
     }
-    free(k.buf);
     return status;
 }
 
