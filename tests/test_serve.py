@@ -197,6 +197,13 @@ def main():
         err(400, "POST", "/v1/chat/completions", {"messages": []}, param="messages")
         err(400, "POST", "/v1/chat/completions", {"messages": [{"content": "no role"}]}, param="messages")
         err(400, "POST", "/v1/chat/completions", {"messages": "hi"}, param="messages")
+        # U+0000 would cut a C string short without a word: refused, wherever it is
+        err(400, "POST", "/v1/completions", {"prompt": "Once\u0000 upon"}, param="prompt")
+        err(400, "POST", "/v1/completions", {"prompt": ["Once\u0000"]}, param="prompt")
+        err(400, "POST", "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi\u0000"}]}]}, param="messages")
+        err(400, "POST", "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "hi"}, {"role": "user", "content": "\u0000"}]}, param="messages")
         err(400, "POST", "/v1/completions", {"prompt": "Once upon a time " * 200}, code="context_length_exceeded")
         err(413, "POST", "/v1/completions", raw=b'{"prompt": "' + b"a" * (1 << 20) + b'"}')
         # what civetweb refuses before routing gets a whole answer too: an HTTP/1.1 status line (not the
@@ -293,6 +300,17 @@ def main():
             first = json.loads(events[0][6:])
             check(first["object"] == "chat.completion.chunk" and first["choices"][0]["delta"].get("role") == "assistant",
                   "curl: the first event gives the role: %r" % events[0])
+        # HTTP/1.0 has no chunked encoding: the stream comes as it is, and the connection closes at its end
+        body = json.dumps(dict(prompt=PROMPTS[0], max_tokens=8, temperature=0, stream=True)).encode()
+        raw = raw_request(port, b"POST /v1/completions HTTP/1.0\r\nAuthorization: Bearer %s\r\nContent-Type: "
+                          b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (KEY.encode(), len(body), body))
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        events = rest.split(b"\n\n")
+        check(head.startswith(b"HTTP/1.0 200") and b"transfer-encoding" not in head.lower() and
+              events[-1] == b"" and events[-2] == b"data: [DONE]" and all(e.startswith(b"data: {") for e in events[:-2]),
+              "HTTP/1.0: a plain SSE body up to the close: %r" % raw[:400])
+        check(streamed_text([json.loads(e[6:]) for e in events[:-2]]) == completion(port, PROMPTS[0], 8)["choices"][0]["text"],
+              "HTTP/1.0: the streamed text equals the non-streamed one")
         # seeded sampling: the same seed gives the same text, alone or not
         a = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
         b = completion(port, PROMPTS[2], temperature=0.9, seed=7)["choices"][0]["text"]
@@ -435,6 +453,7 @@ def speech():
             for extra, param in [(dict(voice="alloy"), "voice"), (dict(voice="../voices/af_heart.bin"), "voice"),
                                  (dict(voice="af_heart,nobody"), "voice"), (dict(response_format="mp3"), "response_format"),
                                  (dict(speed=9), "speed"), (dict(input=""), "input"), (dict(seed=-1), "seed"),
+                                 (dict(input="hi\u0000"), "input"), (dict(voice="af_heart\u0000x"), "voice"),
                                  (dict(lang="fr"), "lang")]:
                 s, o, _ = request(port, "POST", "/v1/audio/speech", dict(body, **extra), key=None)
                 check(s == 400 and o["error"]["param"] == param, "speech %s -> %s %s" % (extra, s, o))
@@ -514,6 +533,7 @@ def embeddings():
             for body, status, param, code in [
                     (dict(input=""), 400, "input", None), (dict(input=[]), 400, "input", None),
                     (dict(input=[1, 2, 3]), 400, "input", None), (dict(), 400, "input", None),
+                    (dict(input=["a", "b\u0000"]), 400, "input", None),
                     (dict(input="x", dimensions=0), 400, "dimensions", None),
                     (dict(input="x", encoding_format="hex"), 400, "encoding_format", None),
                     (dict(input="word " * 700), 400, "input", "context_length_exceeded")]:

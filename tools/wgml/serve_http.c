@@ -140,6 +140,25 @@ static int bad(gen_params *g, const char *param, const char *fmt, ...) {
 
 static int is_number(json_object *v) { return json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double); }
 
+/* Whether a string anywhere in v holds U+0000. Texts go on as C strings (the template
+ * engine, the tokenizers, the G2P), which would cut them at the NUL without a word: such
+ * a request gets a 400 instead. */
+static int has_nul(json_object *v, int depth) {
+    if (depth > 64) return 0; /* json-c's parser nests no deeper */
+    if (json_object_is_type(v, json_type_string))
+        return memchr(json_object_get_string(v), 0, (size_t)json_object_get_string_len(v)) != NULL;
+    if (json_object_is_type(v, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            if (has_nul(json_object_array_get_idx(v, i), depth + 1)) return 1;
+    } else if (json_object_is_type(v, json_type_object)) {
+        json_object_object_foreach(v, k, x) {
+            (void)k;
+            if (has_nul(x, depth + 1)) return 1;
+        }
+    }
+    return 0;
+}
+
 static int add_stop(gen_params *g, json_object *v) {
     if (!json_object_is_type(v, json_type_string)) return bad(g, "stop", "'stop' must be a string or an array of strings");
     size_t n = (size_t)json_object_get_string_len(v);
@@ -262,6 +281,32 @@ static json_object *choice(int chat, int delta, const char *text, size_t len, in
     return c;
 }
 
+/* Streamed bodies. HTTP/1.1 gets them chunked; HTTP/1.0 has no chunked encoding, so
+ * there the body goes out as it is, and the connection closes at its end. */
+static int http10(struct mg_connection *c) {
+    const struct mg_request_info *ri = mg_get_request_info(c);
+    return ri && ri->http_version && !strcmp(ri->http_version, "1.0");
+}
+
+static void stream_start(struct mg_connection *c, const char *content_type) {
+    mg_response_header_start(c, 200);
+    mg_response_header_add(c, "Content-Type", content_type, -1);
+    if (!strcmp(content_type, "text/event-stream")) mg_response_header_add(c, "Cache-Control", "no-cache", -1);
+    if (http10(c)) mg_response_header_add(c, "Connection", "close", -1);
+    else mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
+    mg_response_header_send(c);
+}
+
+/* 0, or -1 when the client is gone */
+static int stream_write(struct mg_connection *c, const void *b, size_t n) {
+    if (!n) return 0;
+    return (http10(c) ? mg_write(c, b, n) : mg_send_chunk(c, b, (unsigned)n)) > 0 ? 0 : -1;
+}
+
+static void stream_end(struct mg_connection *c) {
+    if (!http10(c)) mg_send_chunk(c, "", 0);
+}
+
 /* Writes one server-sent event; 0, or -1 when the client is gone. */
 static int sse(struct mg_connection *c, json_object *o) {
     size_t len;
@@ -272,7 +317,7 @@ static int sse(struct mg_connection *c, json_object *o) {
         memcpy(buf, "data: ", 6);
         memcpy(buf + 6, t, len);
         memcpy(buf + 6 + len, "\n\n", 2);
-        rc = mg_send_chunk(c, buf, (unsigned)(len + 8)) > 0 ? 0 : -1;
+        rc = stream_write(c, buf, len + 8);
         free(buf);
     }
     json_object_put(o);
@@ -320,11 +365,7 @@ static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
  * slot, before the next step) instead of holding a place until its first token. */
 static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
                       const gen_params *g) {
-    mg_response_header_start(c, 200);
-    mg_response_header_add(c, "Content-Type", "text/event-stream", -1);
-    mg_response_header_add(c, "Cache-Control", "no-cache", -1);
-    mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
-    mg_response_header_send(c);
+    stream_start(c, "text/event-stream");
     int dead = chat && sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, "", 0, 1, NULL)));
     size_t sent = 0;
     char *piece = NULL;
@@ -333,7 +374,7 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
         pthread_mutex_lock(&s->mu);
         if (wait_job(s, j, sent, s->keepalive_ms)) {
             pthread_mutex_unlock(&s->mu);
-            if (mg_send_chunk(c, ": keep-alive\n\n", 14) <= 0) dead = 1;
+            if (stream_write(c, ": keep-alive\n\n", 14)) dead = 1;
             continue;
         }
         size_t n = j->len - sent;
@@ -369,8 +410,8 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
             dead = sse(c, u) != 0;
         }
     }
-    if (!dead) mg_send_chunk(c, "data: [DONE]\n\n", 14);
-    mg_send_chunk(c, "", 0);
+    if (!dead) stream_write(c, "data: [DONE]\n\n", 14);
+    stream_end(c);
     return 200;
 }
 
@@ -470,8 +511,9 @@ static int ep_completions(struct mg_connection *c, serve_server *s, json_object 
                  json_object_is_type(json_object_array_get_idx(p, 0), json_type_string))
             text = json_object_get_string(json_object_array_get_idx(p, 0));
     }
-    int status = text ? generate(c, s, text, 1, 0, &g)
-                      : send_error(c, 400, "prompt", NULL, "'prompt' must be a string (or an array of one string)");
+    int status = !text           ? send_error(c, 400, "prompt", NULL, "'prompt' must be a string (or an array of one string)")
+                 : has_nul(p, 0) ? send_error(c, 400, "prompt", NULL, "'prompt' cannot contain U+0000")
+                                 : generate(c, s, text, 1, 0, &g);
     free_gen(&g);
     return status;
 }
@@ -488,6 +530,8 @@ static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
     if (!json_object_object_get_ex(req, "messages", &msgs) || !json_object_is_type(msgs, json_type_array) ||
         json_object_array_length(msgs) == 0) {
         status = send_error(c, 400, "messages", NULL, "'messages' must be a non-empty array");
+    } else if (has_nul(msgs, 0)) {
+        status = send_error(c, 400, "messages", NULL, "'messages' cannot contain U+0000");
     } else {
         char msg[512] = "";
         char *prompt = serve_chat_prompt(s, msgs, msg, sizeof msg);
@@ -512,6 +556,7 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
         return send_error(c, 400, "input", NULL, "'input' is required: a string or an array of strings");
     int n = json_object_is_type(input, json_type_array) ? (int)json_object_array_length(input) : 1;
     if (n < 1 || n > 2048) return send_error(c, 400, "input", NULL, "'input' must hold 1 to 2048 texts, not %d", n);
+    if (has_nul(input, 0)) return send_error(c, 400, "input", NULL, "'input' cannot contain U+0000");
     const char **texts = calloc((size_t)n, sizeof *texts);
     if (!texts) return send_error(c, 500, NULL, NULL, "out of memory");
     for (int i = 0; i < n; i++) {
@@ -597,15 +642,12 @@ static int speech_chunk(void *user, const wgml_audio_chunk *ch) {
     memcpy(b, h, hl);
     cli_audio_bytes(ch->samples, ch->n_samples, 0, b + hl);
     if (!k->sent) {
-        mg_response_header_start(k->c, 200);
-        mg_response_header_add(k->c, "Content-Type", k->wav ? "audio/wav" : "audio/pcm", -1);
-        mg_response_header_add(k->c, "Transfer-Encoding", "chunked", -1);
-        mg_response_header_send(k->c);
+        stream_start(k->c, k->wav ? "audio/wav" : "audio/pcm");
         k->sent = 1;
     }
-    int ok = !bytes || mg_send_chunk(k->c, (const char *)b, (unsigned)bytes) > 0;
+    int gone = stream_write(k->c, b, bytes);
     free(b);
-    return ok ? 0 : (k->failed = 1); /* the client is gone: stop speaking */
+    return gone ? (k->failed = 1) : 0; /* the client is gone: stop speaking */
 }
 
 /* Whether every voice a voice string names ("a", or "a:0.6,b:0.4") is one of the
@@ -635,12 +677,13 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
     if (!json_object_object_get_ex(req, "input", &v) || !json_object_is_type(v, json_type_string) ||
         json_object_get_string_len(v) == 0 || json_object_get_string_len(v) > 4096)
         return send_error(c, 400, "input", NULL, "'input' must be a string of 1 to 4096 bytes");
+    if (has_nul(v, 0)) return send_error(c, 400, "input", NULL, "'input' cannot contain U+0000");
     const char *input = json_object_get_string(v);
     if (!json_object_object_get_ex(req, "voice", &v) || !json_object_is_type(v, json_type_string) ||
         json_object_get_string_len(v) == 0)
         return send_error(c, 400, "voice", NULL, "'voice' must name a voice of the model (GET /v1/models lists them)");
     const char *voice = json_object_get_string(v);
-    if (!model_voices(sm->model, voice))
+    if (has_nul(v, 0) || !model_voices(sm->model, voice))
         return send_error(c, 400, "voice", NULL,
                           "'voice' %.64s is not a voice of the model or a blend of them (\"af_heart:0.6,am_adam:0.4\"): "
                           "GET /v1/models lists them", voice);
@@ -681,7 +724,7 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
     pthread_mutex_unlock(&s->model_mu);
     int status;
     if (k.sent) { /* a stream under way: end it (after a failure, cut short) */
-        mg_send_chunk(c, "", 0);
+        stream_end(c);
         status = k.failed ? 499 : 200;
     } else if (k.failed) {
         status = send_error(c, 500, NULL, NULL, "out of memory making the audio");
