@@ -31,7 +31,7 @@
  * JSON body that parses, an error with error.message (civetweb's own too), a
  * chat.completion or text_completion with one choice, finish_reason "stop" or
  * "length" and usage within the context; a stream (text/event-stream,
- * chunked) of `data: ` events, JSON chunks without an error, one
+ * chunked, or to the close for HTTP/1.0) of `data: ` events, JSON chunks without an error, one
  * finish_reason, `data: [DONE]` last. The only other bodies are /metrics and
  * civetweb's empty 200 to a CORS preflight. After every 'r', 'm' and 'd'
  * input and every 64th input, GET /health must answer 200 "ok" with every
@@ -202,6 +202,7 @@ static void recv_all(int fd, buf *b, size_t limit) {
 
 typedef struct {
     int status;
+    int http10;    /* an HTTP/1.0 status line */
     char type[64]; /* the Content-Type up to ';' */
     int chunked;
     buf body; /* de-chunked */
@@ -239,6 +240,7 @@ static void parse_response(const char *a, size_t n, size_t *pos, response *r) {
                   (p[12] == ' ' || p[12] == '\r'),
               "not an HTTP/1.x status line: '%.80s'", p);
     r->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+    r->http10 = p[7] == '0';
     const char *end = NULL;
     for (size_t i = 0; i + 4 <= left; i++)
         if (!memcmp(p + i, "\r\n\r\n", 4)) {
@@ -353,7 +355,9 @@ static void check_json(const response *r, int generation) {
 
 /* A stream: `data: {json}` events, one finish_reason, `data: [DONE]` last. */
 static void check_stream(const response *r) {
-    CHECK_MSG(r->status == 200 && r->chunked, "an event stream with status %d, chunked %d", r->status, r->chunked);
+    /* chunked for HTTP/1.1; HTTP/1.0 has no chunked encoding: the body runs to the close */
+    CHECK_MSG(r->status == 200 && r->chunked == !r->http10, "an event stream with status %d, chunked %d, HTTP/1.%d",
+              r->status, r->chunked, !r->http10);
     const char *p = r->body.p, *end = p + r->body.len;
     int events = 0, finishes = 0, done = 0;
     while (p < end) {

@@ -122,6 +122,10 @@ Host: x
 GET /v1/models HTTP/1.1
 
 "
+rseed raw-http10-stream "POST /v1/completions HTTP/1.0
+Content-Length: ${#cbody}
+
+${cbody}"
 rseed raw-chunked "POST /v1/completions HTTP/1.1
 Transfer-Encoding: chunked
 
