@@ -870,11 +870,11 @@ static void test_gemm_bf16(void **state) {
     (void)state;
     enum { LDX = 307, LDC = 45 };
     tu_rng rng = {9};
-    uint32_t *x = malloc(sizeof(uint32_t) * CPU_GEMM_MR * LDX), *wp = aligned_alloc(64, sizeof(uint32_t) * 304 * CPU_GEMM_NR);
-    float *c = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC), *init = malloc(sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
-    for (int i = 0; i < CPU_GEMM_MR * LDX; i++)
+    uint32_t *x = malloc(sizeof(uint32_t) * CPU_GEMM_MR_BF16 * LDX), *wp = aligned_alloc(64, sizeof(uint32_t) * 304 * CPU_GEMM_NR);
+    float *c = malloc(sizeof(float) * (CPU_GEMM_MR_BF16 + 1) * LDC), *init = malloc(sizeof(float) * (CPU_GEMM_MR_BF16 + 1) * LDC);
+    for (int i = 0; i < CPU_GEMM_MR_BF16 * LDX; i++)
         x[i] = wgml_f32_to_bf16(tu_normal(&rng)) | (uint32_t)wgml_f32_to_bf16(tu_normal(&rng)) << 16;
-    for (int i = 0; i < (CPU_GEMM_MR + 1) * LDC; i++) init[i] = tu_normal(&rng);
+    for (int i = 0; i < (CPU_GEMM_MR_BF16 + 1) * LDC; i++) init[i] = tu_normal(&rng);
     const int64_t kps[] = {1, 3, 32, 257, 304};
     const int ncs[] = {1, 16, 17, 32};
     int ran = 0;
@@ -884,7 +884,7 @@ static void test_gemm_bf16(void **state) {
         ran++;
         for (size_t ki = 0; ki < sizeof kps / sizeof kps[0]; ki++)
             for (size_t ni = 0; ni < sizeof ncs / sizeof ncs[0]; ni++)
-                for (int mr = 1; mr <= CPU_GEMM_MR; mr++)
+                for (int mr = 1; mr <= CPU_GEMM_MR_BF16; mr++)
                     for (int add = 0; add < 2; add++) {
                         const int64_t kp = kps[ki];
                         const int nc = ncs[ni];
@@ -893,9 +893,9 @@ static void test_gemm_bf16(void **state) {
                                 wp[k * CPU_GEMM_NR + j] = j < nc ? wgml_f32_to_bf16(tu_normal(&rng)) |
                                                                        (uint32_t)wgml_f32_to_bf16(tu_normal(&rng)) << 16
                                                                  : 0;
-                        memcpy(c, init, sizeof(float) * (CPU_GEMM_MR + 1) * LDC);
+                        memcpy(c, init, sizeof(float) * (CPU_GEMM_MR_BF16 + 1) * LDC);
                         fn(kp, x, LDX, wp, c, LDC, mr, nc, add);
-                        for (int r = 0; r <= CPU_GEMM_MR; r++)
+                        for (int r = 0; r <= CPU_GEMM_MR_BF16; r++)
                             for (int j = 0; j < LDC; j++) {
                                 const float got = c[r * LDC + j], was = init[r * LDC + j];
                                 if (r >= mr || j >= nc) {

@@ -33,7 +33,7 @@
 #include "core/dtype.h"
 
 #define GEMM_KC 512                  /* k per block */
-#define GEMM_ROWS (CPU_GEMM_MR * 8)  /* token rows per work item */
+#define GEMM_ROWS (CPU_GEMM_MR * 8)  /* token rows per work item (4 tiles of bf16 pairs) */
 
 size_t cpu_gemm_scratch(int64_t M, int64_t K) {
     int64_t panels = (M + CPU_GEMM_NR - 1) / CPU_GEMM_NR;
@@ -43,7 +43,7 @@ size_t cpu_gemm_scratch(int64_t M, int64_t K) {
 /* a weight row as floats, then as bf16 (pack_panels_bf16); or a tile's
  * activations as bf16 (gemm_items) */
 size_t cpu_gemm_tmp_floats(int64_t K) {
-    size_t row = (size_t)K + ((size_t)K + 1) / 2, tile = CPU_GEMM_MR * (GEMM_KC / 2);
+    size_t row = (size_t)K + ((size_t)K + 1) / 2, tile = CPU_GEMM_MR_BF16 * (GEMM_KC / 2);
     return (row > tile ? row : tile) + 16;
 }
 
@@ -154,8 +154,9 @@ static void gemm_items(void *p, int64_t lo, int64_t hi, int ith) {
             const kblock kb = kblock_at(a, b); /* wk is even with bf16 pairs (cpu_gemm) */
             const int64_t kc = kb.kc, kp = (kc + 1) / 2;
             const int add = b > 0 || a->add;
-            for (int64_t i = i0; i < i1; i += CPU_GEMM_MR) {
-                const int mr = (int)(i1 - i < CPU_GEMM_MR ? i1 - i : CPU_GEMM_MR);
+            const int64_t MR = t->bf16 ? CPU_GEMM_MR_BF16 : CPU_GEMM_MR;
+            for (int64_t i = i0; i < i1; i += MR) {
+                const int mr = (int)(i1 - i < MR ? i1 - i : MR);
                 const float *x = a->x + (size_t)i * ldx + kb.xoff;
                 if (t->bf16)
                     for (int r = 0; r < mr; r++) {

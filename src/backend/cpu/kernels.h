@@ -222,6 +222,7 @@ cpu_gemm_fn cpu_kernels_gemm_isa(const char *isa);
  * lacks it (and when the scalar kernels are forced); the scalar reference
  * from cpu_kernels_gemm_bf16_isa("scalar").
  */
+#define CPU_GEMM_MR_BF16 12 /* rows per tile (mr <= this): 24 accumulators, 14 loads per 24 vdpbf16ps */
 typedef void (*cpu_gemm_bf16_fn)(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc,
                                  int mr, int nc, int add);
 cpu_gemm_bf16_fn cpu_kernels_gemm_bf16(void);

@@ -77,7 +77,7 @@ KG512 void cpu_gemm_avx512(int64_t kc, const float *x, size_t ldx, const float *
 
 static KGBF KG_INLINE void b_tile(const int MR, int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c,
                                   size_t ldc, int nc, int add) {
-    __m512 a0[CPU_GEMM_MR], a1[CPU_GEMM_MR];
+    __m512 a0[CPU_GEMM_MR_BF16], a1[CPU_GEMM_MR_BF16];
     for (int r = 0; r < MR; r++) a0[r] = a1[r] = _mm512_setzero_ps();
 #pragma GCC unroll 2
     for (int64_t k = 0; k < kp; k++) {
@@ -108,6 +108,12 @@ KGBF void cpu_to_bf16_avx512(const float *x, uint16_t *dst, int64_t n) {
 KGBF void cpu_gemm_bf16_avx512(int64_t kp, const uint32_t *x, size_t ldx, const uint32_t *wp, float *c, size_t ldc,
                                int mr, int nc, int add) {
     switch (mr) {
+    case 12: b_tile(12, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 11: b_tile(11, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 10: b_tile(10, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 9: b_tile(9, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 8: b_tile(8, kp, x, ldx, wp, c, ldc, nc, add); break;
+    case 7: b_tile(7, kp, x, ldx, wp, c, ldc, nc, add); break;
     case 6: b_tile(6, kp, x, ldx, wp, c, ldc, nc, add); break;
     case 5: b_tile(5, kp, x, ldx, wp, c, ldc, nc, add); break;
     case 4: b_tile(4, kp, x, ldx, wp, c, ldc, nc, add); break;
