@@ -1493,6 +1493,8 @@ static void check_stft(ctx *c) {
     stft_case(c, 30000, 20, 5);
     stft_case(c, 4000, 400, 160); /* Whisper's */
     stft_case(c, 52, 6, 2);       /* n_fft no multiple of 4 */
+    stft_case(c, 101, 20, 5);     /* the last frame centred on the last sample: real, phase 0 or pi */
+    stft_case(c, 49, 16, 4);
 }
 
 static void istft_case(ctx *c, int64_t F, int n_fft, int hop) {

@@ -399,7 +399,8 @@ typedef struct wgml_lstm_args {
  * X[f][k] = sum_n frame[n] w[n] e^(-2 pi i k n / n_fft) for the B = n_fft/2 + 1
  * bins. out: f32 [F][2B]: |X| for the B bins, then atan2(Im X, Re X) in
  * (-pi, pi]. The values that are real in exact arithmetic (bins 0 and
- * n_fft/2, and every bin of frame 0, which is symmetric about its centre)
+ * n_fft/2, and every bin of frame 0 and of a last frame centred on the last
+ * sample, when (L - 1) is a multiple of hop: each is symmetric about its centre)
  * get the canonical phase: 0 for a real part >= 0, pi otherwise (never a
  * sign of rounding noise). n_fft even; out apart from x. */
 typedef struct wgml_stft_args {

@@ -343,8 +343,10 @@ void cpu_op_stft(cpu_backend *cb, const wgml_stft_args *a) {
                 re += fr[n] * cs[2 * idx];
                 im -= fr[n] * cs[2 * idx + 1];
             }
-            /* canonical phase where the value is real in exact arithmetic */
-            if (k == 0 || k == half || f == 0) im = 0;
+            /* canonical phase where the value is real in exact arithmetic: bins 0 and N/2,
+             * and the frames centred on the first or the last sample (reflected about it,
+             * so even about n = N/2 with the symmetric window) */
+            if (k == 0 || k == half || f == 0 || f * a->hop == L - 1) im = 0;
             o[k] = (float)sqrt(re * re + im * im);
             o[B + k] = (float)(im == 0 ? (re >= 0 ? 0.0 : M_PI) : atan2(im, re));
         }

@@ -5,7 +5,8 @@
 //          samples f*hop - N/2 + n of x reflect-padded, times the window w,
 //          summed against e^(-2 pi i k n / N); o[f][k] = |X|, o[f][B + k] =
 //          its phase, canonical (0 or pi) where X is real in exact arithmetic
-//          (bins 0 and N/2, every bin of frame 0);
+//          (bins 0 and N/2, every bin of a frame centred on the first or the
+//          last sample: reflected about it, it is even about n = N/2);
 //   ISTFT  one invocation per output sample i: at p = i + N/2 of the padded
 //          signal, the sum over the frames f covering p (f*hop <= p <
 //          f*hop + N, at most ceil(N / hop)) of frame f's real inverse DFT at
@@ -73,7 +74,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         idx += k;
         if (idx >= P.N) { idx -= P.N; }
     }
-    if (k == 0u || k == half || f == 0u) { im = 0.0; }
+    if (k == 0u || k == half || f == 0u || i32(f * P.hop) == L - 1) { im = 0.0; }
     var ph = 0.0;
     if (im != 0.0) {
         ph = atan2_a(im, re);
