@@ -216,7 +216,11 @@ def conversation(tmp):
         c.expect(rb"abc", "the half-typed line's echo")
         c.settle("the half-typed line")
         c.send(b"\x03")
-        c.prompt("Ctrl-C at the prompt")
+        c.expect(re.escape(PROMPT), "Ctrl-C at the prompt: the prompt")
+        # ... and a Ctrl-C sent the moment that prompt shows, without waiting for libedit to
+        # wait for keys: SIGINT stays blocked until the wait takes it, so it is not lost
+        c.send(b"\x03")
+        c.prompt("Ctrl-C at the prompt, twice")
         check(c.alive(), "Ctrl-C at the prompt: still running, a fresh prompt")
 
         # Backspace (libedit's, or the terminal's own line editing without it); the

@@ -26,6 +26,8 @@
 #include <unistd.h>
 #ifdef WGML_HAVE_LIBEDIT
 #include <editline/readline.h>
+#include <errno.h>
+#include <sys/select.h>
 #endif
 
 #include "cli.h"
@@ -214,10 +216,47 @@ static int reply(chat *c) {
     return rc ? -1 : 0;
 }
 
+#ifdef WGML_HAVE_LIBEDIT
+/* libedit's key reader. SIGINT stays blocked while libedit runs and is let in only inside
+ * pselect, atomically with the wait: a Ctrl-C pressed between the prompt and the wait (which
+ * a plain read() would sleep through, its handler already run) is pending there and ends the
+ * wait at once. An interrupt ends the line as a failed read does (EINTR): readline returns NULL. */
+static int chat_getc(FILE *f) {
+    const int fd = fileno(f);
+    sigset_t open;
+    sigprocmask(SIG_SETMASK, NULL, &open);
+    sigdelset(&open, SIGINT);
+    for (;;) {
+        if (interrupted) {
+            errno = EINTR;
+            return EOF;
+        }
+        fd_set r;
+        FD_ZERO(&r);
+        FD_SET(fd, &r);
+        if (pselect(fd + 1, &r, NULL, NULL, NULL, &open) < 0) {
+            if (errno == EINTR) continue;
+            return EOF;
+        }
+        unsigned char ch;
+        ssize_t k = read(fd, &ch, 1);
+        if (k == 1) return ch;
+        if (k < 0 && errno == EINTR) continue;
+        return EOF;
+    }
+}
+#endif
+
 static char *read_line(chat *c) {
 #ifdef WGML_HAVE_LIBEDIT
     if (c->tty) {
+        sigset_t block, old;
+        sigemptyset(&block);
+        sigaddset(&block, SIGINT);
+        sigprocmask(SIG_BLOCK, &block, &old);
+        rl_getc_function = chat_getc;
         char *l = readline("> ");
+        sigprocmask(SIG_SETMASK, &old, NULL);
         if (l && *l) add_history(l);
         return l;
     }
