@@ -12,6 +12,7 @@ exits with status 0. (tests/test_cli.c's test_chat_pipe drives it through a pipe
 libedit.) Only the Python standard library: pty.fork gives the chat a terminal.
 Every wait for output has a deadline, so a hang fails the test instead of blocking.
 """
+import contextlib
 import fcntl
 import json
 import os
@@ -163,6 +164,12 @@ class Chat:
                 time.sleep(0.01)
         return os.WEXITSTATUS(self.status) if self.status is not None and os.WIFEXITED(self.status) else None
 
+    def quit(self, what):
+        """Ctrl-D at an empty prompt: the chat must exit with status 0."""
+        self.send(b"\x04")
+        rc = self.wait_exit()
+        check(rc == 0, "%s: exit status 0 (%s)" % (what, self.describe_status()))
+
     def close(self):
         if self.alive():
             os.kill(self.pid, signal.SIGKILL)
@@ -173,6 +180,19 @@ class Chat:
         """The last of the output, control characters (escape sequences, lone CRs) shown as \\xNN."""
         text = self.out[-1500:].decode("utf-8", "replace").replace("\r\n", "\n")
         return "".join(ch if ch == "\n" or ch >= " " else "\\x%02x" % ord(ch) for ch in text)
+
+
+@contextlib.contextmanager
+def chat_session(*args):
+    """A chat started with args; on a failure its terminal's last output is printed; killed at the end."""
+    c = Chat(*args)
+    try:
+        yield c
+    except Failure:
+        print("--- the chat's terminal (%s):\n%s\n---" % (" ".join(c.argv), c.tail()))
+        raise
+    finally:
+        c.close()
 
 
 def edited_turn(c, keys, what, first, saved):
@@ -196,8 +216,7 @@ def edited_turn(c, keys, what, first, saved):
 
 def conversation(tmp):
     """Two turns with the cache, Ctrl-C at the prompt, line editing, Ctrl-D."""
-    c = Chat("-n", "8", "-t", "1")
-    try:
+    with chat_session("-n", "8", "-t", "1") as c:
         c.prompt("start")
         first = c.turn(b"Hello there\r", "turn 1")
         check(first.reused == 0 and first.evaluated == first.tokens,
@@ -230,22 +249,14 @@ def conversation(tmp):
             edited_turn(c, b"Hllo there\x01\x06e\r", "Ctrl-A, Ctrl-F, insert", first,
                         os.path.join(tmp, "insert.json"))
 
-        c.send(b"\x04")
-        rc = c.wait_exit()
-        check(rc == 0, "Ctrl-D at an empty prompt: exit status 0 (%s)" % c.describe_status())
-    except Failure:
-        print("--- the chat's terminal (%s):\n%s\n---" % (" ".join(c.argv), c.tail()))
-        raise
-    finally:
-        c.close()
+        c.quit("Ctrl-D at an empty prompt")
 
 
 def interrupt():
     """Ctrl-C in the middle of a long reply stops the reply, not the program."""
     # -n 4000 in a context of 4096: the reply runs for a second or more (some 3000
     # tokens/s here, alone) unless it is stopped
-    c = Chat("-n", "4000", "-c", "4096", "-t", "1")
-    try:
+    with chat_session("-n", "4000", "-c", "4096", "-t", "1") as c:
         c.prompt("start")
         c.send(b"Once upon a time\r")
         c.expect(rb"Once upon a time\r?\n", "the message's echo")
@@ -268,14 +279,7 @@ def interrupt():
         check(t2.reused >= t.tokens and t2.evaluated == t2.tokens - t2.reused,
               "after Ctrl-C: %d tokens reused (the first prompt was %d), %d of %d evaluated"
               % (t2.reused, t.tokens, t2.evaluated, t2.tokens))
-        c.send(b"\x04")
-        rc = c.wait_exit()
-        check(rc == 0, "Ctrl-D after an interrupted reply: exit status 0 (%s)" % c.describe_status())
-    except Failure:
-        print("--- the chat's terminal (%s):\n%s\n---" % (" ".join(c.argv), c.tail()))
-        raise
-    finally:
-        c.close()
+        c.quit("Ctrl-D after an interrupted reply")
 
 
 def main():

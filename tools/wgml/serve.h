@@ -103,7 +103,9 @@ typedef struct serve_server {
     serve_model extra[SERVE_MAX_MODELS - 1]; /* the others (set by the caller after serve_init) */
     int n_extra;
     wgml_batch *batch; /* NULL for a model that does not generate (an embedding model) */
-    pthread_mutex_t model_mu; /* one /v1/embeddings or /v1/audio/speech request at a time on the model */
+    /* one /v1/embeddings and one /v1/audio/speech request at a time on their models (with several
+     * --model they are different models and run side by side) */
+    pthread_mutex_t embed_mu, speech_mu;
     int n_slots, n_ctx, chunk, max_queue;
     const char *api_key; /* NULL: none */
     size_t max_body;

@@ -164,8 +164,7 @@ static int add_stop(gen_params *g, json_object *v) {
     size_t n = (size_t)json_object_get_string_len(v);
     if (n == 0 || n > SERVE_STOP_MAX_LEN)
         return bad(g, "stop", "a stop string must have 1 to %d bytes", SERVE_STOP_MAX_LEN);
-    if (memchr(json_object_get_string(v), 0, n)) /* kept as C strings: "\u0000" would cut it short */
-        return bad(g, "stop", "a stop string cannot contain U+0000");
+    if (has_nul(v, 0)) return bad(g, "stop", "a stop string cannot contain U+0000");
     if (g->n_stop >= SERVE_MAX_STOP) return bad(g, "stop", "at most %d stop strings", SERVE_MAX_STOP);
     if (!(g->stop[g->n_stop] = strdup(json_object_get_string(v)))) return bad(g, "stop", "out of memory");
     g->n_stop++;
@@ -546,7 +545,7 @@ static int ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
  * encoding_format ("float" or "base64": the float32 bytes, as OpenAI's client asks by
  * default), dimensions (keep the first N values, then normalize: Matryoshka models);
  * model and user are ignored. Runs in this HTTP thread, one request at a time on the
- * model (model_mu): an embedding is one forward pass, with no stream to interleave. */
+ * model (embed_mu): an embedding is one forward pass, with no stream to interleave. */
 static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *req) {
     serve_model buf;
     const serve_model *sm = serve_model_for(s, WGML_TASK_EMBED, &buf);
@@ -594,13 +593,13 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
     }
     wgml_error err;
     long long tokens = 0;
-    pthread_mutex_lock(&s->model_mu);
+    pthread_mutex_lock(&s->embed_mu);
     wgml_status st = wgml_embed(sm->model, texts, n, &ep, vec, dim, &err);
     for (int i = 0; !st && i < n; i++) {
         int k = wgml_tokenize(sm->model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
         tokens += k > 0 ? k : 0;
     }
-    pthread_mutex_unlock(&s->model_mu);
+    pthread_mutex_unlock(&s->embed_mu);
     int status;
     if (st == WGML_ERR_CONTEXT_FULL)
         status = send_error(c, 400, "input", "context_length_exceeded", "%s", err.message);
@@ -623,7 +622,7 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
  * are 0xFFFFFFFF, as OpenAI's own streamed WAVs and `wgml speak -o -` have them; speed
  * (0.25-4); extensions seed and lang ("en-us", "en-gb"). OpenAI's compressed formats (mp3,
  * opus, aac, flac) are refused: wgml has no encoder. One request at a time on the model
- * (model_mu). */
+ * (speech_mu). */
 typedef struct {
     struct mg_connection *c;
     int wav;                /* the first chunk carries a WAV header of unknown length */
@@ -719,9 +718,9 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
     }
     speech_sink k = {.c = c, .wav = !pcm};
     wgml_error err;
-    pthread_mutex_lock(&s->model_mu);
+    pthread_mutex_lock(&s->speech_mu);
     wgml_status st = wgml_speak(sm->model, input, voice, &p, speech_chunk, &k, NULL, &err);
-    pthread_mutex_unlock(&s->model_mu);
+    pthread_mutex_unlock(&s->speech_mu);
     int status;
     if (k.sent) { /* a stream under way: end it (after a failure, cut short) */
         stream_end(c);
@@ -738,7 +737,7 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
         status = send_body(c, 200, "audio/pcm", "", 0, NULL, NULL);
     } else { /* nothing to say: a WAV of no samples, whose sizes are known */
         unsigned char h[64];
-        size_t hl = cli_wav_header(h, 0, 24000, 0);
+        size_t hl = cli_wav_header(h, 0, sm->info.sample_rate > 0 ? sm->info.sample_rate : 24000, 0);
         status = send_body(c, 200, "audio/wav", (const char *)h, hl, NULL, NULL);
     }
     return status;

@@ -82,7 +82,8 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->slot_of = calloc((size_t)n_slots, sizeof *s->slot_of);
     if (!s->slots || !s->queue || !s->items || !s->slot_of || pthread_mutex_init(&s->mu, NULL) ||
-        pthread_mutex_init(&s->tok_mu, NULL) || pthread_mutex_init(&s->model_mu, NULL) ||
+        pthread_mutex_init(&s->tok_mu, NULL) || pthread_mutex_init(&s->embed_mu, NULL) ||
+        pthread_mutex_init(&s->speech_mu, NULL) ||
         pthread_cond_init(&s->wake, NULL)) {
         wgml_batch_free(s->batch);
         s->batch = NULL;
@@ -113,7 +114,8 @@ void serve_free(serve_server *s) {
     if (!s->slots) return;
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->tok_mu);
-    pthread_mutex_destroy(&s->model_mu);
+    pthread_mutex_destroy(&s->embed_mu);
+    pthread_mutex_destroy(&s->speech_mu);
     pthread_cond_destroy(&s->wake);
     wgml_batch_free(s->batch);
     free(s->slots);
