@@ -1,6 +1,6 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,kokoro_config,cli,serve} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,g2p,kokoro_config,cli,serve} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -24,7 +24,7 @@ if(WGML_FUZZ)
   target_compile_definitions(wgml_fuzzlib PRIVATE FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
   target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads m)
 
-  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template)
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()

@@ -50,6 +50,18 @@ done
 printf '%s' "{% for m in messages %}{{ loop.index }}{{ m.role | upper }}{% if not loop.last %}, {% endif %}{% endfor %}" > "$ct/seed-loop"
 printf '%s' "{% set ns = namespace(a=[]) %}{% macro f(x) %}{{ x | tojson(indent=2) }}{% endmacro %}{{ f(messages[1:]) }}{{ 'a b'.split() }}" > "$ct/seed-macro"
 printf '%s' "{%- raw -%} {{ x }} {%- endraw %}{# c #}{{ (1, 2)[::-1] ~ 2 ** 3 // 2 }}{{ 'x' if true else y }}" > "$ct/seed-misc"
+# fuzz_g2p: byte 0 picks the stand-in phonemizer's ways (see fuzz/fuzz_g2p.c),
+# the rest is English text: the shared G2P sentences, with words alone or not,
+# American or British, the words-alone answer refused.
+gp=$root/fuzz/corpus-run/g2p
+mkdir -p "$gp"
+k=0
+if [ -f "$shared/kokoro/g2p-en-us.tsv" ]; then
+  while IFS=$'\t' read -r text _; do
+    k=$((k + 1))
+    for w in 0 1 3 5; do { printf "\\x0$w"; printf '%s' "$text"; } > "$gp/seed-$k-$w"; done
+  done < "$shared/kokoro/g2p-en-us.tsv"
+fi
 # fuzz_kokoro_config: the shared v1.0 and kokoro-tiny config.json files.
 kc=$root/fuzz/corpus-run/kokoro_config
 mkdir -p "$kc"

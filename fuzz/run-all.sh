@@ -15,7 +15,7 @@ par=${WGML_FUZZ_PARALLEL:-$(nproc)}
 [ "$par" -gt 4 ] && par=4
 [ "$par" -lt 1 ] && par=1
 targets=()
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
+for t in gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve; do
   if [ "$t" = tokenizer ] && [ ! -x "$build/fuzz/fuzz_tokenizer" ]; then
     echo "tokenizer: not built (WGML_FUZZ_TOKENIZER=OFF), skipped"
     continue

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh TARGET SECONDS - runs one fuzz target for SECONDS on its corpus.
 #
-# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template,
+# TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template, g2p,
 # kokoro_config, cli or serve. New interesting inputs are added to
 # fuzz/corpus-run/TARGET/; a crash, a sanitizer report or a timeout
 # leaves the input in fuzz/corpus-run/artifacts/TARGET/ and makes the script
@@ -10,7 +10,7 @@
 # ../shared), WGML_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
 set -uo pipefail
 if [ $# -ne 2 ]; then
-  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve)" >&2
+  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve)" >&2
   exit 2
 fi
 target=$1
@@ -37,6 +37,7 @@ case $target in
   pth)        flags+=(-max_len=65536 -dict="$root/fuzz/pth.dict") ;;
   tokenizer)  flags+=(-max_len=512) ;;
   chat_template) flags+=(-max_len=32768 -dict="$root/fuzz/jinja.dict") ;;
+  g2p)        flags+=(-max_len=4096) ;;
   kokoro_config) flags+=(-max_len=16384) ;;
   cli)        flags+=(-max_len=65536) ;;
   serve)      flags+=(-max_len=20480 -dict="$root/fuzz/serve.dict") ;;

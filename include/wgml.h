@@ -381,8 +381,13 @@ wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const 
 
 /* A word of a chunk and when it is spoken. */
 typedef struct wgml_word_time {
-    const char *word;   /* its phonemes (punctuation stripped), NUL-terminated */
-    double start, end;  /* seconds from the start of the whole utterance */
+    const char *word;        /* as the input has it: for text, the text's word (punctuation around it
+                                stripped; where the normalization rewrote it, e.g. "$4.99" said "four
+                                dollars and ninety-nine cents", all it became); for phonemes, a run of
+                                them between spaces (punctuation stripped) */
+    const char *phonemes;    /* what is said for it */
+    double start, end;       /* seconds from the start of the whole utterance */
+    int64_t offset, length;  /* where word is in the input string, bytes */
 } wgml_word_time;
 
 /* One piece of speech (a sentence, or part of a long one), valid during the

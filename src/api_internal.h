@@ -34,4 +34,11 @@ int wgml_model_quantized_matmuls(const wgml_model *model);
 wgml_status wgml_model_load_with(const char *path, const wgml_model_params *params,
                                  const wgml_model_load_options *options, wgml_model **out, wgml_error *err);
 
+/* wgml_speak with text through this G2P (text/g2p.h; NULL: espeak-ng as
+ * params->espeak says): the WebAssembly build's, whose phonemes come from JS. */
+typedef struct wgml_g2p wgml_g2p;
+wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voice, const wgml_speak_params *params,
+                           wgml_g2p *g2p, wgml_audio_fn on_audio, void *user, wgml_speak_result *result,
+                           wgml_error *err);
+
 #endif

@@ -3,16 +3,17 @@
  * models of the kokoro family (model/kokoro/): text through the G2P
  * (text/g2p.h, espeak-ng as a separate program), then the phonemes spoken
  * piece by piece (kokoro_speak), each piece handed to the caller as soon as
- * it is made.
+ * it is made with the times of the text's words in it.
  */
-#include <string.h>
-#include <time.h>
-
+#include "api_internal.h"
 #include "api_model.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "model/kokoro/kokoro_model.h"
 #include "text/g2p.h"
+
+#include <string.h>
+#include <time.h>
 
 static double now_ms(void) {
     struct timespec ts;
@@ -52,8 +53,9 @@ static int on_chunk(void *user, const wgml_audio_chunk *c) {
     return r->fn ? r->fn(r->user, c) : 0;
 }
 
-wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, const wgml_speak_params *params,
-                       wgml_audio_fn on_audio, void *user, wgml_speak_result *result, wgml_error *err) {
+wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voice, const wgml_speak_params *params,
+                           wgml_g2p *g2p, wgml_audio_fn on_audio, void *user, wgml_speak_result *result,
+                           wgml_error *err) {
     if (result) memset(result, 0, sizeof *result);
     if (!model || !input) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_speak: NULL argument");
     kokoro_model *k = speaker(model);
@@ -68,22 +70,26 @@ wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, 
     strcpy(voice_copy, voice);
     relay r = {on_audio, user, now_ms(), -1};
     char *phonemes = NULL;
+    kokoro_words words = {input, NULL, 0};
     wgml_status st;
     if (p.phonemes) {
         if ((st = g2p_check_utf8(input, err))) return st;
     } else {
-        wgml_g2p *g;
-        if ((st = wgml_g2p_open_espeak(p.espeak, &g, err))) return st;
-        st = wgml_g2p_phonemize(g, p.lang ? p.lang : "en-us", input, &phonemes, err);
-        wgml_g2p_free(g);
+        wgml_g2p *g = g2p;
+        if (!g && (st = wgml_g2p_open_espeak(p.espeak, &g, err))) return st;
+        wgml_g2p_word *w = NULL;
+        st = wgml_g2p_phonemize_words(g, p.lang ? p.lang : "en-us", input, &phonemes, &w, &words.n, err);
+        words.words = w;
+        if (g != g2p) wgml_g2p_free(g);
         if (st) return st;
     }
     int64_t n_samples = 0;
     int n_chunks = 0;
     kokoro_set_bf16(k, !p.full_precision);
-    st = kokoro_speak(k, phonemes ? phonemes : input, voice_copy, p.speed, p.seed, on_chunk, &r, &n_samples,
-                      &n_chunks, err);
+    st = kokoro_speak(k, phonemes ? phonemes : input, phonemes ? &words : NULL, voice_copy, p.speed, p.seed, on_chunk,
+                      &r, &n_samples, &n_chunks, err);
     wgml_free(phonemes);
+    wgml_free((void *)words.words);
     if (result) {
         result->n_samples = n_samples;
         result->n_chunks = n_chunks;
@@ -91,4 +97,9 @@ wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, 
         result->total_ms = now_ms() - r.t0;
     }
     return st;
+}
+
+wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, const wgml_speak_params *params,
+                       wgml_audio_fn on_audio, void *user, wgml_speak_result *result, wgml_error *err) {
+    return wgml_speak_g2p(model, input, voice, params, NULL, on_audio, user, result, err);
 }

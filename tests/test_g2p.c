@@ -201,7 +201,7 @@ static void test_bad_text(void **state) {
 /* ---- the G2P over a stand-in backend: pieces upper-cased ---- */
 
 typedef struct {
-    int calls, freed, fail, bad_utf8;
+    int calls, freed, fail, bad_utf8, word_calls, fail_words;
     char lang[8];
     char seen[1024];
 } fake;
@@ -232,9 +232,53 @@ static wgml_status fake_pieces(void *user, const char *lang, const char *const *
 
 static void fake_free(void *user) { ((fake *)user)->freed++; }
 
+/* Each word alone: upper-cased with a stress mark in front, as espeak-ng says a word on its own. */
+static wgml_status fake_words(void *user, const char *lang, const char *const *words, size_t n, char **out,
+                              wgml_error *err) {
+    fake *f = user;
+    (void)lang;
+    f->word_calls++;
+    if (f->fail_words) return wgml_fail(err, WGML_ERR_FORMAT, "the stand-in cannot say words alone");
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(words[i]);
+        if (!(out[i] = wgml_malloc(len + 3))) {
+            for (size_t k = 0; k < i; k++)
+                wgml_free(out[k]), out[k] = NULL;
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "stand-in out of memory");
+        }
+        memcpy(out[i], "\xcb\x88", 2); /* ˈ */
+        for (size_t c = 0; c <= len; c++) {
+            char ch = words[i][c];
+            out[i][c + 2] = ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch;
+        }
+    }
+    return WGML_OK;
+}
+
+/* The stand-in that runs words together as espeak-ng does ("of the":
+ * "ʌvðə"): after a word of two letters or fewer its space is dropped. */
+static wgml_status fake_merging(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                wgml_error *err) {
+    wgml_status st = fake_pieces(user, lang, pieces, n, out, err);
+    for (size_t i = 0; !st && i < n; i++) {
+        char *q = out[i];
+        size_t word = 0;
+        for (const char *p = out[i]; *p; p++) {
+            if (*p == ' ' && word > 0 && word <= 2) {
+                word = 0;
+                continue;
+            }
+            word = *p == ' ' ? 0 : word + 1;
+            *q++ = *p;
+        }
+        *q = '\0';
+    }
+    return st;
+}
+
 static wgml_g2p *open_fake(fake *f) {
     memset(f, 0, sizeof *f);
-    wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, f};
+    wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, f, NULL};
     wgml_g2p *g = NULL;
     wgml_error err;
     assert_int_equal(wgml_g2p_open(&be, &g, &err), WGML_OK);
@@ -291,9 +335,129 @@ static void test_join(void **state) {
     wgml_g2p_free(NULL);
 }
 
+/* The words of text in phonemes ph, as "word=phonemes|..." for comparing. */
+static char *word_list(const char *text, const char *ph, const wgml_g2p_word *w, size_t n) {
+    static char buf[4096];
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%.*s=%.*s", i ? "|" : "", (int)w[i].text_len,
+                               text + w[i].text_off, (int)w[i].ph_len, ph + w[i].ph_off);
+    return buf;
+}
+
+static void expect_words(wgml_g2p *g, const char *lang, const char *text, const char *want_ph, const char *want) {
+    char *out = NULL;
+    wgml_g2p_word *w = NULL;
+    size_t n = 0;
+    wgml_error err;
+    if (wgml_g2p_phonemize_words(g, lang, text, &out, &w, &n, &err)) fail_msg("'%s': %s", text, err.message);
+    if (want_ph) assert_string_equal(out, want_ph);
+    assert_string_equal(word_list(text, out, w, n), want);
+    wgml_free(out);
+    wgml_free(w);
+}
+
+/* Word places over the stand-in: the text's words, whatever normalization
+ * made of them, with their phonemes; words run together split apart; the
+ * same from the letters when the phonemizer cannot say words alone. */
+static void test_words(void **state) {
+    (void)state;
+    fake f;
+    memset(&f, 0, sizeof f);
+    wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, &f, fake_words};
+    wgml_g2p *g = NULL;
+    wgml_error err;
+    assert_int_equal(wgml_g2p_open(&be, &g, &err), WGML_OK);
+    const char *t = "  Hello, world! (Yes) it's $5.  ";
+    expect_words(g, "en-us", t, "HELLO, WORLD! «YES» IT'S 5 DOLLARS.",
+                 "Hello=HELLO|world=WORLD|Yes=YES|it's=IT'S|$5=5 DOLLARS");
+    assert_int_equal(f.word_calls, 1);
+    /* where they are in the text */
+    char *out;
+    wgml_g2p_word *w;
+    size_t n;
+    assert_int_equal(wgml_g2p_phonemize_words(g, "en-us", t, &out, &w, &n, &err), WGML_OK);
+    assert_int_equal(n, 5);
+    assert_int_equal(w[0].text_off, 2);
+    assert_int_equal(w[2].text_off, 17);
+    assert_int_equal(w[4].text_off, 27);
+    assert_int_equal(w[4].text_len, 2);
+    wgml_free(out);
+    wgml_free(w);
+    /* the normalization's rewrites, each with the text word it came from */
+    expect_words(g, "en-gb",
+                 "It costs $4.99. Dr. Smith paid \xc2\xa3"
+                 "1.5 in 1984, at 7:30 (U.S.A.).",
+                 NULL,
+                 "It=IT|costs=COSTS|$4.99=4 DOLLARS AND 99 CENTS|Dr=DOCTOR|Smith=SMITH|paid=PAID|"
+                 "\xc2\xa3"
+                 "1.5=1 POUND AND 50 PENCE|in=IN|1984=19 84|at=AT|7:30=7 30|U.S.A=U-S-A");
+    /* nothing to say: no words, no call */
+    int calls = f.word_calls;
+    expect_words(g, "en-us", " ...?! ", "...?!", "");
+    expect_words(g, "en-us", "", "", "");
+    assert_int_equal(f.word_calls, calls);
+    wgml_g2p_free(g);
+
+    /* words run together: each placed inside the phoneme word they share */
+    memset(&f, 0, sizeof f);
+    be.phonemize_pieces = fake_merging;
+    assert_int_equal(wgml_g2p_open(&be, &g, &err), WGML_OK);
+    expect_words(g, "en-us", "In the end of it, we go.", "INTHE END OFIT, WEGO.",
+                 "In=IN|the=THE|end=END|of=OF|it=IT|we=WE|go=GO");
+    /* and from their letters when the phonemizer cannot say them alone */
+    f.fail_words = 1;
+    expect_words(g, "en-us", "In the end of it, we go.", "INTHE END OFIT, WEGO.",
+                 "In=IN|the=THE|end=END|of=OF|it=IT|we=WE|go=GO");
+    wgml_g2p_free(g);
+    be.phonemize_words = NULL;
+    assert_int_equal(wgml_g2p_open(&be, &g, &err), WGML_OK);
+    expect_words(g, "en-us", "Hello there, world.", "HELLO THERE, WORLD.", "Hello=HELLO|there=THERE|world=WORLD");
+    /* the phonemizer's own failure is the call's */
+    f.fail = 1;
+    out = (char *)"untouched";
+    w = (wgml_g2p_word *)&n;
+    assert_int_equal(wgml_g2p_phonemize_words(g, "en-us", "Hello.", &out, &w, &n, &err), WGML_ERR_IO);
+    assert_null(out);
+    assert_null(w);
+    assert_int_equal(n, 0);
+    assert_int_equal(wgml_g2p_phonemize_words(g, "en-us", "Hello.", &out, NULL, &n, &err), WGML_ERR_INVALID_ARGUMENT);
+    wgml_g2p_free(g);
+}
+
+/* The alignment itself: espeak-ng's "ɪnðə bɪɡˈɪnɪŋ ʌvðə jˈɪɹ" against the
+ * words said alone (stressed), and its fallbacks. */
+static void test_align(void **state) {
+    (void)state;
+    const char *alone[] = {"ˈɪn", "ðˈə", "bɪɡˈɪnɪŋ", "ˈʌv", "ðˈə", "jˈɪɹ"};
+    int labels[20];
+    wgml_error err;
+    assert_int_equal(g2p_align_piece("ɪnðə bɪɡˈɪnɪŋ ʌvðə jˈɪɹ", alone, 6, labels, 20, &err), WGML_OK);
+    const int want[20] = {0, 0, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 4, 4, 5, 5, 5, 5};
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(labels[i], want[i]);
+    /* said differently alone ("to": tˈuː, in the piece tə) */
+    const char *alone2[] = {"wˈɔnt", "tˈuː", "ɡˈoʊ"};
+    assert_int_equal(g2p_align_piece("wˈɔnt tə ɡˌoʊ", alone2, 3, labels, 11, &err), WGML_OK);
+    const int want2[11] = {0, 0, 0, 0, 0, 1, 1, 2, 2, 2, 2};
+    for (int i = 0; i < 11; i++)
+        assert_int_equal(labels[i], want2[i]);
+    /* nothing said alone: in proportion (equal shares) */
+    const char *empty[] = {"", ""};
+    assert_int_equal(g2p_align_piece("abcd", empty, 2, labels, 4, &err), WGML_OK);
+    assert_int_equal(labels[0], 0);
+    assert_int_equal(labels[1], 0);
+    assert_int_equal(labels[2], 1);
+    assert_int_equal(labels[3], 1);
+    /* wrong counts */
+    assert_int_equal(g2p_align_piece("abcd", empty, 2, labels, 3, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_int_equal(g2p_align_piece("abcd", empty, 0, labels, 4, &err), WGML_ERR_INVALID_ARGUMENT);
+}
+
 /* Every allocation failing in turn: an out-of-memory error, nothing leaked,
  * the backend's user data freed when the open fails; then the right result. */
-static void alloc_fail_loop(int espeak, const char *text, const char *want) {
+static void alloc_fail_loop(int espeak, const char *text, const char *want, const char *want_words) {
     int done = 0;
     for (long n = 0; !done && n < 10000; n++) {
         long live = wgml_alloc_live();
@@ -306,21 +470,26 @@ static void alloc_fail_loop(int espeak, const char *text, const char *want) {
         if (espeak) {
             st = wgml_g2p_open_espeak(NULL, &g, &err);
         } else {
-            wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, &f};
+            wgml_g2p_backend be = {"stand-in", fake_pieces, fake_free, &f, fake_words};
             st = wgml_g2p_open(&be, &g, &err);
             if (st) assert_int_equal(f.freed, 1);
         }
         char *out = NULL;
-        if (!st) st = wgml_g2p_phonemize(g, "en-us", text, &out, &err);
+        wgml_g2p_word *w = NULL;
+        size_t nw = 0;
+        if (!st) st = wgml_g2p_phonemize_words(g, "en-us", text, &out, &w, &nw, &err);
         wgml_alloc_fail_after(-1);
         if (st) {
             assert_int_equal(st, WGML_ERR_OUT_OF_MEMORY);
             assert_null(out);
+            assert_null(w);
         } else {
             assert_string_equal(out, want);
+            assert_string_equal(word_list(text, out, w, nw), want_words);
             done = 1;
         }
         wgml_free(out);
+        wgml_free(w);
         wgml_g2p_free(g);
         assert_int_equal(wgml_alloc_live(), live);
     }
@@ -330,7 +499,8 @@ static void alloc_fail_loop(int espeak, const char *text, const char *want) {
 static void test_alloc_fail(void **state) {
     (void)state;
     alloc_fail_loop(0, "It costs $4.99 (in 1984), Mr. Smith.",
-                    "IT COSTS 4 DOLLARS AND 99 CENTS «IN 19 84», MISTER SMITH.");
+                    "IT COSTS 4 DOLLARS AND 99 CENTS «IN 19 84», MISTER SMITH.",
+                    "It=IT|costs=COSTS|$4.99=4 DOLLARS AND 99 CENTS|in=IN|1984=19 84|Mr=MISTER|Smith=SMITH");
 }
 
 /* ---- the espeak-ng backend ---- */
@@ -354,12 +524,45 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The words of a sentence of the shared vectors: one per run of the text
+ * between spaces that has a letter or digit (all ASCII there; their
+ * normalization never merges two runs into one word), in order, and together they hold every phoneme that
+ * is not a space or punctuation. */
+static int words_cover(const char *text, const char *ph, const wgml_g2p_word *w, size_t n) {
+    size_t runs = 0;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        if (!*p) break;
+        int word = 0;
+        for (; *p && *p != ' '; p++)
+            word |= (*p >= '0' && *p <= '9') || ((*p | 32) >= 'a' && (*p | 32) <= 'z');
+        runs += word;
+    }
+    if (n != runs) return 0;
+    size_t k = 0;
+    for (size_t i = 0; ph[i];) {
+        const unsigned char c = (unsigned char)ph[i];
+        size_t len = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+        int punct = strchr(" ;:,.!?\"()", c) != NULL || (c == 0xe2 && (unsigned char)ph[i + 1] == 0x80) ||
+                    (c == 0xc2 && ((unsigned char)ph[i + 1] == 0xab || (unsigned char)ph[i + 1] == 0xbb));
+        while (k < n && i >= w[k].ph_off + w[k].ph_len)
+            k++;
+        if (!punct && (k == n || i < w[k].ph_off)) return 0;
+        i += len;
+    }
+    for (size_t i = 1; i < n; i++)
+        if (w[i].ph_off < w[i - 1].ph_off + w[i - 1].ph_len || w[i].text_off < w[i - 1].text_off + w[i - 1].text_len)
+            return 0;
+    return 1;
+}
+
 static void check_tsv(const char *rel, const char *lang) {
     wgml_g2p *g = open_espeak();
     size_t size;
     char *data = (char *)tu_read_file(tu_shared(rel), &size);
     assert_non_null(data);
-    int total = 0, ok = 0;
+    int total = 0, ok = 0, words_total = 0;
     double t0 = now_ms();
     for (char *line = data; *line;) {
         char *end = strchr(line, '\n');
@@ -369,23 +572,29 @@ static void check_tsv(const char *rel, const char *lang) {
             *tab = '\0';
             char *out = NULL;
             wgml_error err;
-            wgml_status st = wgml_g2p_phonemize(g, lang, line, &out, &err);
+            wgml_g2p_word *w = NULL;
+            size_t nw = 0;
+            wgml_status st = wgml_g2p_phonemize_words(g, lang, line, &out, &w, &nw, &err);
             total++;
             if (st) {
                 print_message("%s: '%s': %s\n", rel, line, err.message);
             } else if (strcmp(out, tab + 1)) {
                 print_message("%s: '%s'\n   gives '%s'\n  wanted '%s'\n", rel, line, out, tab + 1);
+            } else if (!words_cover(line, out, w, nw)) {
+                print_message("%s: '%s'\n   words %s\n", rel, line, word_list(line, out, w, nw));
             } else {
                 ok++;
             }
+            words_total += (int)nw;
             wgml_free(out);
+            wgml_free(w);
         }
         if (!end) break;
         line = end + 1;
     }
     double ms = now_ms() - t0;
-    print_message("%s (%s): %d/%d sentences match; %.0f ms, %.1f ms a sentence\n", rel, lang, ok, total, ms,
-                  total ? ms / total : 0.0);
+    print_message("%s (%s): %d/%d sentences match, with %d words placed; %.0f ms, %.1f ms a sentence\n", rel, lang, ok,
+                  total, words_total, ms, total ? ms / total : 0.0);
     free(data);
     wgml_g2p_free(g);
     assert_true(total >= 42);
@@ -658,7 +867,9 @@ static void test_espeak_alloc_fail(void **state) {
     (void)state;
     wgml_g2p_free(open_espeak());
     alloc_fail_loop(1, "It costs $4.99 (in 1984), Mr. Smith.",
-                    "ɪt kˈɔsts fˈoːɹ dˈɑːlɚz ænd nˈaɪndi nˈaɪn sˈɛnts «ɪn nˈaɪntiːn ˈeɪɾi fˈoːɹ», mˈɪstɚ smˈɪθ.");
+                    "ɪt kˈɔsts fˈoːɹ dˈɑːlɚz ænd nˈaɪndi nˈaɪn sˈɛnts «ɪn nˈaɪntiːn ˈeɪɾi fˈoːɹ», mˈɪstɚ smˈɪθ.",
+                    "It=ɪt|costs=kˈɔsts|$4.99=fˈoːɹ dˈɑːlɚz ænd nˈaɪndi nˈaɪn sˈɛnts|in=ɪn|1984=nˈaɪntiːn ˈeɪɾi "
+                    "fˈoːɹ|Mr=mˈɪstɚ|Smith=smˈɪθ");
 }
 
 int main(void) {
@@ -668,6 +879,8 @@ int main(void) {
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_bad_text),
         cmocka_unit_test(test_join),
+        cmocka_unit_test(test_words),
+        cmocka_unit_test(test_align),
         cmocka_unit_test(test_alloc_fail),
         cmocka_unit_test(test_espeak_missing),
         cmocka_unit_test(test_espeak_process_errors),

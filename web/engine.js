@@ -47,6 +47,21 @@ const MEMORY_PAGES = 256;
 const MEMORY_MAX_PAGES = 65536;
 const THREAD_START_MS = 20000;
 
+// For each UTF-8 byte offset of s where a code point starts (and its end),
+// the index of that code point in the JS string.
+function utf16Indices(s) {
+  const at = [];
+  let i = 0;
+  for (const ch of s) {
+    const cp = ch.codePointAt(0);
+    const bytes = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    for (let k = 0; k < bytes; k++) at.push(i);
+    i += ch.length;
+  }
+  at.push(i);
+  return at;
+}
+
 export class WgmlError extends Error {
   constructor(code, message) {
     super(message);
@@ -542,14 +557,21 @@ export class Engine {
 
   // The phonemes of each piece of text from g2p(pieces, voice) (a promise of
   // an array of strings: web/g2p.js's phonemizePieces), or none to phonemize.
-  async #phonemizePieces(text, lang, g2p) {
-    const { voice, pieces } = await this.g2pPieces(text, lang);
-    if (!pieces.length) return { pieces, results: [] };
+  // With words, also each word said alone (g2p(words, voice)), which places
+  // the text's words in the phonemes for their times.
+  async #phonemizePieces(text, lang, g2p, withWords = false) {
+    const { voice, pieces, words } = await this.g2pPieces(text, lang);
+    if (!pieces.length) return { pieces, results: [], words: [], wordResults: [] };
     if (!g2p) throw new WgmlError(4, 'text input needs a G2P (espeak-ng); phoneme input works without it');
-    const results = await g2p(pieces, voice);
-    if (!Array.isArray(results) || results.length !== pieces.length || !results.every((r) => typeof r === 'string'))
-      throw new WgmlError(1, `the G2P gave ${results && results.length} results for ${pieces.length} pieces`);
-    return { pieces, results };
+    const ask = async (list, what) => {
+      const r = await g2p(list, voice);
+      if (!Array.isArray(r) || r.length !== list.length || !r.every((x) => typeof x === 'string'))
+        throw new WgmlError(1, `the G2P gave ${r && r.length} results for ${list.length} ${what}`);
+      return r;
+    };
+    const results = await ask(pieces, 'pieces');
+    const wordResults = withWords && words.length ? await ask(words, 'words') : [];
+    return { pieces, results, words, wordResults };
   }
 
   // kokoro-js's phonemize(text, lang): resolves to the phoneme string.
@@ -578,7 +600,8 @@ export class Engine {
 
   // Speaks input (text, or with phonemes: true the model's phoneme symbols).
   // onChunk({ audio: Float32Array, sample_rate, start, phonemes, words: [{ word,
-  // start, end }], index }) gets each piece (a sentence) as soon as it is made;
+  // phonemes, start, end, offset, length (input.slice(offset, offset + length) is
+  // the word) }], index }) gets each piece (a sentence) as soon as it is made;
   // it returns true to stop, or a promise of that. Text goes through g2p
   // (see #phonemizePieces). Resolves to { n_samples, n_chunks, first_audio_ms,
   // total_ms, g2p_ms }.
@@ -589,10 +612,19 @@ export class Engine {
     // a model that does not speak: the library's message (wgmlw_speak checks the task first), no G2P
     const direct = phonemes || !(await this.info(model)).tasks.includes('speech');
     const t0 = performance.now();
-    const given = direct ? { pieces: [], results: [] } : await this.#phonemizePieces(input, lang, g2p);
+    const given = direct ? { pieces: [], results: [], words: [], wordResults: [] } : await this.#phonemizePieces(input, lang, g2p, true);
     const g2pMs = direct ? 0 : performance.now() - t0;
     const id = this.#nextId++;
-    this.#audioSinks.set(id, onChunk);
+    // word places come in UTF-8 bytes of the input: JS gets string indices (UTF-16 units)
+    const at = utf16Indices(input);
+    this.#audioSinks.set(id, (chunk) => {
+      for (const w of chunk.words) {
+        const a = at[w.offset], b = at[w.offset + w.length];
+        w.offset = a;
+        w.length = b - a;
+      }
+      return onChunk(chunk);
+    });
     try {
       return await this.#exclusive(async () => {
         const x = this.#x;
@@ -601,9 +633,12 @@ export class Engine {
         const l = this.#alloc(String(lang));
         const ps = this.#allocStrings(given.pieces);
         const rs = this.#allocStrings(given.results);
+        const hasWords = given.wordResults.length === given.words.length && given.words.length > 0;
+        const ws = this.#allocStrings(hasWords ? given.words : []);
+        const wr = this.#allocStrings(hasWords ? given.wordResults : []);
         try {
           const st = await this.#call('wgmlw_speak', [model, t, v, speed, seed, direct ? 1 : 0, l, ps.arr, rs.arr,
-            given.pieces.length, id]);
+            given.pieces.length, hasWords ? ws.arr : 0, hasWords ? wr.arr : 0, given.words.length, id]);
           if (st) throw this.lastError();
           return { ...JSON.parse(this.cstring(x.wgmlw_speak_result())), g2p_ms: g2pMs };
         } finally {
@@ -612,6 +647,8 @@ export class Engine {
           x.wgmlw_free(l);
           this.#freeStrings(ps);
           this.#freeStrings(rs);
+          this.#freeStrings(ws);
+          this.#freeStrings(wr);
         }
       });
     } finally {

@@ -184,7 +184,9 @@ class Model {
   // Speech (Kokoro; info().tasks has 'speech'): an async iterable of chunks,
   // one per sentence (long ones cut at clauses), each as soon as it is made:
   //   { audio: Float32Array (mono), sampleRate, start (s, in the utterance),
-  //     phonemes, words: [{ word (its phonemes), start, end }], index }
+  //     phonemes, words: [{ word (as the text has it; with phonemes: true a phoneme
+  //     word), phonemes, start, end (s), offset, length (text.slice(offset, offset + length)
+  //     is the word) }], index }
   // Options: voice (a name of tts.voices, default the first, or a blend
   // 'af_heart:0.6,am_adam:0.4' or { af_heart: 0.6, am_adam: 0.4 }), speed
   // (0.25 .. 4, default 1), seed (the vocoder's noise, default 0: the same

@@ -22,6 +22,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "text/unicode.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,9 +62,170 @@ void wgml_g2p_free(wgml_g2p *g) {
     wgml_free(g);
 }
 
-wgml_status wgml_g2p_phonemize(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_error *err) {
-    if (out) *out = NULL;
-    if (!g || !text || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_phonemize: NULL argument");
+/* The number of non-space code points of s[0..len). */
+static size_t count_nonspace(const char *s, size_t len) {
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        int cl;
+        n += !g2p_en_space(uni_decode(s + i, len - i, &cl));
+        i += (size_t)cl;
+    }
+    return n;
+}
+
+/* The words' phonemes said alone, from the backend (post-processed like the
+ * whole), or when it has none or fails, their letters lower-cased: the
+ * alignment then lines up the letters that IPA shares with English. Only
+ * running out of memory fails. */
+static wgml_status words_alone(wgml_g2p *g, int american, const char *norm, const g2p_span *w, size_t n, char **ph,
+                               wgml_error *err) {
+    wgml_status st = WGML_OK;
+    char *buf = wgml_malloc(strlen(norm) + n + 1);
+    const char **list = wgml_calloc(n ? n : 1, sizeof *list);
+    if (!buf || !list) goto oom;
+    char *p = buf;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(p, norm + w[i].off, w[i].len);
+        p[w[i].len] = '\0';
+        list[i] = p;
+        p += w[i].len + 1;
+    }
+    int from_backend = 0;
+    if (g->be.phonemize_words && n) {
+        wgml_error e2;
+        if (!g->be.phonemize_words(g->be.user, american ? "en-us" : "en-gb", list, n, ph, &e2)) {
+            from_backend = 1;
+            for (size_t i = 0; i < n && from_backend; i++) {
+                char *pp = NULL;
+                if (!ph[i] || g2p_check_utf8(ph[i], &e2)) {
+                    from_backend = 0;
+                } else if (!g2p_en_postprocess(ph[i], american, &pp, &e2)) {
+                    wgml_free(ph[i]);
+                    ph[i] = pp;
+                }
+            }
+            if (!from_backend)
+                for (size_t i = 0; i < n; i++) {
+                    wgml_free(ph[i]);
+                    ph[i] = NULL;
+                }
+        } else if (e2.code == WGML_ERR_OUT_OF_MEMORY) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s", e2.message);
+            goto done;
+        }
+    }
+    if (!from_backend)
+        for (size_t i = 0; i < n; i++) {
+            if (!(ph[i] = wgml_strdup(list[i]))) goto oom;
+            for (char *q = ph[i]; *q; q++)
+                if (*q >= 'A' && *q <= 'Z') *q = (char)(*q + 32);
+        }
+done:
+    wgml_free(buf);
+    wgml_free(list);
+    return st;
+oom:
+    st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing words");
+    goto done;
+}
+
+/* Where the words are (wgml_g2p_phonemize_words): each piece aligned with
+ * its words said alone gives every non-space code point of the joined
+ * phonemes a word; the post-processing only adds and removes white space,
+ * so the k-th non-space code point of the joined string is the k-th of the
+ * final one. Normalized words then gather into the text's words. */
+static wgml_status place_words(wgml_g2p *g, int american, const char *text, const char *norm, const g2p_span *spans,
+                               size_t n_spans, char *const *results, const char *final, wgml_g2p_word **out_words,
+                               size_t *out_n, wgml_error *err) {
+    g2p_span *nw = NULL, *units = NULL;
+    size_t n_nw = 0, n_units = 0, n_final = 0;
+    char **alone = NULL;
+    int *group = NULL, *labels = NULL;
+    size_t *first = NULL, *last = NULL, *at = NULL;
+    wgml_g2p_word *words = NULL;
+    wgml_status st = g2p_en_words(norm, spans, n_spans, &nw, &n_nw, err);
+    if (st || !n_nw) goto done;
+    if (!(alone = wgml_calloc(n_nw, sizeof *alone)) || !(group = wgml_malloc(n_nw * sizeof *group)) ||
+        !(first = wgml_malloc(n_nw * sizeof *first)) || !(last = wgml_malloc(n_nw * sizeof *last)))
+        goto oom;
+    if ((st = words_alone(g, american, norm, nw, n_nw, alone, err))) goto done;
+    for (size_t w = 0; w < n_nw; w++)
+        first[w] = SIZE_MAX, last[w] = 0;
+    /* each piece: its words, aligned */
+    size_t base = 0, w0 = 0;
+    for (size_t i = 0, k = 0; i < n_spans; i++) {
+        if (spans[i].punct) {
+            base += count_nonspace(norm + spans[i].off, spans[i].len);
+            continue;
+        }
+        const char *r = results[k++];
+        const size_t nr = count_nonspace(r, strlen(r));
+        size_t w1 = w0;
+        while (w1 < n_nw && nw[w1].off < spans[i].off + spans[i].len)
+            w1++;
+        if (w1 > w0 && nr) {
+            wgml_free(labels);
+            if (!(labels = wgml_malloc(nr * sizeof *labels))) goto oom;
+            if ((st = g2p_align_piece(r, (const char *const *)alone + w0, w1 - w0, labels, nr, err))) goto done;
+            for (size_t c = 0; c < nr; c++) {
+                const size_t w = w0 + (size_t)labels[c];
+                if (first[w] == SIZE_MAX) first[w] = base + c;
+                last[w] = base + c;
+            }
+        }
+        base += nr;
+        w0 = w1;
+    }
+    /* the byte offset of each non-space code point of the final string */
+    const size_t flen = strlen(final);
+    n_final = count_nonspace(final, flen);
+    if (n_final != base) goto done; /* cannot happen with kokoro-js's post-processing; then no words */
+    if (!(at = wgml_malloc((n_final + 1) * sizeof *at))) goto oom;
+    for (size_t i = 0, c = 0; i < flen;) {
+        int cl;
+        if (!g2p_en_space(uni_decode(final + i, flen - i, &cl))) at[c++] = i;
+        i += (size_t)cl;
+    }
+    at[n_final] = flen;
+    if ((st = g2p_text_groups(text, norm, nw, n_nw, &units, &n_units, group, err))) goto done;
+    if (!(words = wgml_malloc((n_units ? n_units : 1) * sizeof *words))) goto oom;
+    size_t n = 0;
+    for (size_t w = 0; w < n_nw;) {
+        const int u = group[w];
+        size_t a = SIZE_MAX, b = 0;
+        for (; w < n_nw && group[w] == u; w++)
+            if (first[w] != SIZE_MAX) {
+                if (first[w] < a) a = first[w];
+                if (last[w] > b) b = last[w];
+            }
+        if (a == SIZE_MAX) continue; /* said as nothing */
+        const size_t end = at[b] + (size_t)uni_char_len(final + at[b], flen - at[b]);
+        words[n++] = (wgml_g2p_word){units[u].off, units[u].len, at[a], end - at[a]};
+    }
+    *out_words = words;
+    *out_n = n;
+    words = NULL;
+done:
+    if (alone)
+        for (size_t w = 0; w < n_nw; w++)
+            wgml_free(alone[w]);
+    wgml_free(alone);
+    wgml_free(nw);
+    wgml_free(units);
+    wgml_free(group);
+    wgml_free(labels);
+    wgml_free(first);
+    wgml_free(last);
+    wgml_free(at);
+    wgml_free(words);
+    return st;
+oom:
+    st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory placing words in their phonemes");
+    goto done;
+}
+
+static wgml_status phonemize(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_g2p_word **words,
+                             size_t *n_words, wgml_error *err) {
     int american = g2p_en_american(lang);
     if (american < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)",
@@ -126,6 +288,11 @@ wgml_status wgml_g2p_phonemize(wgml_g2p *g, const char *lang, const char *text, 
     }
     *q = '\0';
     st = g2p_en_postprocess(joined, american, out, err);
+    if (!st && words) st = place_words(g, american, text, norm, spans, n_spans, results, *out, words, n_words, err);
+    if (st && *out) {
+        wgml_free(*out);
+        *out = NULL;
+    }
 done:
     if (results)
         for (size_t k = 0; k < n_pieces; k++)
@@ -137,6 +304,22 @@ done:
     wgml_free(spans);
     wgml_free(norm);
     return st;
+}
+
+wgml_status wgml_g2p_phonemize(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_error *err) {
+    if (out) *out = NULL;
+    if (!g || !text || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_phonemize: NULL argument");
+    return phonemize(g, lang, text, out, NULL, NULL, err);
+}
+
+wgml_status wgml_g2p_phonemize_words(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_g2p_word **words,
+                                     size_t *n_words, wgml_error *err) {
+    if (out) *out = NULL;
+    if (words) *words = NULL;
+    if (n_words) *n_words = 0;
+    if (!g || !text || !out || !words || !n_words)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_phonemize_words: NULL argument");
+    return phonemize(g, lang, text, out, words, n_words, err);
 }
 
 #if defined(__EMSCRIPTEN__) || defined(__wasi__)
@@ -383,6 +566,18 @@ static const char *job_message(espeak_job *j) {
     return j->n_msg ? j->msg : "no error output";
 }
 
+/* The finished job's standard output as it is. */
+static wgml_status job_raw(espeak_job *j, char **out, wgml_error *err) {
+    if (j->n && memchr(j->buf, '\0', j->n))
+        return wgml_fail(err, WGML_ERR_FORMAT, "espeak-ng wrote a NUL byte for '%s'", j->text);
+    char *s = wgml_malloc(j->n + 1);
+    if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory reading espeak-ng's output");
+    if (j->n) memcpy(s, j->buf, j->n);
+    s[j->n] = '\0';
+    *out = s;
+    return WGML_OK;
+}
+
 /* The finished job's output as kokoro-js's phonemizer gives it: its lines,
  * empty ones dropped, joined with a space. */
 static wgml_status job_result(espeak_job *j, char **out, wgml_error *err) {
@@ -407,9 +602,11 @@ static wgml_status job_result(espeak_job *j, char **out, wgml_error *err) {
     return WGML_OK;
 }
 
-static wgml_status espeak_pieces(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
-                                 wgml_error *err) {
-    const espeak_backend *e = user;
+/* Runs espeak-ng on each of n texts, a few processes at a time; out[i]
+ * gets text i's output as job_result makes it, or with raw its standard
+ * output as it is. */
+static wgml_status espeak_run(const espeak_backend *e, const char *lang, const char *const *pieces, size_t n, int raw,
+                              char **out, wgml_error *err) {
     const char *voice = g2p_en_american(lang) ? "en-us" : "en";
     espeak_job jobs[ESPEAK_MAX_JOBS];
     struct pollfd pf[3 * ESPEAK_MAX_JOBS];
@@ -460,7 +657,7 @@ static wgml_status espeak_pieces(void *user, const char *lang, const char *const
             int status = job_reap(j, 0);
             active--;
             if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-                st = job_result(j, &out[j->index], err);
+                st = raw ? job_raw(j, &out[j->index], err) : job_result(j, &out[j->index], err);
             } else if (WIFEXITED(status)) {
                 st = wgml_fail(err, WGML_ERR_IO, "espeak-ng (%s -v %s) failed with exit status %d on '%s': %s",
                                e->program, voice, WEXITSTATUS(status), j->text, job_message(j));
@@ -484,6 +681,66 @@ static wgml_status espeak_pieces(void *user, const char *lang, const char *const
         }
     }
     return st;
+}
+
+static wgml_status espeak_pieces(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                 wgml_error *err) {
+    return espeak_run(user, lang, pieces, n, 0, out, err);
+}
+
+/* The words said alone, all in one process: each word a paragraph of its
+ * own (a blank line between words), which espeak-ng says as one output
+ * line, empty when the word says nothing ("-"). Any other count of lines
+ * fails (the G2P then places words by their letters). */
+static wgml_status espeak_words(void *user, const char *lang, const char *const *words, size_t n, char **out,
+                                wgml_error *err) {
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = NULL;
+        total += strlen(words[i]) + 2;
+        if (strchr(words[i], '\n') || !words[i][0])
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "a word to phonemize is empty or has a line end");
+    }
+    char *text = wgml_malloc(total), *raw = NULL;
+    if (!text) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing words");
+    char *p = text;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(words[i]);
+        memcpy(p, words[i], l);
+        p += l;
+        if (i + 1 < n) *p++ = '\n', *p++ = '\n';
+    }
+    *p = '\0';
+    const char *one[1] = {text};
+    wgml_status st = espeak_run(user, lang, one, 1, 1, &raw, err);
+    wgml_free(text);
+    if (st) return st;
+    size_t lines = 0, len = strlen(raw);
+    if (len && raw[len - 1] == '\n') raw[--len] = '\0';
+    for (size_t i = 0; i <= len; i++)
+        lines += i == len || raw[i] == '\n';
+    if (lines != n) {
+        wgml_free(raw);
+        return wgml_fail(err, WGML_ERR_FORMAT, "espeak-ng said %zu words as %zu lines", n, lines);
+    }
+    const char *line = raw;
+    for (size_t i = 0; i < n; i++) {
+        const char *nl = strchr(line, '\n');
+        size_t l = nl ? (size_t)(nl - line) : strlen(line);
+        if (!(out[i] = wgml_malloc(l + 1))) {
+            for (size_t k = 0; k < i; k++) {
+                wgml_free(out[k]);
+                out[k] = NULL;
+            }
+            wgml_free(raw);
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing words");
+        }
+        memcpy(out[i], line, l);
+        out[i][l] = '\0';
+        line += l + 1;
+    }
+    wgml_free(raw);
+    return WGML_OK;
 }
 
 wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
@@ -510,7 +767,7 @@ wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->jobs = cpus < 2 ? 2 : cpus > ESPEAK_MAX_JOBS ? ESPEAK_MAX_JOBS : (int)cpus;
-    wgml_g2p_backend be = {"espeak-ng", espeak_pieces, espeak_free, e};
+    wgml_g2p_backend be = {"espeak-ng", espeak_pieces, espeak_free, e, espeak_words};
     return wgml_g2p_open(&be, out, err);
 }
 

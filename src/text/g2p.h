@@ -25,6 +25,7 @@
 #include "wgml.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct wgml_g2p wgml_g2p;
 
@@ -40,6 +41,12 @@ typedef struct wgml_g2p_backend {
                                     wgml_error *err);
     void (*free_user)(void *user); /* called by wgml_g2p_free (and on a failed open); may be NULL */
     void *user;
+    /* Optional, for word timing: phonemizes each of n words said alone
+     * (out[i]: its phonemes, "" when it has none), in the same form as
+     * phonemize_pieces. NULL, or a failure, is not an error: the words are
+     * then placed in the phonemes by their letters (wgml_g2p_phonemize_words). */
+    wgml_status (*phonemize_words)(void *user, const char *lang, const char *const *words, size_t n, char **out,
+                                   wgml_error *err);
 } wgml_g2p_backend;
 
 /* A G2P over any backend. On failure the backend's user data is freed. */
@@ -57,6 +64,25 @@ wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error
  * (free with wgml_free); it may contain « » and, for multi-line text,
  * line ends that sat next to punctuation. */
 wgml_status wgml_g2p_phonemize(wgml_g2p *g2p, const char *lang, const char *text, char **out, wgml_error *err);
+
+/* Where a word of the text is said in the phonemes. */
+typedef struct wgml_g2p_word {
+    size_t text_off, text_len; /* the word in the text, bytes: white space and the punctuation kokoro-js splits
+                                  on stripped from its ends */
+    size_t ph_off, ph_len;     /* its phonemes in *out, bytes; not empty */
+} wgml_g2p_word;
+
+/* wgml_g2p_phonemize, and where each word of the text is said: *words gets
+ * *n_words entries (wgml_malloc'ed, NULL when none), in order, their phoneme
+ * ranges disjoint. A word is a run of the text between white space; the
+ * normalization may turn one into several ("$4.99": "4 dollars and 99
+ * cents"), which are then timed as one. espeak-ng runs words together ("of
+ * the": "ʌvðə"), so each word is also phonemized alone (the backend's
+ * phonemize_words) and the two aligned, code point by code point, to find
+ * where one word ends in the other (g2p_words.c). Words said as nothing
+ * (a lone "-") are left out. */
+wgml_status wgml_g2p_phonemize_words(wgml_g2p *g2p, const char *lang, const char *text, char **out,
+                                     wgml_g2p_word **words, size_t *n_words, wgml_error *err);
 
 void wgml_g2p_free(wgml_g2p *g2p);
 
@@ -83,6 +109,38 @@ wgml_status g2p_en_split(const char *text, g2p_span **spans, size_t *n, wgml_err
  * "hundred", " z", and for American English "nine-ty" -> "nine-dy"), trim
  * included. */
 wgml_status g2p_en_postprocess(const char *phonemes, int american, char **out, wgml_error *err);
+
+/* JavaScript's \s, and the punctuation the split cuts at. */
+int g2p_en_space(uint32_t c);
+int g2p_en_split_punct(uint32_t c);
+
+/* ---- word timing (g2p_words.c) ---- */
+
+/* The words espeak-ng is asked to say alone: the phonemized spans of the
+ * normalized text (spans from g2p_en_split) cut at white space, as byte
+ * spans of norm (punct 0). */
+wgml_status g2p_en_words(const char *norm, const g2p_span *spans, size_t n_spans, g2p_span **words, size_t *n_words,
+                         wgml_error *err);
+
+/* Which word each code point of a piece's phonemes belongs to: the piece's
+ * phonemes (white space included) aligned with the words' phonemes said
+ * alone (word_ph[0..n), in order, with a space between them), by an edit
+ * distance where stress and length marks and spaces are cheap to skip.
+ * labels[i] gets the word (0 .. n-1) of the i-th non-space code point of
+ * phonemes, in order (non-decreasing); n_labels must be that count. n >= 1.
+ * A piece too long to align in 64 MiB is cut in proportion to the words'
+ * lengths. */
+wgml_status g2p_align_piece(const char *phonemes, const char *const *word_ph, size_t n, int *labels, size_t n_labels,
+                            wgml_error *err);
+
+/* Groups the normalized words by the words of the text they were made from:
+ * text cut at white space (runs of punctuation kokoro-js splits on stripped
+ * from each end; a run of only those is no word) and the normalized words
+ * matched by their spelling (ASCII case ignored); what normalization changed
+ * in between is one group. group[i] gets the text word of normalized word i
+ * (an index into *text_words, non-decreasing). */
+wgml_status g2p_text_groups(const char *text, const char *norm, const g2p_span *norm_words, size_t n_norm,
+                            g2p_span **text_words, size_t *n_text_words, int *group, wgml_error *err);
 
 /* Checks that text is well-formed UTF-8; the error names the byte offset. */
 wgml_status g2p_check_utf8(const char *text, wgml_error *err);

@@ -120,10 +120,12 @@ static uint32_t ascii_lower(uint32_t c) { return is_upper(c) ? c + 32 : c; }
 
 /* JavaScript's \s: WhiteSpace (TAB VT FF SP NBSP ZWNBSP and category Zs)
  * and LineTerminator (LF CR LS PS). */
-static int js_space(uint32_t c) {
+int g2p_en_space(uint32_t c) {
     return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
            c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000 || c == 0xFEFF;
 }
+
+static int js_space(uint32_t c) { return g2p_en_space(c); }
 
 /* \b at i: a word character on exactly one side. */
 static int boundary(const cptext *t, size_t i) { return is_word(before(t, i)) != is_word(at(t, i)); }
@@ -763,7 +765,7 @@ static int in_set(uint32_t c, const uint32_t *set, size_t n) {
 }
 
 /* PUNCTUATION = ';:,.!?¡¿—…"«»“”(){}[]' */
-static int split_punct(uint32_t c) {
+int g2p_en_split_punct(uint32_t c) {
     static const uint32_t set[] = {';',  ':',  ',',    '.',    '!', '?', 0xA1, 0xBF, 0x2014, 0x2026, '"',
                                    0xAB, 0xBB, 0x201C, 0x201D, '(', ')', '{',  '}',  '[',    ']'};
     return in_set(c, set, sizeof set / sizeof set[0]);
@@ -785,10 +787,10 @@ wgml_status g2p_en_split(const char *text, g2p_span **spans, size_t *n_spans, wg
             int cl;
             while (j < len && js_space(uni_decode(text + j, len - j, &cl)))
                 j += (size_t)cl;
-            if (j < len && split_punct(uni_decode(text + j, len - j, &cl))) {
+            if (j < len && g2p_en_split_punct(uni_decode(text + j, len - j, &cl))) {
                 hit = 1;
                 k = j;
-                for (uint32_t c; k < len && (c = uni_decode(text + k, len - k, &cl), js_space(c) || split_punct(c));)
+                for (uint32_t c; k < len && (c = uni_decode(text + k, len - k, &cl), js_space(c) || g2p_en_split_punct(c));)
                     k += (size_t)cl;
             }
         }

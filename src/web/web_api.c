@@ -17,12 +17,13 @@
  *                                             wgml_embed: texts is an array of n string pointers,
  *                                             out has room for n * dim floats
  *   wgmlw_rerank(m, query, docs, n, scores)   wgml_rerank
- *   wgmlw_g2p_pieces(lang, text)              JSON: the espeak-ng voice and the pieces of text
- *                                             (normalized, split) that JS phonemizes
+ *   wgmlw_g2p_pieces(lang, text)              JSON: the espeak-ng voice, the pieces of text
+ *                                             (normalized, split) that JS phonemizes, and the
+ *                                             words it phonemizes alone (for word times)
  *   wgmlw_phonemize(lang, text, pieces, results, n)
  *                                             the G2P (text/g2p.h) with those results: phonemes
- *   wgmlw_speak(m, input, voice, speed, seed, phonemes, lang, pieces, results, n, user)
- *                                             wgml_speak; each chunk goes to the import
+ *   wgmlw_speak(m, input, voice, speed, seed, phonemes, lang, pieces, results, n, words, word_results,
+ *               n_words, user)                wgml_speak; each chunk goes to the import
  *                                             wgml.audio(user, samples, n, meta, len) (non-zero stops)
  *   wgmlw_speak_result()                      JSON: the last wgml_speak_result
  *   wgmlw_error_code() / wgmlw_error_message()   the last failure of any call
@@ -38,6 +39,7 @@
  * (JSPI) or unwind (Asyncify) in its imports; engine.js runs one call at a time.
  * Notes from the library (e.g. the WebGPU-to-CPU fallback) go to wgml.log.
  */
+#include "api_internal.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/g2p.h"
@@ -346,10 +348,31 @@ typedef struct {
     const char *voice; /* espeak-ng's voice the results are for */
     const char *const *pieces, *const *results;
     int n;
+    const char *const *words, *const *word_results; /* each word said alone (NULL: none given) */
+    int n_words;
 } given_g2p;
 
 /* espeak-ng's voice for a language, as kokoro-js picks it ('a' en-us, 'b' en). */
 static const char *espeak_voice(const char *lang) { return g2p_en_american(lang) ? "en-us" : "en"; }
+
+/* out[i]: a copy of results[i], after checking that the texts asked for
+ * are those JS phonemized (what: "piece" or "word"). */
+static wgml_status give(const char *const *asked, const char *const *texts, const char *const *results, size_t n,
+                        const char *what, char **out, wgml_error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (!texts[i] || !results[i] || strcmp(asked[i], texts[i]))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s %zu to phonemize is '%s', phonemized was '%s'", what,
+                             i, asked[i], texts[i] ? texts[i] : "(none)");
+    for (size_t i = 0; i < n; i++)
+        if (!(out[i] = wgml_strdup(results[i]))) {
+            for (size_t j = 0; j < i; j++) {
+                wgml_free(out[j]);
+                out[j] = NULL;
+            }
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing text");
+        }
+    return WGML_OK;
+}
 
 static wgml_status given_phonemize(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
                                    wgml_error *err) {
@@ -360,23 +383,35 @@ static wgml_status given_phonemize(void *user, const char *lang, const char *con
     if (n != (size_t)g->n)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the text has %zu pieces to phonemize, %d phonemized", n,
                          g->n);
-    for (size_t i = 0; i < n; i++)
-        if (!g->pieces[i] || !g->results[i] || strcmp(pieces[i], g->pieces[i]))
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "piece %zu to phonemize is '%s', phonemized was '%s'", i,
-                             pieces[i], g->pieces[i] ? g->pieces[i] : "(none)");
-    for (size_t i = 0; i < n; i++)
-        if (!(out[i] = wgml_strdup(g->results[i]))) {
-            for (size_t j = 0; j < i; j++) {
-                wgml_free(out[j]);
-                out[j] = NULL;
-            }
-            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory phonemizing text");
-        }
-    return WGML_OK;
+    return give(pieces, g->pieces, g->results, n, "piece", out, err);
 }
 
-/* The pieces of text that espeak-ng phonemizes (g2p_en_normalize, g2p_en_split):
- * {"voice":"en-us","pieces":["...", ...]}; NULL on failure (bad UTF-8, unknown language). */
+static wgml_status given_words(void *user, const char *lang, const char *const *words, size_t n, char **out,
+                               wgml_error *err) {
+    const given_g2p *g = user;
+    if (!g->words || strcmp(espeak_voice(lang), g->voice) || n != (size_t)g->n_words)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the words were not phonemized alone");
+    return give(words, g->words, g->word_results, n, "word", out, err);
+}
+
+static void append_json_bytes(const char *s, size_t len) {
+    append("\"");
+    for (size_t j = 0; j < len; j++) {
+        unsigned char c = (unsigned char)s[j];
+        if (c == '"' || c == '\\')
+            append("\\%c", c);
+        else if (c < 0x20)
+            append("\\u%04x", c);
+        else
+            append("%c", c);
+    }
+    append("\"");
+}
+
+/* The pieces of text that espeak-ng phonemizes (g2p_en_normalize, g2p_en_split),
+ * and the words it says alone for word timing (g2p_en_words):
+ * {"voice":"en-us","pieces":["...", ...],"words":["...", ...]}; NULL on
+ * failure (bad UTF-8, unknown language). */
 EXPORT(wgmlw_g2p_pieces) const char *wgmlw_g2p_pieces(const char *lang, const char *text) {
     wgml_error_clear(&last_error);
     if (!text) {
@@ -396,23 +431,27 @@ EXPORT(wgmlw_g2p_pieces) const char *wgmlw_g2p_pieces(const char *lang, const ch
         wgml_free(norm);
         return NULL;
     }
+    g2p_span *words = NULL;
+    size_t n_words = 0;
+    if (g2p_en_words(norm, spans, n, &words, &n_words, &last_error)) {
+        wgml_free(spans);
+        wgml_free(norm);
+        return NULL;
+    }
     json_start();
     append("{\"voice\":\"%s\",\"pieces\":[", espeak_voice(lang));
     for (size_t i = 0, k = 0; i < n; i++) {
         if (spans[i].punct) continue;
-        append("%s\"", k++ ? "," : "");
-        for (size_t j = spans[i].off; j < spans[i].off + spans[i].len; j++) {
-            unsigned char c = (unsigned char)norm[j];
-            if (c == '"' || c == '\\')
-                append("\\%c", c);
-            else if (c < 0x20)
-                append("\\u%04x", c);
-            else
-                append("%c", c);
-        }
-        append("\"");
+        append("%s", k++ ? "," : "");
+        append_json_bytes(norm + spans[i].off, spans[i].len);
+    }
+    append("],\"words\":[");
+    for (size_t i = 0; i < n_words; i++) {
+        append("%s", i ? "," : "");
+        append_json_bytes(norm + words[i].off, words[i].len);
     }
     append("]}");
+    wgml_free(words);
     wgml_free(spans);
     wgml_free(norm);
     if (json_cut) {
@@ -425,7 +464,7 @@ EXPORT(wgmlw_g2p_pieces) const char *wgmlw_g2p_pieces(const char *lang, const ch
 /* text -> phonemes through the G2P, with the pieces' phonemes from JS. *out: wgml_malloc'ed. */
 static wgml_status phonemize_given(const char *lang, const char *text, const char *const *pieces,
                                    const char *const *results, int n, char **out) {
-    given_g2p given = {espeak_voice(lang ? lang : "en-us"), pieces, results, n};
+    given_g2p given = {espeak_voice(lang ? lang : "en-us"), pieces, results, n, NULL, NULL, 0};
     wgml_g2p_backend be = {.name = "espeak-ng (phonemizer)", .phonemize_pieces = given_phonemize, .user = &given};
     wgml_g2p *g;
     wgml_status st = wgml_g2p_open(&be, &g, &last_error);
@@ -462,7 +501,10 @@ static int on_audio(void *user, const wgml_audio_chunk *c) {
     for (int i = 0; i < c->n_words; i++) {
         append("%s{\"word\":", i ? "," : "");
         append_str(c->words[i].word);
-        append(",\"start\":%.17g,\"end\":%.17g}", c->words[i].start, c->words[i].end);
+        append(",\"phonemes\":");
+        append_str(c->words[i].phonemes);
+        append(",\"start\":%.17g,\"end\":%.17g,\"offset\":%lld,\"length\":%lld}", c->words[i].start, c->words[i].end,
+               (long long)c->words[i].offset, (long long)c->words[i].length);
     }
     append("]}");
     if (json_cut) return 1; /* out of memory: stop rather than lose the chunk's timing */
@@ -471,10 +513,13 @@ static int on_audio(void *user, const wgml_audio_chunk *c) {
 
 /* Speaks input (phonemes: 1, the model's symbols; 0: text, with the
  * phonemes of its pieces from wgmlw_g2p_pieces in pieces/results, n of
- * each). seed: the vocoder noise's (0 .. 2^53). Returns a wgml_status. */
+ * each, and of its words said alone in words/word_results, n_words of each;
+ * words NULL: the words are placed by their letters). seed: the vocoder
+ * noise's (0 .. 2^53). Returns a wgml_status. */
 EXPORT(wgmlw_speak)
 int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double speed, double seed, int phonemes,
-                const char *lang, const char *const *pieces, const char *const *results, int n, int user) {
+                const char *lang, const char *const *pieces, const char *const *results, int n,
+                const char *const *words, const char *const *word_results, int n_words, int user) {
     wgml_error_clear(&last_error);
     memset(&last_speech, 0, sizeof last_speech);
     if (!m || !input) return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_speak: NULL argument");
@@ -487,19 +532,21 @@ int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double spee
     wgml_speak_params p = wgml_speak_default_params();
     p.speed = (float)speed;
     p.seed = (uint64_t)seed;
-    p.phonemes = 1;
+    p.phonemes = phonemes != 0;
     if (lang) p.lang = lang;
-    char *ph = NULL;
-    if (!phonemes) {
-        if (g2p_en_american(p.lang) < 0)
-            return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)",
-                                  p.lang);
-        wgml_status st = phonemize_given(p.lang, input, pieces, results, n, &ph);
-        if (st) return (int)st;
-    }
-    wgml_status st = wgml_speak(m, ph ? ph : input, voice && *voice ? voice : NULL, &p, on_audio,
-                                (void *)(intptr_t)user, &last_speech, &last_error);
-    wgml_free(ph);
+    if (!phonemes && g2p_en_american(p.lang) < 0)
+        return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)", p.lang);
+    given_g2p given = {espeak_voice(p.lang), pieces, results, n, words, word_results, n_words};
+    wgml_g2p_backend be = {.name = "espeak-ng (phonemizer)",
+                           .phonemize_pieces = given_phonemize,
+                           .user = &given,
+                           .phonemize_words = words ? given_words : NULL};
+    wgml_g2p *g = NULL;
+    wgml_status st = phonemes ? WGML_OK : wgml_g2p_open(&be, &g, &last_error);
+    if (!st)
+        st = wgml_speak_g2p(m, input, voice && *voice ? voice : NULL, &p, g, on_audio, (void *)(intptr_t)user,
+                            &last_speech, &last_error);
+    wgml_g2p_free(g);
     return (int)st;
 }
 

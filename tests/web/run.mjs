@@ -864,7 +864,12 @@ await test('page, speech tab (CPU wasm): text through espeak-ng in the page, chu
   const phonemes = ch.map((c) => c.phonemes).join(' ');
   const want = k.native ? k.native[0] : null;
   if (want) checkText(phonemes, want, 'phonemes spoken vs `wgml phonemize`');
-  check(r.words === ch.reduce((n, c) => n + c.words.length, 0) && r.words >= 14, `${r.words} words shown`);
+  // the text's own words (espeak-ng runs some together; "$5.50" is said in five), each at its place in the text
+  const said = ch.flatMap((c) => c.words);
+  check(r.words === said.length && said.map((w) => w.word).join(' ') === 'Hello there Mr Smith paid $5.50 for 12 apples How are you today' &&
+    said.every((w) => SPEECH_TEXT.slice(w.offset, w.offset + w.length) === w.word &&
+      w.phonemes.length > 0 && w.end > w.start),
+  `${r.words} words shown: ${JSON.stringify(said)}`);
   check(/real-time factor \d/.test(r.stats) && /first audio after \d+ ms/.test(r.stats) && /espeak-ng \d+ ms/.test(r.stats), `stats: ${r.stats}`);
   speechStats.page_cpu = { rtf: r.speech.result.rtf, first_audio_ms: r.speech.firstAudioMs, g2p_ms: r.speech.result.g2p_ms, stats: r.stats };
   check(r.download, 'no WAV download link');

@@ -1,7 +1,9 @@
 /*
- * cmd_phonemize.c - `wgml phonemize [--lang en-us|en-gb] (TEXT... | -f FILE)`:
+ * cmd_phonemize.c - `wgml phonemize [--lang en-us|en-gb] [--words] (TEXT... | -f FILE)`:
  * the phonemes Kokoro reads for English text (kokoro-js's G2P over the
- * espeak-ng program: src/text/g2p.h), one line per line of input.
+ * espeak-ng program: src/text/g2p.h), one line per line of input; with
+ * --words, where each word of the text is in them (the word timing of
+ * `wgml speak --words`).
  */
 #include "cli.h"
 #include "core/alloc.h"
@@ -12,27 +14,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help = "usage: wgml phonemize [--lang en-us|en-gb] [--espeak PROGRAM] (TEXT... | -f FILE)\n"
-                          "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
-                          "normalization and punctuation handling around espeak-ng), one line per line of\n"
-                          "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"
-                          "(apt-get install espeak-ng).\n"
-                          "  --lang L          en-us (American English, the default) or en-gb (British English)\n"
-                          "  -f, --file FILE   the text, read line by line\n"
-                          "  --espeak PROGRAM  the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
-                          "  --                the arguments after it are text, even those starting with '-'\n";
+static const char *help =
+    "usage: wgml phonemize [--lang en-us|en-gb] [--words] [--espeak PROGRAM] (TEXT... | -f FILE)\n"
+    "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
+    "normalization and punctuation handling around espeak-ng), one line per line of\n"
+    "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"
+    "(apt-get install espeak-ng).\n"
+    "  --lang L          en-us (American English, the default) or en-gb (British English)\n"
+    "  -f, --file FILE   the text, read line by line\n"
+    "  --words           after each line of phonemes, a line per word of the text:\n"
+    "                    the word<TAB>its phonemes (those `wgml speak --words` times)\n"
+    "  --espeak PROGRAM  the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
+    "  --                the arguments after it are text, even those starting with '-'\n";
 
 /* Phonemizes each line and prints it; returns a CLI exit code. */
-static int print_lines(wgml_g2p *g2p, const char *lang, char *const *lines, int n) {
+static int print_lines(wgml_g2p *g2p, const char *lang, int words, char *const *lines, int n) {
     for (int i = 0; i < n; i++) {
         char *ph = NULL;
+        wgml_g2p_word *w = NULL;
+        size_t n_w = 0;
         wgml_error err;
-        if (wgml_g2p_phonemize(g2p, lang, lines[i], &ph, &err)) {
+        if (words ? wgml_g2p_phonemize_words(g2p, lang, lines[i], &ph, &w, &n_w, &err)
+                  : wgml_g2p_phonemize(g2p, lang, lines[i], &ph, &err)) {
             if (n > 1) wgml_error_prefix(&err, "line %d", i + 1);
             return cli_fail_err(&err);
         }
         fputs(ph, stdout);
         fputc('\n', stdout);
+        for (size_t k = 0; k < n_w; k++)
+            printf("%.*s\t%.*s\n", (int)w[k].text_len, lines[i] + w[k].text_off, (int)w[k].ph_len, ph + w[k].ph_off);
+        wgml_free(w);
         wgml_free(ph);
     }
     if (fflush(stdout) != 0 || ferror(stdout)) return cli_fail("cannot write the phonemes to standard output");
@@ -41,7 +52,7 @@ static int print_lines(wgml_g2p *g2p, const char *lang, char *const *lines, int 
 
 int cmd_phonemize(int argc, char **argv) {
     const char *lang = "en-us", *file = NULL, *espeak = NULL;
-    int n_args = 0, options = 1;
+    int n_args = 0, options = 1, words = 0;
     size_t text_len = 0;
     const char **args = calloc((size_t)argc + 1, sizeof *args);
     if (!args) return cli_fail("out of memory");
@@ -62,6 +73,8 @@ int cmd_phonemize(int argc, char **argv) {
                 cli_usage_error("--lang: '%s' is not en-us or en-gb", lang);
                 goto usage;
             }
+        } else if (!strcmp(a, "--words")) {
+            words = 1;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
             if (!(file = cli_value(argc, argv, &i))) goto usage;
         } else if (!strcmp(a, "--espeak")) {
@@ -126,7 +139,7 @@ int cmd_phonemize(int argc, char **argv) {
     if (wgml_g2p_open_espeak(espeak, &g2p, &err))
         rc = cli_fail_err(&err);
     else
-        rc = print_lines(g2p, lang, lines, n_lines);
+        rc = print_lines(g2p, lang, words, lines, n_lines);
     wgml_g2p_free(g2p);
     if (file) {
         cli_lines_free(lines);

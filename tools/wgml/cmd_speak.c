@@ -31,7 +31,8 @@ static const char *help =
     "  --wav-format F        s16 (16-bit PCM, the default) or f32 (32-bit float, no clipping)\n"
     "  --full-precision      every matrix product in f32 (default: the decoder's and vocoder's as\n"
     "                        bf16 pairs where the CPU has them, ~1.5x faster, same audio to 0.1 dB)\n"
-    "  --words FILE          the time of each word: lines of start<TAB>end<TAB>phonemes (seconds)\n"
+    "  --words FILE          the time of each word: lines of start<TAB>end<TAB>word<TAB>phonemes\n"
+    "                        (seconds; the word as the text has it, or with --phonemes a phoneme word)\n"
     "  --espeak PROGRAM      the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
     "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"
     "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n"
@@ -70,7 +71,8 @@ static int on_audio(void *user, const wgml_audio_chunk *c) {
     }
     s->n += c->n_samples;
     for (int i = 0; s->words && i < c->n_words; i++)
-        if (fprintf(s->words, "%.3f\t%.3f\t%s\n", c->words[i].start, c->words[i].end, c->words[i].word) < 0)
+        if (fprintf(s->words, "%.3f\t%.3f\t%s\t%s\n", c->words[i].start, c->words[i].end, c->words[i].word,
+                    c->words[i].phonemes) < 0)
             s->words_failed = 1;
     return 0;
 }

@@ -15,6 +15,7 @@
 #define WGML_MODEL_KOKORO_MODEL_H
 
 #include "model/kokoro/kokoro.h"
+#include "text/g2p.h"
 
 typedef struct kokoro_model kokoro_model;
 
@@ -87,10 +88,21 @@ int kokoro_voice_names(const gguf_file *f, char *buf, size_t cap);
  * .pt), or a blend of them ("af_heart:0.6,am_adam:0.4"). */
 wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes, float *style, wgml_error *err);
 
+/* The words of the text the phonemes were made from and where they are
+ * in them (wgml_g2p_phonemize_words), for word times. */
+typedef struct kokoro_words {
+    const char *text;
+    const wgml_g2p_word *words;
+    size_t n;
+} kokoro_words;
+
 /* Speaks a phoneme string piece by piece: on_audio gets each piece's audio
  * and word times as soon as it is made (non-zero stops); the piece i's noise
- * comes from seed + i. */
-wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voice, float speed, uint64_t seed,
-                         wgml_audio_fn on_audio, void *user, int64_t *n_samples, int *n_chunks, wgml_error *err);
+ * comes from seed + i. words: the text's words (a word then belongs to the
+ * piece its first phoneme is in); NULL: the phoneme string's own words,
+ * runs between spaces. */
+wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const kokoro_words *words, const char *voice,
+                         float speed, uint64_t seed, wgml_audio_fn on_audio, void *user, int64_t *n_samples,
+                         int *n_chunks, wgml_error *err);
 
 #endif

@@ -2,7 +2,9 @@
  * kokoro_speak.c - from a phoneme string to streamed audio (kokoro_model.h):
  * the string cut into pieces the model takes (sentences, and no piece over
  * 510 phonemes), each piece's ids and voice row, the two forward steps, and
- * the timing of each word from the predicted durations.
+ * the timing of each word from the predicted durations (a word of the text
+ * when the phonemes came from text: where it is in them comes from the
+ * G2P, wgml_g2p_phonemize_words; else a phoneme word).
  *
  * Pieces: the string is cut after each run of sentence punctuation (. ! ? …)
  * followed by a space, and at line ends; a sentence longer than 510
@@ -195,14 +197,43 @@ wgml_status kokoro_style(const kokoro_model *m, const char *spec, int n_phonemes
     return WGML_OK;
 }
 
-/* The words of piece text ph[0..len) (runs between spaces, stripped of
+/* Where a chunk's word times go: the entries and their strings. */
+typedef struct word_out {
+    wgml_word_time *words;
+    int n, cap;
+    char *buf; /* room for every string of a chunk */
+    size_t at;
+} word_out;
+
+static const char *keep(word_out *o, const char *s, size_t len) {
+    char *p = o->buf + o->at;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    o->at += len + 1;
+    return p;
+}
+
+static void add_word(word_out *o, const char *word, size_t word_len, const char *ph, size_t ph_len, int64_t offset,
+                     double start, double end) {
+    if (o->n == o->cap) return;
+    wgml_word_time *w = &o->words[o->n++];
+    w->word = keep(o, word, word_len);
+    w->phonemes = word == ph && word_len == ph_len ? w->word : keep(o, ph, ph_len);
+    w->start = start;
+    w->end = end;
+    w->offset = offset;
+    w->length = (int64_t)word_len;
+}
+
+/* The phoneme words of piece ph[0..len) (runs between spaces, stripped of
  * punctuation) with their times from the durations: token t of the piece
- * (1-based after the leading pad) starts at frame start[t]. */
-static int word_times(const kokoro_model *m, const char *ph, size_t len, const int64_t *start, double sec_per_frame,
-                      double t0, char *text, wgml_word_time *words, int cap) {
-    int n = 0, tok = 0; /* tokens (in-vocabulary symbols) before position i */
-    size_t i = 0, at = 0;
-    while (i < len && n < cap) {
+ * (1-based after the leading pad) starts at frame start[t]. base: the
+ * piece's offset in the whole input. */
+static void phoneme_word_times(const kokoro_model *m, const char *ph, size_t len, size_t base, const int64_t *start,
+                               double sec_per_frame, double t0, word_out *o) {
+    int tok = 0; /* tokens (in-vocabulary symbols) before position i */
+    size_t i = 0;
+    while (i < len) {
         while (i < len && ph[i] == ' ') i++;
         /* one run of non-spaces: [i, j); its word without punctuation [a, b) */
         size_t j = i, a = 0, b = 0;
@@ -220,23 +251,52 @@ static int word_times(const kokoro_model *m, const char *ph, size_t len, const i
             t += id > 0;
             j += (size_t)l;
         }
-        if (first >= 0) {
-            memcpy(text + at, ph + a, b - a);
-            text[at + (b - a)] = '\0';
-            words[n].word = text + at;
-            words[n].start = t0 + (double)start[first + 1] * sec_per_frame;
-            words[n].end = t0 + (double)start[last + 2] * sec_per_frame;
-            at += b - a + 1;
-            n++;
-        }
+        if (first >= 0)
+            add_word(o, ph + a, b - a, ph + a, b - a, (int64_t)(base + a), t0 + (double)start[first + 1] * sec_per_frame,
+                     t0 + (double)start[last + 2] * sec_per_frame);
         tok = t;
         i = j;
     }
-    return n;
 }
 
-wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voice, float speed, uint64_t seed,
-                         wgml_audio_fn on_audio, void *user, int64_t *n_samples, int *n_chunks, wgml_error *err) {
+/* The text's words whose phonemes start in the piece phonemes[off, off +
+ * len), from word *next on (advanced past them), with their times: from
+ * the start of their first token in the piece to the end of their last. */
+static void text_word_times(const kokoro_model *m, const char *phonemes, size_t off, size_t len,
+                            const kokoro_words *tw, size_t *next, const int64_t *start, double sec_per_frame, double t0,
+                            word_out *o) {
+    const size_t end = off + len;
+    size_t pos = off;
+    int tok = 0; /* tokens before pos */
+    for (size_t k = *next; k < tw->n && tw->words[k].ph_off < end; k++, *next = k) {
+        const wgml_g2p_word *w = &tw->words[k];
+        if (w->ph_off < off) continue; /* in a piece left out (no sound) */
+        const size_t a = w->ph_off, b = w->ph_off + w->ph_len < end ? w->ph_off + w->ph_len : end;
+        while (pos < a) {
+            int l = cp_len(phonemes + pos);
+            if (pos + (size_t)l > end) l = (int)(end - pos);
+            tok += symbol_id(m, phonemes + pos, l) > 0;
+            pos += (size_t)l;
+        }
+        int first = -1, last = -1;
+        while (pos < b) {
+            int l = cp_len(phonemes + pos);
+            if (pos + (size_t)l > end) l = (int)(end - pos);
+            if (symbol_id(m, phonemes + pos, l) > 0) {
+                if (first < 0) first = tok;
+                last = tok++;
+            }
+            pos += (size_t)l;
+        }
+        if (first < 0) continue; /* nothing the model says */
+        add_word(o, tw->text + w->text_off, w->text_len, phonemes + a, b - a, (int64_t)w->text_off,
+                 t0 + (double)start[first + 1] * sec_per_frame, t0 + (double)start[last + 2] * sec_per_frame);
+    }
+}
+
+wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const kokoro_words *tw, const char *voice,
+                         float speed, uint64_t seed, wgml_audio_fn on_audio, void *user, int64_t *n_samples,
+                         int *n_chunks, wgml_error *err) {
     kokoro_piece *pcs;
     int n_pcs;
     const kokoro_hparams *hp = kokoro_model_hparams(m);
@@ -254,11 +314,16 @@ wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voic
     int64_t start[KOKORO_MAX_PHONEMES + 3];
     float style[KOKORO_VOICE_DIM];
     const size_t total = strlen(phonemes) + 1;
-    char *text = wgml_malloc(total), *wtext = wgml_malloc(total);
-    wgml_word_time *words = wgml_malloc((KOKORO_MAX_PHONEMES + 1) * sizeof *words);
+    /* a chunk's words: at most one per token; their strings: each word's text and phonemes */
+    word_out wo = {.cap = KOKORO_MAX_PHONEMES + 1};
+    const size_t wbuf = (tw ? strlen(tw->text) : 0) + 2 * total + 2 * (size_t)(wo.cap + 1);
+    char *text = wgml_malloc(total);
+    wo.words = wgml_malloc((size_t)wo.cap * sizeof *wo.words);
+    wo.buf = wgml_malloc(wbuf);
     float *audio = NULL;
     int64_t done = 0;
-    if (!text || !wtext || !words) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    size_t next_word = 0;
+    if (!text || !wo.words || !wo.buf) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     for (int p = 0; p < n_pcs && !st; p++) {
         const char *ph = phonemes + pcs[p].off;
         const size_t len = pcs[p].len;
@@ -281,9 +346,13 @@ wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voic
         const double t0 = (double)done / hp->sample_rate;
         memcpy(text, ph, len);
         text[len] = '\0';
+        wo.n = 0, wo.at = 0;
+        if (tw)
+            text_word_times(m, phonemes, pcs[p].off, len, tw, &next_word, start, sec_per_frame, t0, &wo);
+        else
+            phoneme_word_times(m, ph, len, pcs[p].off, start, sec_per_frame, t0, &wo);
         wgml_audio_chunk c = {.samples = audio, .n_samples = L, .sample_rate = hp->sample_rate, .start = t0,
-                              .phonemes = text, .index = p, .words = words};
-        c.n_words = word_times(m, ph, len, start, sec_per_frame, t0, wtext, words, KOKORO_MAX_PHONEMES + 1);
+                              .phonemes = text, .index = p, .words = wo.words, .n_words = wo.n};
         done += L;
         if (n_samples) *n_samples = done;
         if (n_chunks) *n_chunks = p + 1;
@@ -291,8 +360,8 @@ wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const char *voic
     }
     wgml_free(audio);
     wgml_free(text);
-    wgml_free(wtext);
-    wgml_free(words);
+    wgml_free(wo.words);
+    wgml_free(wo.buf);
     wgml_free(pcs);
     return st;
 }
