@@ -16,24 +16,24 @@
  *     to whole blocks: the decoder's activations near the reference on each
  *     part's first case.
  */
-#include "backend/backend.h"
-#include "core/error.h"
-#include "format/gguf.h"
-#include "model/kokoro/kokoro_model.h"
-#include "model/kokoro/voice.h"
-#include "npy.h"
-#include "testutil.h"
-#include "text/g2p.h"
-#include "wgml.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *cases[] = {"hello_af_heart_s1.0",     "hello_am_adam_s1.0",       "punct_af_heart_s1.0",
-                              "punct_am_adam_s1.0",      "sentence20_af_heart_s1.0", "sentence20_af_heart_s1.3",
-                              "sentence20_am_adam_s1.0", "word_af_heart_s1.0",       "word_am_adam_s1.0"};
+#include "backend/backend.h"
+#include "core/error.h"
+#include "format/gguf.h"
+#include "model/kokoro/kokoro_model.h"
+#include "model/kokoro/voice.h"
+#include "wgml.h"
+#include "npy.h"
+#include "testutil.h"
+#include "text/g2p.h"
+
+static const char *cases[] = {"hello_af_heart_s1.0", "hello_am_adam_s1.0",  "punct_af_heart_s1.0",
+                              "punct_am_adam_s1.0",  "sentence20_af_heart_s1.0", "sentence20_af_heart_s1.3",
+                              "sentence20_am_adam_s1.0", "word_af_heart_s1.0", "word_am_adam_s1.0"};
 
 static wgml_backend *be, *cpu_be;
 static kokoro_model *model, *cpu_model; /* cpu_*: the CPU's, beside a GPU backend's */
@@ -43,13 +43,13 @@ static gguf_file *gf, *q8_gf;
 static kokoro_config tiny_cfg; /* config-kokoro-tiny.json, read by setup */
 static const char *backend_name = "cpu";
 static size_t case_lo = 0, case_hi = 100; /* the cases run: [lo, hi] of the list (argument 3: "lo-hi") */
-static int have_backend;                  /* 0: the adapter is missing, every test skips */
+static int have_backend; /* 0: the adapter is missing, every test skips */
 
 /* The backend the argument names (NULL with a note when its adapter is missing). */
 static wgml_status create_backend(wgml_error *err) {
     if (!strcmp(backend_name, "cpu")) return wgml_backend_cpu_create(2, &be, err);
     const int f32 = !strcmp(backend_name, "lavapipe-f32");
-    const char *adapter = !strcmp(backend_name, "swiftshader")         ? "swiftshader"
+    const char *adapter = !strcmp(backend_name, "swiftshader") ? "swiftshader"
                           : (f32 || !strcmp(backend_name, "lavapipe")) ? "llvmpipe"
                                                                        : NULL;
     if (!adapter) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown backend '%s'", backend_name);
@@ -97,8 +97,7 @@ static int setup(void **state) {
     }
     have_backend = be != NULL;
     if (be && strcmp(be->name, "cpu") &&
-        ((st = wgml_backend_cpu_create(2, &cpu_be, &err)) ||
-         (st = kokoro_model_load(gf, cpu_be, NULL, &cpu_model, &err)))) {
+        ((st = wgml_backend_cpu_create(2, &cpu_be, &err)) || (st = kokoro_model_load(gf, cpu_be, NULL, &cpu_model, &err)))) {
         fprintf(stderr, "kokoro on the CPU: %s\n", err.message);
         return -1;
     }
@@ -149,12 +148,9 @@ static double compare_act_of(const kokoro_model *km, const char *c, const char *
     const int64_t d1 = a.shape[a.ndim - 2 >= 0 ? a.ndim - 2 : 0], d2 = a.shape[a.ndim - 1];
     int transposed = 0; /* the reference channels first; it may hold more channels (d: x then style) */
     int64_t stride = cols;
-    if (a.ndim >= 2 && d1 == rows && d2 >= cols)
-        stride = d2;
-    else if (a.ndim >= 2 && d2 == rows && d1 >= cols)
-        transposed = 1;
-    else if (a.n != rows * cols)
-        fail_msg("%s %s: shape mismatch (ours %lld x %lld)", c, name, (long long)rows, (long long)cols);
+    if (a.ndim >= 2 && d1 == rows && d2 >= cols) stride = d2;
+    else if (a.ndim >= 2 && d2 == rows && d1 >= cols) transposed = 1;
+    else if (a.n != rows * cols) fail_msg("%s %s: shape mismatch (ours %lld x %lld)", c, name, (long long)rows, (long long)cols);
     double mx = 0, e = 0;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t k = 0; k < cols; k++) {
@@ -207,10 +203,8 @@ static void test_text_and_prosody(void **state) {
         const int T = (int)ids.n;
         int32_t *id = malloc((size_t)T * 4), *dur = malloc((size_t)T * 4);
         float style[256];
-        for (int i = 0; i < T; i++)
-            id[i] = (int32_t)ids.v[i];
-        for (int i = 0; i < 256; i++)
-            style[i] = (float)rs.v[i];
+        for (int i = 0; i < T; i++) id[i] = (int32_t)ids.v[i];
+        for (int i = 0; i < 256; i++) style[i] = (float)rs.v[i];
         const double speed = strstr(c, "s1.3") ? 1.3 : 1.0;
         wgml_error err;
         wgml_backend_stats s0, s1;
@@ -224,8 +218,7 @@ static void test_text_and_prosody(void **state) {
         assert_int_equal(s1.readback_bytes - s0.readback_bytes, (uint64_t)T * hp->max_dur * 4);
         if (strcmp(be->name, "cpu")) assert_true(s1.submits - s0.submits <= 2);
         for (int i = 0; i < T; i++) {
-            if (dur[i] != (int32_t)pd.v[i])
-                fprintf(stderr, "%s: token %d: %d frames, reference %d\n", c, i, dur[i], (int)pd.v[i]);
+            if (dur[i] != (int32_t)pd.v[i]) fprintf(stderr, "%s: token %d: %d frames, reference %d\n", c, i, dur[i], (int)pd.v[i]);
             assert_int_equal(dur[i], (int32_t)pd.v[i]);
         }
         expect(c, "bert_dur", NULL, 1e-4);
@@ -240,8 +233,7 @@ static void test_text_and_prosody(void **state) {
             expect(c, "te_cnn_0", NULL, 1e-4);
         }
         int64_t F = 0;
-        for (int i = 0; i < T; i++)
-            F += dur[i];
+        for (int i = 0; i < T; i++) F += dur[i];
         /* the audio end to end on the CPU in every case, on a GPU in one (the
          * decoder test runs the generator on every case); else the prosody alone */
         const int whole = !strcmp(be->name, "cpu") || ci == 0;
@@ -313,8 +305,7 @@ static void check_q8(const char *c, const float *asr, const float *f0, const flo
         if (strcmp(t->name, "~col")) continue;
         const size_t nb = wgml_tensor_nbytes(t);
         float *nan = malloc(nb);
-        for (size_t j = 0; j < nb / 4; j++)
-            nan[j] = NAN;
+        for (size_t j = 0; j < nb / 4; j++) nan[j] = NAN;
         assert_int_equal(be->buffer_write(be, t->buf, t->offset, nan, nb, &err), WGML_OK);
         free(nan);
     }
@@ -340,12 +331,9 @@ static void test_decoder(void **state) {
         const int D = (int)asr.shape[1], F = (int)asr.shape[2];
         float *a = malloc((size_t)D * F * 4), *fv = malloc((size_t)F * 8), *nv = malloc((size_t)F * 8), style[128];
         for (int t = 0; t < F; t++)
-            for (int k = 0; k < D; k++)
-                a[t * D + k] = (float)asr.v[k * F + t]; /* to time-major */
-        for (int i = 0; i < 2 * F; i++)
-            fv[i] = (float)f0.v[i], nv[i] = (float)nn.v[i];
-        for (int i = 0; i < 128; i++)
-            style[i] = (float)rs.v[i];
+            for (int k = 0; k < D; k++) a[t * D + k] = (float)asr.v[k * F + t]; /* to time-major */
+        for (int i = 0; i < 2 * F; i++) fv[i] = (float)f0.v[i], nv[i] = (float)nn.v[i];
+        for (int i = 0; i < 128; i++) style[i] = (float)rs.v[i];
         float *audio = malloc((size_t)kokoro_audio_len(model, F) * 4);
         wgml_error err;
         wgml_status st = kokoro_decode(model, a, fv, nv, F, style, kit_seed(c), audio, &err);
@@ -391,16 +379,12 @@ static void test_decoder(void **state) {
                 const int64_t k = i % (2 * B);
                 if (k < B) continue;
                 const double d = fabs(g[i] - h[i]), im = fabs(h[i - B] * sin(h[i]));
-                if (d > M_PI)
-                    flips++, worst_im = fmax(worst_im, im);
-                else if (h[i - B] > 1e-3)
-                    other = fmax(other, d);
+                if (d > M_PI) flips++, worst_im = fmax(worst_im, im);
+                else if (h[i - B] > 1e-3) other = fmax(other, d);
             }
             const double snr = 10 * log10(num / (den > 0 ? den : 1e-30));
-            fprintf(stderr,
-                    "%s: %d STFT phases flipped across the branch cut (|im| <= %.3g), others within %.3g rad; "
-                    "%.1f dB SNR against audio_kit\n",
-                    c, flips, worst_im, other, snr);
+            fprintf(stderr, "%s: %d STFT phases flipped across the branch cut (|im| <= %.3g), others within %.3g rad; "
+                            "%.1f dB SNR against audio_kit\n", c, flips, worst_im, other, snr);
             assert_true(flips > 0 && worst_im < 2e-6 && other < 1e-3 && snr > 15);
             free(a2), free(g), free(h);
         } else {
@@ -508,8 +492,7 @@ static void test_speak(void **state) {
     assert_int_equal(gguf_open_memory(mem, size, "k.gguf", &g, &err), WGML_OK);
     assert_int_equal(kokoro_model_load(g, be, NULL, &km, &err), WGML_OK);
     int cps = 0;
-    for (const char *q = ph; *q; q++)
-        cps += ((unsigned char)*q >> 6) != 2;
+    for (const char *q = ph; *q; q++) cps += ((unsigned char)*q >> 6) != 2;
     float st_g[256], st_f[256], st_b[256];
     assert_int_equal(kokoro_style(km, "af_heart", cps, st_g, &err), WGML_OK);
     assert_int_equal(kokoro_style(km, v1, cps, st_f, &err), WGML_OK);
@@ -518,8 +501,7 @@ static void test_speak(void **state) {
         assert_true(st_f[i] == st_g[i]);
     }
     assert_int_equal(kokoro_style(km, "af_heart:3,af_heart:1", cps, st_b, &err), WGML_OK);
-    for (int i = 0; i < 256; i++)
-        assert_true(fabs(st_b[i] - st_g[i]) <= 1e-6 * fabs(st_g[i]) + 1e-7);
+    for (int i = 0; i < 256; i++) assert_true(fabs(st_b[i] - st_g[i]) <= 1e-6 * fabs(st_g[i]) + 1e-7);
     assert_int_equal(kokoro_style(km, "nobody", cps, st_b, &err), WGML_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(err.message, "af_heart, am_adam, bf_emma"));
 
@@ -544,8 +526,7 @@ static void test_speak(void **state) {
     fprintf(stderr, "wgml_speak %s: %.1f dB SNR against audio_kit, %d words\n", c, 10 * log10(num / den), s.words);
     assert_true(10 * log10(num / den) > 15);
     int spaces = 0;
-    for (const char *q = ph; *q; q++)
-        spaces += *q == ' ';
+    for (const char *q = ph; *q; q++) spaces += *q == ' ';
     assert_int_equal(s.words, spaces + 1);
     assert_int_equal(strncmp(s.list, ph, strcspn(ph, " ")), 0); /* phoneme input: its phoneme words */
     assert_int_equal(strncmp(s.list + strcspn(ph, " "), "@0|", 3), 0);
@@ -563,8 +544,7 @@ static void test_speak(void **state) {
     assert_int_equal(pc[1].len, strlen(ph));
     free(pc);
     size_t at = 0;
-    for (int i = 0; i < 100; i++)
-        at += (size_t)snprintf(many + at, 8192 - at, "%s", i % 10 == 9 ? "ab, " : "ab ");
+    for (int i = 0; i < 100; i++) at += (size_t)snprintf(many + at, 8192 - at, "%s", i % 10 == 9 ? "ab, " : "ab ");
     many[at - 1] = '.';
     assert_int_equal(kokoro_split(km, many, 100, &pc, &n, &err), WGML_OK);
     int total = 0;

@@ -140,11 +140,11 @@ static void append(const char *fmt, ...) {
     json_at += (size_t)w;
 }
 
-/* s as a JSON string. */
-static void append_str(const char *s) {
+/* s[0..len) as a JSON string. */
+static void append_json_bytes(const char *s, size_t len) {
     append("\"");
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (size_t j = 0; j < len; j++) {
+        unsigned char c = (unsigned char)s[j];
         if (c == '"' || c == '\\')
             append("\\%c", c);
         else if (c < 0x20)
@@ -154,6 +154,9 @@ static void append_str(const char *s) {
     }
     append("\"");
 }
+
+/* s as a JSON string. */
+static void append_str(const char *s) { append_json_bytes(s ? s : "", s ? strlen(s) : 0); }
 
 static const char *json_done(void) { return json_cut ? "{}" : json; }
 
@@ -392,20 +395,6 @@ static wgml_status given_words(void *user, const char *lang, const char *const *
     if (!g->words || strcmp(espeak_voice(lang), g->voice) || n != (size_t)g->n_words)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the words were not phonemized alone");
     return give(words, g->words, g->word_results, n, "word", out, err);
-}
-
-static void append_json_bytes(const char *s, size_t len) {
-    append("\"");
-    for (size_t j = 0; j < len; j++) {
-        unsigned char c = (unsigned char)s[j];
-        if (c == '"' || c == '\\')
-            append("\\%c", c);
-        else if (c < 0x20)
-            append("\\u%04x", c);
-        else
-            append("%c", c);
-    }
-    append("\"");
 }
 
 /* The pieces of text that espeak-ng phonemizes (g2p_en_normalize, g2p_en_split),
