@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "core/quant.h"
 #include "format/gguf.h"
 #include "model/family.h"
@@ -89,6 +90,34 @@ static int load_progress(void *user, uint64_t done, uint64_t total) {
     return p->progress ? p->progress(p->progress_user, "load", done, total) : 0;
 }
 
+static void compile_progress(void *user, int done, int total) {
+    const wgml_model_params *p = ((progress_ctx *)user)->p;
+    if (p->progress) p->progress(p->progress_user, "compile", (uint64_t)done, (uint64_t)total);
+}
+
+/* Names the model's structure for the backend's list of kernels it used
+ * (backend.h kernels_prepare): the architecture and an FNV-1a 64 hash of the
+ * tensor table (names, types, shapes), so that every file of one structure
+ * shares it whatever its weights. */
+static void structure_key(const gguf_file *g, char *out, size_t cap) {
+    char arch[64] = "model";
+    gguf_str a;
+    if (gguf_get_str(g, "general.architecture", &a, NULL) == 1 && a.len > 0 && a.len < sizeof arch) {
+        memcpy(arch, a.ptr, (size_t)a.len);
+        arch[a.len] = '\0';
+        for (char *c = arch; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_')) *c = '_';
+    }
+    uint64_t h = wgml_fnv64(WGML_FNV64_BASIS, arch, strlen(arch) + 1);
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        h = wgml_fnv64(h, t->name, strlen(t->name) + 1);
+        h = wgml_fnv64(h, &t->type, sizeof t->type);
+        h = wgml_fnv64(h, t->ne, sizeof t->ne);
+    }
+    snprintf(out, cap, "%.63s-%016llx", arch, (unsigned long long)h);
+}
+
 /* Creates the backend the parameters ask for and loads the weights on it. */
 static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, const wgml_model_load_options *x,
                                    wgml_backend_kind kind, wgml_error *err) {
@@ -105,6 +134,12 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, co
         st = wgml_backend_webgpu_create(&o, &m->be, err);
     }
     if (st) return st;
+    if (m->be->kernels_prepare) {
+        /* the kernels this structure used here before compile while the weights go up */
+        char key[96];
+        structure_key(m->gguf, key, sizeof key);
+        m->be->kernels_prepare(m->be, key);
+    }
     progress_ctx pc = {p};
     wgml_weight_fault fault = {x ? x->fault_tensor : NULL, x ? x->fault_factor : 1.0f, x ? x->fault_block : 0};
     wgml_family_load_params lp = {fault.tensor ? &fault : NULL, load_progress, &pc};
@@ -165,6 +200,10 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     if (!st && src) {
         progress_ctx pc = {p};
         st = wgml_weights_stream(m->fam->weights(m->impl), g, stream_read, (void *)src, load_progress, &pc, err);
+    }
+    if (!st && m->be->kernels_wait) {
+        progress_ctx pc = {p};
+        st = m->be->kernels_wait(m->be, compile_progress, &pc, err);
     }
     if (st) {
         wgml_model_free(m);

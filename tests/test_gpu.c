@@ -10,7 +10,8 @@
  * parameters, compile errors with the compiler's line numbers, a too-large
  * buffer, partial readbacks, copies, counters of a steady-state loop (no
  * allocation, one submit per step), timestamps, f16 where the adapter has it
- * (and its absence where it has not), sticky validation errors, device loss.
+ * (and its absence where it has not), sticky validation errors, device loss,
+ * kernels compiled in the background (order, lifetimes, errors, progress).
  */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* setenv, clock_gettime */
@@ -532,6 +533,172 @@ static void test_wait_timeout(void **state) {
     wgml_gpu_destroy(gpus[1]); /* waits for the loop to end */
 }
 
+/* Pipelines compiled in the background (wgml_gpu_kernel_create_async): the
+ * commands recorded with them keep their order against copies and dispatches
+ * of ready kernels, a kernel or bind group destroyed before the submit stays
+ * alive for it, and the step waits for every pipeline. */
+static const char *scale_wgsl = "@group(0) @binding(0) var<storage, read_write> v: array<f32>;\n"
+                                "@compute @workgroup_size(64)\n"
+                                "fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n"
+                                "    if (id.x < arrayLength(&v)) { v[id.x] = v[id.x] * MUL + ADD; }\n"
+                                "}\n";
+
+static wgml_gpu_kernel *make_scale(wgml_gpu *gpu, float mul, float add, int async) {
+    char src[512], label[32];
+    snprintf(src, sizeof src, "const MUL: f32 = %.1f;\nconst ADD: f32 = %.1f;\n%s", mul, add, scale_wgsl);
+    snprintf(label, sizeof label, "scale %g %g", mul, add);
+    wgml_gpu_kernel *k = NULL;
+    wgml_error err;
+    check_ok((async ? wgml_gpu_kernel_create_async : wgml_gpu_kernel_create)(gpu, src, "main", label, &k, &err),
+             &err);
+    return k;
+}
+
+static void test_async_kernels(void **state) {
+    fixture *f = *state;
+    enum { N = 1000, K = 6 };
+    wgml_gpu_buffer *a = make_buffer(f->gpu, N * 4, WGML_GPU_STORAGE, "a");
+    wgml_gpu_buffer *b = make_buffer(f->gpu, N * 4, WGML_GPU_STORAGE, "b");
+    wgml_gpu_kernel *ready = make_scale(f->gpu, 2.0f, 0.0f, 0);
+    wgml_gpu_kernel *k[K];
+    wgml_gpu_bindgroup *bg[K], *bg_ready;
+    wgml_error err;
+    wgml_gpu_binding ba = {0, a, 0, 0}, bb = {0, b, 0, 0};
+    wgml_gpu_counters c0, c1;
+    wgml_gpu_get_counters(f->gpu, &c0);
+    for (int i = 0; i < K; i++) {
+        k[i] = make_scale(f->gpu, 1.0f, (float)(i + 1), 1); /* v + i + 1 */
+        check_ok(wgml_gpu_bindgroup_create(f->gpu, k[i], i % 2 ? &bb : &ba, 1, &bg[i], &err), &err);
+    }
+    check_ok(wgml_gpu_bindgroup_create(f->gpu, ready, &ba, 1, &bg_ready, &err), &err);
+    assert_true(wgml_gpu_kernels_pending(f->gpu) <= K);
+
+    float x[N], y[N], want_a[N], want_b[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(i % 17);
+    wgml_gpu_write(f->gpu, a, 0, x, sizeof x);
+    /* a = (x + 1) * 2; b = a + 2; a = a + 3; b = b + 4; a = a*2; copy a -> b's
+     * first half; a += 5; b += 6: the order matters at every step. */
+    wgml_gpu_dispatch(f->gpu, k[0], bg[0], (N + 63) / 64, 1, 1);
+    wgml_gpu_dispatch(f->gpu, ready, bg_ready, (N + 63) / 64, 1, 1);
+    wgml_gpu_copy(f->gpu, a, 0, b, 0, N * 4);
+    wgml_gpu_dispatch(f->gpu, k[1], bg[1], (N + 63) / 64, 1, 1);
+    wgml_gpu_dispatch(f->gpu, k[2], bg[2], (N + 63) / 64, 1, 1);
+    wgml_gpu_dispatch(f->gpu, k[3], bg[3], (N + 63) / 64, 1, 1);
+    wgml_gpu_dispatch(f->gpu, ready, bg_ready, (N + 63) / 64, 1, 1);
+    wgml_gpu_copy(f->gpu, a, 0, b, 0, N * 2);
+    wgml_gpu_dispatch(f->gpu, k[4], bg[4], (N + 63) / 64, 1, 1);
+    wgml_gpu_dispatch(f->gpu, k[5], bg[5], (N + 63) / 64, 1, 1);
+    /* Destroyed before the submit: the recorded dispatches keep them alive. */
+    wgml_gpu_bindgroup_destroy(bg[5]);
+    wgml_gpu_kernel_destroy(k[5]);
+    for (int i = 0; i < N; i++) {
+        float va = (x[i] + 1) * 2, vb = va + 2;
+        va += 3;
+        vb += 4;
+        va *= 2;
+        if (i < N / 2) vb = va;
+        want_a[i] = va + 5;
+        want_b[i] = vb + 6;
+    }
+    wgml_gpu_readback rb[2] = {{a, 0, sizeof y, y}, {b, 0, sizeof x, x}};
+    check_ok(wgml_gpu_submit(f->gpu, rb, 2, &err), &err);
+    assert_int_equal(wgml_gpu_kernels_pending(f->gpu), 0);
+    for (int i = 0; i < N; i++) {
+        if (y[i] != want_a[i]) fail_msg("a[%d] = %g, want %g", i, y[i], want_a[i]);
+        if (x[i] != want_b[i]) fail_msg("b[%d] = %g, want %g", i, x[i], want_b[i]);
+    }
+    wgml_gpu_get_counters(f->gpu, &c1);
+    assert_int_equal(c1.kernels_created - c0.kernels_created, K);
+    assert_int_equal(c1.dispatches - c0.dispatches, 8);
+    assert_int_equal(c1.submits - c0.submits, 1);
+
+    /* Once compiled they run like any kernel, with their bind groups made once. */
+    wgml_gpu_dispatch(f->gpu, k[0], bg[0], (N + 63) / 64, 1, 1);
+    check_ok(wgml_gpu_read(f->gpu, a, 0, y, sizeof y, &err), &err);
+    for (int i = 0; i < N; i++)
+        assert_true(y[i] == want_a[i] + 1);
+    wgml_gpu_counters c2;
+    wgml_gpu_get_counters(f->gpu, &c2);
+    assert_int_equal(c2.bindgroups_created, c1.bindgroups_created);
+
+    /* Pending and never used, then waited for explicitly, with progress. */
+    wgml_gpu_kernel *idle = make_scale(f->gpu, 3.0f, 1.0f, 1);
+    wgml_gpu_kernel *gone = make_scale(f->gpu, 3.0f, 2.0f, 1);
+    wgml_gpu_kernel_destroy(gone); /* its pipeline is dropped when it arrives */
+    check_ok(wgml_gpu_kernels_wait(f->gpu, NULL, NULL, &err), &err);
+    assert_int_equal(wgml_gpu_kernels_pending(f->gpu), 0);
+    assert_true(wgml_gpu_kernel_wait_ms(f->gpu) >= 0.0);
+    wgml_gpu_kernel_destroy(idle);
+    for (int i = 0; i < K - 1; i++) {
+        wgml_gpu_bindgroup_destroy(bg[i]);
+        wgml_gpu_kernel_destroy(k[i]);
+    }
+    wgml_gpu_bindgroup_destroy(bg_ready);
+    wgml_gpu_kernel_destroy(ready);
+    wgml_gpu_buffer_destroy(a);
+    wgml_gpu_buffer_destroy(b);
+    check_ok(wgml_gpu_status(f->gpu, &err), &err);
+}
+
+static int progress_calls, progress_last, progress_total;
+static void count_progress(void *user, int done, int total) {
+    (void)user;
+    progress_calls++;
+    if (done <= progress_last || done > total) fail_msg("progress %d of %d after %d", done, total, progress_last);
+    progress_last = done;
+    progress_total = total;
+}
+
+/* A pipeline that fails in the background (an entry point the module lacks)
+ * fails the next submit naming the kernel; kernels waited for report progress;
+ * a gpu destroyed with pipelines still pending frees them. */
+static void test_async_errors(void **state) {
+    (void)state;
+    wgml_gpu *gpu = open_current(0);
+    wgml_error err;
+    wgml_gpu_kernel *k[3] = {make_scale(gpu, 1.0f, 1.0f, 1), make_scale(gpu, 1.0f, 2.0f, 1), NULL};
+    progress_calls = progress_last = progress_total = 0;
+    check_ok(wgml_gpu_kernels_wait(gpu, count_progress, NULL, &err), &err);
+    assert_int_equal(progress_calls, 2);
+    assert_int_equal(progress_last, 2);
+    assert_int_equal(progress_total, 2);
+
+    /* A WGSL error is still reported at once. */
+    assert_int_equal(wgml_gpu_kernel_create_async(gpu, "fn main( {", "main", "broken", &k[2], &err), WGML_ERR_GPU);
+    assert_null(k[2]);
+    assert_non_null(strstr(err.message, "kernel 'broken'"));
+    check_ok(wgml_gpu_status(gpu, &err), &err);
+
+    wgml_status st = wgml_gpu_kernel_create_async(gpu, axpy_wgsl, "nope", "no entry", &k[2], &err);
+    if (st == WGML_OK) {
+        wgml_gpu_buffer *v = make_buffer(gpu, 256, WGML_GPU_STORAGE, "v");
+        wgml_gpu_binding bind = {0, v, 0, 0};
+        wgml_gpu_bindgroup *bg = NULL;
+        check_ok(wgml_gpu_bindgroup_create(gpu, k[2], &bind, 1, &bg, &err), &err);
+        wgml_gpu_dispatch(gpu, k[2], bg, 1, 1, 1);
+        assert_int_equal(wgml_gpu_submit(gpu, NULL, 0, &err), WGML_ERR_GPU);
+        assert_non_null(strstr(err.message, "kernel 'no entry'"));
+        print_message("    %s\n", err.message);
+        assert_int_equal(wgml_gpu_status(gpu, &err), WGML_ERR_GPU);
+        wgml_gpu_bindgroup_destroy(bg);
+        wgml_gpu_buffer_destroy(v);
+    } else {
+        /* Dawn may also refuse it before compiling. */
+        assert_int_equal(st, WGML_ERR_GPU);
+        assert_non_null(strstr(err.message, "no entry"));
+    }
+    wgml_gpu_kernel_destroy(k[2]);
+    /* Still compiling when the gpu goes (the kernels outlive it). */
+    wgml_gpu *gpu2 = open_current(0);
+    wgml_gpu_kernel *late = make_scale(gpu2, 5.0f, 1.0f, 1);
+    wgml_gpu_destroy(gpu2);
+    wgml_gpu_kernel_destroy(late);
+    wgml_gpu_kernel_destroy(k[0]);
+    wgml_gpu_kernel_destroy(k[1]);
+    wgml_gpu_destroy(gpu);
+}
+
 /* ---- tests across adapters ------------------------------------------------------------ */
 
 static void test_list_adapters(void **state) {
@@ -632,6 +799,8 @@ int main(void) {
         cmocka_unit_test(test_sticky_error),
         cmocka_unit_test(test_lost_device),
         cmocka_unit_test(test_wait_timeout),
+        cmocka_unit_test(test_async_kernels),
+        cmocka_unit_test(test_async_errors),
     };
     for (int i = 0; i < n_adapters; i++) {
         char name[300];

@@ -32,6 +32,7 @@
 #ifdef WGML_HAVE_WEBGPU
 
 #include "api_internal.h"
+#include "backend/webgpu/wg_internal.h"
 #include "core/alloc.h"
 #include "gpu/gpu.h"
 #include "gpu/pipeline_cache.h"
@@ -587,8 +588,9 @@ static void test_device_twice(void **state) {
     assert_memory_equal(first, again, sizeof first);
 }
 
-/* stories260K on the WebGPU backend, greedy, with the cache's counters. */
-static void generate(const char *path, tu_sink *out, wgml_backend_stats *stats) {
+/* stories260K on the WebGPU backend, greedy, with the cache's counters
+ * right after the load and at the end. */
+static void generate(const char *path, tu_sink *out, wgml_backend_stats *at_load, wgml_backend_stats *stats) {
     wgml_model_params mp = wgml_model_default_params();
     mp.backend = WGML_BACKEND_WEBGPU;
     mp.adapter = adapter;
@@ -597,6 +599,7 @@ static void generate(const char *path, tu_sink *out, wgml_backend_stats *stats) 
     wgml_error err;
     if (wgml_model_load(path, &mp, &m, &err) || wgml_session_create(m, NULL, &s, &err))
         fail_msg("%s: %s", adapter, err.message);
+    wgml_model_backend(m)->get_stats(wgml_model_backend(m), at_load);
     wgml_generate_params gp = wgml_generate_default_params();
     gp.n_predict = 24;
     gp.sampler.temperature = 0;
@@ -616,17 +619,70 @@ static void test_model_twice(void **state) {
     char dir[600];
     snprintf(dir, sizeof dir, "%s-model", fresh_dir(adapter));
     setenv("WGML_CACHE_DIR", dir, 1);
-    static tu_sink cold, warm;
-    wgml_backend_stats a, b;
-    generate(path, &cold, &a);
+    static tu_sink cold, warm, again;
+    wgml_backend_stats a0, a, b0, b, c0, c;
+    generate(path, &cold, &a0, &a);
     assert_int_equal(a.pipeline_cache_hits, 0);
     assert_true(a.pipeline_cache_stores > 0);
-    generate(path, &warm, &b);
+    assert_int_equal(a0.pipelines_created, 0); /* nothing known of this model yet */
+    generate(path, &warm, &b0, &b);
     assert_true(b.pipeline_cache_hits > 0);
     assert_int_equal(b.pipeline_cache_misses, 0);
     assert_int_equal(b.pipelines_created, a.pipelines_created);
+    /* every kernel the first run used was compiled during the load */
+    assert_int_equal(b0.pipelines_created, a.pipelines_created);
     assert_true(cold.len > 0);
     assert_string_equal(cold.text, warm.text);
+
+    /* A damaged kernel list is thrown away (and written again at the end). */
+    int damaged = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        char file[1200];
+        snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+        size_t n = 0;
+        char *bytes = e->d_name[0] == '.' ? NULL : (char *)tu_read_file(file, &n);
+        const char *magic = "wgml-kernels 1\n";
+        for (size_t i = 0; bytes && i + strlen(magic) + 17 <= n; i++) {
+            if (memcmp(bytes + i, magic, strlen(magic)) != 0) continue;
+            bytes[i + strlen(magic) + 5] ^= 1; /* a key's digit: the checksum no longer matches */
+            assert_int_equal(tu_write_file(file, bytes, n), 0);
+            damaged++;
+            break;
+        }
+        free(bytes);
+    }
+    closedir(d);
+    assert_int_equal(damaged, 1);
+    generate(path, &again, &c0, &c);
+    assert_int_equal(c0.pipelines_created, 0);
+    assert_string_equal(cold.text, again.text);
+    generate(path, &again, &c0, &c);
+    assert_int_equal(c0.pipelines_created, a.pipelines_created);
+}
+
+/* The stored list of kernels believes nothing (src/backend/webgpu/wg_manifest.c). */
+static void test_kernel_list_parse(void **state) {
+    (void)state;
+    uint64_t k[4];
+    const char ok[] = "wgml-kernels 1\n0001000200000003\n0000000000000000\n";
+    assert_int_equal(wg_kernels_parse(ok, strlen(ok), k, 4), 2);
+    assert_true(k[0] == 0x0001000200000003ull && k[1] == 0);
+    assert_int_equal(wg_kernels_parse(ok, strlen(ok), k, 1), -1);       /* more than fit */
+    assert_int_equal(wg_kernels_parse(ok, strlen(ok) - 1, k, 4), -1);   /* cut short */
+    assert_int_equal(wg_kernels_parse(ok, 14, k, 4), -1);               /* magic cut */
+    assert_int_equal(wg_kernels_parse("wgml-kernels 1\n", 15, k, 4), 0); /* empty */
+    const char *bad[] = {
+        "wgml-kernels 2\n0001000200000003\n", /* another version */
+        "wgml-kernels 1\n0001000200000G03\n", /* not hex */
+        "wgml-kernels 1\n0001000200000A03\n", /* upper case is not how it is written */
+        "wgml-kernels 1\n000100020000003\n\n", /* short key */
+        "wgml-kernels 1\nffff000000000000\n", /* no such kernel kind */
+        "wgml-kernels 1\n0001000200000003 ",   /* no newline */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (wg_kernels_parse(bad[i], strlen(bad[i]), k, 4) != -1) fail_msg("accepted: %s", bad[i]);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
@@ -646,6 +702,7 @@ int main(int argc, char **argv) {
             cmocka_unit_test(test_damaged_files),    cmocka_unit_test(test_other_key_same_name),
             cmocka_unit_test(test_limits_and_nulls), cmocka_unit_test(test_unwritable_dir),
             cmocka_unit_test(test_environment),      cmocka_unit_test(test_threads),
+            cmocka_unit_test(test_kernel_list_parse),
         };
         failed += cmocka_run_group_tests_name("pipeline cache files", files, NULL, NULL);
     }

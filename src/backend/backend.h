@@ -122,6 +122,15 @@ struct wgml_backend {
      * read of a buffer far larger than any cache (CPU: all threads over
      * 512 MiB; GPU: a read/reduce kernel over 256 MiB). Takes about a second. */
     wgml_status (*measure_bandwidth)(wgml_backend *be, double *gbs, wgml_error *err);
+
+    /* ---- kernels compiled at load (optional: NULL where nothing compiles) ---- */
+    /* Starts compiling, in the background, the kernels that a model of this
+     * structure (model_key: its architecture and tensor table) used on this
+     * device before; the backend remembers what it used when it is freed. */
+    void (*kernels_prepare)(wgml_backend *be, const char *model_key);
+    /* Waits for every kernel still compiling, calling progress(user, done, total). */
+    wgml_status (*kernels_wait)(wgml_backend *be, void (*progress)(void *user, int done, int total), void *user,
+                                wgml_error *err);
 };
 
 /* The part of supports() every backend shares: op is one of the list and the

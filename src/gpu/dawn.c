@@ -358,6 +358,14 @@ void wgml_gpu_destroy(wgml_gpu *g) {
     if (g->adapter) wgpuAdapterRelease(g->adapter);
     if (g->instance) wgpuInstanceRelease(g->instance); /* runs any callback still pending */
     wgml_pipeline_cache_close(g->cache);               /* after the device: Dawn may store while it winds down */
+    for (int i = 0; i < g->n_pending; i++) {
+        dawn_pending *p = g->pending[i];
+        if (p->k) p->k->pending = NULL; /* a kernel outliving its gpu */
+        if (p->pipeline) wgpuComputePipelineRelease(p->pipeline);
+        wgml_free(p);
+    }
+    wgml_free(g->pending);
+    wgml_free(g->deferred);
     for (int i = 0; i < g->n_times; i++)
         wgml_free((char *)g->times[i].label);
     wgml_free(g->times);
@@ -508,8 +516,13 @@ static const char *compile_messages(wgml_gpu *g, WGPUShaderModule module) {
     return g->compile.message;
 }
 
-wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
-                                   wgml_gpu_kernel **out, wgml_error *err) {
+/* The kernel object, its WGSL module (compilation errors with the
+ * compiler's messages) and the descriptor of its pipeline, which the caller
+ * makes; the caller releases the module. */
+static wgml_status kernel_begin(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
+                                wgml_gpu_kernel **out, WGPUShaderModule *module, WGPUComputePipelineDescriptor *pd,
+                                wgml_error *err) {
+    *module = NULL;
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_kernel_create: out is NULL");
     *out = NULL;
     if (!gpu || !wgsl) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_kernel_create: NULL gpu or source");
@@ -526,6 +539,7 @@ wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *
     k->gpu = gpu;
     k->label = lab;
     k->time_slot = slot;
+    k->refs = 1;
 
     char what[300];
     snprintf(what, sizeof what, "kernel '%s'", label);
@@ -536,25 +550,89 @@ wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *
     md.label = wgml_dawn_sv(label);
     const int scopes = SCOPE_OOM | SCOPE_INTERNAL | SCOPE_VALIDATION;
     scope_push(gpu, scopes);
-    WGPUShaderModule module = wgpuDeviceCreateShaderModule(gpu->device, &md);
+    *module = wgpuDeviceCreateShaderModule(gpu->device, &md);
     wgml_status st = scope_pop(gpu, scopes, what, err);
-    if (st == WGML_ERR_GPU && module) {
-        const char *msgs = compile_messages(gpu, module);
+    if (st == WGML_ERR_GPU && *module) {
+        const char *msgs = compile_messages(gpu, *module);
         if (*msgs) st = wgml_fail(err, WGML_ERR_GPU, "%s: WGSL compile error: %s", what, msgs);
     }
-    if (st == WGML_OK) {
-        WGPUComputePipelineDescriptor pd = WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
-        pd.label = wgml_dawn_sv(label);
-        pd.compute.module = module;
-        pd.compute.entryPoint = wgml_dawn_sv(entry);
-        scope_push(gpu, scopes);
-        k->pipeline = wgpuDeviceCreateComputePipeline(gpu->device, &pd);
-        k->layout = k->pipeline ? wgpuComputePipelineGetBindGroupLayout(k->pipeline, 0) : NULL;
-        st = scope_pop(gpu, scopes, what, err);
-        if (st == WGML_OK && (!k->pipeline || !k->layout))
-            st = wgml_fail(err, WGML_ERR_GPU, "%s: pipeline creation failed", what);
+    if (st != WGML_OK) {
+        if (*module) wgpuShaderModuleRelease(*module);
+        *module = NULL;
+        wgml_gpu_kernel_destroy(k);
+        return st;
     }
-    if (module) wgpuShaderModuleRelease(module);
+    *pd = (WGPUComputePipelineDescriptor)WGPU_COMPUTE_PIPELINE_DESCRIPTOR_INIT;
+    pd->label = wgml_dawn_sv(k->label);
+    pd->compute.module = *module;
+    pd->compute.entryPoint = wgml_dawn_sv(entry);
+    *out = k;
+    return WGML_OK;
+}
+
+static void on_pipeline(WGPUCreatePipelineAsyncStatus status, WGPUComputePipeline pipeline, WGPUStringView message,
+                        void *u1, void *u2) {
+    (void)u2;
+    dawn_pending *p = u1;
+    p->done = 1;
+    p->status = status;
+    p->pipeline = pipeline; /* ours to release */
+    wgml_dawn_sv_copy(p->message, sizeof p->message, message);
+    one_line(p->message);
+}
+
+/* Starts k's pipeline on Dawn's workers (wgml_gpu_kernel_create_async). */
+static wgml_status start_pipeline(wgml_gpu *gpu, wgml_gpu_kernel *k, const WGPUComputePipelineDescriptor *pd,
+                                  wgml_error *err) {
+    dawn_pending *p = wgml_calloc(1, sizeof *p);
+    if (p && gpu->n_pending == gpu->cap_pending) {
+        int cap = gpu->cap_pending ? 2 * gpu->cap_pending : 32;
+        dawn_pending **np = wgml_realloc(gpu->pending, (size_t)cap * sizeof *np);
+        if (np) {
+            gpu->pending = np;
+            gpu->cap_pending = cap;
+        }
+    }
+    if (!p || gpu->n_pending == gpu->cap_pending) {
+        wgml_free(p);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "kernel '%s': out of memory", k->label);
+    }
+    WGPUCreateComputePipelineAsyncCallbackInfo cb = WGPU_CREATE_COMPUTE_PIPELINE_ASYNC_CALLBACK_INFO_INIT;
+    cb.mode = WGPUCallbackMode_WaitAnyOnly;
+    cb.callback = on_pipeline;
+    cb.userdata1 = p;
+    p->k = k;
+    p->future = wgpuDeviceCreateComputePipelineAsync(gpu->device, pd, cb);
+    gpu->pending[gpu->n_pending++] = p;
+    k->pending = p;
+    return WGML_OK;
+}
+
+/* Creates k's pipeline now, inside error scopes. */
+static wgml_status make_pipeline(wgml_gpu *gpu, wgml_gpu_kernel *k, const WGPUComputePipelineDescriptor *pd,
+                                 wgml_error *err) {
+    char what[300];
+    snprintf(what, sizeof what, "kernel '%s'", k->label);
+    const int scopes = SCOPE_OOM | SCOPE_INTERNAL | SCOPE_VALIDATION;
+    scope_push(gpu, scopes);
+    k->pipeline = wgpuDeviceCreateComputePipeline(gpu->device, pd);
+    k->layout = k->pipeline ? wgpuComputePipelineGetBindGroupLayout(k->pipeline, 0) : NULL;
+    wgml_status st = scope_pop(gpu, scopes, what, err);
+    if (st == WGML_OK && (!k->pipeline || !k->layout))
+        st = wgml_fail(err, WGML_ERR_GPU, "%s: pipeline creation failed", what);
+    return st;
+}
+
+static wgml_status kernel_create(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label, int async,
+                                 wgml_gpu_kernel **out, wgml_error *err) {
+    if (out) *out = NULL;
+    WGPUShaderModule module;
+    WGPUComputePipelineDescriptor pd;
+    wgml_gpu_kernel *k;
+    wgml_status st = kernel_begin(gpu, wgsl, entry, label, &k, &module, &pd, err);
+    if (st != WGML_OK) return st;
+    st = async ? start_pipeline(gpu, k, &pd, err) : make_pipeline(gpu, k, &pd, err);
+    wgpuShaderModuleRelease(module); /* a pipeline keeps what it needs */
     if (st != WGML_OK) {
         wgml_gpu_kernel_destroy(k);
         return st;
@@ -564,8 +642,74 @@ wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *
     return WGML_OK;
 }
 
-void wgml_gpu_kernel_destroy(wgml_gpu_kernel *k) {
-    if (!k) return;
+wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
+                                   wgml_gpu_kernel **out, wgml_error *err) {
+    return kernel_create(gpu, wgsl, entry, label, 0, out, err);
+}
+
+wgml_status wgml_gpu_kernel_create_async(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
+                                         wgml_gpu_kernel **out, wgml_error *err) {
+    return kernel_create(gpu, wgsl, entry, label, 1, out, err);
+}
+
+/* Takes a finished entry's pipeline into its kernel (or releases it). */
+static void pending_finish(wgml_gpu *g, dawn_pending *p) {
+    wgml_gpu_kernel *k = p->k;
+    if (!k) {
+        if (p->pipeline) wgpuComputePipelineRelease(p->pipeline);
+        return;
+    }
+    k->pending = NULL;
+    if (p->status == WGPUCreatePipelineAsyncStatus_Success && p->pipeline) {
+        k->pipeline = p->pipeline;
+        k->layout = wgpuComputePipelineGetBindGroupLayout(k->pipeline, 0);
+        if (!k->layout) wgml_dawn_set_status(g, WGML_ERR_GPU, "kernel '%s': no bind group layout", k->label);
+    } else {
+        if (p->pipeline) wgpuComputePipelineRelease(p->pipeline);
+        wgml_dawn_set_status(g, WGML_ERR_GPU, "kernel '%s': pipeline creation failed: %s", k->label,
+                             p->done ? p->message : "no answer");
+    }
+}
+
+wgml_status wgml_gpu_kernels_wait(wgml_gpu *g, wgml_gpu_progress_fn progress, void *user, wgml_error *err) {
+    if (!g) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_kernels_wait: gpu is NULL");
+    if (!g->n_pending) return g->status == WGML_OK ? WGML_OK : wgml_dawn_sticky(g, err);
+    double t0 = (double)now_ns();
+    int i = 0;
+    for (; i < g->n_pending; i++) {
+        dawn_pending *p = g->pending[i];
+        if (!p->done && wgml_dawn_wait(g, p->future, "a kernel's pipeline", NULL) != WGML_OK) break;
+        pending_finish(g, p);
+        wgml_free(p);
+        if (progress) progress(user, i + 1, g->n_pending);
+    }
+    /* Entries not waited for (timeout, device loss) stay for wgml_gpu_destroy. */
+    memmove(g->pending, g->pending + i, (size_t)(g->n_pending - i) * sizeof *g->pending);
+    g->n_pending -= i;
+    g->kernel_wait_ms += ((double)now_ns() - t0) * 1e-6;
+    return g->status == WGML_OK ? WGML_OK : wgml_dawn_sticky(g, err);
+}
+
+wgml_status wgml_dawn_wait_kernels(wgml_gpu *g, wgml_error *err) { return wgml_gpu_kernels_wait(g, NULL, NULL, err); }
+
+int wgml_gpu_kernels_pending(const wgml_gpu *gpu) { return gpu ? gpu->n_pending : 0; }
+
+double wgml_gpu_kernel_wait_ms(const wgml_gpu *gpu) { return gpu ? gpu->kernel_wait_ms : 0.0; }
+
+void wgml_gpu_kernel_destroy(wgml_gpu_kernel *k) { wgml_dawn_kernel_unref(k); }
+
+size_t wgml_gpu_cache_get(wgml_gpu *gpu, const char *key, void **value) {
+    *value = NULL;
+    return gpu && key ? wgml_pipeline_cache_get(gpu->cache, key, strlen(key), value) : 0;
+}
+
+void wgml_gpu_cache_put(wgml_gpu *gpu, const char *key, const void *value, size_t size) {
+    if (gpu && key) wgml_pipeline_cache_put(gpu->cache, key, strlen(key), value, size);
+}
+
+void wgml_dawn_kernel_unref(wgml_gpu_kernel *k) {
+    if (!k || --k->refs > 0) return;
+    if (k->pending) k->pending->k = NULL; /* its pipeline is released when it arrives */
     if (k->layout) wgpuBindGroupLayoutRelease(k->layout);
     if (k->pipeline) wgpuComputePipelineRelease(k->pipeline);
     wgml_free(k->label);
@@ -573,6 +717,35 @@ void wgml_gpu_kernel_destroy(wgml_gpu_kernel *k) {
 }
 
 const char *wgml_gpu_kernel_label(const wgml_gpu_kernel *k) { return k ? k->label : ""; }
+
+/* Creates bg->group from its entries with k's layout, inside error scopes. */
+static wgml_status make_group(wgml_gpu *gpu, wgml_gpu_kernel *k, wgml_gpu_bindgroup *bg, const WGPUBindGroupEntry *e,
+                              int n, wgml_error *err) {
+    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
+    d.label = wgml_dawn_sv(k->label);
+    d.layout = k->layout;
+    d.entryCount = (size_t)n;
+    d.entries = e;
+    char what[300];
+    snprintf(what, sizeof what, "kernel '%s': bind group", k->label);
+    scope_push(gpu, SCOPE_OOM | SCOPE_VALIDATION);
+    bg->group = wgpuDeviceCreateBindGroup(gpu->device, &d);
+    wgml_status st = scope_pop(gpu, SCOPE_OOM | SCOPE_VALIDATION, what, err);
+    if (st == WGML_OK && !bg->group) st = wgml_fail(err, WGML_ERR_GPU, "%s: creation failed", what);
+    if (st == WGML_OK) gpu->counters.bindgroups_created++;
+    return st;
+}
+
+/* Drops what a deferred bind group holds until it is made. */
+static void drop_entries(wgml_gpu_bindgroup *bg) {
+    for (int i = 0; i < bg->n_entries; i++)
+        wgpuBufferRelease(bg->entries[i].buffer);
+    wgml_free(bg->entries);
+    bg->entries = NULL;
+    bg->n_entries = 0;
+    wgml_dawn_kernel_unref(bg->k);
+    bg->k = NULL;
+}
 
 wgml_status wgml_gpu_bindgroup_create(wgml_gpu *gpu, wgml_gpu_kernel *k, const wgml_gpu_binding *b, int n,
                                       wgml_gpu_bindgroup **out, wgml_error *err) {
@@ -586,13 +759,15 @@ wgml_status wgml_gpu_bindgroup_create(wgml_gpu *gpu, wgml_gpu_kernel *k, const w
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kernel '%s': binding %u has no buffer", k->label,
                              b[i].binding);
     WGPUBindGroupEntry local[16];
-    WGPUBindGroupEntry *e = n <= 16 ? local : wgml_malloc((size_t)n * sizeof *e);
+    int deferred = k->pending != NULL;
+    WGPUBindGroupEntry *e = n <= 16 && !deferred ? local : wgml_malloc((size_t)(n ? n : 1) * sizeof *e);
     wgml_gpu_bindgroup *bg = wgml_calloc(1, sizeof *bg);
     if (!e || !bg) {
         if (e != local) wgml_free(e);
         wgml_free(bg);
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "kernel '%s': bind group: out of memory", k->label);
     }
+    bg->refs = 1;
     for (int i = 0; i < n; i++) {
         e[i] = WGPU_BIND_GROUP_ENTRY_INIT;
         e[i].binding = b[i].binding;
@@ -600,29 +775,43 @@ wgml_status wgml_gpu_bindgroup_create(wgml_gpu *gpu, wgml_gpu_kernel *k, const w
         e[i].offset = b[i].offset;
         e[i].size = b[i].size ? b[i].size : WGPU_WHOLE_SIZE;
     }
-    WGPUBindGroupDescriptor d = WGPU_BIND_GROUP_DESCRIPTOR_INIT;
-    d.label = wgml_dawn_sv(k->label);
-    d.layout = k->layout;
-    d.entryCount = (size_t)n;
-    d.entries = e;
-    char what[300];
-    snprintf(what, sizeof what, "kernel '%s': bind group", k->label);
-    scope_push(gpu, SCOPE_OOM | SCOPE_VALIDATION);
-    bg->group = wgpuDeviceCreateBindGroup(gpu->device, &d);
-    wgml_status st = scope_pop(gpu, SCOPE_OOM | SCOPE_VALIDATION, what, err);
+    if (deferred) {
+        /* Made at the submit, once the pipeline (and so the layout) is there. */
+        for (int i = 0; i < n; i++)
+            wgpuBufferAddRef(e[i].buffer);
+        bg->entries = e;
+        bg->n_entries = n;
+        bg->k = k;
+        k->refs++;
+        *out = bg;
+        return WGML_OK;
+    }
+    wgml_status st = make_group(gpu, k, bg, e, n, err);
     if (e != local) wgml_free(e);
-    if (st == WGML_OK && !bg->group) st = wgml_fail(err, WGML_ERR_GPU, "%s: creation failed", what);
     if (st != WGML_OK) {
         wgml_gpu_bindgroup_destroy(bg);
         return st;
     }
-    gpu->counters.bindgroups_created++;
     *out = bg;
     return WGML_OK;
 }
 
-void wgml_gpu_bindgroup_destroy(wgml_gpu_bindgroup *bg) {
-    if (!bg) return;
+wgml_status wgml_dawn_make_bindgroup(wgml_gpu *g, wgml_gpu_bindgroup *bg, wgml_error *err) {
+    if (bg->group) return WGML_OK;
+    wgml_status st;
+    if (!bg->k || !bg->k->layout)
+        st = wgml_fail(err, WGML_ERR_GPU, "kernel '%s': bind group without a pipeline", bg->k ? bg->k->label : "?");
+    else
+        st = make_group(g, bg->k, bg, bg->entries, bg->n_entries, err);
+    drop_entries(bg);
+    return st;
+}
+
+void wgml_gpu_bindgroup_destroy(wgml_gpu_bindgroup *bg) { wgml_dawn_bindgroup_unref(bg); }
+
+void wgml_dawn_bindgroup_unref(wgml_gpu_bindgroup *bg) {
+    if (!bg || --bg->refs > 0) return;
+    drop_entries(bg);
     if (bg->group) wgpuBindGroupRelease(bg->group);
     wgml_free(bg);
 }

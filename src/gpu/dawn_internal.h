@@ -27,6 +27,29 @@ typedef struct dawn_callback_result {
     char message[WGML_ERROR_MESSAGE_MAX];
 } dawn_callback_result;
 
+/* A pipeline being created asynchronously (wgml_gpu_kernel_create_async).
+ * Owned by the wgml_gpu, not the kernel: Dawn may run the callback after the
+ * kernel is gone (at the latest when the instance is released), so the entry
+ * lives until the gpu is destroyed or the wait is over. */
+typedef struct dawn_pending {
+    WGPUFuture future;
+    wgml_gpu_kernel *k; /* NULL once the kernel was destroyed first */
+    int done;
+    WGPUCreatePipelineAsyncStatus status;
+    WGPUComputePipeline pipeline; /* delivered by the callback */
+    char message[WGML_ERROR_MESSAGE_MAX];
+} dawn_pending;
+
+/* A command recorded while some kernel it needs is still compiling: kept in
+ * order and encoded at the next submit, once every pipeline is there. */
+typedef struct dawn_deferred {
+    wgml_gpu_kernel *k;      /* a dispatch; NULL for a copy */
+    wgml_gpu_bindgroup *bg;
+    uint32_t x, y, z;
+    WGPUBuffer src, dst;     /* a copy (references held) */
+    uint64_t src_offset, dst_offset, size;
+} dawn_deferred;
+
 typedef struct dawn_query_chunk {
     WGPUQuerySet set;
     WGPUBuffer resolve; /* WGML_DAWN_PAIRS_PER_CHUNK * 2 timestamps */
@@ -64,6 +87,12 @@ struct wgml_gpu {
 
     dawn_callback_result scope, map, done, compile;
     wgml_gpu_counters counters;
+
+    dawn_pending **pending; /* pipelines still compiling, in request order */
+    int n_pending, cap_pending;
+    dawn_deferred *deferred; /* commands waiting for them */
+    int n_deferred, cap_deferred;
+    double kernel_wait_ms; /* time spent waiting for them */
 };
 
 struct wgml_gpu_buffer {
@@ -74,14 +103,20 @@ struct wgml_gpu_buffer {
 
 struct wgml_gpu_kernel {
     wgml_gpu *gpu;
-    WGPUComputePipeline pipeline;
+    WGPUComputePipeline pipeline; /* NULL while pending */
     WGPUBindGroupLayout layout;
+    dawn_pending *pending;        /* non-NULL while its pipeline compiles */
     char *label;
     int time_slot;
+    int refs; /* the owner's, plus one per deferred command */
 };
 
 struct wgml_gpu_bindgroup {
-    WGPUBindGroup group;
+    WGPUBindGroup group;        /* NULL until made, for a pending kernel's */
+    wgml_gpu_kernel *k;         /* a bind group still to make: its kernel (referenced) */
+    WGPUBindGroupEntry *entries; /* and its entries (buffers referenced) */
+    int n_entries;
+    int refs;
 };
 
 /* ---- dawn.c ---- */
@@ -98,9 +133,17 @@ wgml_status wgml_dawn_create_buffer(wgml_gpu *g, uint64_t size, WGPUBufferUsage 
 /* Destroys and releases a buffer (NULL-safe), uncounting its bytes. */
 void wgml_dawn_release_buffer(wgml_gpu *g, WGPUBuffer *b, uint64_t size);
 
+/* Waits for every pending pipeline; a failed one sets the sticky status. */
+wgml_status wgml_dawn_wait_kernels(wgml_gpu *g, wgml_error *err);
+/* Makes a deferred bind group once its kernel's pipeline is there. */
+wgml_status wgml_dawn_make_bindgroup(wgml_gpu *g, wgml_gpu_bindgroup *bg, wgml_error *err);
+/* Reference counting of kernels and bind groups held by deferred commands. */
+void wgml_dawn_kernel_unref(wgml_gpu_kernel *k);
+void wgml_dawn_bindgroup_unref(wgml_gpu_bindgroup *bg);
+
 /* ---- dawn_record.c ---- */
 
-/* Drops the open recording (encoder, pass, timed passes). */
+/* Drops the open recording (encoder, pass, timed passes, deferred commands). */
 void wgml_dawn_discard_recording(wgml_gpu *g);
 
 /* ---- dawn_adapter.c ---- */

@@ -18,7 +18,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void drop_deferred(wgml_gpu *g) {
+    for (int i = 0; i < g->n_deferred; i++) {
+        dawn_deferred *d = &g->deferred[i];
+        if (d->k) {
+            wgml_dawn_kernel_unref(d->k);
+            wgml_dawn_bindgroup_unref(d->bg);
+        } else {
+            wgpuBufferRelease(d->src);
+            wgpuBufferRelease(d->dst);
+        }
+    }
+    g->n_deferred = 0;
+}
+
 void wgml_dawn_discard_recording(wgml_gpu *g) {
+    drop_deferred(g);
     if (g->pass) {
         wgpuComputePassEncoderEnd(g->pass);
         wgpuComputePassEncoderRelease(g->pass);
@@ -106,12 +121,50 @@ static int reserve_timed_pass(wgml_gpu *g) {
     return 1;
 }
 
+/* Room for one more deferred command; 0 (and the sticky status) on OOM. */
+static dawn_deferred *defer(wgml_gpu *g) {
+    if (g->n_deferred == g->cap_deferred) {
+        int cap = g->cap_deferred ? 2 * g->cap_deferred : 256;
+        dawn_deferred *nd = wgml_realloc(g->deferred, (size_t)cap * sizeof *nd);
+        if (!nd) {
+            wgml_dawn_set_status(g, WGML_ERR_OUT_OF_MEMORY, "out of memory recording a dispatch");
+            return NULL;
+        }
+        g->deferred = nd;
+        g->cap_deferred = cap;
+    }
+    dawn_deferred *d = &g->deferred[g->n_deferred++];
+    memset(d, 0, sizeof *d);
+    return d;
+}
+
+static void encode_dispatch(wgml_gpu *gpu, wgml_gpu_kernel *k, wgml_gpu_bindgroup *bg, uint32_t x, uint32_t y,
+                            uint32_t z);
+static void encode_copy(wgml_gpu *gpu, WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset,
+                        uint64_t size);
+
 void wgml_gpu_dispatch(wgml_gpu *gpu, wgml_gpu_kernel *k, wgml_gpu_bindgroup *bg, uint32_t x, uint32_t y, uint32_t z) {
     if (!gpu || gpu->status != WGML_OK) return;
     if (!k || !bg) {
         wgml_dawn_set_status(gpu, WGML_ERR_GPU, "wgml_gpu_dispatch: NULL kernel or bind group");
         return;
     }
+    if (gpu->n_deferred || k->pending || !bg->group) {
+        /* A pipeline is still compiling: keep the order, encode at submit. */
+        dawn_deferred *d = defer(gpu);
+        if (!d) return;
+        d->k = k;
+        d->bg = bg;
+        d->x = x, d->y = y, d->z = z;
+        k->refs++;
+        bg->refs++;
+        return;
+    }
+    encode_dispatch(gpu, k, bg, x, y, z);
+}
+
+static void encode_dispatch(wgml_gpu *gpu, wgml_gpu_kernel *k, wgml_gpu_bindgroup *bg, uint32_t x, uint32_t y,
+                            uint32_t z) {
     if (!ensure_encoder(gpu)) return;
     gpu->counters.dispatches++;
     if (gpu->profiling && gpu->enabled.timestamps && reserve_timed_pass(gpu)) {
@@ -156,9 +209,44 @@ void wgml_gpu_copy(wgml_gpu *gpu, wgml_gpu_buffer *src, uint64_t src_offset, wgm
                              (unsigned long long)size, (unsigned long long)src_offset, (unsigned long long)dst_offset);
         return;
     }
+    if (gpu->n_deferred) {
+        dawn_deferred *d = defer(gpu);
+        if (!d) return;
+        d->src = src->buf, d->dst = dst->buf;
+        d->src_offset = src_offset, d->dst_offset = dst_offset, d->size = size;
+        wgpuBufferAddRef(d->src);
+        wgpuBufferAddRef(d->dst);
+        return;
+    }
+    encode_copy(gpu, src->buf, src_offset, dst->buf, dst_offset, size);
+}
+
+static void encode_copy(wgml_gpu *gpu, WGPUBuffer src, uint64_t src_offset, WGPUBuffer dst, uint64_t dst_offset,
+                        uint64_t size) {
     if (!ensure_encoder(gpu)) return;
     end_pass(gpu);
-    wgpuCommandEncoderCopyBufferToBuffer(gpu->encoder, src->buf, src_offset, dst->buf, dst_offset, size);
+    wgpuCommandEncoderCopyBufferToBuffer(gpu->encoder, src, src_offset, dst, dst_offset, size);
+}
+
+/* Encodes the deferred commands, in order, once every pipeline is there. */
+static wgml_status replay_deferred(wgml_gpu *g, wgml_error *err) {
+    if (!g->n_deferred && !g->n_pending) return WGML_OK;
+    wgml_status st = wgml_dawn_wait_kernels(g, err);
+    for (int i = 0; st == WGML_OK && i < g->n_deferred; i++) {
+        dawn_deferred *d = &g->deferred[i];
+        if (!d->k) {
+            encode_copy(g, d->src, d->src_offset, d->dst, d->dst_offset, d->size);
+            continue;
+        }
+        wgml_error e;
+        if (wgml_dawn_make_bindgroup(g, d->bg, &e) != WGML_OK) {
+            wgml_dawn_set_status(g, e.code, "%s", e.message);
+            break;
+        }
+        encode_dispatch(g, d->k, d->bg, d->x, d->y, d->z);
+    }
+    drop_deferred(g);
+    return g->status == WGML_OK ? st : wgml_dawn_sticky(g, err);
 }
 
 /* ---- submitting ------------------------------------------------------------------ */
@@ -219,6 +307,10 @@ wgml_status wgml_gpu_submit(wgml_gpu *gpu, const wgml_gpu_readback *reads, int n
                              "wgml_gpu_submit: readback %d (%zu bytes at %llu) is outside its buffer", i, r->size,
                              (unsigned long long)r->offset);
         need += round_up(r->offset + r->size, 4) - (r->offset & ~(uint64_t)3);
+    }
+    if (replay_deferred(gpu, err) != WGML_OK) {
+        wgml_dawn_discard_recording(gpu);
+        return gpu->status != WGML_OK ? wgml_dawn_sticky(gpu, err) : WGML_ERR_GPU;
     }
     uint64_t ts_offset = round_up(need, 8);
     uint64_t total = gpu->n_pairs ? ts_offset + (uint64_t)gpu->n_pairs * 16 : need;

@@ -9,7 +9,8 @@
  * Model of use:
  *   wgml_gpu_create            pick an adapter, create the device
  *   wgml_gpu_buffer_create     storage/uniform buffers (weights, KV, scratch)
- *   wgml_gpu_kernel_create     compile WGSL into a compute pipeline
+ *   wgml_gpu_kernel_create     compile WGSL into a compute pipeline (or _async:
+ *                              in the background, waited for at the next submit)
  *   wgml_gpu_bindgroup_create  bind buffers (ranges) to a kernel's bindings
  *   wgml_gpu_write             queue a host->device copy (before the next submit)
  *   wgml_gpu_dispatch ...      record dispatches and copies into the open command buffer
@@ -124,6 +125,24 @@ wgml_status wgml_gpu_kernel_create(wgml_gpu *gpu, const char *wgsl, const char *
 void wgml_gpu_kernel_destroy(wgml_gpu_kernel *k);
 const char *wgml_gpu_kernel_label(const wgml_gpu_kernel *k);
 
+/* The same, but the pipeline compiles in the background and the call returns
+ * once the WGSL is parsed and validated (its errors come back here, as above).
+ * The kernel can be bound and dispatched at once: commands recorded with it
+ * wait, in order, until the next submit, which first waits for every pipeline
+ * still compiling. So the kernels a step needs, created as it is recorded,
+ * compile side by side (Dawn's worker threads) instead of one after another.
+ * A pipeline that fails sets the sticky status, naming the kernel. The browser
+ * (web.c) creates it synchronously. */
+wgml_status wgml_gpu_kernel_create_async(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
+                                         wgml_gpu_kernel **out, wgml_error *err);
+/* Waits for every pipeline still compiling, calling progress(user, done,
+ * total) after each (may be NULL). Returns the sticky status. */
+typedef void (*wgml_gpu_progress_fn)(void *user, int done, int total);
+wgml_status wgml_gpu_kernels_wait(wgml_gpu *gpu, wgml_gpu_progress_fn progress, void *user, wgml_error *err);
+/* How many pipelines are still compiling, and the time spent waiting for them. */
+int wgml_gpu_kernels_pending(const wgml_gpu *gpu);
+double wgml_gpu_kernel_wait_ms(const wgml_gpu *gpu);
+
 typedef struct wgml_gpu_binding {
     uint32_t binding;
     wgml_gpu_buffer *buffer;
@@ -134,6 +153,14 @@ typedef struct wgml_gpu_binding {
 wgml_status wgml_gpu_bindgroup_create(wgml_gpu *gpu, wgml_gpu_kernel *k, const wgml_gpu_binding *b, int n,
                                       wgml_gpu_bindgroup **out, wgml_error *err);
 void wgml_gpu_bindgroup_destroy(wgml_gpu_bindgroup *bg);
+
+/* Small entries of wgml's own kept beside the compiled pipelines, under the
+ * same isolation key (adapter, driver, features, kernel sources) and with the
+ * same safety (pipeline_cache.h): the kernels a model used, for its next load.
+ * get returns the value's size with *value a new allocation (wgml_free it),
+ * or 0 and NULL (a miss, the cache off, the browser); put writes one. */
+size_t wgml_gpu_cache_get(wgml_gpu *gpu, const char *key, void **value);
+void wgml_gpu_cache_put(wgml_gpu *gpu, const char *key, const void *value, size_t size);
 
 /* ---- recording and submitting ---- */
 

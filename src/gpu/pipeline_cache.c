@@ -371,11 +371,12 @@ size_t wgml_pipeline_cache_load(wgml_pipeline_cache *pc, const void *key, size_t
 
 /* ---- writing an entry -------------------------------------------------------------- */
 
-void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
-                               size_t value_size) {
+/* Writes the entry; 1 when it is in place. */
+static int store_entry(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
+                       size_t value_size) {
     if (!pc || !key || !value || value_size == 0 || key_size > WGML_PIPELINE_CACHE_MAX_KEY ||
         value_size > WGML_PIPELINE_CACHE_MAX_VALUE)
-        return;
+        return 0;
     pthread_mutex_lock(&pc->lock);
     if (!pc->store_off && !pc->dir_ready) {
         if (make_dirs(pc->dir) == 0)
@@ -388,12 +389,12 @@ void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t 
     pending_load *p = pending_find(pc, key, key_size); /* a value read before is outdated now */
     if (p) pending_drop(p);
     pthread_mutex_unlock(&pc->lock);
-    if (off) return;
+    if (off) return 0;
 
     char path[4096], tmp[4200];
-    if (!wgml_pipeline_cache_entry_path(pc, key, key_size, path, sizeof path)) return;
+    if (!wgml_pipeline_cache_entry_path(pc, key, key_size, path, sizeof path)) return 0;
     int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), seq);
-    if (n < 0 || (size_t)n >= sizeof tmp) return;
+    if (n < 0 || (size_t)n >= sizeof tmp) return 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         /* The directory went away (someone cleared the cache): make it again
@@ -405,7 +406,7 @@ void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t 
         else
             pc->store_off = 1;
         pthread_mutex_unlock(&pc->lock);
-        return;
+        return 0;
     }
     uint8_t head[HEADER_SIZE];
     memcpy(head, magic, sizeof magic);
@@ -421,7 +422,31 @@ void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t 
     if (close(fd) != 0) ok = 0;
     if (!ok || rename(tmp, path) != 0) {
         unlink(tmp);
-        return;
+        return 0;
     }
-    count(&pc->counters.stores);
+    return 1;
+}
+
+void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
+                               size_t value_size) {
+    if (store_entry(pc, key, key_size, value, value_size)) count(&pc->counters.stores);
+}
+
+void wgml_pipeline_cache_put(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
+                             size_t value_size) {
+    store_entry(pc, key, key_size, value, value_size);
+}
+
+size_t wgml_pipeline_cache_get(wgml_pipeline_cache *pc, const void *key, size_t key_size, void **value) {
+    *value = NULL;
+    if (!pc || !key) return 0;
+    char path[4096];
+    uint8_t *v = NULL;
+    size_t n = 0;
+    if (!wgml_pipeline_cache_entry_path(pc, key, key_size, path, sizeof path)) return 0;
+    entry_result r = read_entry(pc, path, key, key_size, &v, &n);
+    if (r == ENTRY_CORRUPT) unlink(path);
+    if (r != ENTRY_FOUND) return 0;
+    *value = v;
+    return n;
 }

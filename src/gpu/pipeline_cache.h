@@ -71,6 +71,14 @@ size_t wgml_pipeline_cache_load(wgml_pipeline_cache *pc, const void *key, size_t
 void wgml_pipeline_cache_store(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
                                size_t value_size);
 
+/* wgml's own entries (a model's list of kernels), in the same files and with
+ * the same checks, but not counted: get reads key's value into a new
+ * allocation (*value, wgml_free it) and returns its size, 0 (and NULL) for
+ * a miss, deleting a corrupt file; put writes one like store. */
+size_t wgml_pipeline_cache_get(wgml_pipeline_cache *pc, const void *key, size_t key_size, void **value);
+void wgml_pipeline_cache_put(wgml_pipeline_cache *pc, const void *key, size_t key_size, const void *value,
+                             size_t value_size);
+
 /* The counters so far (all zero for a NULL cache). */
 void wgml_pipeline_cache_get_counters(const wgml_pipeline_cache *pc, wgml_pipeline_cache_counters *c);
 

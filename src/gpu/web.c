@@ -318,6 +318,43 @@ void wgml_gpu_kernel_destroy(wgml_gpu_kernel *k) {
 
 const char *wgml_gpu_kernel_label(const wgml_gpu_kernel *k) { return k ? k->label : ""; }
 
+/* The browser compiles in its GPU process; creation here stays one awaited
+ * call per kernel, so nothing is ever pending. */
+wgml_status wgml_gpu_kernel_create_async(wgml_gpu *gpu, const char *wgsl, const char *entry, const char *label,
+                                         wgml_gpu_kernel **out, wgml_error *err) {
+    return wgml_gpu_kernel_create(gpu, wgsl, entry, label, out, err);
+}
+
+wgml_status wgml_gpu_kernels_wait(wgml_gpu *gpu, wgml_gpu_progress_fn progress, void *user, wgml_error *err) {
+    (void)progress;
+    (void)user;
+    return wgml_gpu_status(gpu, err);
+}
+
+int wgml_gpu_kernels_pending(const wgml_gpu *gpu) {
+    (void)gpu;
+    return 0;
+}
+
+size_t wgml_gpu_cache_get(wgml_gpu *gpu, const char *key, void **value) {
+    (void)gpu;
+    (void)key;
+    *value = NULL;
+    return 0;
+}
+
+void wgml_gpu_cache_put(wgml_gpu *gpu, const char *key, const void *value, size_t size) {
+    (void)gpu;
+    (void)key;
+    (void)value;
+    (void)size;
+}
+
+double wgml_gpu_kernel_wait_ms(const wgml_gpu *gpu) {
+    (void)gpu;
+    return 0.0;
+}
+
 wgml_status wgml_gpu_bindgroup_create(wgml_gpu *gpu, wgml_gpu_kernel *k, const wgml_gpu_binding *b, int n,
                                       wgml_gpu_bindgroup **out, wgml_error *err) {
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_gpu_bindgroup_create: out is NULL");

@@ -233,8 +233,13 @@ void cli_progress_end(cli_progress *p) {
 }
 
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total) {
-    (void)stage;
-    cli_progress_update(user, done, total);
+    cli_progress *p = user;
+    if (stage && !strcmp(stage, "compile") && strcmp(p->label, "compiling") != 0) {
+        /* after the weights, the GPU kernels the model used before (wgml_model_params.progress) */
+        p->label = "compiling";
+        p->last_permille = -1;
+    }
+    cli_progress_update(p, done, total);
     return 0;
 }
 

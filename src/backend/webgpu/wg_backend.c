@@ -309,7 +309,7 @@ static void get_stats(wgml_backend *be, wgml_backend_stats *s) {
                               .upload_bytes = c.write_bytes,
                               .readback_bytes = c.read_bytes,
                               .device_memory_bytes = c.memory_bytes,
-                              .pipeline_compile_ms = wb->compile_ms,
+                              .pipeline_compile_ms = wb->compile_ms + wgml_gpu_kernel_wait_ms(wb->gpu),
                               .pipeline_cache_hits = c.cache_hits,
                               .pipeline_cache_misses = c.cache_misses,
                               .pipeline_cache_stores = c.cache_stores};
@@ -336,6 +336,7 @@ static void wg_free(wgml_backend *be) {
     for (int i = 0; i < 2; i++) buffer_free(be, wb->tmp[i]);
     wgml_free(wb->reads);
     wg_record_free(wb);
+    wg_kernels_remember(wb);
     wg_pipelines_free(wb);
     wgml_gpu_buffer_destroy(wb->part);
     wgml_gpu_buffer_destroy(wb->rope);
@@ -429,6 +430,8 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     b->get_kernel_times = get_kernel_times;
     b->supports_type = supports_type;
     b->measure_bandwidth = wg_measure_bandwidth;
+    b->kernels_prepare = wg_kernels_prepare;
+    b->kernels_wait = wg_kernels_wait;
     *out = b;
     return WGML_OK;
 }

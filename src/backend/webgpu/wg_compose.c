@@ -479,7 +479,9 @@ wgml_gpu_kernel *wg_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_
     p->key = key;
     label_of(p->label, sizeof p->label, kind, wtype, flags);
     double t0 = now_ms();
-    wgml_status st = wgml_gpu_kernel_create(wb->gpu, src, "main", p->label, &p->kernel, err);
+    /* In the background: the step's other kernels compile alongside, and the
+     * dispatches wait for them at the submit (gpu.h). */
+    wgml_status st = wgml_gpu_kernel_create_async(wb->gpu, src, "main", p->label, &p->kernel, err);
     wb->compile_ms += now_ms() - t0;
     wgml_free(src);
     if (st) return NULL;

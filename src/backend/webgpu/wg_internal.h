@@ -81,6 +81,8 @@ typedef struct wg_backend {
     wg_pipeline *pipes;
     int n_pipes, cap_pipes;
     double compile_ms;
+    char model_key[96];  /* names the model's kernel list in the pipeline cache (wg_manifest.c) */
+    int n_prepared;      /* pipes[0, n_prepared) came from that list */
 
     /* recording */
     wgml_step step;
@@ -135,6 +137,15 @@ int wg_repack_layout(uint32_t type, int *main_words, int *scale_bytes);
 uint64_t wg_repack_size(uint32_t type, int64_t ne0, int64_t rows, uint32_t *sb_word);
 /* Converts rows [0, rows) from GGUF layout at src into dst (wg_repack_size bytes). */
 void wg_repack(uint32_t type, int64_t ne0, int64_t rows, const void *src, void *dst, uint32_t sb_word);
+
+/* ---- wg_manifest.c: a model's kernels, remembered and compiled at load ---- */
+void wg_kernels_prepare(wgml_backend *be, const char *model_key);
+wgml_status wg_kernels_wait(wgml_backend *be, void (*progress)(void *user, int done, int total), void *user,
+                            wgml_error *err);
+/* Parses a stored list into keys (at most cap); -1 if it is not one. */
+int wg_kernels_parse(const char *s, size_t n, uint64_t *keys, int cap);
+/* Stores the list of pipelines when it grew (at free). */
+void wg_kernels_remember(wg_backend *wb);
 
 /* ---- wg_compose.c ---- */
 /* Whether a WGSL decoder for weights of this type exists. */
