@@ -105,8 +105,6 @@ static void structure_key(const gguf_file *g, char *out, size_t cap) {
     if (gguf_get_str(g, "general.architecture", &a, NULL) == 1 && a.len > 0 && a.len < sizeof arch) {
         memcpy(arch, a.ptr, (size_t)a.len);
         arch[a.len] = '\0';
-        for (char *c = arch; *c; c++)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '_')) *c = '_';
     }
     uint64_t h = wgml_fnv64(WGML_FNV64_BASIS, arch, strlen(arch) + 1);
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {

@@ -690,8 +690,6 @@ wgml_status wgml_gpu_kernels_wait(wgml_gpu *g, wgml_gpu_progress_fn progress, vo
     return g->status == WGML_OK ? WGML_OK : wgml_dawn_sticky(g, err);
 }
 
-wgml_status wgml_dawn_wait_kernels(wgml_gpu *g, wgml_error *err) { return wgml_gpu_kernels_wait(g, NULL, NULL, err); }
-
 int wgml_gpu_kernels_pending(const wgml_gpu *gpu) { return gpu ? gpu->n_pending : 0; }
 
 double wgml_gpu_kernel_wait_ms(const wgml_gpu *gpu) { return gpu ? gpu->kernel_wait_ms : 0.0; }

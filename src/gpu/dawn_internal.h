@@ -133,8 +133,6 @@ wgml_status wgml_dawn_create_buffer(wgml_gpu *g, uint64_t size, WGPUBufferUsage 
 /* Destroys and releases a buffer (NULL-safe), uncounting its bytes. */
 void wgml_dawn_release_buffer(wgml_gpu *g, WGPUBuffer *b, uint64_t size);
 
-/* Waits for every pending pipeline; a failed one sets the sticky status. */
-wgml_status wgml_dawn_wait_kernels(wgml_gpu *g, wgml_error *err);
 /* Makes a deferred bind group once its kernel's pipeline is there. */
 wgml_status wgml_dawn_make_bindgroup(wgml_gpu *g, wgml_gpu_bindgroup *bg, wgml_error *err);
 /* Reference counting of kernels and bind groups held by deferred commands. */

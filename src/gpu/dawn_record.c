@@ -230,8 +230,8 @@ static void encode_copy(wgml_gpu *gpu, WGPUBuffer src, uint64_t src_offset, WGPU
 
 /* Encodes the deferred commands, in order, once every pipeline is there. */
 static wgml_status replay_deferred(wgml_gpu *g, wgml_error *err) {
-    if (!g->n_deferred && !g->n_pending) return WGML_OK;
-    wgml_status st = wgml_dawn_wait_kernels(g, err);
+    if (!g->n_deferred) return WGML_OK;
+    wgml_status st = wgml_gpu_kernels_wait(g, NULL, NULL, err);
     for (int i = 0; st == WGML_OK && i < g->n_deferred; i++) {
         dawn_deferred *d = &g->deferred[i];
         if (!d->k) {
@@ -308,9 +308,10 @@ wgml_status wgml_gpu_submit(wgml_gpu *gpu, const wgml_gpu_readback *reads, int n
                              (unsigned long long)r->offset);
         need += round_up(r->offset + r->size, 4) - (r->offset & ~(uint64_t)3);
     }
-    if (replay_deferred(gpu, err) != WGML_OK) {
+    wgml_status replayed = replay_deferred(gpu, err);
+    if (replayed != WGML_OK) {
         wgml_dawn_discard_recording(gpu);
-        return gpu->status != WGML_OK ? wgml_dawn_sticky(gpu, err) : WGML_ERR_GPU;
+        return replayed;
     }
     uint64_t ts_offset = round_up(need, 8);
     uint64_t total = gpu->n_pairs ? ts_offset + (uint64_t)gpu->n_pairs * 16 : need;

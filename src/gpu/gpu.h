@@ -128,8 +128,8 @@ const char *wgml_gpu_kernel_label(const wgml_gpu_kernel *k);
 /* The same, but the pipeline compiles in the background and the call returns
  * once the WGSL is parsed and validated (its errors come back here, as above).
  * The kernel can be bound and dispatched at once: commands recorded with it
- * wait, in order, until the next submit, which first waits for every pipeline
- * still compiling. So the kernels a step needs, created as it is recorded,
+ * (and every command after them) wait, in order, until the next submit, which
+ * then waits for every pipeline still compiling before encoding them. So the kernels a step needs, created as it is recorded,
  * compile side by side (Dawn's worker threads) instead of one after another.
  * A pipeline that fails sets the sticky status, naming the kernel. The browser
  * (web.c) creates it synchronously. */

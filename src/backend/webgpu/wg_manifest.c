@@ -16,8 +16,9 @@
  *
  * The entry is text: "wgml-kernels 1\n", then one key per line in 16 hex
  * digits ((kind << 48) | (wtype << 32) | flags, as wg_kernel keys them). A list
- * that does not parse, or names a kernel this build cannot make, is ignored
- * whole: the cache can make a load faster, never fail it.
+ * that does not parse, or names a kernel kind this build lacks, is ignored
+ * whole, and a key for weights the device cannot use is skipped: the cache can
+ * make a load faster, never fail it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -66,12 +67,13 @@ void wg_kernels_prepare(wgml_backend *be, const char *model_key) {
         uint64_t k = keys[i];
         wg_kind kind = (wg_kind)(k >> 48);
         uint32_t wtype = (uint32_t)(k >> 32) & 0xffffu, flags = (uint32_t)k;
-        if (wtype && !(wg_has_decoder(wtype) && be->supports_type(be, wtype))) continue;
+        if (wtype && !be->supports_type(be, wtype)) continue;
         wgml_error err;
         /* Best effort: a kernel that cannot be made now is made (and its
          * error reported) when a step needs it. */
-        if (wg_kernel(wb, kind, wtype, flags, &err)) wb->n_prepared = wb->n_pipes;
+        wg_kernel(wb, kind, wtype, flags, &err);
     }
+    wb->n_prepared = wb->n_pipes;
     wgml_free(keys);
 }
 
