@@ -27,13 +27,14 @@
  * or HTTP/1.1 status line; framing by Content-Length, chunks, or the end of
  * the connection; a status this kind of request may get ('c' and 'p': 200,
  * 400, 413; 'm': those and 503; 'g': 200, 400, 404, 405; 'r': 200, 400, 404,
- * 405, 411, 413, 505, the ones civetweb raises before routing included); a
+ * 405, 411, 413, 505, the ones civetweb raises before routing included, and
+ * the guards' 403, 408 and 415, and 204 to an OPTIONS); a
  * JSON body that parses, an error with error.message (civetweb's own too), a
  * chat.completion or text_completion with one choice, finish_reason "stop" or
  * "length" and usage within the context; a stream (text/event-stream,
  * chunked, or to the close for HTTP/1.0) of `data: ` events, JSON chunks without an error, one
  * finish_reason, `data: [DONE]` last. The only other bodies are /metrics and
- * civetweb's empty 200 to a CORS preflight. After every 'r', 'm' and 'd'
+ * the empty 204 to an OPTIONS. After every 'r', 'm' and 'd'
  * input and every 64th input, GET /health must answer 200 "ok" with every
  * slot free and the queue empty within 3 s (a request that wedged a slot or
  * the scheduler). ASan, UBSan and LSan watch the server's threads as well
@@ -124,7 +125,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     }
     CHECK(serve_chat_init(&srv) == 0);
     CHECK(serve_start(&srv) == 0);
-    http = serve_http_start(&srv, "127.0.0.1", 0, N_SLOTS + MAX_QUEUE + MAX_CONNS + 4, &port);
+    serve_http_opts ho = serve_http_default_opts();
+    ho.n_threads = N_SLOTS + MAX_QUEUE + MAX_CONNS + ho.per_client + 8;
+    http = serve_http_start(&srv, &ho, &port);
     CHECK(http != NULL && port > 0);
     atexit(stop_server);
     return 0;
@@ -418,9 +421,9 @@ static int check_answer(const buf *a, const int *allowed, int generation) {
         } else if (!strcmp(r.type, "application/json")) {
             check_json(&r, generation);
         } else {
-            /* /metrics, or civetweb's answer to a CORS preflight (OPTIONS with Origin and
-             * Access-Control-Request-Method): 200 without a type or a body */
-            CHECK_MSG(!generation && r.status == 200, "status %d of type '%s': '%.200s'", r.status, r.type, r.body.p);
+            /* /metrics (200), or the answer to an OPTIONS (a CORS preflight): 204 without a type or a body */
+            CHECK_MSG(!generation && (r.status == 200 || r.status == 204), "status %d of type '%s': '%.200s'", r.status,
+                      r.type, r.body.p);
             if (r.type[0])
                 CHECK_MSG(!strncmp(r.body.p, "# HELP wgml_requests_total", 26), "a 200 that is not the metrics");
             else
@@ -436,9 +439,9 @@ static int check_answer(const buf *a, const int *allowed, int generation) {
 static void post_request(buf *req, int completions, const uint8_t *body, size_t n) {
     char h[256];
     snprintf(h, sizeof h,
-             "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
              "Connection: close\r\n\r\n",
-             completions ? "/v1/completions" : "/v1/chat/completions", n);
+             completions ? "/v1/completions" : "/v1/chat/completions", port, n);
     puts_(req, h);
     put(req, body, n);
 }
@@ -454,7 +457,8 @@ static void exchange(const buf *req, buf *answer) {
 
 /* Waits until no slot is busy and nothing is queued: GET /health. */
 static void wait_idle(void) {
-    static const char req_text[] = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    char req_text[96];
+    snprintf(req_text, sizeof req_text, "GET /health HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", port);
     buf req = {0}, a = {0};
     puts_(&req, req_text);
     double t0 = cli_now_ms();
@@ -488,7 +492,9 @@ static void wait_idle(void) {
 static const int ok_generation[] = {200, 400, 413, 0};
 static const int ok_multi[] = {200, 400, 413, 503, 0};
 static const int ok_get[] = {200, 400, 404, 405, 0};
-static const int ok_raw[] = {200, 400, 404, 405, 411, 413, 505, 0};
+/* raw requests also meet the guards: a Host not this server's or a foreign Origin 403, a body that is
+ * not JSON 415, a body that stops short of its length 408 (the time limit) */
+static const int ok_raw[] = {200, 204, 400, 403, 404, 405, 408, 411, 413, 415, 505, 0};
 
 static int mode_of(uint8_t b) {
     switch (b) {
@@ -535,7 +541,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 put(&req, e, 3);
             }
         }
-        puts_(&req, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+        char tail[80];
+        snprintf(tail, sizeof tail, " HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", port);
+        puts_(&req, tail);
         exchange(&req, &a);
         CHECK_MSG(check_answer(&a, ok_get, 0) == 1, "not one answer to one request");
         break;

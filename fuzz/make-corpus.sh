@@ -119,13 +119,12 @@ sseed comp-whitespace "p  {\"prompt\": \"x\", \"max_tokens\": 1}  "
 body='{"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4}'
 cbody='{"prompt": "Once upon a time", "max_tokens": 4, "stream": true}'
 rseed raw-post "POST /v1/chat/completions HTTP/1.1
-Host: 127.0.0.1
 Content-Type: application/json
 Content-Length: ${#body}
 
 $body"
 rseed raw-keepalive "POST /v1/completions HTTP/1.1
-Host: x
+Content-Type: application/json
 Content-Length: ${#cbody}
 
 ${cbody}GET /health HTTP/1.1
@@ -134,11 +133,24 @@ Host: x
 GET /v1/models HTTP/1.1
 
 "
+rseed raw-preflight "OPTIONS /v1/chat/completions HTTP/1.1
+Origin: https://page.example
+Access-Control-Request-Method: POST
+
+OPTIONS /v1/models HTTP/1.1
+
+POST /v1/completions HTTP/1.1
+Content-Type: text/plain
+Content-Length: ${#cbody}
+
+${cbody}"
 rseed raw-http10-stream "POST /v1/completions HTTP/1.0
+Content-Type: application/json
 Content-Length: ${#cbody}
 
 ${cbody}"
 rseed raw-chunked "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Transfer-Encoding: chunked
 
 10
@@ -149,6 +161,7 @@ ${cbody:16}
 
 "
 rseed raw-chunked-bad "POST /v1/chat/completions HTTP/1.1
+Content-Type: application/json
 Transfer-Encoding: chunked
 
 zz
@@ -156,6 +169,7 @@ zz
 fffffffffffffffff
 "
 rseed raw-chunked-big "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Transfer-Encoding: chunked
 
 $(printf '%x' 8994)
@@ -164,36 +178,44 @@ $(printf '%x' 8994)
 
 "
 rseed raw-te-gzip "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Transfer-Encoding: gzip
 Content-Length: 2
 
 {}"
 rseed raw-no-length "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Host: x
 
 $cbody"
 rseed raw-length-short "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: 500
 
 $cbody"
 rseed raw-length-bad "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: -1
 
 {}"
 rseed raw-length-huge "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: 99999999999999999999999
 
 {}"
 rseed raw-length-text "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: abc
 
 {}"
 rseed raw-length-two "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: 2
 Content-Length: 9000
 
 {}"
 rseed raw-over-limit "POST /v1/chat/completions HTTP/1.1
+Content-Type: application/json
 Content-Length: 9000
 
 {\"messages\": \"${long:0:8980}\"}"
@@ -222,6 +244,7 @@ rseed raw-get-chat "GET /v1/chat/completions HTTP/1.1
 
 "
 rseed raw-http10 "POST /v1/completions HTTP/1.0
+Content-Type: application/json
 Content-Length: ${#cbody}
 
 $cbody"
@@ -253,6 +276,7 @@ Upgrade: h2c
 
 "
 rseed raw-expect "POST /v1/completions HTTP/1.1
+Content-Type: application/json
 Expect: 100-continue
 Content-Length: ${#cbody}
 

@@ -28,7 +28,12 @@
  * (file, tensor, offset, ...). The library never aborts or exits on bad input.
  *
  * Threads: a model and its sessions are used by one thread at a time;
- * different models are independent. There is no global state.
+ * different models are independent. There is no global state. The exception:
+ * the calls that only read a model's vocabulary and template (wgml_tokenize,
+ * wgml_token_to_piece, wgml_token_to_text, wgml_token_is_eog,
+ * wgml_model_chat_template and wgml_chat_render with a model) may run on any
+ * thread at any time, also while another thread generates with the model; a
+ * server renders and tokenizes requests beside its decode loop this way.
  */
 #ifndef WGML_H
 #define WGML_H

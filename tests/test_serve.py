@@ -7,9 +7,12 @@ comments that find a streamed client gone while its request waits in the queue,
 /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
 against `wgml embed`, /v1/audio/speech with Kokoro (../shared's kokoro-tiny
 converted) against `wgml speak`, byte for byte, and all three models served by one
-process (several --model).
+process (several --model); and hostile clients (hostile(): idle, slow and too many
+connections, a foreign Host or Origin, CORS, bodies a web page can send without a
+preflight, ambiguous framing, a huge message beside a running stream, a gone client).
 
-    test_serve.py WGML_CLI MODEL     (ctest runs it with the build's CLI and stories260K)
+    test_serve.py WGML_CLI MODEL [all|main|hostile]   (ctest runs main and hostile, with the build's CLI and
+                                                      stories260K)
 Only the Python standard library: http.client is the client.
 """
 import http.client
@@ -410,10 +413,256 @@ def main():
     embeddings()
     speech()
     several_models()
-    if failures:
-        print("%d failure(s)" % len(failures))
-        sys.exit(1)
-    print("test_serve: all passed")
+
+
+def hostile():
+    """Hostile clients (docs/serve.md, Security): idle, slow and too many connections, a foreign Host or Origin,
+    bodies a web page could send without a preflight, ambiguous framing, a huge message while a stream runs, and a
+    non-streamed request whose client left. Each limit is shown holding, not only that nothing crashed."""
+    def metric(port, name):
+        s, m, _ = request(port, "GET", "/metrics", key=None)
+        for line in m.splitlines():
+            if not line.startswith("#") and line.rsplit(" ", 1)[0] == name:
+                return float(line.rsplit(" ", 1)[1])
+        return None
+
+    def closed_within(sock, seconds):
+        """Whether the server closes sock (an end of stream) within seconds; it sends nothing first."""
+        sock.settimeout(seconds)
+        try:
+            return sock.recv(4096) == b""
+        except (socket.timeout, TimeoutError):
+            return False
+        except ConnectionResetError:
+            return True
+
+    def health_ms(port):
+        t = time.time()
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            c.request("GET", "/health")
+            r = c.getresponse()
+            r.read()
+            status = r.status
+        except OSError as e:  # (a time-out included: the server is locked out)
+            status = repr(e)
+        c.close()
+        return status, (time.time() - t) * 1e3
+
+    # ---- idle sockets cannot lock anyone out: one address holds at most --max-client-connections (a new one
+    # closes its oldest idle one), and idle ones never take the last workers (1 + 2 + 32 + 8 = 43 here)
+    p, port = start("--parallel", "1", "--queue", "2")
+    try:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(64)]
+        time.sleep(0.5)
+        status, ms = health_ms(port)
+        check(status == 200 and ms < 500, "/health with 64 idle sockets open: %s in %.0f ms" % (status, ms))
+        closed = sum(closed_within(s, 0.05) for s in idle)
+        check(closed >= 64 - 32, "64 idle sockets from one address: %d closed by the server (limit 32)" % closed)
+        check(metric(port, 'wgml_http_connections_closed_total{reason="evicted"}') >= 32, "evictions counted")
+        for s in idle:
+            s.close()
+        # from four addresses (127.0.0.2-5: all loopback), 25 each: 100 idle sockets, more than the workers
+        many = [socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.%d" % (2 + i % 4), 0))
+                for i in range(100)]
+        time.sleep(0.5)
+        status, ms = health_ms(port)
+        check(status == 200 and ms < 500, "/health with 100 idle sockets from 4 addresses: %s in %.0f ms" % (status, ms))
+        ok = completion(port, PROMPTS[0], 4)
+        check(len(ok["choices"][0]["text"]) > 0, "a completion still runs")
+        for s in many:
+            s.close()
+    finally:
+        stop_server(p)
+
+    # ---- time limits: a request head and a body must arrive within --timeout, a kept-alive connection with no
+    # request is closed after --idle-timeout
+    p, port = start("--timeout", "2", "--idle-timeout", "1")
+    try:
+        t = time.time()
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"GET /health HTTP/1.1\r\n")
+        # a slow head: a byte every 0.25 s does not keep it open past the limit
+        gone = False
+        for _ in range(40):
+            try:
+                s.sendall(b"X")
+            except OSError:
+                gone = True
+                break
+            if closed_within(s, 0.25):
+                gone = True
+                break
+        el = time.time() - t
+        check(gone and 1.5 < el < 4, "a head trickling in is cut at --timeout 2: after %.1f s (closed %s)" % (el, gone))
+        s.close()
+        # a body: the head in time, the body a byte every 0.25 s: 408 after the limit
+        s = socket.create_connection(("127.0.0.1", port))
+        t = time.time()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 200\r\n\r\n{\"prompt\": \"" % port)
+        answer = b""
+        s.settimeout(0.25)
+        while time.time() - t < 8 and b"\r\n\r\n" not in answer:
+            try:
+                s.sendall(b"a")
+                answer += s.recv(4096)
+            except (socket.timeout, TimeoutError):
+                pass
+            except OSError:
+                break
+        el = time.time() - t
+        check(answer.startswith(b"HTTP/1.1 408") and 1.5 < el < 4, "a slow body: %r after %.1f s" % (answer[:40], el))
+        s.close()
+        check(metric(port, 'wgml_http_connections_closed_total{reason="body_timeout"}') == 1, "the late body is counted")
+        # keep-alive: one request, then silence: closed after about a second
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("GET", "/health")
+        c.getresponse().read()
+        t = time.time()
+        check(closed_within(c.sock, 5) and 0.5 < time.time() - t < 3,
+              "an idle kept-alive connection is closed after --idle-timeout 1: %.1f s" % (time.time() - t))
+        c.close()
+    finally:
+        stop_server(p)
+
+    # ---- browsers cannot be turned against a server without a key: Host, Origin, content type, no CORS
+    p, port = start()
+    try:
+        def req(method, path, headers, body=None):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.putrequest(method, path, skip_host="Host" in headers)
+            for k, v in headers.items():
+                c.putheader(k, v)
+            if body is not None:
+                c.putheader("Content-Length", str(len(body)))
+            c.endheaders(body)
+            r = c.getresponse()
+            data = r.read()
+            c.close()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+        for host, want in [("attacker.example:%d" % port, 403), ("localhost:%d" % port, 200),
+                           ("127.0.0.1:%d" % port, 200), ("[::1]:%d" % port, 200), ("127.0.0.1", 403),
+                           ("localhost:1", 403), ("127.0.0.1.nip.io:%d" % port, 403)]:
+            s, h, d = req("GET", "/health", {"Host": host})
+            check(s == want, "Host %s -> %d (wanted %d)" % (host, s, want))
+        raw = raw_request(port, b"GET /health HTTP/1.0\r\n\r\n")
+        check(raw.startswith(b"HTTP/1.0 200") or raw.startswith(b"HTTP/1.1 200"), "no Host (HTTP/1.0): %r" % raw[:30])
+        s, h, d = req("OPTIONS", "/v1/completions", {"Origin": "https://evil.example",
+                                                     "Access-Control-Request-Method": "POST"})
+        check(s == 403 and not any(k.startswith("access-control-") for k in h), "a foreign preflight: %d %s" % (s, h))
+        before = metric(port, "wgml_prompt_tokens_total")
+        body = json.dumps(dict(prompt="Once upon a time", max_tokens=4)).encode()
+        s, h, d = req("POST", "/v1/completions", {"Content-Type": "text/plain"}, body)
+        check(s == 415 and json.loads(d)["error"]["code"] == "unsupported_media_type", "text/plain POST: %d" % s)
+        s, h, d = req("POST", "/v1/completions", {"Content-Type": "application/x-www-form-urlencoded"}, body)
+        check(s == 415, "a form POST: %d" % s)
+        s, h, d = req("POST", "/v1/completions", {}, body)
+        check(s == 415, "a POST without a content type: %d" % s)
+        s, h, d = req("POST", "/v1/completions", {"Content-Type": "application/json", "Origin": "https://evil.example"},
+                      body)
+        check(s == 403 and "access-control-allow-origin" not in h, "a foreign Origin's POST: %d" % s)
+        check(metric(port, "wgml_prompt_tokens_total") == before, "none of them generated")
+        s, h, d = req("POST", "/v1/completions", {"Content-Type": "Application/JSON; charset=utf-8"}, body)
+        check(s == 200 and "access-control-allow-origin" not in h, "JSON with a charset: %d %s" % (s, h))
+        # two framings of one body: refused, and the connection closed
+        raw = raw_request(port, b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+                          b"\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" % port)
+        check(raw.startswith(b"HTTP/1.1 400") and b"Content-Length and Transfer-Encoding" in raw and
+              raw.count(b"HTTP/1.1") == 1, "Content-Length with Transfer-Encoding: %r" % raw[:60])
+        s, o, _ = request(port, "POST", "/v1/completions", dict(prompt="x", max_tokens=(1 << 24) + 1), key=None)
+        check(s == 400 and "16777216" in o["error"]["message"], "max_tokens past the limit names it: %s" % o)
+
+        # ---- a message with 60,000 keys while a stream runs: the stream never stands still
+        gaps, done = [], threading.Event()
+
+        def stream():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            c.request("POST", "/v1/completions", body=json.dumps(dict(prompt=PROMPTS[0], max_tokens=230, temperature=0,
+                                                                     stream=True)).encode(),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            last = None
+            while True:
+                line = r.readline()
+                if not line:
+                    break
+                if line.startswith(b"data: "):
+                    now = time.time()
+                    if last is not None and not done.is_set():
+                        gaps.append(now - last)
+                    last = now
+            c.close()
+        t = threading.Thread(target=stream)
+        t.start()
+        time.sleep(0.3)
+        msg = {"role": "user", "content": "Tell me a story."}
+        msg.update(("k%d" % i, i) for i in range(60000))
+        t0 = time.time()
+        s, o, _ = request(port, "POST", "/v1/chat/completions", dict(messages=[msg], max_tokens=2), key=None)
+        el = time.time() - t0
+        done.set()
+        t.join()
+        check(s == 200, "the 60,000-key message is answered: %s" % s)
+        check(gaps and max(gaps) < 0.5, "the stream's largest gap while it rendered: %.3f s (%d events; the request "
+              "took %.2f s)" % (max(gaps) if gaps else -1, len(gaps), el))
+        print("60,000-key message: %.2f s; the stream's largest gap meanwhile %.3f s" % (el, max(gaps) if gaps else -1))
+    finally:
+        stop_server(p)
+
+    # ---- --cors: the origins given may call it (preflight answered, the header on responses); "*" needs a key
+    p, port = start("--cors", "http://app.example:3000", "--api-key", KEY)
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("OPTIONS", "/v1/chat/completions", headers={"Origin": "http://app.example:3000",
+                                                                "Access-Control-Request-Method": "POST",
+                                                                "Access-Control-Request-Headers": "authorization,content-type"})
+        r = c.getresponse()
+        r.read()
+        h = dict((k.lower(), v) for k, v in r.getheaders())
+        check(r.status == 204 and h.get("access-control-allow-origin") == "http://app.example:3000" and
+              "POST" in h.get("access-control-allow-methods", "") and
+              "authorization" in h.get("access-control-allow-headers", "").lower(), "an allowed preflight: %s %s"
+              % (r.status, h))
+        c.request("GET", "/v1/models", headers={"Origin": "http://app.example:3000", "Authorization": "bearer " + KEY})
+        r = c.getresponse()
+        r.read()
+        check(r.status == 200 and r.getheader("Access-Control-Allow-Origin") == "http://app.example:3000",
+              "an allowed origin's request (and 'bearer' in lower case): %s %s" % (r.status, r.getheaders()))
+        c.request("GET", "/v1/models", headers={"Origin": "http://other.example", "Authorization": "Bearer " + KEY})
+        r = c.getresponse()
+        r.read()
+        check(r.status == 403, "another origin: %s" % r.status)
+        c.close()
+        # with a key, Host is not checked (a proxy in front may use any name)
+        s, o, _ = request(port, "GET", "/v1/models", headers={"Host": "wgml.internal"})
+        check(s == 200, "a keyed server takes any Host: %s" % s)
+    finally:
+        stop_server(p)
+    w = subprocess.run([CLI, "serve", "-m", MODEL, "--cors", "*", "--port", "0"], capture_output=True, text=True)
+    check(w.returncode == 2 and "--api-key" in w.stderr, "--cors * without a key: %s %s" % (w.returncode, w.stderr))
+
+    # ---- a non-streamed request whose client leaves is cancelled and frees its slot
+    p, port = start("--parallel", "1", "--ctx-size", "4096")
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("POST", "/v1/completions", body=json.dumps(dict(prompt=PROMPTS[0], max_tokens=4000,
+                                                                  temperature=0)).encode(),
+                  headers={"Content-Type": "application/json"})
+        deadline = time.time() + 10
+        while time.time() < deadline and request(port, "GET", "/health", key=None)[1]["slots_busy"] != 1:
+            time.sleep(0.01)
+        c.sock.close()
+        t = time.time()
+        while time.time() - t < 5 and request(port, "GET", "/health", key=None)[1]["slots_busy"] != 0:
+            time.sleep(0.02)
+        el = time.time() - t
+        s, o, _ = request(port, "GET", "/health", key=None)
+        check(o["slots_busy"] == 0 and el < 1, "a gone non-streamed client's slot is freed in %.2f s: %s" % (el, o))
+        check(metric(port, "wgml_requests_cancelled_total") == 1, "the cancel is counted")
+        check(metric(port, "wgml_generated_tokens_total") < 3900, "it did not run to its end")
+    finally:
+        stop_server(p)
 
 
 def speech():
@@ -459,6 +708,39 @@ def speech():
                 check(s == 400 and o["error"]["param"] == param, "speech %s -> %s %s" % (extra, s, o))
             s, o, _ = request(port, "POST", "/v1/embeddings", dict(input="hi"), key=None)
             check(s == 400 and o["error"]["code"] == "model_not_supported", "embeddings on kokoro: %s %s" % (s, o))
+        finally:
+            stop_server(p)
+        # a client that never reads its (long) audio does not hold up the next speech request: the model's lock
+        # covers the synthesis only, not the writes to the client (with --timeout 120, a blocked write could hold
+        # it two minutes)
+        p, port = serve(model, "--threads", "1", "--timeout", "120")
+        try:
+            slow = socket.socket()
+            slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            slow.connect(("127.0.0.1", port))
+            long_body = json.dumps(dict(input=(phonemes + " ") * 24, voice="af_heart", phonemes=True, speed=0.25,
+                                        response_format="pcm")).encode()
+            slow.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (port, len(long_body), long_body))
+            time.sleep(1)
+            t = time.time()
+            status, r, wav = post_bytes(port, "/v1/audio/speech", dict(input="hˈaɪ.", voice="af_heart", phonemes=True))
+            el = time.time() - t
+            pending = 0
+            slow.setblocking(False)
+            try:
+                while True:
+                    b = slow.recv(1 << 20)
+                    if not b:
+                        break
+                    pending += len(b)
+            except BlockingIOError:
+                pass
+            check(status == 200 and wav[:4] == b"RIFF" and el < 60,
+                  "speech beside a client that does not read: %s after %.1f s" % (status, el))
+            print("speech beside a stalled reader: answered in %.1f s (the stalled stream had %d bytes waiting)"
+                  % (el, pending))
+            slow.close()
         finally:
             stop_server(p)
 
@@ -557,4 +839,12 @@ def embeddings():
 
 
 if __name__ == "__main__":
-    main()
+    part = sys.argv[3] if len(sys.argv) > 3 else "all"  # ctest runs "main" and "hostile" side by side
+    if part in ("all", "main"):
+        main()
+    if part in ("all", "hostile"):
+        hostile()
+    if failures:
+        print("%d failure(s)" % len(failures))
+        sys.exit(1)
+    print("test_serve %s: all passed" % part)

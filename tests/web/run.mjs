@@ -737,7 +737,7 @@ await test('API (CPU wasm): chat.completions.create through the model\'s chat te
   let want;
   try {
     const r = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST',
-      body: JSON.stringify({ messages, max_tokens: 16, temperature: 0 }) });
+      headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages, max_tokens: 16, temperature: 0 }) });
     want = await r.json();
   } finally {
     srv.kill('SIGTERM');

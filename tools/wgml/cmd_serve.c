@@ -38,7 +38,17 @@ static const char *help =
     "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n"
     "  --sse-keepalive MS    a streamed request that waits (queued, or its prompt evaluated)\n"
     "                        gets an SSE comment this often; a client gone is noticed then (default\n"
-    "                        1000; 0: never)\n";
+    "                        1000; 0: never)\n"
+    "  --timeout S           a request's head, then its body, must arrive within S seconds, and a\n"
+    "                        write to a client may stall this long (default 10)\n"
+    "  --idle-timeout S      a kept-alive connection with no request for S seconds is closed (default 5)\n"
+    "  --max-client-connections N\n"
+    "                        connections one client address may hold; a new one beyond closes its\n"
+    "                        oldest idle one, or gets 429 if none is idle (default 32)\n"
+    "  --cors ORIGIN         let web pages of ORIGIN (\"https://app.example\") call the server: CORS\n"
+    "                        preflights answered, Access-Control-Allow-Origin on responses; may be\n"
+    "                        repeated; \"*\" (any origin) only with --api-key. Without it, requests\n"
+    "                        with another Origin get 403 (docs/serve.md, Security)\n";
 
 static volatile sig_atomic_t signals_seen;
 
@@ -51,7 +61,8 @@ int cmd_serve(int argc, char **argv) {
     cli_model_opts mo = {0};
     const char *host = "127.0.0.1", *api_key = getenv("WGML_API_KEY"), *alias = NULL;
     long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30,
-              keepalive = 1000;
+              keepalive = 1000, timeout = 10, idle = 5, per_client = 32;
+    serve_http_opts ho = serve_http_default_opts();
     wgml_kv_type kv = WGML_KV_DEFAULT;
     const char *paths[SERVE_MAX_MODELS];
     int n_paths = 0;
@@ -94,6 +105,21 @@ int cmd_serve(int argc, char **argv) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600, &drain)) return CLI_USAGE;
         } else if (!strcmp(a, "--sse-keepalive")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600 * 1000, &keepalive)) return CLI_USAGE;
+        } else if (!strcmp(a, "--timeout")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 3600, &timeout)) return CLI_USAGE;
+        } else if (!strcmp(a, "--idle-timeout")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 3600, &idle)) return CLI_USAGE;
+        } else if (!strcmp(a, "--max-client-connections")) {
+            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1024, &per_client)) return CLI_USAGE;
+        } else if (!strcmp(a, "--cors")) {
+            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
+            if (ho.n_cors == SERVE_MAX_CORS) return cli_usage_error("--cors: at most %d origins", SERVE_MAX_CORS);
+            if (strcmp(v, "*") && strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+                return cli_usage_error("--cors: give an origin such as https://app.example (scheme, host and "
+                                       "port, no path) or *");
+            if (strcmp(v, "*") && strchr(strchr(v, ':') + 3, '/'))
+                return cli_usage_error("--cors: '%s' has a path; an origin is a scheme, a host and a port", v);
+            ho.cors[ho.n_cors++] = v;
         } else if (!strcmp(a, "--kv-type")) {
             if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
         } else {
@@ -101,6 +127,9 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     if (api_key && !*api_key) api_key = NULL;
+    for (int k = 0; k < ho.n_cors; k++)
+        if (!strcmp(ho.cors[k], "*") && !api_key)
+            return cli_usage_error("--cors '*' lets every web page use the server: only with --api-key");
     if (!api_key && strcmp(host, "127.0.0.1") && strcmp(host, "localhost") && strcmp(host, "::1"))
         fprintf(stderr, "wgml serve: warning: listening on %s without an API key: anyone who can reach it can use "
                         "it (--api-key KEY)\n", host);
@@ -160,8 +189,15 @@ int cmd_serve(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     int bound = 0;
-    /* each connection holds a civetweb thread while it streams: enough for every slot and queue place */
-    serve_http *h = serve_http_start(&s, host, (int)port, (int)(parallel + queue + 8), &bound);
+    /* each connection holds a civetweb thread while it lives: enough for every slot and queue place, one
+     * client's idle connections, and a few to spare (the guard keeps idle ones from taking the rest) */
+    ho.host = host;
+    ho.port = (int)port;
+    ho.n_threads = (int)(parallel + queue + per_client + 8);
+    ho.timeout_ms = (int)timeout * 1000;
+    ho.idle_ms = (int)idle * 1000;
+    ho.per_client = (int)per_client;
+    serve_http *h = serve_http_start(&s, &ho, &bound);
     if (!h) {
         serve_stop(&s);
         serve_free(&s);

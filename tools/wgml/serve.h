@@ -1,5 +1,5 @@
 /*
- * serve.h - `wgml serve`, an OpenAI-compatible HTTP server, in three parts:
+ * serve.h - `wgml serve`, an OpenAI-compatible HTTP server, in four parts:
  *
  *   serve_sched.c  the slots and the one scheduler thread: requests (jobs)
  *                  wait in a queue for a free slot; every step advances all
@@ -10,11 +10,17 @@
  *   serve_http.c   HTTP through civetweb: routing, limits, the API key, the
  *                  OpenAI endpoints (JSON with json-c), streaming as
  *                  server-sent events, /health and /metrics.
+ *   serve_guard.c  what keeps hostile clients out: connection limits
+ *                  (idle, slow and too many connections closed), the Host and
+ *                  Origin checks (docs/serve.md, Security).
  *   cmd_serve.c    the command: options, the model, signals and draining.
  *
  * Locking: one mutex (serve_server.mu) guards the queue, every job's shared
  * fields and the metrics; each job has a condition variable its HTTP thread
- * waits on. Slots are the scheduler thread's alone.
+ * waits on. Slots are the scheduler thread's alone. Rendering a chat template
+ * and tokenizing take no lock (the library allows them on any thread while
+ * the model generates, wgml.h), so a huge request never holds up the decode
+ * loop.
  */
 #ifndef WGML_SERVE_H
 #define WGML_SERVE_H
@@ -71,7 +77,7 @@ typedef struct serve_hist {
 } serve_hist;
 
 #define SERVE_N_ENDPOINTS 8 /* chat, completions, embeddings, audio_speech, models, health, metrics, other (serve_http.c) */
-#define SERVE_N_STATUS 9
+#define SERVE_N_STATUS 13
 extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
 typedef struct serve_metrics {
     uint64_t requests[SERVE_N_ENDPOINTS][SERVE_N_STATUS]; /* [endpoint][status index] */
@@ -123,7 +129,6 @@ typedef struct serve_server {
     int thread_started;
     wgml_batch_item *items; /* the scheduler's step: n_slots items and their slots */
     int *slot_of;
-    pthread_mutex_t tok_mu; /* the model's tokenizer, between HTTP threads and the scheduler */
     const char *chat_template; /* the model's, or the built-in fallback for its architecture */
     int template_fallback;
     serve_metrics metrics;
@@ -161,10 +166,54 @@ char *serve_chat_prompt(serve_server *s, struct json_object *messages, char *msg
 /* Loads the template once (at start): 0, or -1 after printing why. */
 int serve_chat_init(serve_server *s);
 
+/* ---- serve_guard.c ---- */
+struct mg_connection;
+typedef struct serve_guard serve_guard;
+typedef struct serve_guard_stats {
+    uint64_t evicted;       /* idle connections closed to make room */
+    uint64_t refused;       /* connections turned away with 429 (their client's all busy) */
+    uint64_t body_timeouts; /* bodies that did not arrive within the time limit */
+    int open;               /* connections open now */
+} serve_guard_stats;
+/* n_workers: civetweb's threads; per_client: connections one address may hold; timeout_ms: for a body. */
+serve_guard *serve_guard_new(int n_workers, int per_client, int timeout_ms);
+void serve_guard_free(serve_guard *g); /* after mg_stop */
+void serve_guard_get_stats(serve_guard *g, serve_guard_stats *out);
+/* The port the server listens on (its sockets are found by it); before the first connection. */
+void serve_guard_set_port(serve_guard *g, int port);
+/* civetweb's callbacks: a connection opens (init_connection), its request head arrived (begin_request),
+ * its body is read, its request ended (end_request), it closes (connection_close). */
+void serve_guard_open(serve_guard *g);
+void serve_guard_request(serve_guard *g, const struct mg_connection *c);
+void serve_guard_body_done(serve_guard *g, const struct mg_connection *c);
+void serve_guard_request_end(serve_guard *g, const struct mg_connection *c);
+void serve_guard_close(serve_guard *g, const struct mg_connection *c);
+/* Whether the body is past its time limit (the reaper has cut it off). */
+int serve_guard_body_late(serve_guard *g, const struct mg_connection *c);
+/* Whether the client closed its connection (while it waits for an answer). */
+int serve_guard_client_gone(serve_guard *g, const struct mg_connection *c);
+/* Whether a Host header (NULL: none) names this server listening on listen_host:port. */
+int serve_guard_host_ok(const char *host_header, const char *listen_host, int port);
+/* Whether an Origin header (NULL: none) may use the server: the server's own, or one of --cors ("*": any). */
+int serve_guard_origin_ok(const char *origin, const char *host_header, const char *const *cors, int n_cors);
+
 /* ---- serve_http.c ---- */
+#define SERVE_MAX_CORS 16
+typedef struct serve_http_opts {
+    const char *host; /* the address to listen on */
+    int port;         /* 0: any free one */
+    int n_threads;    /* civetweb's workers: one per connection being served */
+    int timeout_ms;   /* a request's head, and then its body, must arrive within this; a write may stall this long */
+    int idle_ms;      /* a kept-alive connection is closed after this long without a request */
+    int per_client;   /* connections one client address may hold */
+    const char *cors[SERVE_MAX_CORS]; /* origins whose pages may call the server ("*": any; needs an API key) */
+    int n_cors;
+} serve_http_opts;
+/* The defaults: 10 s, 5 s, 32 connections per address, no CORS (host, port and threads to be set). */
+serve_http_opts serve_http_default_opts(void);
 typedef struct serve_http serve_http;
-/* Listens on host:port (port 0: any free one, *bound_port gets it). NULL after printing why. */
-serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_threads, int *bound_port);
+/* Listens (*bound_port gets the port). NULL after printing why. */
+serve_http *serve_http_start(serve_server *s, const serve_http_opts *o, int *bound_port);
 void serve_http_stop(serve_http *h);
 
 #endif

@@ -35,9 +35,8 @@ char *serve_chat_prompt(serve_server *s, struct json_object *messages, char *msg
     p.model = s->model; /* its BOS and EOS texts */
     char *prompt = NULL;
     wgml_error err;
-    pthread_mutex_lock(&s->tok_mu);
+    /* no lock: rendering reads the model's vocabulary only, and the scheduler goes on meanwhile */
     wgml_status st = wgml_chat_render(s->chat_template, json, &p, &prompt, &err);
-    pthread_mutex_unlock(&s->tok_mu);
     if (st) {
         snprintf(msg, msg_size, "the chat template failed: %s", err.message);
         return NULL;

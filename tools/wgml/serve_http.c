@@ -4,11 +4,15 @@
  *
  * Each request is checked in this order, each failure an OpenAI-shaped JSON
  * error ({"error": {"message", "type", "param", "code"}}):
- *   route unknown 404, method not allowed 405 (with Allow), API key missing
- *   or wrong 401 (/v1/ routes; /health and /metrics stay open for monitors),
- *   draining 503, body over the limit 413, malformed JSON or a bad parameter
- *   400, prompt longer than the context 400 (context_length_exceeded), queue
- *   full 503.
+ *   both Content-Length and Transfer-Encoding 400 (and the connection
+ *   closes), without an API key a Host that is not this server's 403, an
+ *   Origin that --cors does not allow 403 (serve_guard.c), a CORS preflight
+ *   (OPTIONS) answered, route unknown 404, method not allowed 405 (with
+ *   Allow), API key missing or wrong 401 (/v1/ routes; /health and /metrics
+ *   stay open for monitors), draining 503, a POST body that is not
+ *   application/json 415, body over the limit 413, a body not in within the
+ *   time limit 408, malformed JSON or a bad parameter 400, prompt longer than
+ *   the context 400 (context_length_exceeded), queue full 503.
  * A generation request becomes a job for the scheduler (serve_sched.c); this
  * thread then waits on the job and writes the answer: one JSON response, or
  * server-sent events as the text is released (`data: {chunk}` ... `data:
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cli.h"
@@ -30,6 +35,9 @@
 struct serve_http {
     struct mg_context *ctx;
     serve_server *s;
+    serve_guard *guard;
+    serve_http_opts o;
+    int port; /* the port bound */
 };
 
 enum { EP_CHAT, EP_COMPLETIONS, EP_EMBEDDINGS, EP_SPEECH, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
@@ -38,7 +46,7 @@ static const char *const ep_names[SERVE_N_ENDPOINTS] = {"chat_completions", "com
 
 /* ---- responses ---- */
 
-const int serve_status_codes[SERVE_N_STATUS] = {200, 400, 401, 404, 405, 413, 499, 500, 503};
+const int serve_status_codes[SERVE_N_STATUS] = {200, 400, 401, 403, 404, 405, 408, 413, 415, 429, 499, 500, 503};
 
 static void count(serve_server *s, int ep, int status) {
     int k = SERVE_N_STATUS - 1;
@@ -49,6 +57,25 @@ static void count(serve_server *s, int ep, int status) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The Access-Control-Allow-Origin of a response: NULL unless the request's Origin is one --cors allows. */
+static const char *cors_origin(struct mg_connection *c) {
+    const serve_http *h = mg_get_user_data(mg_get_context(c));
+    const char *origin = mg_get_header(c, "Origin");
+    if (!h || !origin) return NULL;
+    for (int i = 0; i < h->o.n_cors; i++) {
+        if (!strcmp(h->o.cors[i], "*")) return "*";
+        if (!strcasecmp(h->o.cors[i], origin)) return origin;
+    }
+    return NULL;
+}
+
+static void add_cors(struct mg_connection *c) {
+    const char *o = cors_origin(c);
+    if (!o) return;
+    mg_response_header_add(c, "Access-Control-Allow-Origin", o, -1);
+    mg_response_header_add(c, "Vary", "Origin", -1);
+}
+
 static int send_body(struct mg_connection *c, int status, const char *type, const char *body, size_t len,
                      const char *extra_name, const char *extra_value) {
     char cl[32];
@@ -57,6 +84,7 @@ static int send_body(struct mg_connection *c, int status, const char *type, cons
     mg_response_header_add(c, "Content-Type", type, -1);
     mg_response_header_add(c, "Content-Length", cl, -1);
     if (extra_name) mg_response_header_add(c, extra_name, extra_value, -1);
+    add_cors(c);
     mg_response_header_send(c);
     if (len) mg_write(c, body, len);
     return status;
@@ -87,6 +115,7 @@ static int send_error_allow(struct mg_connection *c, int status, const char *par
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     const char *type = status == 401   ? "authentication_error"
+                       : status == 403 ? "permission_error"
                        : status == 404 ? "not_found_error"
                        : status >= 500 ? (status == 503 ? "overloaded_error" : "server_error")
                                        : "invalid_request_error";
@@ -199,7 +228,7 @@ static int parse_gen(json_object *req, int chat, gen_params *g) {
         if (!json_object_object_get_ex(req, names[i], &v) || !v) continue;
         if (!json_object_is_type(v, json_type_int)) return bad(g, names[i], "'%s' must be an integer", names[i]);
         int64_t n = json_object_get_int64(v);
-        if (n < 1 || n > (1 << 24)) return bad(g, names[i], "'%s' must be at least 1", names[i]);
+        if (n < 1 || n > (1 << 24)) return bad(g, names[i], "'%s' must be from 1 to %d", names[i], 1 << 24);
         g->max_tokens = (int)n;
     }
     if (json_object_object_get_ex(req, "temperature", &v) && v) {
@@ -293,6 +322,7 @@ static void stream_start(struct mg_connection *c, const char *content_type) {
     if (!strcmp(content_type, "text/event-stream")) mg_response_header_add(c, "Cache-Control", "no-cache", -1);
     if (http10(c)) mg_response_header_add(c, "Connection", "close", -1);
     else mg_response_header_add(c, "Transfer-Encoding", "chunked", -1);
+    add_cors(c);
     mg_response_header_send(c);
 }
 
@@ -339,6 +369,16 @@ static void cancel(serve_server *s, serve_job *j) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The time ms milliseconds from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(int ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    return until;
+}
+
 /* Waits (under s->mu) until the job has text past `sent` or has finished, or
  * for at most ms milliseconds (ms > 0); 1 when the time ran out first. */
 static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
@@ -346,11 +386,7 @@ static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
         while (j->len == sent && !j->finish) pthread_cond_wait(&j->cv, &s->mu);
         return 0;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    struct timespec until = deadline_in(ms);
     while (j->len == sent && !j->finish)
         if (pthread_cond_timedwait(&j->cv, &s->mu, &until) == ETIMEDOUT) return j->len == sent && !j->finish;
     return 0;
@@ -414,10 +450,31 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
     return 200;
 }
 
-/* Waits for a job and answers with one JSON object. */
+/* How often a non-streamed request looks whether its client is still there. */
+#define CLIENT_CHECK_MS 100
+
+/* Waits for a job and answers with one JSON object. Meanwhile, every
+ * CLIENT_CHECK_MS, it looks whether the client closed its connection: then
+ * the job is cancelled (it leaves the queue, or its slot, before the next step)
+ * instead of generating to its end for nobody. */
 static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat) {
+    serve_http *h = mg_get_user_data(mg_get_context(c));
     pthread_mutex_lock(&s->mu);
-    while (!j->finish) pthread_cond_wait(&j->cv, &s->mu);
+    while (!j->finish) {
+        struct timespec until = deadline_in(CLIENT_CHECK_MS);
+        while (!j->finish && pthread_cond_timedwait(&j->cv, &s->mu, &until) != ETIMEDOUT) continue;
+        if (j->finish) break;
+        pthread_mutex_unlock(&s->mu);
+        int gone = h && serve_guard_client_gone(h->guard, c);
+        pthread_mutex_lock(&s->mu);
+        if (gone && !j->finish) {
+            j->cancelled = 1;
+            pthread_cond_signal(&s->wake);
+            while (!j->finish) pthread_cond_wait(&j->cv, &s->mu);
+            pthread_mutex_unlock(&s->mu);
+            return 499;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
     if (j->finish == SERVE_FINISH_ERROR) return send_error(c, 500, NULL, NULL, "generation failed: %s", j->error);
     if (j->finish == SERVE_FINISH_CANCELLED) return send_error(c, 503, NULL, NULL, "the server is shutting down");
@@ -434,11 +491,10 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
                     gen_params *g) {
     size_t tlen = strlen(text);
     wgml_error err;
-    pthread_mutex_lock(&s->tok_mu);
+    /* no lock: tokenizing reads the vocabulary only (wgml.h), beside the scheduler's steps */
     int n = wgml_tokenize(s->model, text, tlen, add_bos, NULL, 0, &err);
     int32_t *toks = n > 0 ? malloc((size_t)n * sizeof *toks) : NULL;
     if (toks) n = wgml_tokenize(s->model, text, tlen, add_bos, toks, n, &err);
-    pthread_mutex_unlock(&s->tok_mu);
     if (n < 0) {
         free(toks);
         return send_error(c, 400, chat ? "messages" : "prompt", NULL, "the prompt cannot be tokenized: %s", err.message);
@@ -621,32 +677,124 @@ static int ep_embeddings(struct mg_connection *c, serve_server *s, json_object *
  * they are made. A streamed WAV's header cannot know the length, so its RIFF and data sizes
  * are 0xFFFFFFFF, as OpenAI's own streamed WAVs and `wgml speak -o -` have them; speed
  * (0.25-4); extensions seed and lang ("en-us", "en-gb"). OpenAI's compressed formats (mp3,
- * opus, aac, flac) are refused: wgml has no encoder. One request at a time on the model
- * (speech_mu). */
-typedef struct {
-    struct mg_connection *c;
-    int wav;                /* the first chunk carries a WAV header of unknown length */
-    int rate, failed, sent; /* sent: a chunk went out (headers too) */
-} speech_sink;
+ * opus, aac, flac) are refused: wgml has no encoder.
+ *
+ * One request at a time on the model (speech_mu), but the lock is never held while the
+ * client is written to: a thread of the request's own synthesizes under the lock, piece
+ * by piece into memory, while this HTTP thread writes the pieces out as they come. So a
+ * slow reader slows only its own stream (its audio waits in memory: at most a few minutes
+ * of it for the 4096 bytes of input), and a client gone stops the synthesis at its next
+ * piece. */
+typedef struct speech_piece {
+    struct speech_piece *next;
+    size_t n;
+    unsigned char b[];
+} speech_piece;
 
+typedef struct {
+    /* the request (read-only) */
+    serve_server *s;
+    wgml_model *model;
+    const char *input, *voice;
+    wgml_speak_params p;
+    int wav; /* the first piece carries a WAV header of unknown length */
+    /* the synthesis thread's result */
+    wgml_status st;
+    wgml_error err;
+    int rate, made; /* made: a piece was made */
+    /* shared, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    speech_piece *head, *tail;
+    int done, failed, gone; /* failed: out of memory or a change of rate; gone: the client left */
+} speech_job;
+
+/* The synthesis thread's callback: one piece of audio into the queue; 1 stops the synthesis. */
 static int speech_chunk(void *user, const wgml_audio_chunk *ch) {
-    speech_sink *k = user;
-    if (k->rate && ch->sample_rate != k->rate) return k->failed = 1;
+    speech_job *k = user;
+    int stop = 0;
+    if (k->rate && ch->sample_rate != k->rate) stop = 1;
     k->rate = ch->sample_rate;
     unsigned char h[64];
-    size_t hl = k->wav && !k->sent ? cli_wav_header(h, -1, k->rate, 0) : 0;
+    size_t hl = k->wav && !k->made ? cli_wav_header(h, -1, k->rate, 0) : 0;
     size_t bytes = hl + (size_t)ch->n_samples * 2;
-    unsigned char *b = malloc(bytes ? bytes : 1);
-    if (!b) return k->failed = 1;
-    memcpy(b, h, hl);
-    cli_audio_bytes(ch->samples, ch->n_samples, 0, b + hl);
-    if (!k->sent) {
-        stream_start(k->c, k->wav ? "audio/wav" : "audio/pcm");
-        k->sent = 1;
+    speech_piece *piece = stop ? NULL : malloc(sizeof *piece + (bytes ? bytes : 1));
+    if (piece) {
+        piece->next = NULL;
+        piece->n = bytes;
+        memcpy(piece->b, h, hl);
+        cli_audio_bytes(ch->samples, ch->n_samples, 0, piece->b + hl);
+        k->made = 1;
     }
-    int gone = stream_write(k->c, b, bytes);
-    free(b);
-    return gone ? (k->failed = 1) : 0; /* the client is gone: stop speaking */
+    pthread_mutex_lock(&k->mu);
+    if (!piece) k->failed = 1;
+    else if (k->gone) free(piece);
+    else {
+        if (k->tail) k->tail->next = piece;
+        else k->head = piece;
+        k->tail = piece;
+        pthread_cond_signal(&k->cv);
+    }
+    stop = k->failed || k->gone;
+    pthread_mutex_unlock(&k->mu);
+    return stop;
+}
+
+static void *speech_thread(void *arg) {
+    speech_job *k = arg;
+    pthread_mutex_lock(&k->s->speech_mu);
+    k->st = wgml_speak(k->model, k->input, k->voice, &k->p, speech_chunk, k, NULL, &k->err);
+    pthread_mutex_unlock(&k->s->speech_mu);
+    pthread_mutex_lock(&k->mu);
+    k->done = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+/* Runs the synthesis in its own thread and streams its pieces to c as they come. Returns
+ * 1 when a stream was started (headers sent), 0 when no piece was made, -1 when the
+ * thread could not start. */
+static int speak_streamed(struct mg_connection *c, speech_job *k) {
+    if (pthread_mutex_init(&k->mu, NULL)) return -1;
+    if (pthread_cond_init(&k->cv, NULL)) {
+        pthread_mutex_destroy(&k->mu);
+        return -1;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, speech_thread, k)) {
+        pthread_cond_destroy(&k->cv);
+        pthread_mutex_destroy(&k->mu);
+        return -1;
+    }
+    int sent = 0;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (!k->head && !k->done) pthread_cond_wait(&k->cv, &k->mu);
+        speech_piece *list = k->head;
+        k->head = k->tail = NULL;
+        int done = k->done;
+        pthread_mutex_unlock(&k->mu);
+        int gone = 0;
+        while (list) {
+            speech_piece *next = list->next;
+            if (!gone) {
+                if (!sent) stream_start(c, k->wav ? "audio/wav" : "audio/pcm");
+                sent = 1;
+                gone = stream_write(c, list->b, list->n) != 0;
+            }
+            free(list);
+            list = next;
+        }
+        pthread_mutex_lock(&k->mu);
+        if (gone) k->gone = 1; /* the synthesis stops at its next piece */
+        if (done && !k->head) break;
+    }
+    pthread_mutex_unlock(&k->mu);
+    pthread_join(t, NULL);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    return sent;
 }
 
 /* Whether every voice a voice string names ("a", or "a:0.6,b:0.4") is one of the
@@ -716,15 +864,16 @@ static int ep_speech(struct mg_connection *c, serve_server *s, json_object *req)
             return send_error(c, 400, "phonemes", NULL, "'phonemes' must be true or false");
         p.phonemes = json_object_get_boolean(v);
     }
-    speech_sink k = {.c = c, .wav = !pcm};
-    wgml_error err;
-    pthread_mutex_lock(&s->speech_mu);
-    wgml_status st = wgml_speak(sm->model, input, voice, &p, speech_chunk, &k, NULL, &err);
-    pthread_mutex_unlock(&s->speech_mu);
+    speech_job k = {.s = s, .model = sm->model, .input = input, .voice = voice, .p = p, .wav = !pcm};
+    int sent = speak_streamed(c, &k);
+    wgml_status st = k.st;
+    const wgml_error err = k.err;
     int status;
-    if (k.sent) { /* a stream under way: end it (after a failure, cut short) */
+    if (sent < 0) {
+        status = send_error(c, 500, NULL, NULL, "cannot start a thread for the speech");
+    } else if (sent) { /* a stream under way: end it (after a failure, cut short) */
         stream_end(c);
-        status = k.failed ? 499 : 200;
+        status = k.failed || k.gone ? 499 : 200;
     } else if (k.failed) {
         status = send_error(c, 500, NULL, NULL, "out of memory making the audio");
     } else if (st == WGML_ERR_INVALID_ARGUMENT) {
@@ -880,6 +1029,22 @@ static int ep_metrics(struct mg_connection *c, serve_server *s) {
     sb_hist(&b, "wgml_time_per_output_token_seconds", "Time between a stream's consecutive tokens.", &m.per_token);
     sb_hist(&b, "wgml_request_duration_seconds", "From arrival to the last token.", &m.duration);
     sb_hist(&b, "wgml_queue_wait_seconds", "Time in the queue before a slot.", &m.queue_wait);
+    serve_http *h = mg_get_user_data(mg_get_context(c));
+    if (h) {
+        serve_guard_stats gs;
+        serve_guard_get_stats(h->guard, &gs);
+        sb_printf(&b,
+                  "# HELP wgml_http_connections HTTP connections open.\n# TYPE wgml_http_connections gauge\n"
+                  "wgml_http_connections %d\n"
+                  "# HELP wgml_http_connections_closed_total Connections the server closed to protect itself: idle ones "
+                  "making room (evicted), new ones over the per-client limit (refused), bodies past the time limit.\n"
+                  "# TYPE wgml_http_connections_closed_total counter\n"
+                  "wgml_http_connections_closed_total{reason=\"evicted\"} %llu\n"
+                  "wgml_http_connections_closed_total{reason=\"refused\"} %llu\n"
+                  "wgml_http_connections_closed_total{reason=\"body_timeout\"} %llu\n",
+                  gs.open, (unsigned long long)gs.evicted, (unsigned long long)gs.refused,
+                  (unsigned long long)gs.body_timeouts);
+    }
     int status = b.p ? send_body(c, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len, NULL, NULL)
                      : send_error(c, 500, NULL, NULL, "out of memory");
     free(b.p);
@@ -910,7 +1075,7 @@ static int utf8_valid(const unsigned char *s, size_t n) {
 static int key_ok(serve_server *s, struct mg_connection *c) {
     if (!s->api_key) return 1;
     const char *h = mg_get_header(c, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    if (!h || strncasecmp(h, "Bearer ", 7)) return 0; /* the scheme is case-insensitive (RFC 9110) */
     h += 7;
     size_t a = strlen(h), b = strlen(s->api_key);
     unsigned diff = a != b;
@@ -918,9 +1083,12 @@ static int key_ok(serve_server *s, struct mg_connection *c) {
     return diff == 0;
 }
 
-/* The body, NUL-terminated, into *out: 0, or the HTTP status of the failure (after answering). */
+/* The body, NUL-terminated, into *out: 0, or the HTTP status of the failure (after answering).
+ * A body that does not arrive within the time limit (the guard's reaper then ends our reads)
+ * gets 408. */
 static int read_body(struct mg_connection *c, serve_server *s, char **out, size_t *len) {
     const struct mg_request_info *ri = mg_get_request_info(c);
+    serve_http *h = mg_get_user_data(mg_get_context(c));
     *out = NULL;
     if (ri->content_length > (long long)s->max_body)
         return send_error(c, 413, NULL, NULL, "the body has %lld bytes; the limit is %zu", ri->content_length,
@@ -939,12 +1107,23 @@ static int read_body(struct mg_connection *c, serve_server *s, char **out, size_
             b = nb, cap *= 2;
         }
         int r = mg_read(c, b + n, cap - n - 1);
+        if (r <= 0 && serve_guard_body_late(h->guard, c)) {
+            free(b);
+            mg_disable_connection_keep_alive(c);
+            return send_error(c, 408, NULL, "request_timeout", "the body did not arrive within %d ms",
+                              h->o.timeout_ms);
+        }
         if (r < 0) {
             free(b);
             return send_error(c, 400, NULL, NULL, "reading the body failed");
         }
         if (r == 0) break;
         n += (size_t)r;
+    }
+    serve_guard_body_done(h->guard, c);
+    if (ri->content_length >= 0 && n < (size_t)ri->content_length) {
+        free(b);
+        return send_error(c, 400, NULL, NULL, "the body ended after %zu of its %lld bytes", n, ri->content_length);
     }
     if (n > s->max_body) {
         free(b);
@@ -954,6 +1133,16 @@ static int read_body(struct mg_connection *c, serve_server *s, char **out, size_
     *out = b;
     *len = n;
     return 0;
+}
+
+/* Whether a Content-Type is application/json (parameters after ';' allowed). */
+static int is_json_type(const char *t) {
+    if (!t) return 0;
+    while (*t == ' ' || *t == '\t') t++;
+    if (strncasecmp(t, "application/json", 16)) return 0;
+    t += 16;
+    while (*t == ' ' || *t == '\t') t++;
+    return !*t || *t == ';';
 }
 
 static int handle(struct mg_connection *c, void *user) {
@@ -972,9 +1161,36 @@ static int handle(struct mg_connection *c, void *user) {
     size_t r = 0;
     for (; r < sizeof routes / sizeof routes[0]; r++)
         if (!strcmp(uri, routes[r].path)) break;
-    if (r == sizeof routes / sizeof routes[0]) {
+    const char *host = mg_get_header(c, "Host"), *origin = mg_get_header(c, "Origin");
+    if (r < sizeof routes / sizeof routes[0]) ep = routes[r].ep;
+    if (mg_get_header(c, "Transfer-Encoding") && mg_get_header(c, "Content-Length")) {
+        /* two framings of one body: a proxy in front may take the other one (request smuggling) */
+        mg_disable_connection_keep_alive(c);
+        status = send_error(c, 400, NULL, NULL, "a request may not have both Content-Length and Transfer-Encoding");
+    } else if (!s->api_key && !serve_guard_host_ok(host, h->o.host, h->port)) {
+        status = send_error(c, 403, NULL, "host_not_allowed",
+                            "Host '%.100s' is not this server's address; without --api-key only a loopback name or the "
+                            "address it listens on is served (a guard against DNS rebinding)", host);
+    } else if (!serve_guard_origin_ok(origin, host, h->o.cors, h->o.n_cors)) {
+        status = send_error(c, 403, NULL, "origin_not_allowed",
+                            "cross-origin requests from '%.100s' are refused: start the server with --cors ORIGIN to "
+                            "allow a web page's origin", origin);
+    } else if (!strcmp(method, "OPTIONS") && r < sizeof routes / sizeof routes[0]) {
+        /* a CORS preflight from an origin --cors allows (any other was refused above), or a plain OPTIONS */
+        mg_response_header_start(c, 204);
+        mg_response_header_add(c, "Allow", routes[r].method, -1);
+        if (origin && mg_get_header(c, "Access-Control-Request-Method")) {
+            add_cors(c);
+            mg_response_header_add(c, "Access-Control-Allow-Methods", routes[r].method, -1);
+            mg_response_header_add(c, "Access-Control-Allow-Headers", "Authorization, Content-Type", -1);
+            mg_response_header_add(c, "Access-Control-Max-Age", "600", -1);
+        }
+        mg_response_header_add(c, "Content-Length", "0", -1);
+        mg_response_header_send(c);
+        status = 204;
+    } else if (r == sizeof routes / sizeof routes[0]) {
         status = send_error(c, 404, NULL, "unknown_url", "unknown route '%.200s'", uri);
-    } else if (ep = routes[r].ep, strcmp(method, routes[r].method)) {
+    } else if (strcmp(method, routes[r].method)) {
         status = send_405(c, routes[r].method, "%.200s takes %s, not %.16s", uri, routes[r].method, method);
     } else if (!strncmp(uri, "/v1/", 4) && !key_ok(s, c)) {
         status = send_error(c, 401, NULL, "invalid_api_key",
@@ -987,6 +1203,12 @@ static int handle(struct mg_connection *c, void *user) {
         status = ep_metrics(c, s);
     } else if (s->draining) {
         status = send_error(c, 503, NULL, NULL, "the server is shutting down");
+    } else if (!is_json_type(mg_get_header(c, "Content-Type"))) {
+        /* text/plain and form bodies are what a web page may send without a CORS preflight */
+        mg_disable_connection_keep_alive(c); /* its body is not read */
+        status = send_error(c, 415, NULL, "unsupported_media_type",
+                            "the body must be JSON sent as 'Content-Type: application/json', not '%.60s'",
+                            mg_get_header(c, "Content-Type") ? mg_get_header(c, "Content-Type") : "(none)");
     } else {
         char *body = NULL;
         size_t len = 0;
@@ -1047,31 +1269,80 @@ static int civetweb_error(struct mg_connection *c, int status, const char *errms
     return 0;
 }
 
-serve_http *serve_http_start(serve_server *s, const char *host, int port, int n_threads, int *bound_port) {
+/* civetweb's connection callbacks, to the guard (serve_guard.c) */
+static serve_guard *guard_of(const struct mg_connection *c) {
+    serve_http *h = mg_get_user_data(mg_get_context(c));
+    return h ? h->guard : NULL;
+}
+static int on_open(const struct mg_connection *c, void **conn_data) {
+    *conn_data = NULL;
+    serve_guard_open(guard_of(c));
+    return 0;
+}
+static int on_request(struct mg_connection *c) {
+    serve_guard_request(guard_of(c), c);
+    return 0; /* civetweb goes on to handle() */
+}
+static void on_request_end(const struct mg_connection *c, int status) {
+    (void)status;
+    serve_guard_request_end(guard_of(c), c);
+}
+static void on_close(const struct mg_connection *c) { serve_guard_close(guard_of(c), c); }
+
+serve_http_opts serve_http_default_opts(void) {
+    serve_http_opts o;
+    memset(&o, 0, sizeof o);
+    o.host = "127.0.0.1";
+    o.n_threads = 16;
+    o.timeout_ms = 10000;
+    o.idle_ms = 5000;
+    o.per_client = 32;
+    return o;
+}
+
+serve_http *serve_http_start(serve_server *s, const serve_http_opts *o, int *bound_port) {
     serve_http *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     h->s = s;
-    char ports[300], threads[16];
-    if (strchr(host, ':')) snprintf(ports, sizeof ports, "[%s]:%d", host, port);
-    else snprintf(ports, sizeof ports, "%s:%d", host, port);
-    snprintf(threads, sizeof threads, "%d", n_threads);
-    const char *opts[] = {"listening_ports", ports, "num_threads", threads, "request_timeout_ms", "600000",
-                          "max_request_size", "16384", "enable_keep_alive", "yes", "listen_backlog", "512", NULL};
+    h->o = *o;
+    if (!(h->guard = serve_guard_new(o->n_threads, o->per_client, o->timeout_ms))) {
+        free(h);
+        cli_fail("out of memory");
+        return NULL;
+    }
+    const char *host = o->host;
+    char ports[300], threads[16], timeout[16], idle[16];
+    if (strchr(host, ':')) snprintf(ports, sizeof ports, "[%s]:%d", host, o->port);
+    else snprintf(ports, sizeof ports, "%s:%d", host, o->port);
+    snprintf(threads, sizeof threads, "%d", o->n_threads);
+    snprintf(timeout, sizeof timeout, "%d", o->timeout_ms);
+    snprintf(idle, sizeof idle, "%d", o->idle_ms);
+    /* civetweb's own CORS answers (every origin allowed) are off: handle() answers preflights */
+    const char *opts[] = {"listening_ports", ports, "num_threads", threads, "request_timeout_ms", timeout,
+                          "keep_alive_timeout_ms", idle, "linger_timeout_ms", "100", "max_request_size", "16384",
+                          "enable_keep_alive", "yes", "listen_backlog", "512", "access_control_allow_origin", "",
+                          "access_control_allow_methods", "", "access_control_allow_headers", "", NULL};
     struct mg_callbacks cb;
     memset(&cb, 0, sizeof cb);
     cb.http_error = civetweb_error;
+    cb.init_connection = on_open;
+    cb.begin_request = on_request;
+    cb.end_request = on_request_end;
+    cb.connection_close = on_close;
     mg_init_library(0);
     h->ctx = mg_start(&cb, h, opts);
     if (!h->ctx) {
         cli_fail("cannot listen on %s (in use, or not an address of this machine?)", ports);
+        serve_guard_free(h->guard);
         free(h);
         mg_exit_library();
         return NULL;
     }
-    mg_set_request_handler(h->ctx, "/", handle, h);
     struct mg_server_port sp[4];
     int n = mg_get_server_ports(h->ctx, 4, sp);
-    *bound_port = n > 0 ? sp[0].port : port;
+    *bound_port = h->port = n > 0 ? sp[0].port : o->port;
+    serve_guard_set_port(h->guard, h->port);
+    mg_set_request_handler(h->ctx, "/", handle, h); /* after h->port is known: handle() checks Host against it */
     return h;
 }
 
@@ -1079,5 +1350,6 @@ void serve_http_stop(serve_http *h) {
     if (!h) return;
     mg_stop(h->ctx);
     mg_exit_library();
+    serve_guard_free(h->guard);
     free(h);
 }

@@ -82,7 +82,7 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     s->items = calloc((size_t)n_slots, sizeof *s->items);
     s->slot_of = calloc((size_t)n_slots, sizeof *s->slot_of);
     if (!s->slots || !s->queue || !s->items || !s->slot_of || pthread_mutex_init(&s->mu, NULL) ||
-        pthread_mutex_init(&s->tok_mu, NULL) || pthread_mutex_init(&s->embed_mu, NULL) ||
+        pthread_mutex_init(&s->embed_mu, NULL) ||
         pthread_mutex_init(&s->speech_mu, NULL) ||
         pthread_cond_init(&s->wake, NULL)) {
         wgml_batch_free(s->batch);
@@ -113,7 +113,6 @@ const serve_model *serve_model_for(serve_server *s, uint32_t task, serve_model *
 void serve_free(serve_server *s) {
     if (!s->slots) return;
     pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->tok_mu);
     pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->speech_mu);
     pthread_cond_destroy(&s->wake);
@@ -287,9 +286,7 @@ static void take_token(serve_server *s, int i, int32_t tok) {
     serve_slot *sl = &s->slots[i];
     serve_job *j = sl->job;
     double now = cli_now_ms();
-    pthread_mutex_lock(&s->tok_mu);
     int eog = wgml_token_is_eog(s->model, tok);
-    pthread_mutex_unlock(&s->tok_mu);
     if (eog) {
         if (!j->n_gen) j->t_first = now;
         job_finish(s, j, SERVE_FINISH_STOP);
@@ -306,9 +303,7 @@ static void take_token(serve_server *s, int i, int32_t tok) {
     j->n_gen++;
     s->metrics.generated_tokens++;
     char piece[256];
-    pthread_mutex_lock(&s->tok_mu);
     int n = wgml_token_to_text(s->model, j->prev, tok, piece, (int)sizeof piece);
-    pthread_mutex_unlock(&s->tok_mu);
     if (n < 0) n = 0;
     if (n > (int)sizeof piece) n = (int)sizeof piece;
     j->prev = tok;
