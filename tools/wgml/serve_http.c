@@ -1162,6 +1162,7 @@ static int handle(struct mg_connection *c, void *user) {
     for (; r < sizeof routes / sizeof routes[0]; r++)
         if (!strcmp(uri, routes[r].path)) break;
     const char *host = mg_get_header(c, "Host"), *origin = mg_get_header(c, "Origin");
+    if (strcmp(method, "POST")) serve_guard_body_done(h->guard, c); /* no body to wait for: the reaper leaves it */
     if (r < sizeof routes / sizeof routes[0]) ep = routes[r].ep;
     if (mg_get_header(c, "Transfer-Encoding") && mg_get_header(c, "Content-Length")) {
         /* two framings of one body: a proxy in front may take the other one (request smuggling) */
