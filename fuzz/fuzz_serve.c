@@ -21,7 +21,8 @@
  *      blocks of the answer to read before closing; the rest a body: a client
  *      that goes away (cancellation)
  *
- * Every request is sent, the socket shut for writing, and the whole answer
+ * Every request is sent (a raw one then the socket shut for writing: the
+ * server takes that for the client leaving) and the whole answer
  * read with a 5 s receive timeout (a timeout is a hang: abort). Checked, on
  * every response in the answer (pipelined requests get several): an HTTP/1.0
  * or HTTP/1.1 status line; framing by Content-Length, chunks, or the end of
@@ -446,11 +447,14 @@ static void post_request(buf *req, int completions, const uint8_t *body, size_t 
     put(req, body, n);
 }
 
-/* One request on its own connection: its whole answer into *answer. */
-static void exchange(const buf *req, buf *answer) {
+/* One request on its own connection: its whole answer into *answer. half_close: shut the socket for
+ * writing after the request (a raw request may stop short: the end of stream ends it). The server takes
+ * the end of a client's stream for the client leaving (as nginx and llama.cpp's server do), so a
+ * non-streamed generation asked that way is cancelled and gets no answer. */
+static void exchange(const buf *req, buf *answer, int half_close) {
     int fd = dial();
     send_all(fd, req->p, req->len);
-    shutdown(fd, SHUT_WR);
+    if (half_close) shutdown(fd, SHUT_WR);
     recv_all(fd, answer, MAX_ANSWER + 1);
     close(fd);
 }
@@ -464,7 +468,7 @@ static void wait_idle(void) {
     double t0 = cli_now_ms();
     for (int tries = 0;; tries++) {
         a.len = 0;
-        exchange(&req, &a);
+        exchange(&req, &a, 0);
         size_t pos = 0;
         response r;
         memset(&r, 0, sizeof r);
@@ -520,12 +524,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case M_CHAT:
     case M_COMPLETIONS:
         post_request(&req, mode == M_COMPLETIONS, rest, n);
-        exchange(&req, &a);
+        exchange(&req, &a, 0);
         CHECK_MSG(check_answer(&a, ok_generation, 1) == 1, "not one answer to one request");
         break;
     case M_RAW:
         put(&req, rest, n);
-        exchange(&req, &a);
+        exchange(&req, &a, 1);
         check_answer(&a, ok_raw, 0);
         idle_check = 1;
         break;
@@ -544,7 +548,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char tail[80];
         snprintf(tail, sizeof tail, " HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nConnection: close\r\n\r\n", port);
         puts_(&req, tail);
-        exchange(&req, &a);
+        exchange(&req, &a, 0);
         CHECK_MSG(check_answer(&a, ok_get, 0) == 1, "not one answer to one request");
         break;
     }
@@ -555,7 +559,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < k; i++) {
             fds[i] = dial();
             send_all(fds[i], req.p, req.len);
-            shutdown(fds[i], SHUT_WR);
         }
         for (int i = 0; i < k; i++) {
             a.len = 0;

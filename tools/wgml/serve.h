@@ -1,19 +1,25 @@
 /*
- * serve.h - `wgml serve`, an OpenAI-compatible HTTP server, in four parts:
+ * serve.h - `wgml serve`, an OpenAI-compatible HTTP server:
  *
- *   serve_sched.c  the slots and the one scheduler thread: requests (jobs)
- *                  wait in a queue for a free slot; every step advances all
- *                  busy slots together in one batched forward pass
- *                  (wgml_batch): each decoding slot's next token plus a chunk
- *                  of one new prompt; text is released to the job with stop
- *                  strings and split UTF-8 characters held back.
- *   serve_http.c   HTTP through civetweb: routing, limits, the API key, the
- *                  OpenAI endpoints (JSON with json-c), streaming as
- *                  server-sent events, /health and /metrics.
- *   serve_guard.c  what keeps hostile clients out: connection limits
- *                  (idle, slow and too many connections closed), the Host and
- *                  Origin checks (docs/serve.md, Security).
- *   cmd_serve.c    the command: options, the model, signals and draining.
+ *   serve_sched.c     the slots and the one scheduler thread: requests (jobs)
+ *                     wait in a queue for a free slot; every step advances all
+ *                     busy slots together in one batched forward pass
+ *                     (wgml_batch): each decoding slot's next token plus a
+ *                     chunk of one new prompt; text is released to the job
+ *                     with stop strings and split UTF-8 characters held back.
+ *   serve_http.c      HTTP through civetweb: routing, the checks every request
+ *                     passes (framing, Host, Origin, API key, content type,
+ *                     body limits), the body, civetweb's own errors.
+ *   serve_guard.c     what keeps hostile clients out: connection limits (idle,
+ *                     slow and too many connections closed), the Host and
+ *                     Origin rules (docs/serve.md, Security).
+ *   serve_reply.c     what is written back: JSON errors and bodies, streams,
+ *                     server-sent events, the CORS header.
+ *   serve_generate.c  /v1/chat/completions and /v1/completions (serve_chat.c:
+ *                     the prompt through the model's chat template).
+ *   serve_embed.c     /v1/embeddings.      serve_speech.c  /v1/audio/speech.
+ *   serve_info.c      /v1/models, /health and /metrics.
+ *   cmd_serve.c       the command: options, the models, signals and draining.
  *
  * Locking: one mutex (serve_server.mu) guards the queue, every job's shared
  * fields and the metrics; each job has a condition variable its HTTP thread
@@ -211,9 +217,50 @@ typedef struct serve_http_opts {
 } serve_http_opts;
 /* The defaults: 10 s, 5 s, 32 connections per address, no CORS (host, port and threads to be set). */
 serve_http_opts serve_http_default_opts(void);
-typedef struct serve_http serve_http;
+typedef struct serve_http {
+    struct mg_context *ctx;
+    serve_server *s;
+    serve_guard *guard;
+    serve_http_opts o;
+    int port; /* the port bound */
+} serve_http; /* civetweb's user data: mg_get_user_data(mg_get_context(c)) in every handler */
+extern const char *const serve_endpoint_names[SERVE_N_ENDPOINTS];
 /* Listens (*bound_port gets the port). NULL after printing why. */
 serve_http *serve_http_start(serve_server *s, const serve_http_opts *o, int *bound_port);
 void serve_http_stop(serve_http *h);
+
+/* ---- serve_reply.c: what every endpoint writes back ---- */
+struct json_object;
+/* Each returns the HTTP status it sent. */
+int serve_send_body(struct mg_connection *c, int status, const char *type, const char *body, size_t len,
+                    const char *extra_name, const char *extra_value);
+int serve_send_json(struct mg_connection *c, int status, struct json_object *o); /* takes o */
+/* An OpenAI-shaped error, {"error": {"message", "type", "param", "code"}} (param, code: NULL for null). */
+int serve_send_error(struct mg_connection *c, int status, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+int serve_send_405(struct mg_connection *c, const char *allow, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+struct json_object *serve_error_object(const char *message, const char *type, const char *param, const char *code);
+/* 400 for an endpoint of a task no model of the server has (what: the task, "speak"). */
+int serve_no_task(struct mg_connection *c, serve_server *s, const char *what);
+/* Access-Control-Allow-Origin and Vary when the request's Origin is one --cors allows. */
+void serve_add_cors(struct mg_connection *c);
+/* A streamed body: chunked for HTTP/1.1, to the close for HTTP/1.0. write and sse: 0, or -1 when the
+ * client is gone. */
+void serve_stream_start(struct mg_connection *c, const char *content_type);
+int serve_stream_write(struct mg_connection *c, const void *b, size_t n);
+void serve_stream_end(struct mg_connection *c);
+int serve_sse(struct mg_connection *c, struct json_object *o); /* one server-sent event; takes o */
+int serve_is_number(struct json_object *v);
+/* Whether a string anywhere in v holds U+0000 (texts go on as C strings: such a request gets 400). */
+int serve_has_nul(struct json_object *v, int depth);
+
+/* ---- the endpoints: serve_generate.c, serve_embed.c, serve_speech.c, serve_info.c ---- */
+int serve_ep_chat(struct mg_connection *c, serve_server *s, struct json_object *req);
+int serve_ep_completions(struct mg_connection *c, serve_server *s, struct json_object *req);
+int serve_ep_embeddings(struct mg_connection *c, serve_server *s, struct json_object *req);
+int serve_ep_speech(struct mg_connection *c, serve_server *s, struct json_object *req);
+int serve_ep_models(struct mg_connection *c, serve_server *s);
+int serve_ep_health(struct mg_connection *c, serve_server *s);
+int serve_ep_metrics(struct mg_connection *c, serve_server *s);
 
 #endif
