@@ -3,7 +3,8 @@
  * normalization, split and post-processing on tricky inputs (expected values
  * from kokoro.js/src/phonemize.js run under node), the join over a stand-in
  * backend, allocation failures, the espeak-ng backend's errors (missing,
- * failing, killed, early exit, large input), and, with espeak-ng, every
+ * failing, killed, early exit, large input, hung past its time limit), the
+ * clean environment its processes get, and, with espeak-ng, every
  * sentence of ../shared/kokoro/g2p-en-us.tsv and g2p-en-gb.tsv and every pair
  * of g2p-kokoro-js-tests.json exactly.
  *
@@ -15,11 +16,15 @@
 #include "testutil.h"
 #include "text/g2p.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Expected values: kokoro.js/src/phonemize.js's normalize_text, split and
  * post-processing, run under node. */
@@ -786,7 +791,7 @@ static void test_espeak_missing(void **state) {
 /* A stand-in espeak-ng: a shell script at a temporary path. */
 static const char *script(const char *name, const char *body) {
     const char *path = tu_tmp_path(name);
-    char text[512];
+    char text[2048];
     snprintf(text, sizeof text, "#!/bin/sh\n%s\n", body);
     assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
     assert_int_equal(chmod(path, 0755), 0);
@@ -863,6 +868,176 @@ static void test_espeak_pipes(void **state) {
     free(text);
 }
 
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The process's open descriptors (-1 where /proc/self/fd cannot be read). */
+static int open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* 1 when process pid is gone, or a zombie that is not ours to reap (the
+ * grandchild of a killed child goes to init, which may be slow to reap it). */
+static int process_gone(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' && rp[2] == 'Z';
+}
+
+/* A hung espeak-ng, one that never answers and one that closes its output
+ * but never exits: the call fails with the time limit in the message within
+ * about that limit (1 s here, where espeak-ng gets 5 s and more), the child
+ * is killed and reaped, the grandchild it started (a shell's `sleep &`, in
+ * its process group) killed too, and no descriptor is left open. */
+static void test_espeak_timeout(void **state) {
+    (void)state;
+    static const char *const bodies[] = {
+        "sleep 1000 & echo $$ $! > '%s'; wait",
+        "sleep 1000 > /dev/null 2>&1 & echo $$ $! > '%s'; cat > /dev/null; exec >&- 2>&-; wait",
+    };
+    for (size_t b = 0; b < sizeof bodies / sizeof bodies[0]; b++) {
+        char pids[512], body[1024], prog[512];
+        snprintf(pids, sizeof pids, "%s", tu_tmp_path(b ? "hang-closed.pids" : "hang.pids"));
+        snprintf(body, sizeof body, bodies[b], pids);
+        snprintf(prog, sizeof prog, "%s", script(b ? "hang-closed.sh" : "hang.sh", body));
+        const int fds = open_fds();
+        wgml_g2p *g;
+        wgml_error err;
+        char *out = (char *)&out;
+        assert_int_equal(wgml_g2p_open_espeak_limit(prog, 1000, 1000, &g, &err), WGML_OK);
+        const double t0 = seconds();
+        assert_int_equal(wgml_g2p_phonemize(g, "en-us", "Hello there", &out, &err), WGML_ERR_IO);
+        const double dt = seconds() - t0;
+        assert_null(out);
+        /* 1000 ms + 12 bytes written at 1 ms a byte */
+        assert_non_null(strstr(err.message, "espeak-ng gave no answer within 1.0 s (killed): "));
+        assert_non_null(strstr(err.message, " -v en-us on 'Hello there'"));
+        assert_true(dt >= 1.0);
+        assert_true(dt < 3.0);
+        wgml_g2p_free(g);
+        assert_int_equal(open_fds(), fds);
+
+        int child = 0, grandchild = 0;
+        FILE *f = fopen(pids, "r");
+        assert_non_null(f);
+        assert_int_equal(fscanf(f, "%d %d", &child, &grandchild), 2);
+        fclose(f);
+        /* reaped by the call: gone at once */
+        assert_int_equal(kill(child, 0), -1);
+        assert_int_equal(errno, ESRCH);
+        for (int i = 0; i < 200 && !process_gone(grandchild); i++)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        assert_true(process_gone(grandchild));
+    }
+
+    /* the limit grows with the text written: 0.2 s + 1 ms a byte for 299
+     * bytes and a line end */
+    char text[300];
+    memset(text, 'a', 299);
+    text[299] = '\0';
+    wgml_g2p *g;
+    wgml_error err;
+    char *out = NULL;
+    assert_int_equal(wgml_g2p_open_espeak_limit(script("hang-long.sh", "exec sleep 1000"), 200, 1000, &g, &err),
+                     WGML_OK);
+    const double t0 = seconds();
+    assert_int_equal(wgml_g2p_phonemize(g, "en-gb", text, &out, &err), WGML_ERR_IO);
+    const double dt = seconds() - t0;
+    assert_non_null(strstr(err.message, "espeak-ng gave no answer within 0.5 s (killed): "));
+    /* a long piece is quoted in part */
+    assert_non_null(strstr(err.message, " -v en on 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...'"));
+    assert_true(dt >= 0.5);
+    assert_true(dt < 1.5);
+    wgml_g2p_free(g);
+}
+
+/* Sets name to value (NULL: unsets it), keeping the old value in *saved. */
+static void swap_env(const char *name, const char *value, char **saved) {
+    const char *old = getenv(name);
+    *saved = old ? strdup(old) : NULL;
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+}
+
+static void restore_env(const char *name, char *saved) {
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
+/* espeak-ng's processes get a clean environment: PATH, its data path and
+ * the locale, and nothing else of the host's (no WGML_API_KEY, no HOME). */
+static void test_espeak_environment(void **state) {
+    (void)state;
+    static const char *const vars[][2] = {
+        {"WGML_API_KEY", "secret"},
+        {"WGML_G2P_TEST_OTHER", "visible"},
+        {"HOME", "/home/wgml-test"},
+        {"LANG", "C.UTF-8"},
+        {"ESPEAK_DATA_PATH", "/nonexistent/espeak-ng-data"},
+    };
+    enum { N_VARS = sizeof vars / sizeof vars[0] };
+    char *saved[N_VARS];
+    char envf[512], body[1024];
+    snprintf(envf, sizeof envf, "%s", tu_tmp_path("env.txt"));
+    snprintf(body, sizeof body, "env > '%s'; exec cat", envf);
+    const char *prog = script("env.sh", body);
+    /* set from the open to the end of the call; put back before any assert
+     * can fail: the real espeak-ng of the later tests must not see them */
+    for (int i = 0; i < N_VARS; i++)
+        swap_env(vars[i][0], vars[i][1], &saved[i]);
+    wgml_g2p *g = NULL;
+    wgml_error err;
+    char *out = NULL;
+    wgml_status st_open = wgml_g2p_open_espeak(prog, &g, &err), st = st_open;
+    if (!st_open) st = wgml_g2p_phonemize(g, "en-us", "Good day", &out, &err);
+    for (int i = 0; i < N_VARS; i++)
+        restore_env(vars[i][0], saved[i]);
+    wgml_g2p_free(g);
+    assert_int_equal(st_open, WGML_OK);
+    assert_int_equal(st, WGML_OK);
+    assert_string_equal(out, "Good day");
+    wgml_free(out);
+
+    size_t size;
+    char *env = (char *)tu_read_file(envf, &size);
+    assert_non_null(env);
+    char *lines = malloc(size + 2);
+    assert_non_null(lines);
+    lines[0] = '\n'; /* every variable then starts after a line end */
+    memcpy(lines + 1, env, size);
+    lines[size + 1] = '\0';
+    free(env);
+    assert_non_null(strstr(lines, "\nPATH="));
+    assert_non_null(strstr(lines, "\nLANG=C.UTF-8\n"));
+    assert_non_null(strstr(lines, "\nESPEAK_DATA_PATH=/nonexistent/espeak-ng-data\n"));
+    assert_null(strstr(lines, "WGML_API_KEY"));
+    assert_null(strstr(lines, "secret"));
+    assert_null(strstr(lines, "WGML_G2P_TEST_OTHER"));
+    assert_null(strstr(lines, "\nHOME="));
+    free(lines);
+}
+
 static void test_espeak_alloc_fail(void **state) {
     (void)state;
     wgml_g2p_free(open_espeak());
@@ -885,6 +1060,8 @@ int main(void) {
         cmocka_unit_test(test_espeak_missing),
         cmocka_unit_test(test_espeak_process_errors),
         cmocka_unit_test(test_espeak_pipes),
+        cmocka_unit_test(test_espeak_timeout),
+        cmocka_unit_test(test_espeak_environment),
         cmocka_unit_test(test_tsv_en_us),
         cmocka_unit_test(test_tsv_en_gb),
         cmocka_unit_test(test_kokoro_js_pairs),

@@ -17,6 +17,16 @@
  * are pipes; one poll() loop writes and reads them all, so neither side
  * can block the other whatever the sizes. Every descriptor is close-on-exec
  * so that a child holds only its own three.
+ * A child is contained: it runs in a process group of its own with a time
+ * limit that grows with its text (g2p.h), measured on the monotonic clock;
+ * past it the group is killed (a shell script standing in for espeak-ng,
+ * or audio code starting a helper, leaves no process behind) and the child
+ * reaped. A child that closed its output is waited for without blocking,
+ * so one that never exits is caught too. Its environment is built anew,
+ * with only what espeak-ng reads (its data path and the locale) and PATH:
+ * the host's secrets (WGML_API_KEY) never reach it. espeak-ng 1.51 reads
+ * HOME only to look for ~/espeak-ng-data, which would change its phonemes
+ * from user to user; ESPEAK_DATA_PATH names such data on purpose.
  */
 #include "text/g2p.h"
 
@@ -322,10 +332,16 @@ wgml_status wgml_g2p_phonemize_words(wgml_g2p *g, const char *lang, const char *
     return phonemize(g, lang, text, out, words, n_words, err);
 }
 
+wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
+    return wgml_g2p_open_espeak_limit(program, WGML_G2P_ESPEAK_LIMIT_BASE_MS, WGML_G2P_ESPEAK_LIMIT_PER_KB_MS, out,
+                                      err);
+}
+
 #if defined(__EMSCRIPTEN__) || defined(__wasi__)
 
-wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
-    (void)program;
+wgml_status wgml_g2p_open_espeak_limit(const char *program, unsigned base_ms, unsigned per_kb_ms, wgml_g2p **out,
+                                       wgml_error *err) {
+    (void)program, (void)base_ms, (void)per_kb_ms;
     if (out) *out = NULL;
     return wgml_fail(err, WGML_ERR_UNSUPPORTED,
                      "text input needs espeak-ng, which the WebAssembly build cannot run (no processes); "
@@ -339,29 +355,72 @@ wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
 /* Processes at a time: each is short and mostly CPU. */
-#define ESPEAK_MAX_JOBS 8
+#define ESPEAK_MAX_JOBS     8
 /* How much of a child's error output is kept for the message. */
-#define ESPEAK_MSG_MAX  200
+#define ESPEAK_MSG_MAX      200
+/* How much of a piece a time-out message quotes (it may be megabytes). */
+#define ESPEAK_QUOTE_MAX    60
+/* The longest wait between checks on a child that closed its output but
+ * has not exited yet (espeak-ng exits right after: the first check or two). */
+#define ESPEAK_REAP_WAIT_MS 50
 
 typedef struct espeak_backend {
     char *program; /* the resolved path */
     int jobs;
+    unsigned limit_base_ms, limit_per_kb_ms;
+    char **envp; /* the children's environment, NULL-terminated, its strings in the same allocation */
 } espeak_backend;
 
 static void espeak_free(void *user) {
     espeak_backend *e = user;
     if (!e) return;
     wgml_free(e->program);
+    wgml_free(e->envp);
     wgml_free(e);
+}
+
+/* The variables the children get, when set: espeak-ng's data path, the
+ * locale (its UTF-8 handling), and PATH for a program that is a script. */
+static const char *const espeak_env_names[] = {"PATH", "ESPEAK_DATA_PATH", "LANG", "LC_ALL", "LC_CTYPE"};
+#define ESPEAK_ENV_N        (sizeof espeak_env_names / sizeof espeak_env_names[0])
+
+/* Copies the kept variables out of the environment now (a later setenv
+ * cannot pull pointers from under a spawn): one allocation, the pointers
+ * first, then the "NAME=value" strings. */
+static wgml_status espeak_make_env(espeak_backend *e, wgml_error *err) {
+    const char *val[ESPEAK_ENV_N];
+    size_t size = (ESPEAK_ENV_N + 1) * sizeof(char *);
+    for (size_t i = 0; i < ESPEAK_ENV_N; i++)
+        if ((val[i] = getenv(espeak_env_names[i]))) size += strlen(espeak_env_names[i]) + strlen(val[i]) + 2;
+    char **envp = wgml_malloc(size);
+    if (!envp) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening espeak-ng");
+    char *p = (char *)(envp + ESPEAK_ENV_N + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < ESPEAK_ENV_N; i++) {
+        if (!val[i]) continue;
+        envp[k++] = p;
+        p += sprintf(p, "%s=%s", espeak_env_names[i], val[i]) + 1;
+    }
+    envp[k] = NULL;
+    e->envp = envp;
+    return WGML_OK;
+}
+
+/* Milliseconds on the monotonic clock: a time limit that the wall clock
+ * (NTP, a manual change) cannot stretch or cut short. */
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int executable_file(const char *path) {
@@ -407,9 +466,11 @@ oom:
 
 typedef struct espeak_job {
     int used;
-    pid_t pid;
-    int fd_in, fd_out, fd_err; /* -1 once closed */
-    size_t index;              /* of the piece */
+    pid_t pid;                  /* also its process group */
+    int64_t limit_ms, deadline; /* deadline: now_ms() */
+    int wait_ms;                /* the next wait for a child that closed its output, doubling */
+    int fd_in, fd_out, fd_err;  /* -1 once closed */
+    size_t index;               /* of the piece */
     const char *text;
     size_t len, sent; /* the piece, then one "\n" */
     char *buf;        /* standard output */
@@ -447,21 +508,40 @@ static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_
     for (int k = 0; k < 2; k++)
         sv[k] = above_stdio(sv[k]), po[k] = above_stdio(po[k]), pe[k] = above_stdio(pe[k]);
     posix_spawn_file_actions_t fa;
-    int rc = -1, fa_ok = 0;
+    posix_spawnattr_t at;
+    int rc = -1, fa_ok = 0, at_ok = 0;
     if (sv[0] >= 0 && sv[1] >= 0 && po[0] >= 0 && po[1] >= 0 && pe[0] >= 0 && pe[1] >= 0) {
         rc = posix_spawn_file_actions_init(&fa);
         fa_ok = rc == 0;
         if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, sv[1], 0);
         if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, po[1], 1);
         if (!rc) rc = posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
+        if (!rc) at_ok = (rc = posix_spawnattr_init(&at)) == 0;
+        /* A process group of its own, for the kill at the time limit; and
+         * signals as a plain program has them, whatever the host blocks or
+         * ignores (a server ignores SIGPIPE: a child writing to a host that
+         * is gone should die, not linger). */
+        sigset_t none, dfl;
+        sigemptyset(&none);
+        sigemptyset(&dfl);
+        sigaddset(&dfl, SIGPIPE);
+        sigaddset(&dfl, SIGHUP);
+        sigaddset(&dfl, SIGINT);
+        sigaddset(&dfl, SIGTERM);
+        if (!rc)
+            rc = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        if (!rc) rc = posix_spawnattr_setpgroup(&at, 0);
+        if (!rc) rc = posix_spawnattr_setsigmask(&at, &none);
+        if (!rc) rc = posix_spawnattr_setsigdefault(&at, &dfl);
         if (!rc) {
             char *argv[] = {e->program, "-q", "--ipa", "-v", (char *)voice, "--stdin", NULL};
-            rc = posix_spawn(&j->pid, e->program, &fa, NULL, argv, environ);
+            rc = posix_spawn(&j->pid, e->program, &fa, &at, argv, e->envp);
         }
     } else {
         rc = errno ? errno : EMFILE;
     }
     if (fa_ok) posix_spawn_file_actions_destroy(&fa);
+    if (at_ok) posix_spawnattr_destroy(&at);
     close_fd(&sv[1]);
     close_fd(&po[1]);
     close_fd(&pe[1]);
@@ -481,6 +561,11 @@ static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_
     j->index = index;
     j->text = text;
     j->len = strlen(text);
+    /* the limit counts the bytes written: the piece and its line end */
+    double limit = e->limit_base_ms + (double)(j->len + 1) * e->limit_per_kb_ms / 1000.0;
+    j->limit_ms = limit < 1e9 ? (int64_t)limit : (int64_t)1e9; /* 11 days: no overflow in the sums below */
+    j->deadline = now_ms() + j->limit_ms;
+    j->wait_ms = 1;
     return WGML_OK;
 }
 
@@ -534,22 +619,43 @@ static int job_read(espeak_job *j, int which) {
     }
 }
 
-/* Kills (when asked) and reaps the child; frees the job's buffers. */
-static int job_reap(espeak_job *j, int kill_it) {
-    int status = 0;
+/* Kills the child's process group and reaps the child, which SIGKILL makes
+ * prompt; closes the job's descriptors. An unreaped child keeps its group
+ * alive, so the kill cannot reach a group that is someone else's by now. */
+static void job_kill(espeak_job *j) {
+    int status;
     close_fd(&j->fd_in);
     close_fd(&j->fd_out);
     close_fd(&j->fd_err);
-    if (kill_it) kill(j->pid, SIGKILL);
+    if (kill(-j->pid, SIGKILL) != 0) kill(j->pid, SIGKILL);
+    while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+        continue;
+    j->used = 0;
+}
+
+/* Reaps the child, which closed its output, if it has exited: 1 with its
+ * status, else 0. Never blocks: a child may close its output and hang. */
+static int job_try_reap(espeak_job *j, int *status) {
     for (;;) {
-        pid_t r = waitpid(j->pid, &status, 0);
-        if (r >= 0) break;
+        pid_t r = waitpid(j->pid, status, WNOHANG);
+        if (r == 0) return 0;
+        if (r > 0) break;
         if (errno == EINTR) continue;
-        status = 0; /* ECHILD: the host ignores SIGCHLD, children are reaped for it; the output is complete */
+        *status = 0; /* ECHILD: the host ignores SIGCHLD, children are reaped for it; the output is complete */
         break;
     }
     j->used = 0;
-    return status;
+    return 1;
+}
+
+/* How many bytes of text a message quotes: at most ESPEAK_QUOTE_MAX, cut
+ * between code points. */
+static int quote_len(const char *text, size_t len) {
+    if (len <= ESPEAK_QUOTE_MAX) return (int)len;
+    size_t n = ESPEAK_QUOTE_MAX;
+    while (n && ((unsigned char)text[n] & 0xC0) == 0x80)
+        n--;
+    return (int)n;
 }
 
 static void job_clear(espeak_job *j) {
@@ -629,18 +735,27 @@ static wgml_status espeak_run(const espeak_backend *e, const char *lang, const c
             }
         }
         if (st) break;
+        /* the wait: until the first deadline, or the next check on a child
+         * that closed its output (no descriptor then; poll just sleeps) */
         int np = 0;
+        int64_t now = now_ms(), wait = -1;
         for (int k = 0; k < n_jobs; k++) {
             espeak_job *j = &jobs[k];
             if (!j->used) continue;
             if (j->fd_in >= 0) pf[np] = (struct pollfd){j->fd_in, POLLOUT, 0}, who[np++] = 3 * k;
             if (j->fd_out >= 0) pf[np] = (struct pollfd){j->fd_out, POLLIN, 0}, who[np++] = 3 * k + 1;
             if (j->fd_err >= 0) pf[np] = (struct pollfd){j->fd_err, POLLIN, 0}, who[np++] = 3 * k + 2;
+            int64_t left = j->deadline > now ? j->deadline - now : 0;
+            if (j->fd_in < 0 && j->fd_out < 0 && j->fd_err < 0 && left > j->wait_ms) left = j->wait_ms;
+            if (wait < 0 || left < wait) wait = left;
         }
-        if (np && poll(pf, (nfds_t)np, -1) < 0) {
-            if (errno == EINTR) continue;
-            st = wgml_fail(err, WGML_ERR_IO, "waiting for espeak-ng: %s", strerror(errno));
-            break;
+        int ready = poll(pf, (nfds_t)np, (int)wait);
+        if (ready < 0) {
+            if (errno != EINTR) {
+                st = wgml_fail(err, WGML_ERR_IO, "waiting for espeak-ng: %s", strerror(errno));
+                break;
+            }
+            np = 0; /* a signal: no events, but the deadlines below are checked */
         }
         for (int p = 0; p < np && !st; p++) {
             if (!pf[p].revents) continue;
@@ -654,7 +769,11 @@ static wgml_status espeak_run(const espeak_backend *e, const char *lang, const c
         for (int k = 0; k < n_jobs && !st; k++) {
             espeak_job *j = &jobs[k];
             if (!j->used || j->fd_in >= 0 || j->fd_out >= 0 || j->fd_err >= 0) continue;
-            int status = job_reap(j, 0);
+            int status;
+            if (!job_try_reap(j, &status)) {
+                j->wait_ms = j->wait_ms * 2 < ESPEAK_REAP_WAIT_MS ? j->wait_ms * 2 : ESPEAK_REAP_WAIT_MS;
+                continue;
+            }
             active--;
             if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                 st = raw ? job_raw(j, &out[j->index], err) : job_result(j, &out[j->index], err);
@@ -668,11 +787,22 @@ static wgml_status espeak_run(const espeak_backend *e, const char *lang, const c
             }
             job_clear(j);
         }
+        /* past its limit (checked after the reaping: an answer that came
+         * in time is taken): the cleanup below kills it */
+        now = now_ms();
+        for (int k = 0; k < n_jobs && !st; k++) {
+            espeak_job *j = &jobs[k];
+            if (!j->used || now < j->deadline) continue;
+            const int q = quote_len(j->text, j->len);
+            const char *more = (size_t)q < j->len ? "..." : "";
+            st = wgml_fail(err, WGML_ERR_IO, "espeak-ng gave no answer within %.1f s (killed): %s -v %s on '%.*s%s'",
+                           (double)j->limit_ms / 1000.0, e->program, voice, q, j->text, more);
+        }
     }
     if (st) {
         for (int k = 0; k < n_jobs; k++) {
             if (!jobs[k].used) continue;
-            job_reap(&jobs[k], 1);
+            job_kill(&jobs[k]);
             job_clear(&jobs[k]);
         }
         for (size_t i = 0; i < n; i++) {
@@ -743,7 +873,8 @@ static wgml_status espeak_words(void *user, const char *lang, const char *const 
     return WGML_OK;
 }
 
-wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err) {
+wgml_status wgml_g2p_open_espeak_limit(const char *program, unsigned base_ms, unsigned per_kb_ms, wgml_g2p **out,
+                                       wgml_error *err) {
     if (out) *out = NULL;
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_g2p_open_espeak: NULL argument");
     const char *from = "";
@@ -757,8 +888,9 @@ wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error
     espeak_backend *e = wgml_calloc(1, sizeof *e);
     if (!e) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory opening espeak-ng");
     wgml_status st = find_program(program, &e->program, err);
+    if (!st && e->program) st = espeak_make_env(e, err);
     if (st || !e->program) {
-        wgml_free(e);
+        espeak_free(e);
         if (st) return st;
         if (strchr(program, '/'))
             return wgml_fail(err, WGML_ERR_UNSUPPORTED, "'%s'%s is not an executable file: " ESPEAK_HINT, program,
@@ -767,6 +899,8 @@ wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     e->jobs = cpus < 2 ? 2 : cpus > ESPEAK_MAX_JOBS ? ESPEAK_MAX_JOBS : (int)cpus;
+    e->limit_base_ms = base_ms;
+    e->limit_per_kb_ms = per_kb_ms;
     wgml_g2p_backend be = {"espeak-ng", espeak_pieces, espeak_free, e, espeak_words};
     return wgml_g2p_open(&be, out, err);
 }

@@ -57,8 +57,26 @@ wgml_status wgml_g2p_open(const wgml_g2p_backend *backend, wgml_g2p **out, wgml_
  * PATH. A program that cannot be found fails here (WGML_ERR_UNSUPPORTED,
  * saying text input needs espeak-ng); one that fails when run fails in
  * wgml_g2p_phonemize with its exit status and error output. The
- * WebAssembly build has no processes: WGML_ERR_UNSUPPORTED. */
+ * WebAssembly build has no processes: WGML_ERR_UNSUPPORTED.
+ * Each run of espeak-ng has a time limit, WGML_G2P_ESPEAK_LIMIT_BASE_MS plus
+ * WGML_G2P_ESPEAK_LIMIT_PER_KB_MS per 1000 bytes of text written to it:
+ * past it the process and its process group are killed (SIGKILL) and
+ * reaped, and the call fails with WGML_ERR_IO ("espeak-ng gave no answer
+ * within 6.0 s (killed)"). The process gets a clean environment, only PATH,
+ * ESPEAK_DATA_PATH, LANG, LC_ALL and LC_CTYPE (those set when the G2P is
+ * opened): secrets in the host's environment (WGML_API_KEY) stay there. */
 wgml_status wgml_g2p_open_espeak(const char *program, wgml_g2p **out, wgml_error *err);
+
+/* The limit is generous: espeak-ng starts in a few milliseconds and reads
+ * about 18 KB of English a second on one core (1.51, x86-64); the base
+ * covers a cold start on a loaded machine. */
+#define WGML_G2P_ESPEAK_LIMIT_BASE_MS   5000
+#define WGML_G2P_ESPEAK_LIMIT_PER_KB_MS 1000
+
+/* wgml_g2p_open_espeak with another time limit: base_ms plus per_kb_ms per
+ * 1000 bytes written to each process. For tests, which need a short one. */
+wgml_status wgml_g2p_open_espeak_limit(const char *program, unsigned base_ms, unsigned per_kb_ms, wgml_g2p **out,
+                                       wgml_error *err);
 
 /* kokoro-js's phonemize(text, lang): *out gets a wgml_malloc'ed string
  * (free with wgml_free); it may contain « » and, for multi-line text,
