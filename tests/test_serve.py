@@ -40,10 +40,10 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
 
 
-def serve(model, *args):
+def serve(model, *args, env=None):
     """`wgml serve -m model --backend cpu --port 0 args`: the process and its port."""
     p = subprocess.Popen([CLI, "serve", "-m", model, "--backend", "cpu", "--port", "0", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True, env=env)
     line = p.stdout.readline()
     if not line.startswith("listening on http://127.0.0.1:"):
         p.kill()
@@ -63,10 +63,13 @@ def stop_server(p):
         p.kill()
 
 
-def post_bytes(port, path, body):
+def post_bytes(port, path, body, key=None):
     """A POST whose answer is not JSON: status, response, body bytes."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    c.request("POST", path, body=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    h = {"Content-Type": "application/json"}
+    if key:
+        h["Authorization"] = "Bearer " + key
+    c.request("POST", path, body=json.dumps(body).encode(), headers=h)
     r = c.getresponse()
     data = r.read()
     c.close()
@@ -743,6 +746,38 @@ def speech():
             slow.close()
         finally:
             stop_server(p)
+        # the G2P child: one that hangs fails its request after the time limit (5 s + 1 s per KB) and the server
+        # goes on; one that records its environment never sees the server's API key
+        hang, record, envfile = (os.path.join(d, n) for n in ("hang.sh", "record.sh", "env.txt"))
+        with open(hang, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 1000\n")
+        with open(record, "w") as f:
+            f.write("#!/bin/sh\nenv > '%s'\nexec espeak-ng \"$@\"\n" % envfile)
+        os.chmod(hang, 0o755)
+        os.chmod(record, 0o755)
+        p, port = serve(model, "--threads", "1", env=dict(os.environ, WGML_ESPEAK=hang, WGML_API_KEY=KEY))
+        try:
+            t = time.time()
+            s, o, _ = request(port, "POST", "/v1/audio/speech", dict(input="Hello there.", voice="af_heart"))
+            el = time.time() - t
+            check(s == 500 and "no answer within 5.0 s" in o["error"]["message"] and 4.5 < el < 9,
+                  "a hung espeak-ng: %s after %.1f s: %s" % (s, el, o))
+            status, r, wav = post_bytes(port, "/v1/audio/speech", dict(input="hˈaɪ.", voice="af_heart", phonemes=True))
+            check(status == 401, "the server goes on (a request without its key: %s)" % status)
+            s, o, _ = request(port, "GET", "/health")
+            check(s == 200, "health after a hung espeak-ng: %s" % s)
+        finally:
+            stop_server(p)
+        if shutil.which("espeak-ng"):
+            p, port = serve(model, "--threads", "1", env=dict(os.environ, WGML_ESPEAK=record, WGML_API_KEY=KEY,
+                                                             WGML_TEST_SECRET="x"))
+            try:
+                s, r, wav = post_bytes(port, "/v1/audio/speech", dict(input="Hello there.", voice="af_heart"), key=KEY)
+                seen = open(envfile).read() if os.path.exists(envfile) else ""
+                check(s == 200 and wav[:4] == b"RIFF" and "PATH=" in seen and KEY not in seen and "WGML_TEST_SECRET" not in seen,
+                      "espeak-ng's environment: %s, %r" % (s, seen[:300]))
+            finally:
+                stop_server(p)
 
 
 def several_models():
