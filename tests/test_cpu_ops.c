@@ -737,7 +737,8 @@ static void test_attention_general_errors(void **state) {
     tbuf Q = make(WGML_F32, 16, 3, NULL), K = make(WGML_F32, 16, 3, NULL), V = make(WGML_F32, 16, 3, NULL),
          K5 = make(WGML_F32, 16, 5, NULL), V5 = make(WGML_F32, 16, 5, NULL), O = make(WGML_F32, 16, 3, NULL),
          KC = make(WGML_F32, 16, 8, NULL), VC = make(WGML_F32, 16, 8, NULL), S = make(WGML_I32, 3, 1, NULL),
-         S5 = make(WGML_I32, 5, 1, NULL), M = make(WGML_F32, 3, 3, NULL);
+         S5 = make(WGML_I32, 5, 1, NULL), M = make(WGML_F32, 3, 3, NULL), Q12 = make(WGML_F32, 12, 3, NULL),
+         VC6 = make(WGML_F32, 16, 6, NULL), KCH = make(WGML_F16, 16, 8, NULL);
     int32_t bad[3] = {0, 8, 1}, neg[3] = {0, -1, 1};
     tbuf PB = make(WGML_I32, 3, 1, bad), PN = make(WGML_I32, 3, 1, neg);
     const wgml_attention_args base = {.q = &Q.t, .k = &K.t, .v = &V.t, .out = &O.t, .n_head = 2, .n_head_kv = 2,
@@ -760,6 +761,14 @@ static void test_attention_general_errors(void **state) {
         {base, WGML_ERR_CONTEXT_FULL, "outside [0, 8)"},                     /* pos 8 in a cache of 8 */
         {base, WGML_ERR_INVALID_ARGUMENT, "outside [0, 1048576)"},           /* pos -1 */
         {base, WGML_OK, NULL},                                               /* cross-attention with ids */
+        /* each shape rule names the argument, its shape and what it needs */
+        {base, WGML_ERR_INVALID_ARGUMENT, "q 't' has rows of 12 and 3 rows; needs rows of 16 (n_head heads x 8)"},
+        {base, WGML_ERR_INVALID_ARGUMENT, "v 't' has rows of 16 and 5 rows; needs rows of 16 (n_head_kv heads x 8) "
+                                          "and k's rows"},
+        {base, WGML_ERR_INVALID_ARGUMENT, "n_head 3, n_head_kv 2, head_dim 8"},
+        {base, WGML_ERR_INVALID_ARGUMENT, "scale 0"},
+        {base, WGML_ERR_INVALID_ARGUMENT, "v_cache 't' 6 x 16"},
+        {base, WGML_ERR_INVALID_ARGUMENT, "k_cache is F32 and v_cache F16"},
     };
     cases[1].a.k_cache = &KC.t;
     cases[2].a.k_cache = &KC.t, cases[2].a.v_cache = &VC.t, cases[2].a.bidirectional = 1;
@@ -774,6 +783,12 @@ static void test_attention_general_errors(void **state) {
     cases[11].a.pos = &PN.t;
     cases[12].a.k = &K5.t, cases[12].a.v = &V5.t, cases[12].a.bidirectional = 1, cases[12].a.seq = &S.t,
     cases[12].a.kv_seq = &S5.t;
+    cases[13].a.q = &Q12.t;
+    cases[14].a.v = &V5.t;
+    cases[15].a.n_head = 3;
+    cases[16].a.scale = 0;
+    cases[17].a.k_cache = &KC.t, cases[17].a.v_cache = &VC6.t;
+    cases[18].a.k_cache = &KC.t, cases[18].a.v_cache = &KCH.t;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         wgml_error err = {0};
         step(0, 3);
@@ -784,8 +799,8 @@ static void test_attention_general_errors(void **state) {
         assert_int_equal(st, cases[i].st);
         if (cases[i].msg) assert_non_null(strstr(err.message, cases[i].msg));
     }
-    tbuf *all[] = {&Q, &K, &V, &K5, &V5, &O, &KC, &VC, &S, &S5, &M, &PB, &PN};
-    for (int i = 0; i < 13; i++) drop(all[i]);
+    tbuf *all[] = {&Q, &K, &V, &K5, &V5, &O, &KC, &VC, &S, &S5, &M, &PB, &PN, &Q12, &VC6, &KCH};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
 }
 
 static void test_elementwise(void **state) {

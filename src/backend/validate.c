@@ -161,16 +161,41 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
             "attention: missing KV cache (k_cache and v_cache go together: both, or neither for no cache)");
     int64_t n = wgml_tensor_nrows(a->q), n_k = wgml_tensor_nrows(a->k), qd = (int64_t)a->n_head * a->head_dim,
             kvd = (int64_t)a->n_head_kv * a->head_dim;
-    if (a->n_head <= 0 || a->n_head_kv <= 0 || a->n_head % a->n_head_kv || a->head_dim <= 0 || a->q->ne[0] != qd ||
-        a->out->ne[0] != qd || a->k->ne[0] != kvd || a->v->ne[0] != kvd || wgml_tensor_nrows(a->v) != n_k ||
-        wgml_tensor_nrows(a->out) != n || !(a->scale > 0) || !isfinite(a->scale))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
+    if (a->n_head <= 0 || a->n_head_kv <= 0 || a->n_head % a->n_head_kv || a->head_dim <= 0)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "attention: n_head %d, n_head_kv %d, head_dim %d (all positive, n_head a multiple of n_head_kv)",
+                         a->n_head, a->n_head_kv, a->head_dim);
+    if (!(a->scale > 0) || !isfinite(a->scale))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: scale %g (a positive finite number)",
+                         (double)a->scale);
+    const struct {
+        const char *what;
+        const wgml_tensor *t;
+        int64_t row, rows; /* rows < 0: any */
+    } want[] = {{"q", a->q, qd, -1}, {"out", a->out, qd, n}, {"k", a->k, kvd, -1}, {"v", a->v, kvd, n_k}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (want[i].t->ne[0] != want[i].row || (want[i].rows >= 0 && wgml_tensor_nrows(want[i].t) != want[i].rows))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "attention: %s '%s' has rows of %lld and %lld rows; needs rows of %lld (%s heads x %d)%s",
+                             want[i].what, nm(want[i].t), (long long)want[i].t->ne[0],
+                             (long long)wgml_tensor_nrows(want[i].t), (long long)want[i].row,
+                             i < 2 ? "n_head" : "n_head_kv", a->head_dim,
+                             want[i].rows < 0         ? ""
+                             : want[i].t == a->out    ? " and q's rows"
+                                                      : " and k's rows");
     int64_t n_ctx = 0;
     if (cache) {
         n_ctx = wgml_tensor_nrows(a->k_cache);
-        if (a->k_cache->ne[0] != kvd || a->v_cache->ne[0] != kvd || a->k_cache->type != a->v_cache->type ||
-            (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16) || wgml_tensor_nrows(a->v_cache) != n_ctx)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: inconsistent shapes or types");
+        if (a->k_cache->ne[0] != kvd || a->v_cache->ne[0] != kvd || wgml_tensor_nrows(a->v_cache) != n_ctx)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "attention: k_cache '%s' is %lld x %lld and v_cache '%s' %lld x %lld; both need rows of %lld "
+                             "(n_head_kv x head_dim) and as many rows",
+                             nm(a->k_cache), (long long)n_ctx, (long long)a->k_cache->ne[0], nm(a->v_cache),
+                             (long long)wgml_tensor_nrows(a->v_cache), (long long)a->v_cache->ne[0], (long long)kvd);
+        if (a->k_cache->type != a->v_cache->type || (a->k_cache->type != WGML_F32 && a->k_cache->type != WGML_F16))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "attention: k_cache is %s and v_cache %s; both need to be F32, or both F16",
+                             wgml_dtype_name(a->k_cache->type), wgml_dtype_name(a->v_cache->type));
         if ((st = check_tensor("attention", a->k_cache, a->k_cache->type, 0, err)) ||
             (st = check_tensor("attention", a->v_cache, a->v_cache->type, 0, err)))
             return st;
