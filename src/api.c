@@ -566,9 +566,17 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
 void wgml_model_get_counters(const wgml_model *m, wgml_counters *c) {
     wgml_backend_stats bs;
     m->be->get_stats(m->be, &bs);
-    *c = (wgml_counters){bs.steps,          bs.submits,        bs.dispatches,     bs.buffers_created,
-                         bs.bind_groups_created, bs.pipelines_created, bs.upload_bytes, bs.readback_bytes,
-                         bs.device_memory_bytes, bs.pipeline_compile_ms};
+    /* by name: the public struct is a subset of the backend's, in its own order */
+    *c = (wgml_counters){.steps = bs.steps,
+                         .submits = bs.submits,
+                         .dispatches = bs.dispatches,
+                         .buffers_created = bs.buffers_created,
+                         .bind_groups_created = bs.bind_groups_created,
+                         .pipelines_created = bs.pipelines_created,
+                         .upload_bytes = bs.upload_bytes,
+                         .readback_bytes = bs.readback_bytes,
+                         .device_memory_bytes = bs.device_memory_bytes,
+                         .pipeline_compile_ms = bs.pipeline_compile_ms};
 }
 
 void wgml_model_set_profiling(wgml_model *m, int on) { m->be->set_profiling(m->be, on); }
