@@ -9,6 +9,13 @@
  * and blow-ups end in milliseconds, and through wgml_chat_render when its
  * input is short. Every failure must be a clean status with a message; a
  * success's text must be within the output cap and NUL-terminated.
+ *
+ * Values mode: an input whose first byte is 0x01 runs the rest after a
+ * prelude that builds hostile values - lists and dicts that contain
+ * themselves, a namespace that holds itself, lists nested past the depth
+ * limit, a dict big enough to be hashed with keys 1, 1.0 and True - so that
+ * every mutation compares, sorts, hashes, prints and serializes them (the
+ * walks over values must end in a result or a clean error).
  */
 #include "chat/jinja.h"
 #include "wgml.h"
@@ -31,6 +38,13 @@ static const char k_default_messages[] =
     "{\"role\": \"assistant\", \"content\": \"Hello!\", \"tool_calls\": [{\"type\": \"function\", \"function\": "
     "{\"name\": \"f\", \"arguments\": {\"a\": 1}}}]}, {\"role\": \"user\", \"content\": \"Bye\"}]";
 
+static const char k_values_prelude[] =
+    "{% set l = [1, 'a', none] %}{% set _ = l.append(l) %}{% set d = {'k': l, 1: 2.0, (1, 'x'): [l]} %}"
+    "{% set _ = l.append(d) %}{% set m = [] %}{% set _ = m.append(m) %}{% set t = (1,) %}{% set _ = t.append(t) %}"
+    "{% set ns = namespace(l=[], m=[], d={}, s=l) %}{% set ns.self = ns %}"
+    "{% for i in range(250) %}{% set ns.l = [ns.l, i] %}{% set ns.m = [ns.m] %}{% set ns.d = {'k': ns.d} %}"
+    "{% endfor %}{% set big = {1: 'one', 2.0: 'two', true: 'T', 'k': l, none: d, 3: m, 4: 4, 5: 5, 6: 6, 7: 7} %}";
+
 static void check_status(wgml_status st, const wgml_error *err) {
     CHECK(st == WGML_ERR_TEMPLATE || st == WGML_ERR_INVALID_ARGUMENT || st == WGML_ERR_OUT_OF_MEMORY);
     CHECK(err->code == st);
@@ -39,6 +53,16 @@ static void check_status(wgml_status st, const wgml_error *err) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *with_prelude = NULL;
+    if (size && data[0] == 1) { /* values mode */
+        size_t np = sizeof k_values_prelude - 1;
+        with_prelude = malloc(np + size - 1);
+        CHECK(with_prelude);
+        memcpy(with_prelude, k_values_prelude, np);
+        memcpy(with_prelude + np, data + 1, size - 1);
+        data = (const uint8_t *)with_prelude;
+        size = np + size - 1;
+    }
     const char *tmpl = (const char *)data;
     const uint8_t *nul = memchr(data, 0, size);
     size_t tmpl_len = nul ? (size_t)(nul - data) : size;
@@ -100,5 +124,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(t);
         free(j);
     }
+    free(with_prelude);
     return 0;
 }

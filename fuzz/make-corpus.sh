@@ -50,6 +50,13 @@ done
 printf '%s' "{% for m in messages %}{{ loop.index }}{{ m.role | upper }}{% if not loop.last %}, {% endif %}{% endfor %}" > "$ct/seed-loop"
 printf '%s' "{% set ns = namespace(a=[]) %}{% macro f(x) %}{{ x | tojson(indent=2) }}{% endmacro %}{{ f(messages[1:]) }}{{ 'a b'.split() }}" > "$ct/seed-macro"
 printf '%s' "{%- raw -%} {{ x }} {%- endraw %}{# c #}{{ (1, 2)[::-1] ~ 2 ** 3 // 2 }}{{ 'x' if true else y }}" > "$ct/seed-misc"
+# values that contain themselves or nest past the depth limit: plain, and in the values mode (a leading
+# 0x01 byte: fuzz_chat_template.c's prelude defines l, d, m, t, ns and big)
+printf '%s' "{% set l = [] %}{% set _ = l.append(l) %}{% if l == l %}{{ l }}{{ [l, l] | sort }}{{ l in l }}{% endif %}{{ l | tojson }}" > "$ct/seed-selfref"
+printf '%s' "{% set ns = namespace(l=[], m=[]) %}{% for i in range(300) %}{% set ns.l = [ns.l] %}{% set ns.m = [ns.m] %}{% endfor %}{{ ns.l == ns.m }}{{ ns.l | string }}" > "$ct/seed-deep"
+printf '\001%s' "{{ l == l }}{{ l < l }}{{ l }}{{ d }}{{ ns }}{{ [l, m, l] | unique | list }}{{ big[1.0] }}{{ big | length }}{{ m == l }}{{ ns.l == ns.m }}{{ d | tojson }}" > "$ct/seed-values"
+printf '\001%s' "{{ [l, l] | max }}{{ l.count(d) }}{{ [m] | select('equalto', m) | list }}{{ big[l] is defined }}{{ ns.d | tojson(indent=1) }}{{ t }}" > "$ct/seed-values-2"
+printf '%s' "{{ '{2147483648}'.format('a') }}{{ [1, 2, 3][1::9223372036854775807] }}{{ range(9223372036854775802, 9223372036854775807) | list }}{{ '' * 1000000000000000000 }}{{ '99999999999999999999' | int }}" > "$ct/seed-ints"
 # fuzz_g2p: byte 0 picks the stand-in phonemizer's ways (see fuzz/fuzz_g2p.c),
 # the rest is English text: the shared G2P sentences, with words alone or not,
 # American or British, the words-alone answer refused.

@@ -647,6 +647,12 @@ static void test_mutating_methods(void **state) {
     assert_non_null(out);
     assert_string_equal(out, "a['b']2");
     free(out);
+    /* a loop's condition that appends to the list: the items there at the start are filtered (this wrote
+     * past the filtered list's end before) */
+    out = render("{% set l = [1, 2] %}{% for x in l if l.append(x) or true %}{{ x }}{% endfor %}{{ l }}", &err);
+    assert_non_null(out);
+    assert_string_equal(out, "12[1, 2, 1, 2]");
+    free(out);
 }
 
 /* ---- errors ---------------------------------------------------------------------- */
@@ -849,6 +855,336 @@ static void test_limits(void **state) {
     free(out);
     assert_int_equal(jinja_render(e, "a", 1, &out, NULL, &err), WGML_ERR_INVALID_ARGUMENT);
     jinja_env_free(e);
+}
+
+/* ---- walks over values: self-reference and depth ----------------------------------------- */
+
+typedef struct {
+    const char *tmpl, *expected; /* expected: the text, or (error) a part of the message */
+    int error;
+} value_case;
+
+static void check_value_cases(const value_case *cases, size_t n, const char *what) {
+    for (size_t i = 0; i < n; i++) {
+        wgml_error err;
+        double t0 = now_s();
+        char *out = render(cases[i].tmpl, &err);
+        double dt = now_s() - t0;
+        int ok = cases[i].error ? !out && err.code == WGML_ERR_TEMPLATE && strstr(err.message, cases[i].expected)
+                                : out && !strcmp(out, cases[i].expected);
+        if (!ok)
+            print_error("%s case %zu:\n%s\n--- got (%s)\n%s\n--- expected %s\n%s\n", what, i, cases[i].tmpl,
+                        out ? "a prompt" : wgml_status_name(err.code), out ? out : err.message,
+                        cases[i].error ? "an error with" : "", cases[i].expected);
+        assert_true(ok);
+        assert_true(dt < 10.0); /* milliseconds in fact: a walk that ran away would take the step budget's second */
+        free(out);
+    }
+}
+
+#define SELF     "{% set l = [] %}{% set _ = l.append(l) %}"
+#define TWO      "{% set a = [] %}{% set _ = a.append(a) %}{% set b = [] %}{% set _ = b.append(b) %}"
+#define DICT     "{% set l = [] %}{% set d = {'k': l} %}{% set _ = l.append(d) %}"
+#define TOO_DEEP "a value nests too deeply (limit 400): a list or dict that contains itself?"
+
+/* A list or dict that contains itself: every walk over it ends. Where Python has an answer (its
+ * comparisons take an item that is the same object as equal without looking inside; its repr prints
+ * a container met again inside itself as [...]), that answer; where Python recurses until its
+ * RecursionError (two such lists compared), a clean error at the depth limit. These crashed on the C
+ * stack before. */
+static void test_self_referential_values(void **state) {
+    (void)state;
+    static const value_case cases[] = {
+        {SELF "{% if l == l %}x{% endif %}", "x", 0},
+        {SELF "{{ l != l }} {{ l < l }} {{ l <= l }} {{ l in l }} {{ l in [1, l] }} {{ l is eq l }}",
+         "False False True True True True", 0},
+        {SELF "{{ l }} {{ l | string }} {{ [l, 1] }} {{ l | length }}", "[[...]] [[...]] [[[...]], 1] 1", 0},
+        {SELF "{{ [l, l] | sort }} {{ [l, l] | max }} {{ [l, l] | min }} {{ l.count(l) }} {{ l.index(l) }}",
+         "[[[...]], [[...]]] [[...]] [[...]] 1 0", 0},
+        {SELF "{{ [l, l] | select('equalto', l) | list }} {{ [l] | reject('ne', l) | list }}",
+         "[[[...]], [[...]]] [[[...]]]", 0},
+        /* Python's set refuses a list (unhashable); wgml compares lists by value */
+        {SELF "{{ [l, l, 1] | unique | list }}", "[[[...]], 1]", 0},
+        {SELF "{{ l | tojson }}", "tojson: Circular reference detected", 1},
+        {DICT "{{ d }} {{ d == d }} {{ d | dictsort }} {{ d.items() }}",
+         "{'k': [{...}]} True [('k', [{'k': [...]}])] dict_items([('k', [{'k': [...]}])])", 0},
+        {DICT "{{ d | tojson }}", "tojson: Circular reference detected", 1},
+        {DICT "{{ d | tojson(sort_keys=true, indent=1) }}", "tojson: Circular reference detected", 1},
+        {"{% set ns = namespace() %}{% set ns.x = ns %}{{ ns }} {{ ns == ns }} {{ ns.x.x.x is sameas ns }}",
+         "<Namespace {'x': <Namespace {...}>}> True True", 0},
+        /* two lists that contain themselves: equal all the way down, as far as one looks */
+        {TWO "{{ a == b }}", TOO_DEEP, 1},
+        {TWO "{{ a != b }}", TOO_DEEP, 1},
+        {TWO "{{ a < b }}", TOO_DEEP, 1},
+        {TWO "{{ a in [b] }}", TOO_DEEP, 1},
+        {TWO "{{ a is in [b] }}", TOO_DEEP, 1},
+        {TWO "{{ [a, b] | sort }}", TOO_DEEP, 1},
+        {TWO "{{ [a, b] | unique | list }}", TOO_DEEP, 1},
+        {TWO "{{ [a, b] | max }}", TOO_DEEP, 1},
+        {TWO "{{ [a, b] | min }}", TOO_DEEP, 1},
+        {TWO "{{ [b].count(a) }}", TOO_DEEP, 1},
+        {TWO "{{ [b].index(a) }}", TOO_DEEP, 1},
+        {TWO "{{ [b] | select('equalto', a) | list }}", TOO_DEEP, 1},
+        {TWO "{{ {'x': a} | dictsort(by='value') }}{{ {'x': a, 'y': b} | dictsort(by='value') }}", TOO_DEEP, 1},
+        /* a dict key found by equality (a small dict) and by hash (past 8 keys, indexed) */
+        {TWO "{{ {a: 1}[b] }}", TOO_DEEP, 1},
+        {TWO "{{ b in {a: 1} }}", TOO_DEEP, 1},
+        {TWO "{% set d = dict(k1=1, k2=2, k3=3, k4=4, k5=5, k6=6, k7=7, k8=8, k9=9) %}{{ d.get(b) }}", TOO_DEEP, 1},
+        {TWO "{% set d = dict(k1=1, k2=2, k3=3, k4=4, k5=5, k6=6, k7=7, k8=8, k9=9) %}"
+             "{{ dict(d, x=a)[b] }}",
+         TOO_DEEP, 1},
+        /* through dicts */
+        {"{% set x = [] %}{% set y = [] %}{% set dx = {'k': x} %}{% set dy = {'k': y} %}{% set _ = x.append(dx) %}"
+         "{% set _ = y.append(dy) %}{{ dx == dy }}",
+         TOO_DEEP, 1},
+        /* a tuple can hold itself here (append works on tuples too): no [...] for it, the depth limit */
+        {"{% set t = (1,) %}{% set _ = t.append(t) %}{{ t }}", TOO_DEEP, 1},
+        {"{% set t = (1,) %}{% set _ = t.append(t) %}{{ t | tojson }}", "Circular reference detected", 1},
+    };
+    check_value_cases(cases, sizeof cases / sizeof cases[0], "self-referential");
+}
+
+#define DEEP1                                                                                                          \
+    "{% set ns = namespace(l=[], m=[], d={}) %}{% for i in range(200000) %}{% set ns.l = [ns.l] %}{% endfor %}"
+#define DEEP2 "{% for i in range(200000) %}{% set ns.m = [ns.m] %}{% endfor %}"
+
+/* Values nested 200,000 deep, built in a loop (each turn a step, well within the budget): every walk
+ * stops at the depth limit with a clean error. */
+static void test_deep_values(void **state) {
+    (void)state;
+    static const value_case cases[] = {
+        {DEEP1 "{{ ns.l == ns.l }} {{ ns.l | length }}", "True 1", 0}, /* one object: equal without a walk */
+        {DEEP1 DEEP2 "{{ ns.l == ns.m }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ ns.l < ns.m }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ ns.l in [ns.m] }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ [ns.l, ns.m] | sort }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ [ns.l, ns.m] | unique | list | length }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ [ns.l, ns.m] | max | length }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ [ns.m].count(ns.l) }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ [ns.m] | select('equalto', ns.l) | list | length }}", TOO_DEEP, 1},
+        {DEEP1 DEEP2 "{{ {ns.m: 1}.get(ns.l) }}", TOO_DEEP, 1},
+        {DEEP1 "{{ ns.l }}", TOO_DEEP, 1},
+        {DEEP1 "{{ ns.l | string | length }}", TOO_DEEP, 1},
+        {DEEP1 "{{ ns.l | tojson }}", TOO_DEEP, 1},
+        {DEEP1 "{{ 'x' ~ ns.l }}", TOO_DEEP, 1},
+        {DEEP1 "{% set d = dict(k1=1, k2=2, k3=3, k4=4, k5=5, k6=6, k7=7, k8=8, k9=9) %}{{ d[ns.l] }}", TOO_DEEP, 1},
+        {"{% set ns = namespace(d={}, e={}) %}{% for i in range(200000) %}{% set ns.d = {'k': ns.d} %}"
+         "{% set ns.e = {'k': ns.e} %}{% endfor %}{{ ns.d == ns.e }}",
+         TOO_DEEP, 1},
+        {"{% set ns = namespace(d={}) %}{% for i in range(200000) %}{% set ns.d = {'k': ns.d} %}{% endfor %}"
+         "{{ ns.d | dictsort }}",
+         TOO_DEEP, 1},
+        /* as deep as the limit allows: fine */
+        {"{% set ns = namespace(l=1, m=1) %}{% for i in range(400) %}{% set ns.l = [ns.l] %}{% set ns.m = [ns.m] %}"
+         "{% endfor %}{{ ns.l == ns.m }} {{ (ns.l | tojson | length) }} {{ ns.l | string | length }}",
+         "True 801 801", 0},
+        {"{% set ns = namespace(l=1) %}{% for i in range(401) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}",
+         TOO_DEEP, 1},
+    };
+    check_value_cases(cases, sizeof cases / sizeof cases[0], "deep value");
+
+    /* the limit is the env's max_depth; the items a walk visits are steps */
+    jinja_limits lim = jinja_default_limits();
+    lim.max_depth = 20;
+    lim.max_steps = 200000;
+    const struct {
+        const char *tmpl, *what;
+    } small[] = {
+        {TWO "{{ a == b }}", "a value nests too deeply (limit 20)"},
+        {"{% set ns = namespace(l=1) %}{% for i in range(30) %}{% set ns.l = [ns.l] %}{% endfor %}{{ ns.l }}",
+         "a value nests too deeply (limit 20)"},
+        /* 1000 x 1000 items compared: a million steps (uncounted before, however many) */
+        {"{% set a = range(1000) | list %}{% set b = range(1000) | list %}{{ [a] * 1000 == [b] * 1000 }}",
+         "step budget"},
+        {"{% set a = range(1000) | list %}{{ ([a] * 1000) | tojson | length }}", "step budget"},
+        {"{% set a = range(1000) | list %}{% set ns = namespace(l=[]) %}{% for i in range(300) %}"
+         "{% set _ = ns.l.append(a[:]) %}{% endfor %}{{ ns.l | unique | list | length }}",
+         "step budget"},
+    };
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
+        jinja_env *e;
+        wgml_error err;
+        char *out = NULL;
+        assert_int_equal(jinja_env_create(&lim, &e, &err), WGML_OK);
+        wgml_status st = jinja_render(e, small[i].tmpl, strlen(small[i].tmpl), &out, NULL, &err);
+        if (st != WGML_ERR_TEMPLATE || !strstr(err.message, small[i].what))
+            print_error("small limits case %zu: %s\n", i, st ? err.message : out);
+        assert_int_equal(st, WGML_ERR_TEMPLATE);
+        assert_non_null(strstr(err.message, small[i].what));
+        jinja_env_free(e);
+    }
+}
+
+/* Integers read from a template or a value: range-checked, never atoi and never a signed overflow. */
+static void test_integer_bounds(void **state) {
+    (void)state;
+    static const value_case cases[] = {
+        /* format's field indexes: read with a bound (these read pos[-1] or crashed before) */
+        {"{{ '{2147483648}'.format('a') }}", "format: replacement index 2147483648 out of range", 1},
+        {"{{ '{4294967295}'.format('a') }}", "format: replacement index 4294967295 out of range", 1},
+        {"{{ '{99999999999999999999999999}'.format('a') }}", "format: replacement index 9999", 1},
+        {"{{ '{1}'.format('a') }}", "format: replacement index 1 out of range", 1},
+        {"{{ '{1}{0}{1}'.format('a', 'b') }} {{ '{}{}'.format(1, 2) }} {{ '{00}'.format('z') }}", "bab 12 z", 0},
+        {"{{ '{0x}'.format(1) }}", "format: no argument named '0x'", 1},
+        {"{{ '{0[0]}'.format([1]) }}", "format: attribute and item access in a field is not supported", 1},
+        {"{{ '{}{1}'.format(1, 2) }}", "cannot switch from automatic field numbering to manual field", 1},
+        {"{{ '{0}{}'.format(1, 2) }}", "cannot switch from manual field specification to automatic field", 1},
+        /* slices with the extreme steps and bounds (the index ran past the list before) */
+        {"{{ [1, 2, 3][1::9223372036854775807] }} {{ 'abc'[::-9223372036854775807] }} "
+         "{{ [1, 2, 3][::-9223372036854775807 - 1] }} {{ 'abcdef'[-9223372036854775807 - 1:9223372036854775807:2] }} "
+         "{{ [1, 2, 3, 4][9223372036854775807:-9223372036854775807 - 1:-1] }} {{ 'abc'[2:0:-9223372036854775807] }}",
+         "[2] c [3] ace [4, 3, 2, 1] c", 0},
+        {"{{ [1, 2, 3][2::9223372036854775799 + 8] }} {{ 'abcd'[3::9223372036854775799 + 8] }}", "[3] d", 0},
+        /* range: an exact count (doubles made this one empty) and items near the ends of 64 bits */
+        {"{{ range(9223372036854775802, 9223372036854775807) | list }}",
+         "[9223372036854775802, 9223372036854775803, 9223372036854775804, 9223372036854775805, 9223372036854775806]",
+         0},
+        {"{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | list }} {{ "
+         "range(9223372036854775807, -9223372036854775807 - 1, -4611686018427387904) | list }}",
+         "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904] [9223372036854775807, "
+         "4611686018427387903, -1, -4611686018427387905]",
+         0},
+        {"{{ range(0, -5, -2) | list }} {{ range(3, 3) | list }} {{ range(5, 0) | list }} {{ range(1, 10, 3) | list }}",
+         "[0, -2, -4] [] [] [1, 4, 7]", 0},
+        {"{{ range(-9223372036854775807 - 1, 9223372036854775807) | length }}", "over the template's budget", 1},
+        /* the int filter: past 64 bits an error, not a clamped value; NaN the default, as Jinja */
+        {"{{ '99999999999999999999' | int }}", "int: '99999999999999999999' is out of the 64-bit integer range", 1},
+        {"{{ '-9223372036854775809' | int }}", "out of the 64-bit integer range", 1},
+        {"{{ 1e30 | int }}", "int: 1e+30 is out of the 64-bit integer range", 1},
+        {"{{ 'inf' | int }}", "out of the 64-bit integer range", 1},
+        {"{{ '9223372036854775807' | int }} {{ '-9223372036854775808' | int }} {{ 'nan' | int(7) }} {{ '1e3' | int }} "
+         "{{ 'ff' | int(base=16) }} {{ '11' | int(base=4294967298) }} {{ -2.9 | int }}",
+         "9223372036854775807 -9223372036854775808 7 1000 255 11 -2", 0},
+        /* integer literals: all of 64 bits */
+        {"{{ 9223372036854775807 }} {{ -9223372036854775807 - 1 }}", "9223372036854775807 -9223372036854775808", 0},
+        {"{{ 9223372036854775808 }}", "integer literal too large", 1},
+        /* repeating nothing any number of times is nothing, at once (this looped 10**18 times before) */
+        {"{{ '' * 1000000000000000000 }}|{{ [] * 1000000000000000000 }}|{{ 1000000000000000000 * '' }}|{{ 'ab' * -3 "
+         "}}|{{ [1] * -9223372036854775807 }}",
+         "|[]|||[]", 0},
+        {"{{ 'ab' * 9223372036854775807 }}", "over the limit", 1},
+        {"{{ [1, 2] * 9223372036854775807 }}", "over the memory budget", 1},
+        /* exact comparison of ints and floats (1 == 1.0 == True; 2**53 + 1 is not 2.0**53) */
+        {"{{ 9007199254740993 == 9007199254740992.0 }} {{ 9007199254740993 > 9007199254740992.0 }} {{ 1 == 1.0 }} "
+         "{{ true == 1 }} {{ -2 < -1.5 }} {{ -1 > -1.5 }} {{ 3 <= 2.5 }}",
+         "False True True True True True False", 0},
+    };
+    check_value_cases(cases, sizeof cases / sizeof cases[0], "integer");
+}
+
+#define LONG_S     "{% set s = ('x' * 1000) * 4000 %}{% set t = s ~ '' %}"
+#define LOOP(body) "{% for i in range(1000000) %}" body "{% endfor %}"
+
+/* Work proportional to a long string or list, done again and again in a loop without making anything
+ * new (so the memory budget never stops it): each time costs steps by its size, so the loop runs
+ * into the step budget (these took hours before, a few steps a turn). */
+static void test_long_work_is_charged(void **state) {
+    (void)state;
+    static const char *const cases[] = {
+        LONG_S LOOP("{{ s | length }}"),
+        LONG_S LOOP("{{ s[3] }}"),
+        LONG_S LOOP("{{ s[-1] }}"),
+        LONG_S LOOP("{{ s == t }}"),
+        LONG_S LOOP("{{ s < t }}"),
+        LONG_S LOOP("{{ s in [t] }}"),
+        LONG_S LOOP("{{ {s: 1}[t] }}"),
+        LONG_S LOOP("{{ [1][s] is defined }}"),
+        LONG_S LOOP("{{ s.startswith(t) }}"),
+        LONG_S LOOP("{{ s.removeprefix(t + 'y') | length }}"),
+        LONG_S LOOP("{{ s.isdigit() }}"),
+        LONG_S LOOP("{{ s | wordcount }}"),
+        "{% set s = (' ' * 1000) * 4000 %}" LOOP("{{ s | trim }}"),
+        "{% set s = (' ' * 1000) * 4000 %}" LOOP("{{ s.strip(' \\t\\n') }}"),
+        "{% set s = ('a' * 1000) * 1000 %}{% set p = ('a' * 1000) * 100 ~ 'b' %}{{ s.rfind(p) }}",
+        "{% set s = ('a' * 1000) * 1000 %}{% set p = ('a' * 1000) * 100 ~ 'b' %}{{ s.rsplit(p) | length }}",
+        "{% set l = range(100000) | list %}" LOOP("{{ l | max }}"),
+        "{% set l = range(100000) | list %}" LOOP("{{ l | sum }}"),
+        "{% set l = range(100000) | list %}" LOOP("{{ l.count(7) }}"),
+        "{% set l = range(100000) | list %}" LOOP("{{ -1 in l }}"),
+        "{% set l = range(100000) | list %}{% set m = range(100000) | list %}" LOOP("{{ l == m }}"),
+    };
+    jinja_limits lim = jinja_default_limits();
+    lim.max_steps = 1000000;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        jinja_env *e;
+        wgml_error err;
+        char *out = NULL;
+        assert_int_equal(jinja_env_create(&lim, &e, &err), WGML_OK);
+        double t0 = now_s();
+        wgml_status st = jinja_render(e, cases[i], strlen(cases[i]), &out, NULL, &err);
+        double dt = now_s() - t0;
+        if (st != WGML_ERR_TEMPLATE || !strstr(err.message, "step budget"))
+            print_error("long work case %zu: %s\n--- got %s\n", i, cases[i], st ? err.message : "a prompt");
+        assert_int_equal(st, WGML_ERR_TEMPLATE);
+        assert_non_null(strstr(err.message, "step budget"));
+        assert_true(dt < 10.0);
+        jinja_env_free(e);
+    }
+}
+
+/* A message with 60,000 keys (about 800 KB of JSON): its dict is hashed, so reading it, iterating it and
+ * looking keys up take milliseconds (11-16 s before, the lookups were linear scans). */
+static void test_big_dict(void **state) {
+    (void)state;
+    enum { keys = 60000 };
+    size_t cap = 64 + (size_t)keys * 24, n = 0;
+    char *messages = malloc(cap);
+    assert_non_null(messages);
+    n += (size_t)snprintf(messages + n, cap - n, "[{\"role\": \"user\", \"content\": \"x\"");
+    for (int i = 0; i < keys; i++)
+        n += (size_t)snprintf(messages + n, cap - n, ", \"k%d\": %d", i, i);
+    n += (size_t)snprintf(messages + n, cap - n, ", \"k5\": \"again\"}]"); /* a duplicate: the last value wins */
+    assert_true(n < cap);
+    const char *t = "{% for m in messages %}{% for k in m %}{{ k }},{% endfor %}|{{ m['k59999'] }} {{ m.k0 }} "
+                    "{{ m.get('k30000') }} {{ m.k5 }} {{ 'k123' in m }} {{ 'k60000' in m }} {{ m | length }} "
+                    "{{ m.get('nope', 'absent') }}{% endfor %}";
+    wgml_chat_params p = wgml_chat_default_params();
+    char *out = NULL;
+    wgml_error err;
+    double t0 = now_s();
+    wgml_status st = wgml_chat_render(t, messages, &p, &out, &err);
+    double dt = now_s() - t0;
+    printf("a message of %d keys (%zu bytes of JSON): rendered in %.3f s\n", keys, n, dt);
+    if (st) print_error("%s\n", err.message);
+    assert_int_equal(st, WGML_OK);
+    /* the keys in their order, each once */
+    assert_true(strncmp(out, "role,content,k0,k1,k2,k3,k4,k5,k6,", 34) == 0);
+    assert_non_null(strstr(out, ",k59998,k59999,|59999 0 30000 again True False 60002 absent"));
+    size_t commas = 0;
+    for (const char *q = out; *q; q++)
+        commas += *q == ',';
+    assert_int_equal(commas, keys + 2);
+    free(out);
+    /* well within the default budgets: milliseconds in a release build, a fraction of a second with sanitizers */
+    assert_true(dt < 3.0);
+    free(messages);
+
+    /* keys by value, as Python: 1, 1.0 and True are one key, in a small dict and in a hashed one */
+    static const value_case cases[] = {
+        {"{{ {1: 'a', 1.0: 'b', true: 'c'} }} {{ {1: 'a'}[1.0] }} {{ {1.5: 'x'}[1.5] }} {{ {(1, 2): 'p'}[(1, 2)] }}",
+         "{1: 'c'} a x p", 0},
+        {"{% set d = dict(a=1, b=2, c=3, e=4, f=5, g=6, h=7, i=8, j=9) %}{{ d | length }} {{ d.j }} {{ d['a'] }}",
+         "9 9 1", 0},
+        /* a key set again keeps its place */
+        {"{% set ns = namespace(p=[]) %}{% for i in range(20) %}{% set _ = ns.p.append([i % 12, i]) %}{% endfor %}"
+         "{{ dict(ns.p) }}",
+         "{0: 12, 1: 13, 2: 14, 3: 15, 4: 16, 5: 17, 6: 18, 7: 19, 8: 8, 9: 9, 10: 10, 11: 11}", 0},
+        {"{% set big = {1: 'one', 2: 'two', 'a': 'A', none: 'N', (1, 'b'): 'T', 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8,"
+         " 9: 9, 10: 10} %}{{ big[1.0] }} {{ big[true] }} {{ big[2.0] }} {{ big['a'] }} {{ big[none] }} "
+         "{{ big[(1, 'b')] }} {{ big[10.0] }} {{ 11 in big }} {{ big | length }} {{ big | list }}",
+         "one one two A N T 10 False 13 [1, 2, 'a', None, (1, 'b'), 3, 4, 5, 6, 7, 8, 9, 10]", 0},
+        {"{% set big = {'a': 1, 'b': 2, 'c': 3, 'd': 4, 'e': 5, 'f': 6, 'g': 7, 'h': 8, 'i': 9, 'j': 10} %}"
+         "{{ big == {'j': 10, 'i': 9, 'h': 8, 'g': 7, 'f': 6, 'e': 5, 'd': 4, 'c': 3, 'b': 2, 'a': 1} }} "
+         "{{ big == {'a': 1} }} {{ big | dictsort(reverse=true) | first }} {{ big | tojson(sort_keys=true) }}",
+         "True False ('j', 10) {\"a\": 1, \"b\": 2, \"c\": 3, \"d\": 4, \"e\": 5, \"f\": 6, \"g\": 7, \"h\": 8, \"i\": "
+         "9, \"j\": 10}",
+         0},
+        /* a loop's scope is emptied each turn (its index too): variables set in a turn are gone in the next */
+        {"{% for i in range(3) %}{{ v is defined }}{% set a1, a2, a3, a4, a5, a6, a7, a8, a9, a10 = range(10) %}"
+         "{% set v = i %}{{ v }}{{ a10 }}{% endfor %}",
+         "False09False19False29", 0},
+    };
+    check_value_cases(cases, sizeof cases / sizeof cases[0], "dict");
 }
 
 /* Every allocation failing in turn: an error or the right prompt, nothing leaked. */
@@ -1104,6 +1440,11 @@ int main(void) {
         cmocka_unit_test(test_raise_exception),
         cmocka_unit_test(test_hostile),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_self_referential_values),
+        cmocka_unit_test(test_deep_values),
+        cmocka_unit_test(test_integer_bounds),
+        cmocka_unit_test(test_long_work_is_charged),
+        cmocka_unit_test(test_big_dict),
         cmocka_unit_test(test_out_of_memory),
         cmocka_unit_test(test_json_input),
         cmocka_unit_test(test_params),

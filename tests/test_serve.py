@@ -603,7 +603,8 @@ def hostile():
         el = time.time() - t0
         done.set()
         t.join()
-        check(s == 200, "the 60,000-key message is answered: %s" % s)
+        check(s == 200 and el < 3, "the 60,000-key message is answered: %s in %.2f s (a dict's hash index: it took "
+              "7 s when every key was a linear scan)" % (s, el))
         check(gaps and max(gaps) < 0.5, "the stream's largest gap while it rendered: %.3f s (%d events; the request "
               "took %.2f s)" % (max(gaps) if gaps else -1, len(gaps), el))
         print("60,000-key message: %.2f s; the stream's largest gap meanwhile %.3f s" % (el, max(gaps) if gaps else -1))

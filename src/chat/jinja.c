@@ -111,7 +111,8 @@ wgml_status jinja_render(jinja_env *e, const char *tmpl, size_t len, char **out,
     if (jx_parse(e, tmpl, len, &body)) return report(e, err);
     e->depth = 0;
     e->line = e->col = 0;
-    if (jx_exec(e, &body, top, &b)) return report(e, err);
+    /* an error recorded is the answer, even one a caller took for "not found" and went on from */
+    if (jx_exec(e, &body, top, &b) || e->status) return report(e, err);
     char *r = malloc(b.len + 1);
     if (!r) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a rendered prompt of %zu bytes", b.len);
     if (b.len) memcpy(r, b.p, b.len);

@@ -33,7 +33,9 @@ typedef struct jinja_limits {
     uint64_t max_steps; /* evaluation steps (nodes, loop turns, work on long strings) */
     size_t max_memory;  /* bytes the arena may hold: values, the parsed template, variables */
     size_t max_output;  /* bytes of rendered text (also of any one string built) */
-    int max_depth;      /* nesting of evaluation: expressions, blocks, macro calls */
+    int max_depth;      /* nesting of evaluation (expressions, blocks, macro calls), and of values: lists and
+                           dicts inside lists and dicts, as JSON input and as the walks over them (==, <,
+                           sort, printing, tojson) go; a value that contains itself goes no deeper */
 } jinja_limits;
 
 /* The defaults: 50 M steps, 256 MiB, 64 MiB of output, depth 400. */

@@ -26,12 +26,12 @@ static jscope *scope_new(jinja_env *e, jscope *parent) {
     return s->vars ? s : NULL;
 }
 
-static jv *lookup(jscope *s, const char *name, size_t len) {
-    for (; s; s = s->parent) {
-        jv *v = jx_dict_gets(s->vars, name, len);
-        if (v) return v;
-    }
-    return NULL;
+/* A name in the scope chain: *out its slot, NULL when unset. */
+static int lookup(jinja_env *e, jscope *s, const char *name, size_t len, jv **out) {
+    *out = NULL;
+    for (; s && !*out; s = s->parent)
+        if (jx_dict_gets(e, s->vars, name, len, out)) return -1;
+    return 0;
 }
 
 static int set_name(jinja_env *e, jscope *s, jstr *name, jv v) { return jx_dict_set(e, s->vars, jv_strv(name), v); }
@@ -45,7 +45,8 @@ static int type_error(jinja_env *e, const char *op, jv a, jv b) {
 }
 
 static int repeat(jinja_env *e, jv seq, int64_t times, jv *out) {
-    if (times < 0) times = 0;
+    /* nothing to repeat makes nothing, however many times (and takes no time: '' * 10**18) */
+    if (times < 0 || (seq.t == JV_STR ? seq.u.s->len : seq.u.l->n) == 0) times = 0;
     if (seq.t == JV_STR) {
         size_t n = seq.u.s->len;
         if (n && (uint64_t)times > e->lim.max_output / n)
@@ -192,12 +193,16 @@ static int contains(jinja_env *e, jv hay, jv needle, int *out) {
         *out = needle.u.s->len == 0 || memmem(hay.u.s->s, hay.u.s->len, needle.u.s->s, needle.u.s->len) != NULL;
         return 0;
     case JV_LIST:
-        if (jx_step(e, hay.u.l->n)) return -1;
         *out = 0;
         for (size_t i = 0; i < hay.u.l->n && !*out; i++)
-            *out = jx_equal(e, hay.u.l->v[i], needle);
+            if (jx_step(e, 1) || jx_equal(e, hay.u.l->v[i], needle, out)) return -1;
         return 0;
-    case JV_DICT: *out = jx_dict_get(e, hay.u.d, needle) != NULL; return 0;
+    case JV_DICT: {
+        jv *v;
+        if (jx_dict_get(e, hay.u.d, needle, &v)) return -1;
+        *out = v != NULL;
+        return 0;
+    }
     case JV_UNDEF: *out = 0; return 0;
     default: return jx_error(e, "argument of type '%s' is not iterable", jx_type_name(hay));
     }
@@ -206,8 +211,11 @@ static int contains(jinja_env *e, jv hay, jv needle, int *out) {
 static int compare(jinja_env *e, int op, jv a, jv b, int *out) {
     int c;
     switch (op) {
-    case OP_EQ: *out = jx_equal(e, a, b); return 0;
-    case OP_NE: *out = !jx_equal(e, a, b); return 0;
+    case OP_EQ: return jx_equal(e, a, b, out);
+    case OP_NE:
+        if (jx_equal(e, a, b, out)) return -1;
+        *out = !*out;
+        return 0;
     case OP_IN:
     case OP_NOTIN:
         if (contains(e, b, a, out)) return -1;
@@ -276,6 +284,8 @@ static int call_macro(jinja_env *e, const jfunc *fn, const jargs *args, jfunc *c
         else if (jx_list_push(e, varargs, args->pos[i]))
             return -1;
     }
+    /* keywords matched to parameters by name: both lists as long as the template makes them */
+    if (jx_step(e, (uint64_t)args->n_kw * (uint64_t)np / 16)) return -1;
     for (int k = 0; k < args->n_kw; k++) {
         int found = 0;
         for (int i = 0; i < np && !found; i++)
@@ -337,7 +347,8 @@ static int eval_node(jinja_env *e, const jnode *n, jscope *s, jv *out) {
     switch (n->kind) {
     case N_CONST: *out = n->value; return 0;
     case N_NAME: {
-        jv *v = lookup(s, n->name->s, n->name->len);
+        jv *v;
+        if (lookup(e, s, n->name->s, n->name->len, &v)) return -1;
         if (v)
             *out = *v;
         else if (!jx_builtin(n->name->s, n->name->len, out))
@@ -483,7 +494,8 @@ int jx_eval(jinja_env *e, const jnode *n, jscope *s, jv *out) {
 static int assign(jinja_env *e, const jnode *target, jscope *s, jv v) {
     if (target->kind == N_NAME) return set_name(e, s, target->name, v);
     if (target->kind == N_ATTR) {
-        jv *ns = lookup(s, target->a->name->s, target->a->name->len);
+        jv *ns;
+        if (lookup(e, s, target->a->name->s, target->a->name->len, &ns)) return -1;
         if (!ns || ns->t != JV_DICT || !ns->u.d->ns)
             return jx_error(e, "cannot assign attribute on non-namespace object");
         return jx_dict_set(e, ns->u.d, jv_strv(target->name), v);
@@ -491,9 +503,9 @@ static int assign(jinja_env *e, const jnode *target, jscope *s, jv v) {
     /* a, b = v */
     jlist *l;
     if (jx_iter_list(e, v, &l)) return -1;
-    if ((int)l->n != target->n_names)
+    if (l->n != (size_t)target->n_names)
         return jx_error(e, "%s values to unpack (expected %d, got %zu)",
-                        (int)l->n > target->n_names ? "too many" : "not enough", target->n_names, l->n);
+                        l->n > (size_t)target->n_names ? "too many" : "not enough", target->n_names, l->n);
     for (int i = 0; i < target->n_names; i++)
         if (set_name(e, s, target->names[i], l->v[i])) return -1;
     return 0;
@@ -503,9 +515,9 @@ static int bind_targets(jinja_env *e, const jnode *n, jscope *s, jv item) {
     if (n->n_names == 1) return set_name(e, s, n->names[0], item);
     jlist *l;
     if (jx_iter_list(e, item, &l)) return -1;
-    if ((int)l->n != n->n_names)
+    if (l->n != (size_t)n->n_names)
         return jx_error(e, "%s values to unpack (expected %d, got %zu)",
-                        (int)l->n > n->n_names ? "too many" : "not enough", n->n_names, l->n);
+                        l->n > (size_t)n->n_names ? "too many" : "not enough", n->n_names, l->n);
     for (int i = 0; i < n->n_names; i++)
         if (set_name(e, s, n->names[i], l->v[i])) return -1;
     return 0;
@@ -520,16 +532,18 @@ static int exec_for(jinja_env *e, const jnode *n, jscope *s, jx_buf *b) {
     if (n->b) { /* the loop's "if": items are filtered first, so loop.length counts what is left */
         jlist *kept = jx_list(e, items->n);
         if (!kept) return -1;
-        for (size_t i = 0; i < items->n; i++) {
+        /* the items there at the start, as below: the condition may append to the list (or pop from it) */
+        size_t n0 = items->n;
+        for (size_t i = 0; i < n0 && i < items->n; i++) {
             jv ok;
-            turn->vars->n = 0;
+            jx_dict_clear(turn->vars);
             if (bind_targets(e, n, turn, items->v[i]) || jx_eval(e, n->b, turn, &ok)) return -1;
-            if (jx_truthy(ok)) kept->v[kept->n++] = items->v[i];
+            if (jx_truthy(ok) && jx_list_push(e, kept, items->v[i])) return -1;
         }
         items = kept;
     }
     if (items->n == 0) {
-        turn->vars->n = 0;
+        jx_dict_clear(turn->vars);
         return jx_exec(e, &n->body2, turn, b);
     }
     jloop *lp = jx_alloc(e, sizeof *lp);
@@ -543,7 +557,7 @@ static int exec_for(jinja_env *e, const jnode *n, jscope *s, jx_buf *b) {
     size_t n0 = items->n;
     for (size_t i = 0; i < n0 && i < items->n; i++) {
         if (jx_step(e, 1)) return -1;
-        turn->vars->n = 0;
+        jx_dict_clear(turn->vars);
         lp->index0 = (int64_t)i;
         if (jx_dict_set(e, turn->vars, jv_strv(loop_name), loopv) || bind_targets(e, n, turn, items->v[i])) return -1;
         if (jx_exec(e, &n->body, turn, b)) return -1;

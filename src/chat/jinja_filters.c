@@ -17,6 +17,7 @@
  */
 #include "chat/jinja_impl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,48 +50,30 @@ static int attr_path(jinja_env *e, jv item, const jstr *path, jv *out) {
 
 /* ---- sorting (stable, as Python's sorted) ---------------------------------- */
 
-typedef struct {
-    jv key, item;
-} keyed;
-
 static int sort_key(jinja_env *e, jv v, int case_sensitive, jv *out) {
     if (v.t == JV_STR && !case_sensitive) return jx_case_map(e, v.u.s, 'l', out);
     *out = v;
     return 0;
 }
 
-static int merge_sort(jinja_env *e, keyed *a, keyed *tmp, size_t n, int reverse) {
-    if (n < 2) return 0;
-    size_t h = n / 2;
-    if (merge_sort(e, a, tmp, h, reverse) || merge_sort(e, a + h, tmp, n - h, reverse)) return -1;
-    size_t i = 0, j = h, k = 0;
-    while (i < h && j < n) {
-        int c;
-        if (jx_step(e, 1) || jx_compare(e, a[j].key, a[i].key, &c)) return -1;
-        /* take from the right only when strictly before: stable (reverse keeps equal items in order too) */
-        if (reverse ? c > 0 : c < 0)
-            tmp[k++] = a[j++];
-        else
-            tmp[k++] = a[i++];
-    }
-    while (i < h)
-        tmp[k++] = a[i++];
-    while (j < n)
-        tmp[k++] = a[j++];
-    memcpy(a, tmp, n * sizeof *a);
-    return 0;
-}
-
-static int sorted(jinja_env *e, keyed *k, size_t n, int reverse) {
-    keyed *tmp = jx_alloc(e, (n ? n : 1) * sizeof *tmp);
-    return tmp ? merge_sort(e, k, tmp, n, reverse) : -1;
+/* The order of n sort keys (jx_sort_index: stable, a step per comparison). */
+static int sorted(jinja_env *e, const jv *keys, size_t n, int reverse, size_t **order) {
+    size_t *idx = jx_alloc(e, (n ? n : 1) * sizeof *idx);
+    if (!idx) return -1;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    *order = idx;
+    return jx_sort_index(e, keys, idx, n, reverse);
 }
 
 /* ---- filters ------------------------------------------------------------------ */
 
 static int f_length(jinja_env *e, jv v, jv *out) {
     switch (v.t) {
-    case JV_STR: *out = jv_int((int64_t)jx_utf8_count(v.u.s->s, v.u.s->len)); return 0;
+    case JV_STR: /* code points, counted */
+        if (jx_step(e, v.u.s->len / 16)) return -1;
+        *out = jv_int((int64_t)jx_utf8_count(v.u.s->s, v.u.s->len));
+        return 0;
     case JV_LIST: *out = jv_int((int64_t)v.u.l->n); return 0;
     case JV_DICT: *out = jv_int((int64_t)v.u.d->n); return 0;
     case JV_UNDEF: *out = jv_int(0); return 0;
@@ -187,35 +170,50 @@ static int f_indent(jinja_env *e, jv v, const jargs *a, jv *out) {
     return 0;
 }
 
+/* A float as int(): truncated; NaN gives the default (Jinja's ValueError), infinities and values past
+ * 64 bits an error (Python would raise OverflowError or grow). 1 when NaN. */
+static int float_to_int(jinja_env *e, double f, int64_t *out) {
+    if (isnan(f)) return 1;
+    if (!(f >= -9223372036854775808.0 && f < 9223372036854775808.0))
+        return jx_error(e, "int: %g is out of the 64-bit integer range", f);
+    *out = (int64_t)f;
+    return 0;
+}
+
 static int f_int(jinja_env *e, jv v, const jargs *a, jv *out) {
     jv def = jx_arg(a, 0, "default", jv_int(0));
     jv basev = jx_arg(a, 1, "base", jv_int(10));
-    int base = basev.t == JV_INT ? (int)basev.u.i : 10;
+    /* a base Python refuses (not 2..36) makes int(value, base) fail, and Jinja then tries float(value) */
+    int base = basev.t == JV_INT && basev.u.i >= 2 && basev.u.i <= 36 ? (int)basev.u.i : 0;
+    int64_t i = 0;
+    int r;
     switch (v.t) {
     case JV_INT:
     case JV_BOOL: *out = jv_int(v.u.i); return 0;
     case JV_FLOAT:
-        if (!isfinite(v.u.f) || fabs(v.u.f) >= 9.2e18) break;
-        *out = jv_int((int64_t)v.u.f);
+        if ((r = float_to_int(e, v.u.f, &i)) < 0) return -1;
+        *out = r ? def : jv_int(i);
         return 0;
     case JV_STR: {
         jv t;
         if (jx_strip(e, v.u.s, NULL, 1, 1, &t)) return -1;
         const char *p = t.u.s->s;
         char *end;
-        if (t.u.s->len && base >= 2 && base <= 36) {
+        if (!t.u.s->len || memchr(p, '\0', t.u.s->len)) break; /* strtoll would stop at a NUL */
+        if (base) {
+            errno = 0;
             long long x = strtoll(p, &end, base);
             if (*end == '\0') {
+                if (errno == ERANGE) return jx_error(e, "int: '%.40s' is out of the 64-bit integer range", p);
                 *out = jv_int(x);
                 return 0;
             }
         }
-        double d = t.u.s->len ? strtod(p, &end) : 0;
-        if (t.u.s->len && *end == '\0' && isfinite(d) && fabs(d) < 9.2e18) {
-            *out = jv_int((int64_t)d);
-            return 0;
-        }
-        break;
+        double d = strtod(p, &end);
+        if (*end != '\0') break;
+        if ((r = float_to_int(e, d, &i)) < 0) return -1;
+        *out = r ? def : jv_int(i);
+        return 0;
     }
     default: break;
     }
@@ -234,7 +232,7 @@ static int f_float(jinja_env *e, jv v, const jargs *a, jv *out) {
         if (jx_strip(e, v.u.s, NULL, 1, 1, &t)) return -1;
         char *end;
         double d = strtod(t.u.s->s, &end);
-        if (t.u.s->len && *end == '\0') {
+        if (t.u.s->len && end == t.u.s->s + t.u.s->len) { /* all of it: a NUL inside is not the end */
             *out = jv_float(d);
             return 0;
         }
@@ -357,19 +355,19 @@ static int f_sort(jinja_env *e, jv v, const jargs *a, jv *out) {
     jv attr = jx_arg(a, 2, "attribute", jv_none());
     jlist *l;
     if (jx_iter_list(e, v, &l)) return -1;
-    keyed *k = jx_alloc(e, (l->n ? l->n : 1) * sizeof *k);
-    if (!k) return -1;
+    jv *keys = jx_alloc(e, (l->n ? l->n : 1) * sizeof *keys);
+    size_t *order;
+    if (!keys) return -1;
     for (size_t i = 0; i < l->n; i++) {
         jv key = l->v[i];
         if (attr.t == JV_STR && attr_path(e, key, attr.u.s, &key)) return -1;
-        if (sort_key(e, key, cs, &k[i].key)) return -1;
-        k[i].item = l->v[i];
+        if (sort_key(e, key, cs, &keys[i])) return -1;
     }
-    if (sorted(e, k, l->n, reverse)) return -1;
+    if (sorted(e, keys, l->n, reverse, &order)) return -1;
     jlist *r = jx_list(e, l->n);
     if (!r) return -1;
     for (size_t i = 0; i < l->n; i++)
-        r->v[i] = k[i].item;
+        r->v[i] = l->v[order[i]];
     r->n = l->n;
     *out = jv_listv(r);
     return 0;
@@ -384,22 +382,22 @@ static int f_dictsort(jinja_env *e, jv v, const jargs *a, jv *out) {
     int by_value = by.t == JV_STR && !strcmp(by.u.s->s, "value");
     int reverse = jx_truthy(jx_arg(a, 2, "reverse", jv_bool(0)));
     const jdict *d = v.u.d;
-    keyed *k = jx_alloc(e, (d->n ? d->n : 1) * sizeof *k);
+    jv *keys = jx_alloc(e, (d->n ? d->n : 1) * sizeof *keys);
+    size_t *order;
     jlist *r = jx_list(e, d->n);
-    if (!k || !r) return -1;
+    if (!keys || !r) return -1;
+    for (size_t i = 0; i < d->n; i++)
+        if (sort_key(e, by_value ? d->v[i] : d->k[i], cs, &keys[i])) return -1;
+    if (sorted(e, keys, d->n, reverse, &order)) return -1;
     for (size_t i = 0; i < d->n; i++) {
         jlist *pair = jx_list(e, 2);
         if (!pair) return -1;
         pair->tuple = 1;
-        pair->v[0] = d->k[i];
-        pair->v[1] = d->v[i];
+        pair->v[0] = d->k[order[i]];
+        pair->v[1] = d->v[order[i]];
         pair->n = 2;
-        k[i].item = jv_listv(pair);
-        if (sort_key(e, by_value ? d->v[i] : d->k[i], cs, &k[i].key)) return -1;
+        r->v[i] = jv_listv(pair);
     }
-    if (sorted(e, k, d->n, reverse)) return -1;
-    for (size_t i = 0; i < d->n; i++)
-        r->v[i] = k[i].item;
     r->n = d->n;
     *out = jv_listv(r);
     return 0;
@@ -410,18 +408,15 @@ static int f_unique(jinja_env *e, jv v, const jargs *a, jv *out) {
     jv attr = jx_arg(a, 1, "attribute", jv_none());
     jlist *l;
     if (jx_iter_list(e, v, &l)) return -1;
-    jlist *r = jx_list(e, l->n), *seen = jx_list(e, l->n);
+    jlist *r = jx_list(e, l->n);
+    jdict *seen = jx_dict(e, l->n); /* a set, as Jinja's: O(1) a key (hashed by value) */
     if (!r || !seen) return -1;
     for (size_t i = 0; i < l->n; i++) {
         jv key = l->v[i];
+        size_t before = seen->n;
         if (attr.t == JV_STR && attr_path(e, key, attr.u.s, &key)) return -1;
-        if (sort_key(e, key, cs, &key) || jx_step(e, seen->n)) return -1;
-        int dup = 0;
-        for (size_t k = 0; k < seen->n && !dup; k++)
-            dup = jx_equal(e, seen->v[k], key);
-        if (dup) continue;
-        seen->v[seen->n++] = key;
-        r->v[r->n++] = l->v[i];
+        if (sort_key(e, key, cs, &key) || jx_dict_set(e, seen, key, jv_none())) return -1;
+        if (seen->n > before) r->v[r->n++] = l->v[i]; /* a new key: the first of its kind */
     }
     *out = jv_listv(r);
     return 0;
@@ -437,6 +432,7 @@ static int f_minmax(jinja_env *e, jv v, const jargs *a, int want_max, jv *out) {
         return 0;
     }
     jv best = l->v[0], best_key = jv_none();
+    if (jx_step(e, l->n)) return -1;
     for (size_t i = 0; i < l->n; i++) {
         jv key = l->v[i];
         int c = 0;
@@ -511,7 +507,9 @@ int jx_filter(jinja_env *e, const char *name, jv v, const jargs *a, jscope *s, j
     jstr *str;
     if (jx_step(e, 1)) return -1;
     if (!strcmp(name, "default") || !strcmp(name, "d")) {
-        jv def = jx_arg(a, 0, "default_value", jv_strv(jx_cstr(e, "")));
+        jstr *empty = jx_cstr(e, "");
+        if (!empty) return -1;
+        jv def = jx_arg(a, 0, "default_value", jv_strv(empty));
         int boolean = jx_truthy(jx_arg(a, 1, "boolean", jv_bool(0)));
         *out = v.t == JV_UNDEF || (boolean && !jx_truthy(v)) ? def : v;
         return 0;
@@ -603,7 +601,7 @@ int jx_filter(jinja_env *e, const char *name, jv v, const jargs *a, jscope *s, j
     }
     if (!strcmp(name, "batch")) return f_batch(e, v, a, out);
     if (!strcmp(name, "wordcount")) {
-        if (jx_to_str(e, v, &str)) return -1;
+        if (jx_to_str(e, v, &str) || jx_step(e, str->len / 4)) return -1; /* each code point decoded and classified */
         int64_t words = 0;
         int in_word = 0;
         for (size_t i = 0; i < str->len;) {
@@ -627,6 +625,7 @@ int jx_filter(jinja_env *e, const char *name, jv v, const jargs *a, jscope *s, j
         jlist *l;
         jv attr = jx_arg(a, 0, "attribute", jv_none()), acc = jx_arg(a, 1, "start", jv_int(0));
         if (jx_iter_list(e, v, &l)) return -1;
+        if (jx_step(e, l->n)) return -1;
         for (size_t i = 0; i < l->n; i++) {
             jv x = l->v[i];
             if (attr.t == JV_STR && attr_path(e, x, attr.u.s, &x)) return -1;
@@ -702,8 +701,8 @@ int jx_test(jinja_env *e, const char *name, jv v, const jargs *a, jscope *s, int
             *out = 0;
         else if (v.t == JV_LIST || v.t == JV_DICT || v.t == JV_FUNC || v.t == JV_STR)
             *out = v.u.l == x.u.l;
-        else
-            *out = jx_equal(e, v, x);
+        else if (jx_equal(e, v, x, out))
+            return -1;
     } else if (!strcmp(name, "escaped"))
         *out = v.t == JV_STR && v.safe;
     else if (!strcmp(name, "odd") || !strcmp(name, "even")) {
@@ -721,28 +720,31 @@ int jx_test(jinja_env *e, const char *name, jv v, const jargs *a, jscope *s, int
             *out = x.u.i == -1 || v.u.i % x.u.i == 0;
         else
             *out = fmod(jx_num(v), jx_num(x)) == 0;
-    } else if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "=="))
-        *out = jx_equal(e, v, x);
-    else if (!strcmp(name, "ne") || !strcmp(name, "!="))
-        *out = !jx_equal(e, v, x);
-    else if (!strcmp(name, "in")) {
+    } else if (!strcmp(name, "eq") || !strcmp(name, "equalto") || !strcmp(name, "==")) {
+        if (jx_equal(e, v, x, out)) return -1;
+    } else if (!strcmp(name, "ne") || !strcmp(name, "!=")) {
+        if (jx_equal(e, v, x, out)) return -1;
+        *out = !*out;
+    } else if (!strcmp(name, "in")) {
         if (x.t == JV_STR) {
             if (v.t != JV_STR) return jx_error(e, "'in <string>' requires string as left operand");
+            if (jx_step(e, x.u.s->len / 64)) return -1;
             *out = v.u.s->len == 0 || memmem(x.u.s->s, x.u.s->len, v.u.s->s, v.u.s->len) != NULL;
         } else if (x.t == JV_LIST) {
             *out = 0;
             for (size_t i = 0; i < x.u.l->n && !*out; i++)
-                *out = jx_equal(e, x.u.l->v[i], v);
+                if (jx_step(e, 1) || jx_equal(e, x.u.l->v[i], v, out)) return -1;
         } else if (x.t == JV_DICT) {
-            *out = jx_dict_get(e, x.u.d, v) != NULL;
+            jv *found;
+            if (jx_dict_get(e, x.u.d, v, &found)) return -1;
+            *out = found != NULL;
         } else {
             return jx_error(e, "argument of type '%s' is not iterable", jx_type_name(x));
         }
     } else if (!strcmp(name, "lower") || !strcmp(name, "upper")) {
         jstr *str;
         jv m;
-        if (jx_to_str(e, v, &str) || jx_case_map(e, str, name[0], &m)) return -1;
-        *out = jx_equal(e, m, jv_strv(str));
+        if (jx_to_str(e, v, &str) || jx_case_map(e, str, name[0], &m) || jx_equal(e, m, jv_strv(str), out)) return -1;
     } else if (!strcmp(name, "filter") || !strcmp(name, "test")) {
         static const char *const filters[] = {
             "default",    "d",          "tojson", "length",      "count", "string",  "safe",

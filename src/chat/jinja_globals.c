@@ -51,6 +51,8 @@ static int strftime_now(jinja_env *e, const jstr *fmt, jv *out) {
         if (!localtime_r(&t, &tm)) return jx_error(e, "strftime_now: no clock");
         Y = tm.tm_year + 1900, M = tm.tm_mon + 1, D = tm.tm_mday, h = tm.tm_hour, mi = tm.tm_min, sec = tm.tm_sec;
     }
+    /* the month names a table: a clock set through jinja_env_set_clock may be anything */
+    if (M < 1 || M > 12) return jx_error(e, "strftime_now: the clock's month %d is not in 1..12", M);
     static const char *const days[] = {"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"};
     static const char *const months[] = {"January", "February", "March",     "April",   "May",      "June",
                                          "July",    "August",   "September", "October", "November", "December"};
@@ -111,19 +113,19 @@ int jx_call_builtin(jinja_env *e, const char *name, const jargs *a, jv *out) {
         for (int i = 0; i < a->n_pos; i++)
             if (jx_want_int(e, a->pos[i], "range", &v[a->n_pos == 1 ? 1 : i])) return -1;
         if (v[2] == 0) return jx_error(e, "range() arg 3 must not be zero");
-        /* the count, in 128 bits worth of care */
-        double span = ((double)v[1] - (double)v[0]) / (double)v[2];
-        uint64_t n = span <= 0 ? 0
-                               : (uint64_t)((v[2] > 0 ? ((double)v[1] - (double)v[0] + (double)v[2] - 1)
-                                                      : ((double)v[0] - (double)v[1] - (double)v[2] - 1)) /
-                                            (double)(v[2] > 0 ? v[2] : -v[2]));
+        /* the count, exactly, in unsigned arithmetic: no double rounding (range(2**63 - 5, 2**63 - 1) has 4
+         * items) and no overflow, whatever the bounds and step */
+        uint64_t n = 0, step = v[2] > 0 ? (uint64_t)v[2] : 0 - (uint64_t)v[2];
+        if (v[2] > 0 && v[0] < v[1]) n = ((uint64_t)v[1] - (uint64_t)v[0] - 1) / step + 1;
+        if (v[2] < 0 && v[0] > v[1]) n = ((uint64_t)v[0] - (uint64_t)v[1] - 1) / step + 1;
         if (n > e->lim.max_memory / sizeof(jv) || n > e->lim.max_steps)
             return jx_error(e, "range of %llu items is over the template's budget", (unsigned long long)n);
         if (jx_step(e, n)) return -1;
         jlist *l = jx_list(e, (size_t)n);
         if (!l) return -1;
+        /* item i lies between the bounds: computed modulo 2**64, it is exact */
         for (uint64_t i = 0; i < n; i++)
-            l->v[i] = jv_int(v[0] + (int64_t)i * v[2]);
+            l->v[i] = jv_int((int64_t)((uint64_t)v[0] + i * (uint64_t)v[2]));
         l->n = (size_t)n;
         *out = jv_listv(l);
         return 0;
@@ -153,8 +155,8 @@ int jx_call_builtin(jinja_env *e, const char *name, const jargs *a, jv *out) {
         return 0;
     }
     if (!strcmp(name, "raise_exception")) {
-        jstr *msg;
-        if (jx_to_str(e, jx_arg(a, 0, "message", jv_strv(jx_cstr(e, ""))), &msg)) return -1;
+        jstr *msg, *empty = jx_cstr(e, "");
+        if (!empty || jx_to_str(e, jx_arg(a, 0, "message", jv_strv(empty)), &msg)) return -1;
         if (e->status == WGML_OK) {
             snprintf(e->msg, sizeof e->msg, "%s", msg->s);
             e->status = WGML_ERR_TEMPLATE;

@@ -76,13 +76,28 @@ struct jlist {
     jv *v;
     int tuple;
     int view; /* JL_*: only for printing */
+    int busy; /* being printed or written as JSON: met again inside itself, it is a cycle */
 };
 
-/* Insertion-ordered, as Python's dict. */
+/*
+ * Insertion-ordered, as Python's dict: keys and values in parallel arrays, in
+ * the order of their first insertion. Past JX_DICT_INDEX_MIN keys a dict also
+ * gets a hash index (open addressing with linear probing, at most half full)
+ * whose slots hold an entry's position + 1, so a lookup is O(1) however big
+ * the dict (a message may bring 60,000 keys). Keys hash by value with Python's
+ * equality: 1, 1.0 and True are one key, strings hash by their bytes.
+ * Smaller dicts (scopes, messages) are searched linearly: cheaper than hashing.
+ */
+#define JX_DICT_INDEX_MIN 8
+
 struct jdict {
     size_t n, cap;
     jv *k, *v;
-    int ns; /* a namespace(): attributes may be assigned with set */
+    uint32_t *hash; /* each key's hash (cap entries), with the index */
+    uint32_t *slot; /* the index (nslot entries): 0 free, else the entry's position + 1; NULL for a small dict */
+    size_t nslot;   /* a power of two, at least 2 * cap */
+    int ns;         /* a namespace(): attributes may be assigned with set */
+    int busy;       /* as jlist's */
 };
 
 struct jnode;
@@ -192,11 +207,14 @@ int jx_make_str(jinja_env *e, const char *s, size_t len, jv *out);
 jlist *jx_list(jinja_env *e, size_t cap);
 int jx_list_push(jinja_env *e, jlist *l, jv v);
 jdict *jx_dict(jinja_env *e, size_t cap);
-/* Finds key in d; NULL when absent. */
-jv *jx_dict_get(jinja_env *e, const jdict *d, jv key);
-jv *jx_dict_gets(const jdict *d, const char *key, size_t len);
+/* Finds key in d: *out the value's slot, NULL when absent. Comparing keys is a
+ * walk over values (below), so a lookup can fail (-1) on a key nested too deeply. */
+int jx_dict_get(jinja_env *e, const jdict *d, jv key, jv **out);
+int jx_dict_gets(jinja_env *e, const jdict *d, const char *key, size_t len, jv **out);
 int jx_dict_set(jinja_env *e, jdict *d, jv key, jv val);
 int jx_dict_sets(jinja_env *e, jdict *d, const char *key, jv val);
+/* Empties d (its index too), keeping the memory: a for loop's scope, reused each turn. */
+void jx_dict_clear(jdict *d);
 
 /* An undefined whose message is "'name' is undefined". */
 jv jx_undef_name(jinja_env *e, const char *name, size_t len);
@@ -207,9 +225,23 @@ const char *jx_type_name(jv v); /* Python's: "str", "dict", "list", ... */
 int jx_truthy(jv v);
 int jx_is_number(jv v); /* int, float or bool */
 double jx_num(jv v);
-int jx_equal(jinja_env *e, jv a, jv b);
+/*
+ * The walks over values - equality, ordering, hashing, str()/repr(), tojson -
+ * recurse into lists and dicts, which a template can make as deep as it likes
+ * (a loop wrapping a list 200,000 times) or cyclic (l.append(l)). Each walk
+ * counts its own nesting against lim.max_depth, apart from the evaluation's
+ * depth, and charges a step for every item it visits; past either limit it is
+ * an error ("a value nests too deeply"), never a C stack overflow or a hang.
+ */
+/* Python's ==: *eq 1 or 0. Containers that are one object are equal without a walk, as in Python. */
+int jx_equal(jinja_env *e, jv a, jv b, int *eq);
 /* Python's ordering: *cmp < 0, 0, > 0; an error for types Python cannot order. */
 int jx_compare(jinja_env *e, jv a, jv b, int *cmp);
+/* A hash consistent with jx_equal (equal values hash alike); lists and dicts hash by content. */
+int jx_hash(jinja_env *e, jv v, uint32_t *out);
+/* Sorts idx[0..n) by keys[idx[i]] as Python's sorted (stable; reverse keeps equal keys in their order):
+ * a merge sort, O(n log n) comparisons, each a step. */
+int jx_sort_index(jinja_env *e, const jv *keys, size_t *idx, size_t n, int reverse);
 
 /* str(v) and repr(v) appended to a buffer; jx_to_str makes a string value. */
 int jx_buf_put(jinja_env *e, jx_buf *b, const char *s, size_t n);

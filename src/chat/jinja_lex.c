@@ -213,9 +213,11 @@ static int lex_number(lexer *L) {
             p = digits_end(L, q);
         }
     }
-    char buf[128];
+    /* the digits without underscores, all of them (a float literal may be long: 1000...0.5) */
+    char small[128], *buf = p - start < sizeof small ? small : jx_alloc(L->e, p - start + 1);
+    if (!buf) return -1;
     size_t k = 0;
-    for (size_t i = start; i < p && k < sizeof buf - 1; i++)
+    for (size_t i = start; i < p; i++)
         if (L->s[i] != '_') buf[k++] = L->s[i];
     buf[k] = '\0';
     jtok *t = push(L, is_float ? T_FLOAT : T_INT, start);
@@ -225,8 +227,9 @@ static int lex_number(lexer *L) {
     } else {
         int64_t v = 0;
         for (size_t i = 0; i < k; i++) {
-            if (v > (INT64_MAX - 9) / 10) return fail(L, start, "integer literal too large");
-            v = v * 10 + (buf[i] - '0');
+            int d = buf[i] - '0';
+            if (v > (INT64_MAX - d) / 10) return fail(L, start, "integer literal too large");
+            v = v * 10 + d;
         }
         t->i = v;
     }

@@ -47,6 +47,15 @@ int32_t jx_utf8_next(const char *s, size_t n, int *len) {
 size_t jx_utf8_count(const char *s, size_t n) {
     size_t count = 0;
     for (size_t i = 0; i < n;) {
+        if (n - i >= 8) { /* eight ASCII bytes at once: the common case, counted without decoding */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                count += 8;
+                continue;
+            }
+        }
         int l;
         jx_utf8_next(s + i, n - i, &l);
         i += (size_t)l;
@@ -224,7 +233,7 @@ static int loop_attr(jinja_env *e, jv obj, const char *name, jv *out) {
     else if (!strcmp(name, "depth0"))
         *out = jv_int(0);
     else if (!strcmp(name, "previtem"))
-        *out = i > 0 ? items->v[i - 1] : jv_undef(jx_cstr(e, "there is no previous item"));
+        *out = i > 0 && i - 1 < n ? items->v[i - 1] : jv_undef(jx_cstr(e, "there is no previous item"));
     else if (!strcmp(name, "nextitem"))
         *out = i + 1 < n ? items->v[i + 1] : jv_undef(jx_cstr(e, "there is no next item"));
     else if (!strcmp(name, "cycle")) {
@@ -249,11 +258,13 @@ static jv no_attr(jinja_env *e, jv obj, const char *name) {
 
 int jx_getattr(jinja_env *e, jv obj, const char *name, size_t len, jv *out) {
     if (obj.t == JV_UNDEF) return jx_undef_error(e, obj);
+    if (len >= 64 && jx_step(e, len / 64)) return -1; /* a name may be a long string: l[s] */
     if (strlen(name) != len) return jx_error(e, "a bad attribute name");
     if (obj.t == JV_LOOP) return loop_attr(e, obj, name, out);
     if (is_method(obj, name)) return bound(e, obj, name, out);
     if (obj.t == JV_DICT) {
-        jv *v = jx_dict_gets(obj.u.d, name, len);
+        jv *v;
+        if (jx_dict_gets(e, obj.u.d, name, len, &v)) return -1;
         if (v) {
             *out = *v;
             return 0;
@@ -266,7 +277,8 @@ int jx_getattr(jinja_env *e, jv obj, const char *name, size_t len, jv *out) {
 int jx_getitem(jinja_env *e, jv obj, jv key, jv *out) {
     if (obj.t == JV_UNDEF) return jx_undef_error(e, obj);
     if (obj.t == JV_DICT) { /* an undefined key is a key like any other (found nowhere) */
-        jv *v = jx_dict_get(e, obj.u.d, key);
+        jv *v;
+        if (jx_dict_get(e, obj.u.d, key, &v)) return -1;
         if (v) {
             *out = *v;
             return 0;
@@ -281,14 +293,20 @@ int jx_getitem(jinja_env *e, jv obj, jv key, jv *out) {
                 return 0;
             }
         } else {
+            /* code points are counted from the start: work proportional to the string */
+            if (jx_step(e, obj.u.s->len / 16)) return -1;
             int64_t n = (int64_t)jx_utf8_count(obj.u.s->s, obj.u.s->len);
             if (i < 0) i += n;
             if (i >= 0 && i < n) {
-                size_t p = 0;
+                size_t p = (size_t)i;
                 int l = 1;
-                for (int64_t k = 0; k <= i; k++) {
-                    if (k) p += (size_t)l;
-                    jx_utf8_next(obj.u.s->s + p, obj.u.s->len - p, &l);
+                if ((size_t)n != obj.u.s->len) { /* not one byte a code point: walk to it, again as much work */
+                    if (jx_step(e, obj.u.s->len / 16)) return -1;
+                    for (int64_t k = 0, q = 0; k <= i; k++) {
+                        if (k) q += l;
+                        jx_utf8_next(obj.u.s->s + q, obj.u.s->len - (size_t)q, &l);
+                        p = (size_t)q;
+                    }
                 }
                 return jx_make_str(e, obj.u.s->s + p, (size_t)l, out);
             }
@@ -349,24 +367,31 @@ int jx_slice(jinja_env *e, jv v, jv start, jv stop, jv step, jv *out) {
     else if (b >= n)
         b = st < 0 ? n - 1 : n;
     if (jx_step(e, (uint64_t)n / 16)) return -1;
+    /* how many: Python's PySlice_AdjustIndices; then item i is a + i * st, which stays between a and b
+     * (no overflow, whatever the step: l[1::2**63-1]) */
+    uint64_t count = 0;
+    if (st > 0 && a < b) count = ((uint64_t)(b - a) - 1) / (uint64_t)st + 1;
+    if (st < 0 && b < a) count = ((uint64_t)(a - b) - 1) / (0 - (uint64_t)st) + 1;
     if (v.t == JV_STR) {
         jx_buf buf = {0};
         if (st == 1) {
             if (a < b && jx_buf_put(e, &buf, v.u.s->s + offs[a], offs[b] - offs[a])) return -1;
         } else {
-            for (int64_t k = a; st > 0 ? k < b : k > b; k += st)
+            for (uint64_t i = 0; i < count; i++) {
+                int64_t k = a + (int64_t)i * st;
                 if (jx_buf_put(e, &buf, v.u.s->s + offs[k], offs[k + 1] - offs[k])) return -1;
+            }
         }
         jstr *s = jx_buf_take(e, &buf);
         if (!s) return -1;
         *out = jv_strv(s);
         return 0;
     }
-    jlist *l = jx_list(e, 0);
+    jlist *l = jx_list(e, (size_t)count);
     if (!l) return -1;
     l->tuple = v.u.l->tuple;
-    for (int64_t k = a; st > 0 ? k < b : k > b; k += st)
-        if (jx_list_push(e, l, v.u.l->v[k])) return -1;
+    for (uint64_t i = 0; i < count; i++)
+        l->v[l->n++] = v.u.l->v[a + (int64_t)i * st];
     *out = jv_listv(l);
     return 0;
 }
@@ -376,6 +401,8 @@ int jx_slice(jinja_env *e, jv v, jv start, jv stop, jv step, jv *out) {
 /* Python's strip family: chars NULL strips whitespace (Unicode's). */
 int jx_strip(jinja_env *e, const jstr *s, const jstr *chars, int left, int right, jv *out) {
     size_t a = 0, b = s->len;
+    /* a string of spaces strips to nothing: the scan is the work (with chars, a search of chars per code point) */
+    if (jx_step(e, chars ? s->len / 8 * (1 + chars->len / 16) : s->len / 16)) return -1;
     while (left && a < b) {
         int l;
         int32_t cp = jx_utf8_next(s->s + a, b - a, &l);
@@ -395,6 +422,27 @@ int jx_strip(jinja_env *e, const jstr *s, const jstr *chars, int left, int right
         b = p;
     }
     return jx_make_str(e, s->s + a, b - a, out);
+}
+
+/* The last x in s[0..n): *at its offset, or SIZE_MAX. A backward scan: each place whose first byte matches
+ * is compared in full and costs a step per 64 bytes of x, so a pattern that nearly matches everywhere
+ * ('a' * 10**6).rfind('a' * 10**5 + 'b') runs into the step budget instead of a quadratic hang. */
+static int rfind_bytes(jinja_env *e, const char *s, size_t n, const char *x, size_t m, size_t *at) {
+    *at = SIZE_MAX;
+    if (m > n) return 0;
+    if (m == 0) {
+        *at = n;
+        return 0;
+    }
+    for (size_t p = n - m + 1; p-- > 0;) {
+        if (s[p] != x[0]) continue;
+        if (m >= 64 && jx_step(e, m / 64)) return -1;
+        if (!memcmp(s + p, x, m)) {
+            *at = p;
+            return 0;
+        }
+    }
+    return 0;
 }
 
 /* Python's str.split / rsplit (from the right: rev); sep NULL splits on runs of whitespace. */
@@ -465,12 +513,8 @@ static int split(jinja_env *e, const jstr *s, const jstr *sep, int64_t maxsplit,
     } else {
         for (;;) {
             size_t found = (size_t)-1;
-            if (!(maxsplit >= 0 && (int64_t)l->n >= maxsplit) && end >= sep->len)
-                for (size_t p = end - sep->len + 1; p-- > 0;)
-                    if (!memcmp(s->s + p, sep->s, sep->len)) {
-                        found = p;
-                        break;
-                    }
+            if (!(maxsplit >= 0 && (int64_t)l->n >= maxsplit) && rfind_bytes(e, s->s, end, sep->s, sep->len, &found))
+                return -1;
             size_t a = found == (size_t)-1 ? 0 : found + sep->len;
             jv piece;
             if (jx_make_str(e, s->s + a, end - a, &piece) || jx_list_push(e, l, piece)) return -1;
@@ -545,7 +589,7 @@ int jx_want_int(jinja_env *e, jv v, const char *what, int64_t *out) {
 /* "...{}...{0}...{name}...".format(...): fields with no format spec or conversion */
 static int str_format(jinja_env *e, const jstr *f, const jargs *a, jv *out) {
     jx_buf b = {0};
-    int auto_idx = 0;
+    int auto_idx = 0, manual = 0;
     for (size_t i = 0; i < f->len; i++) {
         char c = f->s[i];
         if ((c == '{' || c == '}') && i + 1 < f->len && f->s[i + 1] == c) {
@@ -566,13 +610,29 @@ static int str_format(jinja_env *e, const jstr *f, const jargs *a, jv *out) {
         size_t nlen = end - i - 1;
         if (memchr(name, ':', nlen) || memchr(name, '!', nlen) || memchr(name, '{', nlen))
             return jx_error(e, "format: conversions and format specs are not supported");
+        if (memchr(name, '.', nlen) || memchr(name, '[', nlen))
+            return jx_error(e, "format: attribute and item access in a field is not supported");
+        size_t digits = 0;
+        while (digits < nlen && name[digits] >= '0' && name[digits] <= '9')
+            digits++;
         jv v;
         if (nlen == 0) {
+            if (manual)
+                return jx_error(e,
+                                "format: cannot switch from manual field specification to automatic field numbering");
             if (auto_idx >= a->n_pos) return jx_error(e, "format: replacement index %d out of range", auto_idx);
             v = a->pos[auto_idx++];
-        } else if (name[0] >= '0' && name[0] <= '9') {
-            int idx = atoi(name);
-            if (idx >= a->n_pos) return jx_error(e, "format: replacement index %d out of range", idx);
+        } else if (digits == nlen) { /* an index (Python: a name that is all digits; "0x" is a keyword) */
+            if (auto_idx)
+                return jx_error(e,
+                                "format: cannot switch from automatic field numbering to manual field specification");
+            manual = 1;
+            /* read with a bound: no int overflow however many digits ({2147483648}, {4294967295}) */
+            uint64_t idx = 0;
+            for (size_t k = 0; k < nlen && idx <= (uint64_t)a->n_pos; k++)
+                idx = idx * 10 + (uint64_t)(name[k] - '0');
+            if (idx >= (uint64_t)a->n_pos)
+                return jx_error(e, "format: replacement index %.*s out of range", (int)(nlen > 40 ? 40 : nlen), name);
             v = a->pos[idx];
         } else {
             int found = 0;
@@ -590,11 +650,11 @@ static int str_format(jinja_env *e, const jstr *f, const jargs *a, jv *out) {
 }
 
 static int affix(jinja_env *e, const jstr *s, jv arg, int ends, const char *what, jv *out) {
-    jlist one = {1, 1, &arg, 0, JL_LIST};
+    jlist one = {1, 1, &arg, 0, JL_LIST, 0};
     const jlist *cands = arg.t == JV_LIST ? arg.u.l : &one;
     for (size_t i = 0; i < cands->n; i++) {
         jstr *p;
-        if (jx_want_str(e, cands->v[i], what, &p)) return -1;
+        if (jx_want_str(e, cands->v[i], what, &p) || jx_step(e, 1 + p->len / 64)) return -1;
         if (p->len <= s->len && !memcmp(ends ? s->s + s->len - p->len : s->s, p->s, p->len)) {
             *out = jv_bool(1);
             return 0;
@@ -668,11 +728,9 @@ static int str_method_impl(jinja_env *e, jstr *s, const char *m, const jargs *a,
         }
         int64_t at = -1;
         if (m[0] == 'r') {
-            for (size_t p = s->len + 1 >= x->len + 1 ? s->len - x->len + 1 : 0; p-- > 0;)
-                if (!memcmp(s->s + p, x->s, x->len)) {
-                    at = (int64_t)p;
-                    break;
-                }
+            size_t p;
+            if (rfind_bytes(e, s->s, s->len, x->s, x->len, &p)) return -1;
+            at = p == SIZE_MAX ? -1 : (int64_t)p;
         } else {
             const char *p = memmem(s->s, s->len, x->s, x->len);
             if (x->len == 0) p = s->s;
@@ -699,7 +757,7 @@ static int str_method_impl(jinja_env *e, jstr *s, const char *m, const jargs *a,
         return 0;
     }
     if (!strcmp(m, "removeprefix") || !strcmp(m, "removesuffix")) {
-        if (jx_want_str(e, jx_arg(a, 0, NULL, none), m, &x)) return -1;
+        if (jx_want_str(e, jx_arg(a, 0, NULL, none), m, &x) || jx_step(e, x->len / 64)) return -1;
         int suf = m[6] == 's';
         if (x->len <= s->len && !memcmp(suf ? s->s + s->len - x->len : s->s, x->s, x->len))
             return jx_make_str(e, suf ? s->s : s->s + x->len, s->len - x->len, out);
@@ -730,16 +788,23 @@ static int str_method_impl(jinja_env *e, jstr *s, const char *m, const jargs *a,
     }
     if (!strncmp(m, "is", 2)) {
         int any = 0, all = 1, cased_up = 0, cased_low = 0;
+        /* which test: 'd'igit, 'a'lpha, alnu'm', 's'pace, else upper/lower (the case flags) */
+        char kind = !strcmp(m, "isdigit")   ? 'd'
+                    : !strcmp(m, "isalpha") ? 'a'
+                    : !strcmp(m, "isalnum") ? 'm'
+                    : !strcmp(m, "isspace") ? 's'
+                                            : 0;
+        if (jx_step(e, s->len / 4)) return -1; /* each code point decoded and classified */
         for (size_t i = 0; i < s->len;) {
             int l;
             int32_t cp = jx_utf8_next(s->s + i, s->len - i, &l);
             int digit = cp >= '0' && cp <= '9';
             int alpha = jx_lower_cp(cp) != jx_upper_cp(cp) || (cp >= 0x80 && !jx_is_space_cp(cp));
-            int ok = !strcmp(m, "isdigit")   ? digit
-                     : !strcmp(m, "isalpha") ? alpha
-                     : !strcmp(m, "isalnum") ? alpha || digit
-                     : !strcmp(m, "isspace") ? jx_is_space_cp(cp)
-                                             : 1;
+            int ok = kind == 'd'   ? digit
+                     : kind == 'a' ? alpha
+                     : kind == 'm' ? alpha || digit
+                     : kind == 's' ? jx_is_space_cp(cp)
+                                   : 1;
             if (jx_upper_cp(cp) != cp) cased_low = 1;
             if (jx_lower_cp(cp) != cp) cased_up = 1;
             all &= ok;
@@ -759,7 +824,8 @@ static int str_method_impl(jinja_env *e, jstr *s, const char *m, const jargs *a,
 
 static int dict_method(jinja_env *e, jdict *d, const char *m, const jargs *a, jv *out) {
     if (!strcmp(m, "get")) {
-        jv *v = jx_dict_get(e, d, jx_arg(a, 0, "key", jv_none()));
+        jv *v;
+        if (jx_dict_get(e, d, jx_arg(a, 0, "key", jv_none()), &v)) return -1;
         *out = v ? *v : jx_arg(a, 1, "default", jv_none());
         return 0;
     }
@@ -815,12 +881,14 @@ static int list_method(jinja_env *e, jlist *l, const char *m, const jargs *a, jv
     if (!strcmp(m, "index") || !strcmp(m, "count")) {
         jv x = jx_arg(a, 0, "value", jv_none());
         int64_t c = 0, at = -1;
-        if (jx_step(e, l->n)) return -1;
-        for (size_t i = 0; i < l->n; i++)
-            if (jx_equal(e, l->v[i], x)) {
-                if (at < 0) at = (int64_t)i;
-                c++;
-            }
+        for (size_t i = 0; i < l->n; i++) {
+            int eq;
+            if (jx_step(e, 1) || jx_equal(e, l->v[i], x, &eq)) return -1;
+            if (!eq) continue;
+            if (at < 0) at = (int64_t)i;
+            c++;
+            if (m[0] == 'i') break; /* index: the first is the answer */
+        }
         if (m[0] == 'i' && at < 0) return jx_error(e, "list.index(x): x not in list");
         *out = jv_int(m[0] == 'i' ? at : c);
         return 0;

@@ -49,6 +49,8 @@ int jx_error_at(jinja_env *e, int line, int col, const char *fmt, ...) {
 }
 
 int jx_step(jinja_env *e, uint64_t n) {
+    /* an error is final: whatever ran on past one (a NULL from a failed allocation taken as "absent") stops here */
+    if (e->status != WGML_OK) return -1;
     e->steps += n;
     if (e->steps > e->lim.max_steps)
         return jx_error(e, "the template ran past its step budget (%" PRIu64 " steps): an endless loop?",
@@ -151,6 +153,7 @@ jlist *jx_list(jinja_env *e, size_t cap) {
     l->n = 0;
     l->tuple = 0;
     l->view = JL_LIST;
+    l->busy = 0;
     l->cap = cap ? cap : 4;
     if (l->cap > e->lim.max_memory / sizeof(jv)) {
         jx_error(e, "a list of %zu items is over the memory budget", cap);
@@ -175,51 +178,127 @@ int jx_list_push(jinja_env *e, jlist *l, jv v) {
 jdict *jx_dict(jinja_env *e, size_t cap) {
     jdict *d = jx_alloc(e, sizeof *d);
     if (!d) return NULL;
-    d->n = 0;
-    d->ns = 0;
+    memset(d, 0, sizeof *d);
     d->cap = cap ? cap : 4;
+    if (d->cap > e->lim.max_memory / (2 * sizeof(jv)) || d->cap >= UINT32_MAX) {
+        jx_error(e, "a dict of %zu keys is over the memory budget", cap);
+        return NULL;
+    }
     d->k = jx_alloc(e, d->cap * sizeof(jv));
     d->v = jx_alloc(e, d->cap * sizeof(jv));
     return d->k && d->v ? d : NULL;
 }
 
-jv *jx_dict_gets(const jdict *d, const char *key, size_t len) {
-    for (size_t i = 0; i < d->n; i++)
-        if (d->k[i].t == JV_STR && d->k[i].u.s->len == len && memcmp(d->k[i].u.s->s, key, len) == 0) return &d->v[i];
-    return NULL;
+static int find_key(jinja_env *e, const jdict *d, jv key, int depth, size_t *at, uint32_t *hash);
+
+/* Probing past the first slot costs a step each: keys made to collide run into the step budget, not into a hang. */
+static int charge_probes(jinja_env *e, uint64_t probes) { return probes > 1 ? jx_step(e, probes - 1) : 0; }
+
+static void index_put(jdict *d, size_t i) {
+    size_t mask = d->nslot - 1, s = d->hash[i] & mask;
+    while (d->slot[s])
+        s = (s + 1) & mask;
+    d->slot[s] = (uint32_t)(i + 1);
 }
 
-jv *jx_dict_get(jinja_env *e, const jdict *d, jv key) {
-    if (key.t == JV_STR) return jx_dict_gets(d, key.u.s->s, key.u.s->len);
+/* (Re)builds the index for the keys' stored hashes, at least twice as many slots as d->cap. */
+static int index_build(jinja_env *e, jdict *d) {
+    size_t ns = 16;
+    while (ns < 2 * d->cap)
+        ns *= 2;
+    uint32_t *slot = jx_alloc(e, ns * sizeof *slot);
+    if (!slot) return -1;
+    memset(slot, 0, ns * sizeof *slot);
+    d->slot = slot;
+    d->nslot = ns;
     for (size_t i = 0; i < d->n; i++)
-        if (jx_equal(e, d->k[i], key)) return &d->v[i];
-    return NULL;
+        index_put(d, i);
+    return 0;
+}
+
+int jx_dict_get(jinja_env *e, const jdict *d, jv key, jv **out) {
+    size_t at;
+    uint32_t h;
+    *out = NULL;
+    if (find_key(e, d, key, 0, &at, &h)) return -1;
+    if (at != SIZE_MAX) *out = &d->v[at];
+    return 0;
+}
+
+static uint32_t hash_str(const char *s, size_t len);
+
+int jx_dict_gets(jinja_env *e, const jdict *d, const char *key, size_t len, jv **out) {
+    *out = NULL;
+    if (len >= 64 && jx_step(e, len / 64)) return -1;
+    if (!d->slot) {
+        for (size_t i = 0; i < d->n; i++)
+            if (d->k[i].t == JV_STR && d->k[i].u.s->len == len && memcmp(d->k[i].u.s->s, key, len) == 0) {
+                *out = &d->v[i];
+                return 0;
+            }
+        return 0;
+    }
+    uint32_t h = hash_str(key, len);
+    size_t mask = d->nslot - 1;
+    uint64_t probes = 0;
+    for (size_t s = h & mask; d->slot[s]; s = (s + 1) & mask) {
+        size_t i = d->slot[s] - 1;
+        probes++;
+        if (d->hash[i] == h && d->k[i].t == JV_STR && d->k[i].u.s->len == len &&
+            memcmp(d->k[i].u.s->s, key, len) == 0) {
+            *out = &d->v[i];
+            break;
+        }
+    }
+    return charge_probes(e, probes);
 }
 
 int jx_dict_set(jinja_env *e, jdict *d, jv key, jv val) {
-    if (jx_step(e, 1 + d->n / 64)) return -1;
-    jv *slot = jx_dict_get(e, d, key);
-    if (slot) {
-        *slot = val;
+    size_t at;
+    uint32_t h = 0;
+    if (jx_step(e, 1) || find_key(e, d, key, 0, &at, &h)) return -1;
+    if (at != SIZE_MAX) {
+        d->v[at] = val;
         return 0;
     }
     if (d->n == d->cap) {
         size_t nc = d->cap * 2;
+        /* the index holds positions + 1 in 32 bits */
+        if (nc >= UINT32_MAX) return jx_error(e, "a dict of %zu keys is over the limit", d->n);
         jv *nk = jx_grow(e, d->k, d->cap * sizeof(jv), nc * sizeof(jv));
         jv *nv = nk ? jx_grow(e, d->v, d->cap * sizeof(jv), nc * sizeof(jv)) : NULL;
-        if (!nv) return -1;
+        uint32_t *nh = nv && d->hash ? jx_grow(e, d->hash, d->cap * sizeof *nh, nc * sizeof *nh) : NULL;
+        if (!nv || (d->hash && !nh)) return -1;
         d->k = nk;
         d->v = nv;
+        d->hash = nh;
         d->cap = nc;
+        if (d->slot && index_build(e, d)) return -1;
     }
-    d->k[d->n] = key;
-    d->v[d->n++] = val;
+    size_t i = d->n++;
+    d->k[i] = key;
+    d->v[i] = val;
+    if (d->slot) {
+        d->hash[i] = h;
+        index_put(d, i);
+    } else if (d->n > JX_DICT_INDEX_MIN) {
+        /* big enough to be worth an index: hash the keys so far */
+        if (!(d->hash = jx_alloc(e, d->cap * sizeof *d->hash))) return -1;
+        for (size_t k = 0; k < d->n; k++)
+            if (jx_hash(e, d->k[k], &d->hash[k])) return -1;
+        if (index_build(e, d)) return -1;
+    }
     return 0;
 }
 
 int jx_dict_sets(jinja_env *e, jdict *d, const char *key, jv val) {
     jstr *k = jx_cstr(e, key);
     return k ? jx_dict_set(e, d, jv_strv(k), val) : -1;
+}
+
+void jx_dict_clear(jdict *d) {
+    d->n = 0;
+    if (d->slot) memset(d->slot, 0, d->nslot * sizeof *d->slot);
 }
 
 jv jx_undef_name(jinja_env *e, const char *name, size_t len) {
@@ -266,61 +345,283 @@ int jx_is_number(jv v) { return v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_BO
 
 double jx_num(jv v) { return v.t == JV_FLOAT ? v.u.f : (double)v.u.i; }
 
-int jx_equal(jinja_env *e, jv a, jv b) {
+/* ---- walks over values: equality, order, hashing -------------------------- */
+
+static int too_deep(jinja_env *e) {
+    return jx_error(e, "a value nests too deeply (limit %d): a list or dict that contains itself?", e->lim.max_depth);
+}
+
+/* An int against a float, exactly (as Python: 2**53 + 1 != 2.0**53); f is not NaN. */
+static int cmp_int_float(int64_t i, double f) {
+    if (f >= 9223372036854775808.0) return -1;
+    if (f < -9223372036854775808.0) return 1;
+    double t = trunc(f); /* in range: exactly an int64 */
+    int64_t ti = (int64_t)t;
+    if (i != ti) return i < ti ? -1 : 1;
+    return f > t ? -1 : f < t; /* the same integer part: the fraction decides */
+}
+
+/* Numbers: *cmp < 0, 0, > 0; 1 when unordered (a NaN). */
+static int cmp_num(jv a, jv b, int *cmp) {
+    if (a.t != JV_FLOAT && b.t != JV_FLOAT) {
+        *cmp = a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
+        return 0;
+    }
+    *cmp = 0;
+    if ((a.t == JV_FLOAT && isnan(a.u.f)) || (b.t == JV_FLOAT && isnan(b.u.f))) return 1;
+    if (a.t == JV_FLOAT && b.t == JV_FLOAT)
+        *cmp = a.u.f < b.u.f ? -1 : a.u.f > b.u.f;
+    else if (a.t == JV_FLOAT)
+        *cmp = -cmp_int_float(b.u.i, a.u.f);
+    else
+        *cmp = cmp_int_float(a.u.i, b.u.f);
+    return 0;
+}
+
+static int str_equal(jinja_env *e, const jstr *a, const jstr *b, int *eq) {
+    *eq = 0;
+    if (a->len != b->len) return 0;
+    if (a->len >= 64 && jx_step(e, a->len / 64)) return -1;
+    *eq = a == b || memcmp(a->s, b->s, a->len) == 0;
+    return 0;
+}
+
+static int equal_at(jinja_env *e, jv a, jv b, int depth, int *eq) {
+    int c;
+    *eq = 0;
     if (jx_is_number(a) && jx_is_number(b)) {
-        if (a.t != JV_FLOAT && b.t != JV_FLOAT) return a.u.i == b.u.i;
-        return jx_num(a) == jx_num(b);
+        *eq = !cmp_num(a, b, &c) && c == 0;
+        return 0;
     }
     if (a.t != b.t) return 0;
     switch (a.t) {
     case JV_UNDEF:
-    case JV_NONE: return 1;
-    case JV_STR: return a.u.s->len == b.u.s->len && memcmp(a.u.s->s, b.u.s->s, a.u.s->len) == 0;
-    case JV_LIST:
-        if (a.u.l->tuple != b.u.l->tuple || a.u.l->n != b.u.l->n) return 0;
-        for (size_t i = 0; i < a.u.l->n; i++)
-            if (!jx_equal(e, a.u.l->v[i], b.u.l->v[i])) return 0;
-        return 1;
-    case JV_DICT:
-        if (a.u.d->ns || b.u.d->ns) return a.u.d == b.u.d;
-        if (a.u.d->n != b.u.d->n) return 0;
-        for (size_t i = 0; i < a.u.d->n; i++) {
-            jv *o = jx_dict_get(e, b.u.d, a.u.d->k[i]);
-            if (!o || !jx_equal(e, a.u.d->v[i], *o)) return 0;
+    case JV_NONE: *eq = 1; return 0;
+    case JV_STR: return str_equal(e, a.u.s, b.u.s, eq);
+    case JV_LIST: {
+        const jlist *x = a.u.l, *y = b.u.l;
+        /* Python compares items by identity first: a list equals itself, even one that contains itself */
+        if (x == y) return *eq = 1, 0;
+        if (x->tuple != y->tuple || x->n != y->n) return 0;
+        if (depth >= e->lim.max_depth) return too_deep(e);
+        for (size_t i = 0; i < x->n; i++) {
+            if (jx_step(e, 1) || equal_at(e, x->v[i], y->v[i], depth + 1, eq)) return -1;
+            if (!*eq) return 0;
         }
-        return 1;
-    case JV_FUNC: return a.u.fn == b.u.fn;
-    case JV_LOOP: return a.u.lp == b.u.lp;
+        *eq = 1;
+        return 0;
+    }
+    case JV_DICT: {
+        const jdict *x = a.u.d, *y = b.u.d;
+        if (x == y) return *eq = 1, 0;
+        if (x->ns || y->ns || x->n != y->n) return 0;
+        if (depth >= e->lim.max_depth) return too_deep(e);
+        for (size_t i = 0; i < x->n; i++) {
+            size_t at;
+            uint32_t h;
+            if (jx_step(e, 1) || find_key(e, y, x->k[i], depth + 1, &at, &h)) return -1;
+            if (at == SIZE_MAX) return *eq = 0, 0;
+            if (equal_at(e, x->v[i], y->v[at], depth + 1, eq)) return -1;
+            if (!*eq) return 0;
+        }
+        *eq = 1;
+        return 0;
+    }
+    case JV_FUNC: *eq = a.u.fn == b.u.fn; return 0;
+    case JV_LOOP: *eq = a.u.lp == b.u.lp; return 0;
     default: return 0;
     }
 }
 
-int jx_compare(jinja_env *e, jv a, jv b, int *cmp) {
+int jx_equal(jinja_env *e, jv a, jv b, int *eq) { return equal_at(e, a, b, 0, eq); }
+
+static int compare_at(jinja_env *e, jv a, jv b, int depth, int *cmp) {
     if (a.t == JV_UNDEF) return jx_undef_error(e, a);
     if (b.t == JV_UNDEF) return jx_undef_error(e, b);
     if (jx_is_number(a) && jx_is_number(b)) {
-        if (a.t != JV_FLOAT && b.t != JV_FLOAT)
-            *cmp = a.u.i < b.u.i ? -1 : a.u.i > b.u.i;
-        else
-            *cmp = jx_num(a) < jx_num(b) ? -1 : jx_num(a) > jx_num(b);
+        cmp_num(a, b, cmp); /* a NaN compares as equal: a sort keeps it where it is */
         return 0;
     }
     if (a.t == JV_STR && b.t == JV_STR) {
         size_t n = a.u.s->len < b.u.s->len ? a.u.s->len : b.u.s->len;
+        if (n >= 64 && jx_step(e, n / 64)) return -1;
         int c = memcmp(a.u.s->s, b.u.s->s, n);
         *cmp = c ? (c < 0 ? -1 : 1) : (a.u.s->len < b.u.s->len ? -1 : a.u.s->len > b.u.s->len);
         return 0;
     }
     if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple) {
-        size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
+        const jlist *x = a.u.l, *y = b.u.l;
+        *cmp = 0;
+        if (x == y) return 0; /* every item is itself */
+        if (depth >= e->lim.max_depth) return too_deep(e);
+        size_t n = x->n < y->n ? x->n : y->n;
         for (size_t i = 0; i < n; i++) {
-            if (jx_equal(e, a.u.l->v[i], b.u.l->v[i])) continue;
-            return jx_compare(e, a.u.l->v[i], b.u.l->v[i], cmp);
+            int eq;
+            if (jx_step(e, 1) || equal_at(e, x->v[i], y->v[i], depth + 1, &eq)) return -1;
+            if (eq) continue;
+            return compare_at(e, x->v[i], y->v[i], depth + 1, cmp);
         }
-        *cmp = a.u.l->n < b.u.l->n ? -1 : a.u.l->n > b.u.l->n;
+        *cmp = x->n < y->n ? -1 : x->n > y->n;
         return 0;
     }
     return jx_error(e, "'<' not supported between instances of '%s' and '%s'", jx_type_name(a), jx_type_name(b));
+}
+
+int jx_compare(jinja_env *e, jv a, jv b, int *cmp) { return compare_at(e, a, b, 0, cmp); }
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static uint32_t fold32(uint64_t h) { return (uint32_t)(h ^ (h >> 32)); }
+
+static uint32_t hash_str(const char *s, size_t len) {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ mix64(w)) * 0x9e3779b97f4a7c15ull;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s + i, len - i);
+    return fold32(mix64(h ^ w));
+}
+
+/* Equal values must hash alike: an integral float hashes as its int (1.0 as 1, True as 1). */
+static uint64_t hash_int(int64_t i) { return mix64((uint64_t)i ^ 0x5851f42d4c957f2dull); }
+
+static int hash_at(jinja_env *e, jv v, int depth, uint64_t *out) {
+    switch (v.t) {
+    case JV_UNDEF: *out = 0x2545f4914f6cdd1dull; return 0;
+    case JV_NONE: *out = 0x27bb2ee687b0b0fdull; return 0;
+    case JV_BOOL:
+    case JV_INT: *out = hash_int(v.u.i); return 0;
+    case JV_FLOAT:
+        if (v.u.f >= -9223372036854775808.0 && v.u.f < 9223372036854775808.0 && v.u.f == trunc(v.u.f)) {
+            *out = hash_int((int64_t)v.u.f);
+        } else {
+            uint64_t bits;
+            memcpy(&bits, &v.u.f, sizeof bits);
+            *out = mix64(bits ^ 0x94d049bb133111ebull);
+        }
+        return 0;
+    case JV_STR:
+        if (v.u.s->len >= 64 && jx_step(e, v.u.s->len / 64)) return -1;
+        *out = hash_str(v.u.s->s, v.u.s->len);
+        return 0;
+    case JV_LIST: {
+        const jlist *l = v.u.l;
+        uint64_t h = l->tuple ? 0x9e3779b97f4a7c15ull : 0xbf58476d1ce4e5b9ull, x;
+        if (depth >= e->lim.max_depth) return too_deep(e);
+        for (size_t i = 0; i < l->n; i++) {
+            if (jx_step(e, 1) || hash_at(e, l->v[i], depth + 1, &x)) return -1;
+            h = (h ^ x) * 0x100000001b3ull + i;
+        }
+        *out = mix64(h ^ l->n);
+        return 0;
+    }
+    case JV_DICT: {
+        const jdict *d = v.u.d;
+        if (d->ns) break; /* equal only to itself */
+        if (depth >= e->lim.max_depth) return too_deep(e);
+        /* dicts are equal in any order of their keys: a sum of the entries' hashes */
+        uint64_t h = 0, hk, hv;
+        for (size_t i = 0; i < d->n; i++) {
+            if (jx_step(e, 1) || hash_at(e, d->k[i], depth + 1, &hk) || hash_at(e, d->v[i], depth + 1, &hv)) return -1;
+            h += mix64(hk ^ (hv * 0x9e3779b97f4a7c15ull));
+        }
+        *out = mix64(h ^ d->n ^ 0xd6e8feb86659fd93ull);
+        return 0;
+    }
+    default: break;
+    }
+    /* functions, loops, namespaces: equal only to themselves */
+    *out = mix64((uint64_t)(uintptr_t)v.u.d ^ v.t);
+    return 0;
+}
+
+int jx_hash(jinja_env *e, jv v, uint32_t *out) {
+    if (v.t == JV_STR) { /* as jx_dict_gets hashes its bytes */
+        if (v.u.s->len >= 64 && jx_step(e, v.u.s->len / 64)) return -1;
+        *out = hash_str(v.u.s->s, v.u.s->len);
+        return 0;
+    }
+    uint64_t h;
+    if (hash_at(e, v, 0, &h)) return -1;
+    *out = fold32(h);
+    return 0;
+}
+
+/* Where key is in d (depth: how deep the walk that asks already is): *at its position or SIZE_MAX;
+ * *hash its hash when d has an index (jx_dict_set stores it). */
+static int find_key(jinja_env *e, const jdict *d, jv key, int depth, size_t *at, uint32_t *hash) {
+    int eq;
+    *at = SIZE_MAX;
+    if (!d->slot) {
+        for (size_t i = 0; i < d->n; i++) {
+            if (equal_at(e, d->k[i], key, depth, &eq)) return -1;
+            if (eq) {
+                *at = i;
+                return 0;
+            }
+        }
+        return 0;
+    }
+    uint32_t h;
+    if (key.t == JV_STR) {
+        if (key.u.s->len >= 64 && jx_step(e, key.u.s->len / 64)) return -1;
+        h = hash_str(key.u.s->s, key.u.s->len);
+    } else {
+        uint64_t h64;
+        if (hash_at(e, key, depth, &h64)) return -1;
+        h = fold32(h64);
+    }
+    *hash = h;
+    size_t mask = d->nslot - 1;
+    uint64_t probes = 0;
+    for (size_t s = h & mask; d->slot[s]; s = (s + 1) & mask) {
+        size_t i = d->slot[s] - 1;
+        probes++;
+        if (d->hash[i] != h) continue;
+        if (equal_at(e, d->k[i], key, depth, &eq)) return -1;
+        if (eq) {
+            *at = i;
+            break;
+        }
+    }
+    return charge_probes(e, probes);
+}
+
+static int merge_sort(jinja_env *e, const jv *keys, size_t *a, size_t *tmp, size_t n, int reverse) {
+    if (n < 2) return 0;
+    size_t h = n / 2;
+    if (merge_sort(e, keys, a, tmp, h, reverse) || merge_sort(e, keys, a + h, tmp, n - h, reverse)) return -1;
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n) {
+        int c;
+        if (jx_step(e, 1) || jx_compare(e, keys[a[j]], keys[a[i]], &c)) return -1;
+        /* take from the right only when strictly before: stable (reverse keeps equal items in order too) */
+        if (reverse ? c > 0 : c < 0)
+            tmp[k++] = a[j++];
+        else
+            tmp[k++] = a[i++];
+    }
+    while (i < h)
+        tmp[k++] = a[i++];
+    while (j < n)
+        tmp[k++] = a[j++];
+    memcpy(a, tmp, n * sizeof *a);
+    return 0;
+}
+
+int jx_sort_index(jinja_env *e, const jv *keys, size_t *idx, size_t n, int reverse) {
+    size_t *tmp = jx_alloc(e, (n ? n : 1) * sizeof *tmp);
+    return tmp ? merge_sort(e, keys, idx, tmp, n, reverse) : -1;
 }
 
 /* ---- text ------------------------------------------------------------------ */
@@ -468,10 +769,9 @@ static int write_str_repr(jinja_env *e, jx_buf *b, const jstr *s) {
     return jx_buf_put(e, b, &q, 1);
 }
 
-static int write_value(jinja_env *e, jx_buf *b, jv v, int repr) {
+static int write_value(jinja_env *e, jx_buf *b, jv v, int repr, int depth) {
     char num[64];
     if (jx_step(e, 1)) return -1;
-    if (e->depth > e->lim.max_depth) return jx_error(e, "a value nested too deeply to print");
     switch (v.t) {
     case JV_UNDEF: return repr ? jx_buf_puts(e, b, "Undefined") : 0;
     case JV_NONE: return jx_buf_puts(e, b, "None");
@@ -480,27 +780,32 @@ static int write_value(jinja_env *e, jx_buf *b, jv v, int repr) {
     case JV_FLOAT: jx_format_float(v.u.f, num, sizeof num); return jx_buf_puts(e, b, num);
     case JV_STR: return repr ? write_str_repr(e, b, v.u.s) : jx_buf_put(e, b, v.u.s->s, v.u.s->len);
     case JV_LIST: {
-        const jlist *l = v.u.l;
+        jlist *l = v.u.l;
+        /* a list met again inside itself prints as [...], as Python's repr (a tuple is never one of its own
+         * items there; here one can be, through append, and then it nests too deeply) */
+        if (l->busy) return jx_buf_puts(e, b, "[...]");
+        if (depth >= e->lim.max_depth) return too_deep(e);
         static const char *const views[] = {"", "dict_items(", "dict_keys(", "dict_values("};
         if (jx_buf_puts(e, b, views[l->view & 3]) || jx_buf_puts(e, b, l->tuple ? "(" : "[")) return -1;
-        e->depth++;
-        for (size_t i = 0; i < l->n; i++) {
-            if ((i && jx_buf_puts(e, b, ", ")) || write_value(e, b, l->v[i], 1)) return e->depth--, -1;
-        }
-        e->depth--;
+        l->busy = !l->tuple;
+        for (size_t i = 0; i < l->n; i++) /* on an error the render is over: busy marks need no undoing */
+            if ((i && jx_buf_puts(e, b, ", ")) || write_value(e, b, l->v[i], 1, depth + 1)) return -1;
+        l->busy = 0;
         if (jx_buf_puts(e, b, l->tuple ? (l->n == 1 ? ",)" : ")") : "]")) return -1;
         return l->view ? jx_buf_puts(e, b, ")") : 0;
     }
     case JV_DICT: {
-        const jdict *d = v.u.d;
+        jdict *d = v.u.d;
+        if (d->busy) return jx_buf_puts(e, b, d->ns ? "<Namespace {...}>" : "{...}");
+        if (depth >= e->lim.max_depth) return too_deep(e);
         if (jx_buf_puts(e, b, d->ns ? "<Namespace {" : "{")) return -1;
-        e->depth++;
+        d->busy = 1;
         for (size_t i = 0; i < d->n; i++) {
-            if ((i && jx_buf_puts(e, b, ", ")) || write_value(e, b, d->k[i], 1) || jx_buf_puts(e, b, ": ") ||
-                write_value(e, b, d->v[i], 1))
-                return e->depth--, -1;
+            if ((i && jx_buf_puts(e, b, ", ")) || write_value(e, b, d->k[i], 1, depth + 1) || jx_buf_puts(e, b, ": ") ||
+                write_value(e, b, d->v[i], 1, depth + 1))
+                return -1;
         }
-        e->depth--;
+        d->busy = 0;
         return jx_buf_puts(e, b, d->ns ? "}>" : "}");
     }
     case JV_FUNC:
@@ -517,8 +822,8 @@ static int write_value(jinja_env *e, jx_buf *b, jv v, int repr) {
     return 0;
 }
 
-int jx_write_str(jinja_env *e, jx_buf *b, jv v) { return write_value(e, b, v, 0); }
-int jx_write_repr(jinja_env *e, jx_buf *b, jv v) { return write_value(e, b, v, 1); }
+int jx_write_str(jinja_env *e, jx_buf *b, jv v) { return write_value(e, b, v, 0, 0); }
+int jx_write_repr(jinja_env *e, jx_buf *b, jv v) { return write_value(e, b, v, 1, 0); }
 
 int jx_to_str(jinja_env *e, jv v, jstr **out) {
     if (v.t == JV_STR) {
@@ -599,27 +904,13 @@ static int json_key(jinja_env *e, jx_buf *b, jv k, int ensure_ascii) {
     }
 }
 
-static int cmp_keys(jinja_env *e, const jdict *d, size_t *order) {
-    /* insertion sort: dicts in templates are small, and each comparison is a step */
-    for (size_t i = 1; i < d->n; i++) {
-        size_t x = order[i], j = i;
-        while (j > 0) {
-            int c;
-            if (jx_step(e, 1) || jx_compare(e, d->k[order[j - 1]], d->k[x], &c)) return -1;
-            if (c <= 0) break;
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = x;
-    }
-    return 0;
-}
-
 int jx_write_json(jinja_env *e, jx_buf *b, jv v, const char *indent, const char *item_sep, const char *key_sep,
                   int sort_keys, int ensure_ascii, int level) {
     char num[64];
     if (jx_step(e, 1)) return -1;
-    if (level > e->lim.max_depth) return jx_error(e, "a value nested too deeply for tojson");
+    if ((v.t == JV_LIST && v.u.l->busy) || (v.t == JV_DICT && v.u.d->busy))
+        return jx_error(e, "tojson: Circular reference detected"); /* Python's json.dumps */
+    if ((v.t == JV_LIST || v.t == JV_DICT) && level >= e->lim.max_depth) return too_deep(e);
     if (!item_sep) item_sep = indent ? "," : ", ";
     if (!key_sep) key_sep = ": ";
     switch (v.t) {
@@ -633,27 +924,30 @@ int jx_write_json(jinja_env *e, jx_buf *b, jv v, const char *indent, const char 
         return jx_buf_puts(e, b, num);
     case JV_STR: return json_string(e, b, v.u.s->s, v.u.s->len, ensure_ascii);
     case JV_LIST: {
-        const jlist *l = v.u.l;
+        jlist *l = v.u.l;
         if (l->n == 0) return jx_buf_puts(e, b, "[]");
         if (jx_buf_puts(e, b, "[")) return -1;
+        l->busy = 1; /* left set on an error: the render is over */
         for (size_t i = 0; i < l->n; i++) {
             if (i && jx_buf_puts(e, b, item_sep)) return -1;
             if (indent && json_newline(e, b, indent, level + 1)) return -1;
             if (jx_write_json(e, b, l->v[i], indent, item_sep, key_sep, sort_keys, ensure_ascii, level + 1)) return -1;
         }
+        l->busy = 0;
         if (indent && json_newline(e, b, indent, level)) return -1;
         return jx_buf_puts(e, b, "]");
     }
     case JV_DICT: {
-        const jdict *d = v.u.d;
+        jdict *d = v.u.d;
         if (d->ns) break;
         if (d->n == 0) return jx_buf_puts(e, b, "{}");
         size_t *order = jx_alloc(e, d->n * sizeof *order);
         if (!order) return -1;
         for (size_t i = 0; i < d->n; i++)
             order[i] = i;
-        if (sort_keys && cmp_keys(e, d, order)) return -1;
+        if (sort_keys && jx_sort_index(e, d->k, order, d->n, 0)) return -1;
         if (jx_buf_puts(e, b, "{")) return -1;
+        d->busy = 1;
         for (size_t i = 0; i < d->n; i++) {
             if (i && jx_buf_puts(e, b, item_sep)) return -1;
             if (indent && json_newline(e, b, indent, level + 1)) return -1;
@@ -661,6 +955,7 @@ int jx_write_json(jinja_env *e, jx_buf *b, jv v, const char *indent, const char 
                 jx_write_json(e, b, d->v[order[i]], indent, item_sep, key_sep, sort_keys, ensure_ascii, level + 1))
                 return -1;
         }
+        d->busy = 0;
         if (indent && json_newline(e, b, indent, level)) return -1;
         return jx_buf_puts(e, b, "}");
     }
