@@ -38,7 +38,7 @@ if(WGML_FUZZ)
   endforeach()
 
   # The command line's file-handling subcommands (tools/wgml, without main.c).
-  set(WGML_FUZZ_CLI_SOURCES cli_util.c cmd_run.c cmd_info.c cmd_tokenize.c cmd_convert.c cmd_quantize.c)
+  set(WGML_FUZZ_CLI_SOURCES cli_util.c cli_opts.c cmd_run.c cmd_info.c cmd_tokenize.c cmd_convert.c cmd_quantize.c)
   list(TRANSFORM WGML_FUZZ_CLI_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
   # cmd_convert.c reads Kokoro's config.json: kokoro_config_json.c (json-c), as in the CLI
   add_executable(fuzz_cli ${CMAKE_SOURCE_DIR}/fuzz/fuzz_cli.c ${WGML_FUZZ_CLI_SOURCES}

@@ -34,6 +34,8 @@
  * wgml_model_chat_template and wgml_chat_render with a model) may run on any
  * thread at any time, also while another thread generates with the model; a
  * server renders and tokenizes requests beside its decode loop this way.
+ * wgml_speak may also run on several threads at once on one model: each call
+ * has its own state, and their steps take turns on the model's device.
  */
 #ifndef WGML_H
 #define WGML_H

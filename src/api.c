@@ -23,7 +23,6 @@
 #include "core/quant.h"
 #include "format/gguf.h"
 #include "model/family.h"
-#include "model/llama/llama.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 #include "wgml.h"
@@ -31,7 +30,9 @@
 
 struct wgml_session {
     wgml_model *m;
-    llama_state *st;
+    const wgml_decoder *dec;
+    void *st;         /* the decoder's state: one sequence */
+    int n_ctx, n_batch, n_vocab;
     int n_past;       /* tokens in the KV cache */
     int32_t *tokens;  /* the n_past tokens, then at most one pending token */
     int has_pending;  /* tokens[n_past] was sampled but not evaluated yet */
@@ -142,7 +143,6 @@ static wgml_status load_on_backend(wgml_model *m, const wgml_model_params *p, co
     wgml_weight_fault fault = {x ? x->fault_tensor : NULL, x ? x->fault_factor : 1.0f, x ? x->fault_block : 0};
     wgml_family_load_params lp = {fault.tensor ? &fault : NULL, load_progress, &pc};
     st = m->fam->load(m->gguf, m->be, &lp, &m->impl, err);
-    m->llm = !st && m->fam == &wgml_family_llama ? m->impl : NULL;
     if (st) {
         m->be->free(m->be);
         m->be = NULL;
@@ -176,7 +176,7 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
     if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
     if (!st && !m->fam->no_tokenizer) st = wgml_tokenizer_load(g, &m->tok, err);
-    if (!st) st = chat_model_info_load(g, m->tok, m->fam, &m->chat, err);
+    if (!st) st = chat_model_info_load(g, m->tok, m->fam->decoder != NULL, &m->chat, err);
     if (!st) {
         gguf_str name;
         if (gguf_get_str(g, "general.name", &name, NULL) == 1) {
@@ -264,8 +264,18 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
     }
 }
 
+void *wgml_model_take_state(wgml_model *m, int task) { return atomic_exchange(&m->idle[task], NULL); }
+
+void wgml_model_give_state(wgml_model *m, int task, void *state, void (*free_fn)(void *)) {
+    void *none = NULL;
+    if (state && !atomic_compare_exchange_strong(&m->idle[task], &none, state)) free_fn(state);
+}
+
 void wgml_model_free(wgml_model *m) {
     if (!m) return;
+    void *enc = wgml_model_take_state(m, WGML_STATE_ENCODER), *spk = wgml_model_take_state(m, WGML_STATE_SPEAKER);
+    if (enc) m->fam->encoder->free(enc);
+    if (spk) m->fam->speaker->free(spk);
     if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
     chat_model_info_free(&m->chat);
@@ -307,7 +317,17 @@ int wgml_token_to_piece(const wgml_model *m, int32_t token, char *buf, int cap) 
 
 /* ---- sessions ---- */
 
-int wgml_model_default_ctx(const wgml_model *m) { return m->llm->hp.n_ctx_train < 4096 ? m->llm->hp.n_ctx_train : 4096; }
+const wgml_decoder *wgml_model_decoder(const wgml_model *m, const char *what, wgml_error *err) {
+    if (!m->fam->decoder)
+        wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not generate text (%s are for generation)", m->fam->name,
+                  what);
+    return m->fam->decoder;
+}
+
+int wgml_model_default_ctx(const wgml_model *m) {
+    int n = m->fam->decoder->n_ctx_train(m->impl);
+    return n < 4096 ? n : 4096;
+}
 
 wgml_status wgml_model_kv_dtype(const wgml_model *m, wgml_kv_type want, uint32_t *out, wgml_error *err) {
     uint32_t kv = m->be->kv_type;
@@ -326,9 +346,8 @@ wgml_status wgml_model_kv_dtype(const wgml_model *m, wgml_kv_type want, uint32_t
 wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params, wgml_session **out, wgml_error *err) {
     if (!m || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_session_create: NULL argument");
     *out = NULL;
-    if (!(m->fam->tasks & WGML_TASK_GENERATE) || !m->llm)
-        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not generate text (sessions are for generation)",
-                         m->fam->name);
+    const wgml_decoder *dec = wgml_model_decoder(m, "sessions", err);
+    if (!dec) return WGML_ERR_UNSUPPORTED;
     wgml_session_params sp = params ? *params : wgml_session_default_params();
     if (sp.n_ctx < 0 || sp.n_batch < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "context %d and batch %d must not be negative", sp.n_ctx,
@@ -342,11 +361,14 @@ wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params
     wgml_session *s = wgml_calloc(1, sizeof *s);
     if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
     s->m = m;
+    s->dec = dec;
+    s->n_ctx = sp.n_ctx, s->n_batch = sp.n_batch, s->n_vocab = dec->n_vocab(m->impl);
     s->tokens = wgml_calloc((size_t)sp.n_ctx + 1, sizeof *s->tokens);
-    s->logits = wgml_calloc((size_t)m->llm->hp.n_vocab, sizeof *s->logits);
+    s->logits = wgml_calloc((size_t)s->n_vocab, sizeof *s->logits);
     wgml_status st = WGML_OK;
     if (!s->tokens || !s->logits) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a session");
-    if (!st) st = llama_state_create(m->llm, sp.n_ctx, sp.n_batch, kv, &s->st, err);
+    wgml_decoder_params dp = {.n_seq = 0, .n_ctx = sp.n_ctx, .n_batch = sp.n_batch, .kv_type = kv};
+    if (!st) st = dec->create(m->impl, &dp, &s->st, err);
     if (st) {
         wgml_session_free(s);
         return st;
@@ -357,7 +379,7 @@ wgml_status wgml_session_create(wgml_model *m, const wgml_session_params *params
 
 void wgml_session_free(wgml_session *s) {
     if (!s) return;
-    llama_state_free(s->st);
+    if (s->st) s->dec->free(s->st);
     wgml_free(s->tokens);
     wgml_free(s->logits);
     wgml_free(s);
@@ -369,14 +391,14 @@ void wgml_session_reset(wgml_session *s) {
     s->has_logits = 0;
 }
 
-int wgml_session_n_ctx(const wgml_session *s) { return llama_state_n_ctx(s->st); }
+int wgml_session_n_ctx(const wgml_session *s) { return s->n_ctx; }
 int wgml_session_n_past(const wgml_session *s) { return s->n_past; }
 const float *wgml_session_logits(const wgml_session *s) { return s->has_logits ? s->logits : NULL; }
 
 /* Evaluates tokens in batches; the last batch yields logits and/or the argmax. */
 static wgml_status eval_tokens(wgml_session *s, const int32_t *tokens, int n, int want_logits, int32_t *argmax,
                                wgml_error *err) {
-    int n_ctx = llama_state_n_ctx(s->st), n_batch = llama_state_n_batch(s->st);
+    int n_ctx = s->n_ctx, n_batch = s->n_batch;
     if (n > n_ctx - s->n_past)
         return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "%d tokens do not fit: the context holds %d and %d are used", n,
                          n_ctx, s->n_past);
@@ -384,8 +406,9 @@ static wgml_status eval_tokens(wgml_session *s, const int32_t *tokens, int n, in
     for (int i = 0; i < n; i += n_batch) {
         int k = n - i < n_batch ? n - i : n_batch;
         int last = i + k == n;
-        wgml_status st = llama_eval(s->m->llm, s->st, tokens + i, k, s->n_past, last && want_logits ? s->logits : NULL,
-                                    last ? argmax : NULL, err);
+        wgml_decoder_run run = {0, s->n_past, k};
+        wgml_decoder_out o = {k - 1, last && want_logits ? s->logits : NULL, last ? argmax : NULL};
+        wgml_status st = s->dec->eval(s->m->impl, s->st, tokens + i, k, &run, 1, &o, o.logits || o.argmax, err);
         if (st) return st;
         memmove(s->tokens + s->n_past, tokens + i, (size_t)k * sizeof *tokens);
         s->n_past += k;
@@ -453,7 +476,7 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
     wgml_status st = wgml_sampler_check(&p.sampler, err);
     if (st) return st;
     wgml_model *m = s->m;
-    int n_ctx = llama_state_n_ctx(s->st), n_vocab = m->llm->hp.n_vocab;
+    int n_ctx = s->n_ctx, n_vocab = s->n_vocab;
     double t_start = now_ms();
 
     /* prompt tokens: a pending token from the last call, BOS, the text */
@@ -591,36 +614,21 @@ int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int 
 wgml_backend *wgml_model_backend(const wgml_model *m) { return m->be; }
 
 int wgml_model_quantized_matmuls(const wgml_model *m) {
-    const llama_model *l = m->llm;
-    if (!l) { /* other families: any block-quantized weight but the tables read by row */
-        const wgml_weights *w = m->fam->weights(m->impl);
-        int q = 0;
-        for (int i = 0; i < w->n; i++) {
-            const char *name = w->src[i]->name;
-            if (strcmp(name, "token_embd.weight") && strcmp(name, "position_embd.weight") &&
-                strcmp(name, "token_types.weight"))
-                q |= wgml_dtype_get(w->src[i]->type)->quantized;
-        }
-        return q;
-    }
-    int q = wgml_dtype_get(l->output.type)->quantized;
-    for (int i = 0; i < l->hp.n_layer; i++) {
-        const llama_layer *y = &l->layers[i];
-        const wgml_tensor *w[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->w_gate, &y->w_up, &y->w_down};
-        for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) q |= wgml_dtype_get(w[k]->type)->quantized;
+    if (m->fam->quantized_matmuls) return m->fam->quantized_matmuls(m->impl);
+    /* any block-quantized weight but the tables read by row */
+    const wgml_weights *w = m->fam->weights(m->impl);
+    int q = 0;
+    for (int i = 0; i < w->n; i++) {
+        const char *name = w->src[i]->name;
+        if (strcmp(name, "token_embd.weight") && strcmp(name, "position_embd.weight") &&
+            strcmp(name, "token_types.weight"))
+            q |= wgml_dtype_get(w->src[i]->type)->quantized;
     }
     return q;
 }
 
 uint64_t wgml_session_decode_bytes(const wgml_session *s, int kv_len) {
-    const llama_model *l = s->m->llm;
-    const llama_hparams *hp = &l->hp;
-    uint64_t embd = wgml_row_size(l->tok_embd.type, hp->n_embd);
-    uint64_t weights = l->w.bytes - embd * (uint64_t)hp->n_vocab + embd;
-    if (l->output.buf == l->tok_embd.buf) weights += embd * (uint64_t)(hp->n_vocab - 1); /* tied: the output reads it all */
-    uint64_t kv = 2ull * (uint64_t)hp->n_layer * (uint64_t)(kv_len > 0 ? kv_len : 0) *
-                  wgml_row_size(llama_state_kv_type(s->st), (int64_t)hp->n_head_kv * hp->head_dim);
-    return weights + kv;
+    return s->dec->step_bytes(s->m->impl, s->st, kv_len);
 }
 
 /* The f32 matmul rate of the backend's matmul op: W [1024 x 1024] times 1024 token rows. */

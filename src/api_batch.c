@@ -2,8 +2,9 @@
  * api_batch.c - the public batch API (include/wgml.h): several sequences of
  * one model evaluated together, one forward pass per step.
  *
- * A wgml_batch wraps the Llama family's multi-sequence state (llama_multi.c:
- * a KV cache per sequence, activations shared) with what the API promises
+ * A wgml_batch wraps a decoder state of n_seq sequences (model/family.h's
+ * decoder interface: a KV cache per sequence, activations shared; the Llama
+ * family's is llama_multi.c) with what the API promises
  * per sequence: the tokens it holds, its sampler and its last logits. A step
  * lays its items out as runs of rows, asks the model for the rows whose next
  * token is wanted (the argmax on the device for greedy sequences, the logits
@@ -14,7 +15,6 @@
 #include "api_model.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "model/llama/llama.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
 #include "wgml.h"
@@ -30,13 +30,14 @@ typedef struct {
 
 struct wgml_batch {
     wgml_model *m;
-    llama_multi *st;
+    const wgml_decoder *dec;
+    void *st; /* the decoder's state: n_seq sequences */
     int n_seq, n_ctx, n_batch, n_vocab;
     batch_seq *seq;
     /* per step: the tokens laid out, the runs and the outputs (n_batch, n_seq, n_seq) */
     int32_t *step_tokens;
-    llama_run *runs;
-    llama_out *outs;
+    wgml_decoder_run *runs;
+    wgml_decoder_out *outs;
     int32_t *argmax;
 };
 
@@ -45,9 +46,8 @@ wgml_batch_params wgml_batch_default_params(void) { return (wgml_batch_params){0
 wgml_status wgml_batch_create(wgml_model *m, const wgml_batch_params *params, wgml_batch **out, wgml_error *err) {
     if (!m || !out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_batch_create: NULL argument");
     *out = NULL;
-    if (!(m->fam->tasks & WGML_TASK_GENERATE) || !m->llm)
-        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not generate text (batches are for generation)",
-                         m->fam->name);
+    const wgml_decoder *dec = wgml_model_decoder(m, "batches", err);
+    if (!dec) return WGML_ERR_UNSUPPORTED;
     wgml_batch_params p = params ? *params : wgml_batch_default_params();
     if (p.n_seq < 0 || p.n_ctx < 0 || p.n_batch < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "sequences %d, context %d and batch %d must not be negative",
@@ -64,7 +64,8 @@ wgml_status wgml_batch_create(wgml_model *m, const wgml_batch_params *params, wg
     wgml_batch *b = wgml_calloc(1, sizeof *b);
     if (!b) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a batch");
     b->m = m;
-    b->n_seq = p.n_seq, b->n_ctx = p.n_ctx, b->n_batch = p.n_batch, b->n_vocab = m->llm->hp.n_vocab;
+    b->dec = dec;
+    b->n_seq = p.n_seq, b->n_ctx = p.n_ctx, b->n_batch = p.n_batch, b->n_vocab = dec->n_vocab(m->impl);
     b->seq = wgml_calloc((size_t)p.n_seq, sizeof *b->seq);
     b->step_tokens = wgml_calloc((size_t)p.n_batch, sizeof *b->step_tokens);
     b->runs = wgml_calloc((size_t)p.n_seq, sizeof *b->runs);
@@ -81,7 +82,8 @@ wgml_status wgml_batch_create(wgml_model *m, const wgml_batch_params *params, wg
         q->sp.temperature = 0;
         if (!q->tokens || !q->logits) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory creating a batch");
     }
-    if (!st) st = llama_multi_create(m->llm, p.n_seq, p.n_ctx, p.n_batch, kv, &b->st, err);
+    wgml_decoder_params dp = {.n_seq = p.n_seq, .n_ctx = p.n_ctx, .n_batch = p.n_batch, .kv_type = kv};
+    if (!st) st = dec->create(m->impl, &dp, &b->st, err);
     if (st) {
         wgml_batch_free(b);
         return st;
@@ -92,7 +94,7 @@ wgml_status wgml_batch_create(wgml_model *m, const wgml_batch_params *params, wg
 
 void wgml_batch_free(wgml_batch *b) {
     if (!b) return;
-    llama_multi_free(b->st);
+    if (b->st) b->dec->free(b->st);
     for (int i = 0; b->seq && i < b->n_seq; i++) {
         wgml_free(b->seq[i].tokens);
         wgml_free(b->seq[i].logits);
@@ -176,18 +178,18 @@ wgml_status wgml_batch_step(wgml_batch *b, wgml_batch_item *items, int n_items, 
             return wgml_fail(err, WGML_ERR_CONTEXT_FULL,
                              "sequence %d: %d tokens do not fit: the context holds %d and %d are used", it->seq,
                              it->n_tokens, b->n_ctx, q->n_past);
-        /* llama_eval_multi refuses a sequence twice */
+        /* the decoder refuses a sequence twice */
         memcpy(b->step_tokens + n, it->tokens, (size_t)it->n_tokens * sizeof(int32_t));
-        b->runs[i] = (llama_run){it->seq, q->n_past, it->n_tokens};
+        b->runs[i] = (wgml_decoder_run){it->seq, q->n_past, it->n_tokens};
         n += it->n_tokens;
         if (it->sample || it->logits) {
             int want_logits = it->logits || (it->sample && q->sampler);
-            b->outs[n_out++] = (llama_out){n - 1, want_logits ? q->logits : NULL,
+            b->outs[n_out++] = (wgml_decoder_out){n - 1, want_logits ? q->logits : NULL,
                                            it->sample && !q->sampler ? &b->argmax[i] : NULL};
         }
     }
     for (int i = 0; i < n_items; i++) b->seq[items[i].seq].has_logits = 0;
-    wgml_status st = llama_eval_multi(b->m->llm, b->st, b->step_tokens, n, b->runs, n_items, b->outs, n_out, err);
+    wgml_status st = b->dec->eval(b->m->impl, b->st, b->step_tokens, n, b->runs, n_items, b->outs, n_out, err);
     if (st) return st;
     for (int i = 0; i < n_items; i++) {
         wgml_batch_item *it = &items[i];

@@ -1,6 +1,6 @@
 /*
  * api_embed.c - the public API's embedding and reranking (include/wgml.h),
- * for models of the bert family (model/bert/bert.h).
+ * for models whose family has an encoder (model/family.h: bert's today).
  *
  * Texts are tokenized as [CLS] text [SEP] (a reranker's pair as [CLS] query
  * [SEP] doc [SEP]), cut to the context when asked, and packed in input
@@ -16,7 +16,6 @@
 #include "api_model.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "model/bert/bert.h"
 
 /* Tokens per step by default: on the CPU steps whose activations stay in the
  * caches (512 rows: 10% faster than 2048 on bge-small and nomic-embed), on a
@@ -27,7 +26,12 @@ wgml_embed_params wgml_embed_default_params(void) {
     return (wgml_embed_params){.pooling = WGML_POOLING_MODEL, .normalize = WGML_NORMALIZE_L2};
 }
 
-static bert_model *encoder(const wgml_model *m) { return m && m->fam == &wgml_family_bert ? m->impl : NULL; }
+/* The model's encoder and what it reads and gives (info); NULL when it has none. */
+static const wgml_encoder *encoder(const wgml_model *m, wgml_encoder_info *info) {
+    if (!m || !m->fam->encoder) return NULL;
+    m->fam->encoder->info(m->impl, info);
+    return m->fam->encoder;
+}
 
 static void note(const wgml_model *m, const char *fmt, ...) {
     if (!m->log) return;
@@ -40,10 +44,10 @@ static void note(const wgml_model *m, const char *fmt, ...) {
 }
 
 int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params) {
-    const bert_model *b = encoder(model);
-    if (!b) return -1;
-    int d = params && params->dimensions ? params->dimensions : b->hp.n_embd;
-    return d >= 1 && d <= b->hp.n_embd ? d : -1;
+    wgml_encoder_info ei;
+    if (!encoder(model, &ei)) return -1;
+    int d = params && params->dimensions ? params->dimensions : ei.dim;
+    return d >= 1 && d <= ei.dim ? d : -1;
 }
 
 /* Every text's tokens, one after another: text i is toks[off[i] .. off[i+1]). */
@@ -70,8 +74,9 @@ static int encode(const wgml_model *m, const char *text, int32_t *dst, int cap, 
  * truncate is set (pairs: the document's end). */
 static wgml_status tokenize_all(const wgml_model *m, const char *query, const char *const *texts, int n, int truncate,
                                 token_lists *L, wgml_error *err) {
-    const bert_model *b = encoder(m);
-    const int n_ctx = b->hp.n_ctx_train, n_types = b->types.buf ? b->hp.n_types : 1;
+    wgml_encoder_info ei;
+    encoder(m, &ei);
+    const int n_ctx = ei.n_ctx, n_types = ei.n_types;
     memset(L, 0, sizeof *L);
     size_t total = 0, qlen = query ? strlen(query) + 2 : 0;
     for (int i = 0; i < n; i++) {
@@ -131,10 +136,11 @@ static wgml_status tokenize_all(const wgml_model *m, const char *query, const ch
 }
 
 /* Runs the texts through the encoder in packed steps; result i (per floats) to out + i * per. */
-static wgml_status run_steps(wgml_model *m, const token_lists *L, int n_batch, wgml_pool_mode mode, bert_output what,
-                             int per, float *out, wgml_error *err) {
-    bert_model *b = encoder(m);
-    const int E = b->hp.n_embd, res = what == BERT_OUT_SCORE ? 1 : E;
+static wgml_status run_steps(wgml_model *m, const token_lists *L, int n_batch, wgml_pool_mode mode,
+                             wgml_encoder_output what, int per, float *out, wgml_error *err) {
+    wgml_encoder_info ei;
+    const wgml_encoder *enc = encoder(m, &ei);
+    const int E = ei.dim, res = what == WGML_ENCODE_SCORE ? 1 : E;
     int longest = 0;
     for (int i = 0; i < L->n; i++)
         if (L->off[i + 1] - L->off[i] > longest) longest = L->off[i + 1] - L->off[i];
@@ -142,6 +148,9 @@ static wgml_status run_steps(wgml_model *m, const token_lists *L, int n_batch, w
     int32_t *start = wgml_malloc(((size_t)cap + 1) * sizeof *start);
     float *tmp = per != res ? wgml_malloc((size_t)cap * (size_t)res * sizeof *tmp) : NULL;
     wgml_status st = start && (per == res || tmp) ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    /* this request's state: the one waiting on the model, or a new one */
+    void *state = wgml_model_take_state(m, WGML_STATE_ENCODER);
+    if (!st && !state) st = enc->create(m->impl, cap, &state, err);
     for (int i0 = 0; i0 < L->n && !st;) {
         int i1 = i0, rows = 0;
         start[0] = 0;
@@ -149,15 +158,16 @@ static wgml_status run_steps(wgml_model *m, const token_lists *L, int n_batch, w
             rows += L->off[i1 + 1] - L->off[i1];
             start[++i1 - i0] = rows;
         }
-        bert_batch batch = {.tokens = L->toks + L->off[i0], .types = L->types + L->off[i0], .start = start,
+        wgml_encoder_batch batch = {.tokens = L->toks + L->off[i0], .types = L->types + L->off[i0], .start = start,
                             .n_tokens = rows, .n_seq = i1 - i0};
         float *dst = tmp ? tmp : out + (size_t)i0 * (size_t)per;
-        st = bert_encode(b, &batch, mode, what, dst, err);
+        st = enc->encode(m->impl, state, &batch, mode, what, dst, err);
         if (!st && tmp)
             for (int i = 0; i < i1 - i0; i++)
                 memcpy(out + (size_t)(i0 + i) * (size_t)per, tmp + (size_t)i * (size_t)res, (size_t)per * sizeof *out);
         i0 = i1;
     }
+    wgml_model_give_state(m, WGML_STATE_ENCODER, state, enc->free);
     wgml_free(start);
     wgml_free(tmp);
     return st;
@@ -165,14 +175,14 @@ static wgml_status run_steps(wgml_model *m, const token_lists *L, int n_batch, w
 
 wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const wgml_embed_params *params, float *out,
                        int dim, wgml_error *err) {
-    bert_model *b = encoder(model);
+    wgml_encoder_info ei;
     if (!model || n < 0 || (n > 0 && (!texts || !out)))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_embed: NULL argument or negative count");
-    if (!b)
-        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not embed text (the bert family does)",
+    if (!encoder(model, &ei))
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not embed text (its family has no encoder)",
                          model->fam->name);
     wgml_embed_params p = params ? *params : wgml_embed_default_params();
-    const int E = b->hp.n_embd, want = wgml_embed_dim(model, &p);
+    const int E = ei.dim, want = wgml_embed_dim(model, &p);
     if (want < 0)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "dimensions %d: the model's vectors have %d", p.dimensions, E);
     if (dim != want)
@@ -181,11 +191,7 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_embed: bad batch size or normalization");
     wgml_pool_mode mode;
     switch (p.pooling) {
-    case WGML_POOLING_MODEL:
-        mode = b->hp.pooling == BERT_POOL_CLS || b->hp.pooling == BERT_POOL_RANK ? WGML_POOL_FIRST
-               : b->hp.pooling == BERT_POOL_LAST                                 ? WGML_POOL_LAST
-                                                                                 : WGML_POOL_MEAN;
-        break;
+    case WGML_POOLING_MODEL: mode = ei.pool; break;
     case WGML_POOLING_MEAN: mode = WGML_POOL_MEAN; break;
     case WGML_POOLING_CLS: mode = WGML_POOL_FIRST; break;
     case WGML_POOLING_LAST: mode = WGML_POOL_LAST; break;
@@ -196,7 +202,7 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
     wgml_status st = tokenize_all(model, NULL, texts, n, p.truncate, &L, err);
     /* whole vectors are normalized on the device; a Matryoshka prefix after it is cut here */
     const int l2 = p.normalize == WGML_NORMALIZE_L2;
-    bert_output what = l2 && dim == E ? BERT_OUT_L2 : BERT_OUT_POOLED;
+    wgml_encoder_output what = l2 && dim == E ? WGML_ENCODE_L2 : WGML_ENCODE_POOLED;
     if (!st) st = run_steps(model, &L, p.n_batch ? p.n_batch : default_batch(model), mode, what, dim, out, err);
     for (int i = 0; !st && l2 && dim < E && i < n; i++) {
         float *v = out + (size_t)i * (size_t)dim;
@@ -211,16 +217,16 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
 
 wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const *docs, int n, float *scores,
                         wgml_error *err) {
-    bert_model *b = encoder(model);
+    wgml_encoder_info ei;
     if (!model || !query || n < 0 || (n > 0 && (!docs || !scores)))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_rerank: NULL argument or negative count");
-    if (!b || !bert_is_reranker(b))
+    if (!encoder(model, &ei) || !ei.rerank)
         return wgml_fail(err, WGML_ERR_UNSUPPORTED,
                          "this model does not rerank (a cross-encoder has pooling 'rank' and a cls.output head)");
     if (n == 0) return WGML_OK;
     token_lists L;
     wgml_status st = tokenize_all(model, query, docs, n, 1, &L, err);
-    if (!st) st = run_steps(model, &L, default_batch(model), WGML_POOL_FIRST, BERT_OUT_SCORE, 1, scores, err);
+    if (!st) st = run_steps(model, &L, default_batch(model), WGML_POOL_FIRST, WGML_ENCODE_SCORE, 1, scores, err);
     lists_free(&L);
     return st;
 }

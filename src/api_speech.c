@@ -1,15 +1,15 @@
 /*
  * api_speech.c - the public API's speech (include/wgml.h: wgml_speak), for
- * models of the kokoro family (model/kokoro/): text through the G2P
- * (text/g2p.h, espeak-ng as a separate program), then the phonemes spoken
- * piece by piece (kokoro_speak), each piece handed to the caller as soon as
- * it is made with the times of the text's words in it.
+ * models whose family has a speaker (model/family.h: Kokoro's today): text
+ * through the G2P (text/g2p.h, espeak-ng as a separate program), then the
+ * phonemes spoken piece by piece on a state of the request's own, each
+ * piece handed to the caller as soon as it is made with the times of the
+ * text's words in it. Two requests on one model may run from two threads.
  */
 #include "api_internal.h"
 #include "api_model.h"
 #include "core/alloc.h"
 #include "core/error.h"
-#include "model/kokoro/kokoro_model.h"
 #include "text/g2p.h"
 
 #include <string.h>
@@ -25,20 +25,11 @@ wgml_speak_params wgml_speak_default_params(void) {
     return (wgml_speak_params){.speed = 1.0f, .lang = "en-us", .seed = 0};
 }
 
-static kokoro_model *speaker(const wgml_model *m) { return m && m->fam == &wgml_family_kokoro ? m->impl : NULL; }
+static const wgml_speaker *speaker(const wgml_model *m) { return m ? m->fam->speaker : NULL; }
 
 const char *wgml_speech_voice(const wgml_model *model, int i) {
-    const gguf_value *a;
-    if (!speaker(model) || i < 0 || gguf_get_arr(model->gguf, "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) != 1 ||
-        (uint64_t)i >= a->v.arr.n)
-        return NULL;
-    /* the names are NUL-free strings in the file: hand out a copy that ends */
     static _Thread_local char name[64];
-    const gguf_str *s = &a->v.arr.items[i].v.str;
-    size_t n = s->len < sizeof name - 1 ? (size_t)s->len : sizeof name - 1;
-    memcpy(name, s->ptr, n);
-    name[n] = '\0';
-    return name;
+    return speaker(model) ? speaker(model)->voice(model->impl, i, name, sizeof name) : NULL;
 }
 
 typedef struct {
@@ -58,8 +49,8 @@ wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voi
                            wgml_error *err) {
     if (result) memset(result, 0, sizeof *result);
     if (!model || !input) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_speak: NULL argument");
-    kokoro_model *k = speaker(model);
-    if (!k) return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not speak (task speech)", model->fam->name);
+    const wgml_speaker *spk = speaker(model);
+    if (!spk) return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not speak (task speech)", model->fam->name);
     wgml_speak_params p = params ? *params : wgml_speak_default_params();
     if (!(p.speed >= 0.25f && p.speed <= 4.0f))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "speed %g is outside 0.25 .. 4", (double)p.speed);
@@ -70,7 +61,7 @@ wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voi
     strcpy(voice_copy, voice);
     relay r = {on_audio, user, now_ms(), -1};
     char *phonemes = NULL;
-    kokoro_words words = {input, NULL, 0};
+    wgml_speaker_input in = {.phonemes = input};
     wgml_status st;
     if (p.phonemes) {
         if ((st = g2p_check_utf8(input, err))) return st;
@@ -78,18 +69,20 @@ wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voi
         wgml_g2p *g = g2p;
         if (!g && (st = wgml_g2p_open_espeak(p.espeak, &g, err))) return st;
         wgml_g2p_word *w = NULL;
-        st = wgml_g2p_phonemize_words(g, p.lang ? p.lang : "en-us", input, &phonemes, &w, &words.n, err);
-        words.words = w;
+        st = wgml_g2p_phonemize_words(g, p.lang ? p.lang : "en-us", input, &phonemes, &w, &in.n_words, err);
+        in = (wgml_speaker_input){.phonemes = phonemes, .text = input, .words = w, .n_words = in.n_words};
         if (g != g2p) wgml_g2p_free(g);
         if (st) return st;
     }
     int64_t n_samples = 0;
     int n_chunks = 0;
-    kokoro_set_bf16(k, !p.full_precision);
-    st = kokoro_speak(k, phonemes ? phonemes : input, phonemes ? &words : NULL, voice_copy, p.speed, p.seed, on_chunk,
-                      &r, &n_samples, &n_chunks, err);
+    /* this request's state: the one waiting on the model, or a new one */
+    void *state = wgml_model_take_state(model, WGML_STATE_SPEAKER);
+    st = state ? WGML_OK : spk->create(model->impl, &state, err);
+    if (!st) st = spk->speak(model->impl, state, &in, voice_copy, &p, on_chunk, &r, &n_samples, &n_chunks, err);
+    wgml_model_give_state(model, WGML_STATE_SPEAKER, state, spk->free);
     wgml_free(phonemes);
-    wgml_free((void *)words.words);
+    wgml_free((void *)in.words);
     if (result) {
         result->n_samples = n_samples;
         result->n_chunks = n_chunks;

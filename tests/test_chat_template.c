@@ -1382,7 +1382,7 @@ static void test_model_template_choice(void **state) {
         assert_non_null(fam);
         chat_model_info info;
         wgml_error err;
-        assert_int_equal(chat_model_info_load(g, NULL, fam, &info, &err), WGML_OK);
+        assert_int_equal(chat_model_info_load(g, NULL, (fam->tasks & WGML_TASK_GENERATE) != 0, &info, &err), WGML_OK);
         int fb = -1;
         const char *t = chat_model_info_template(&info, &fb);
         if (cases[i].name) {

@@ -803,6 +803,85 @@ static void test_attention_general_errors(void **state) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
 }
 
+/* The other ops' shape and type rules name the op, the argument, the tensor, what it got and what it needs
+ * (validate.c), as attention's do above. */
+static void test_validation_messages(void **state) {
+    (void)state;
+    tbuf X = make(WGML_F32, 16, 2, NULL), XH = make(WGML_F16, 16, 2, NULL), W = make(WGML_F32, 16, 8, NULL),
+         W6 = make(WGML_F32, 16, 6, NULL), W32 = make(WGML_F32, 32, 8, NULL), O = make(WGML_F32, 8, 2, NULL),
+         O3 = make(WGML_F32, 3, 2, NULL), OX = make(WGML_F32, 16, 2, NULL), B5 = make(WGML_F32, 5, 1, NULL),
+         N7 = make(WGML_F32, 7, 1, NULL), X48 = make(WGML_F32, 48, 3, NULL), T = make(WGML_F32, 16, 10, NULL),
+         I2 = make(WGML_I32, 2, 1, NULL), O16x3 = make(WGML_F32, 16, 3, NULL), X3 = make(WGML_F32, 16, 3, NULL),
+         S2 = make(WGML_I32, 2, 1, NULL);
+    X.t.name = "x", XH.t.name = "xh", W.t.name = "w", W6.t.name = "w6", W32.t.name = "w32", O.t.name = "o";
+    O3.t.name = "o3", OX.t.name = "ox", B5.t.name = "b5", N7.t.name = "n7", X48.t.name = "x48", T.t.name = "table";
+    I2.t.name = "ids2", O16x3.t.name = "o16x3", X3.t.name = "x3", S2.t.name = "seq2";
+    wgml_rope rope = {.n_rot = 8, .freq_base = 10000, .freq_scale = 1}, rope5 = rope;
+    rope5.n_rot = 5;
+    const wgml_matmul_args mm = {.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}};
+    wgml_matmul_args mm_k = mm, mm_out = mm, mm_x = mm, mm_bias = mm, mm_norm = mm, mm_nw = mm, mm_glu = mm,
+                     mm_miss = mm;
+    mm_k.w[0] = &W32.t;
+    mm_out.out[0] = &O3.t;
+    mm_x.x = &XH.t;
+    mm_bias.bias[0] = &B5.t;
+    mm_norm.norm = &N7.t;
+    mm_nw.n_w = 0;
+    mm_glu.n_w = 2, mm_glu.epilogue = WGML_EPI_SWIGLU, mm_glu.w[1] = &W6.t;
+    mm_miss.n_w = 2, mm_miss.out[1] = &O.t;
+    const wgml_rms_norm_args rms = {.out = &OX.t, .x = &X.t, .w = &N7.t, .eps = 1e-5f},
+                             rms_shape = {.out = &O.t, .x = &X.t, .w = &N7.t, .eps = 1e-5f};
+    const wgml_layer_norm_args ln = {.out = &OX.t, .x = &X.t, .w = &N7.t, .eps = 1e-5f};
+    const wgml_rope_args rp_x = {.x = &X48.t, .n_head = 4, .head_dim = 8, .rope = &rope},
+                         rp_rot = {.x = &X48.t, .n_head = 6, .head_dim = 8, .rope = &rope5};
+    const wgml_get_rows_args gr_row = {.out = &O.t, .table = &T.t, .ids = &I2.t},
+                             gr_ids = {.out = &O16x3.t, .table = &T.t, .ids = &I2.t};
+    const wgml_add_args add = {.out = &OX.t, .a = &X.t, .b = &X3.t};
+    const wgml_softmax_args sm = {.out = &OX.t, .x = &I2.t, .scale = 1};
+    const wgml_argmax_args am = {.out = &O.t, .x = &X.t};
+    const wgml_pool_args pl = {.out = &OX.t, .x = &X.t, .seq = &S2.t, .mode = WGML_POOL_MEAN};
+    const wgml_copy_args cp = {.out = &O.t, .x = &X.t};
+    const struct {
+        wgml_op op;
+        const void *args;
+        const char *msg;
+    } cases[] = {
+        {WGML_OP_MATMUL, &mm, NULL},
+        {WGML_OP_MATMUL, &mm_k, "matmul: w[0] 'w32' is [8 x 32]; needs rows of 16 (x's row length)"},
+        {WGML_OP_MATMUL, &mm_out, "matmul: out[0] 'o3' is [2 x 3]; needs [2 x 8] (x's rows x w[0]'s rows)"},
+        {WGML_OP_MATMUL, &mm_x, "matmul: x 'xh' is F16; needs F32"},
+        {WGML_OP_MATMUL, &mm_bias, "matmul: bias[0] 'b5' is [1 x 5]; needs rows of 8, the rows of w[0] 'w'"},
+        {WGML_OP_MATMUL, &mm_norm, "matmul: norm 'n7' has 7 values; needs 16 (x's row length)"},
+        {WGML_OP_MATMUL, &mm_nw, "matmul: n_w is 0 with epilogue STORE; needs 1..3 weights"},
+        {WGML_OP_MATMUL, &mm_glu, "matmul: SWIGLU's w[0] 'w' has 8 rows and w[1] 'w6' 6; needs as many"},
+        {WGML_OP_MATMUL, &mm_miss, "matmul: w[1] is missing"},
+        {WGML_OP_RMS_NORM, &rms, "rms_norm: w 'n7' has rows of 7; needs 16, the row length of x 'x'"},
+        {WGML_OP_RMS_NORM, &rms_shape, "rms_norm: out 'o' [2 x 8] and x 'x' [2 x 16] need one shape"},
+        {WGML_OP_LAYER_NORM, &ln, "layer_norm: w 'n7' is [1 x 7]; needs one row of 16 values"},
+        {WGML_OP_ROPE, &rp_x, "rope: x 'x48' has rows of 48; needs rows of 32 (n_head 4 x head_dim 8)"},
+        {WGML_OP_ROPE, &rp_rot, "rope: n_rot 5; needs an even number of dims in 0..8 (head_dim)"},
+        {WGML_OP_GET_ROWS, &gr_row, "get_rows: out 'o' is [2 x 8]; needs rows of 16, as table 'table' [10 x 16]"},
+        {WGML_OP_GET_ROWS, &gr_ids, "get_rows: ids 'ids2' has 2 ids; needs at least 3 (one per row of out 'o16x3')"},
+        {WGML_OP_ADD, &add, "add: b 'x3' is [3 x 16]; needs the shape of a 'x', [2 x 16], or one row of it"},
+        {WGML_OP_SOFTMAX, &sm, "softmax: x 'ids2' is I32; needs F32"},
+        {WGML_OP_ARGMAX, &am, "argmax: out 'o' is F32 with 16 elements; needs I32 with 2 (one per row of x 'x')"},
+        {WGML_OP_POOL, &pl, "pool: seq 'seq2' has 2 offsets; needs 3 (one more than the 2 sequences, out's rows)"},
+        {WGML_OP_COPY, &cp, "copy: out 'o' [2 x 8] and x 'x' [2 x 16] need one shape"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wgml_error err = {0};
+        step(0, 2);
+        be->run(be, cases[i].op, cases[i].args);
+        wgml_status st = be->end(be, &err);
+        if ((st == WGML_OK) != !cases[i].msg || (cases[i].msg && !strstr(err.message, cases[i].msg)))
+            fprintf(stderr, "case %zu: status %d, '%s'\n", i, (int)st, st ? err.message : "");
+        assert_int_equal(st, cases[i].msg ? WGML_ERR_INVALID_ARGUMENT : WGML_OK);
+        if (cases[i].msg) assert_non_null(strstr(err.message, cases[i].msg));
+    }
+    tbuf *all[] = {&X, &XH, &W, &W6, &W32, &O, &O3, &OX, &B5, &N7, &X48, &T, &I2, &O16x3, &X3, &S2};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) drop(all[i]);
+}
+
 static void test_elementwise(void **state) {
     (void)state;
     const int n = 37, rows = 3;
@@ -1385,7 +1464,7 @@ int main(void) {
         cmocka_unit_test(test_rope),          cmocka_unit_test(test_attention_f32),
         cmocka_unit_test(test_attention_f16), cmocka_unit_test(test_attention_overflow),
         cmocka_unit_test(test_attention_general_math), cmocka_unit_test(test_attention_packed),
-        cmocka_unit_test(test_attention_general_errors),
+        cmocka_unit_test(test_attention_general_errors), cmocka_unit_test(test_validation_messages),
         cmocka_unit_test(test_elementwise),   cmocka_unit_test(test_get_rows),
         cmocka_unit_test(test_weights_own_layout),
         cmocka_unit_test(test_matmul_batch_invariant),

@@ -17,6 +17,7 @@
  *     part's first case.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@ static const char *cases[] = {"hello_af_heart_s1.0", "hello_am_adam_s1.0",  "pun
 static wgml_backend *be, *cpu_be;
 static kokoro_model *model, *cpu_model; /* cpu_*: the CPU's, beside a GPU backend's */
 static kokoro_model *q8_model;          /* the Q8_0 conversion's, on the backend */
+static kokoro_state *ks, *cpu_ks, *q8_ks; /* a request's state on each */
 static void *gguf_mem, *q8_mem;
 static gguf_file *gf, *q8_gf;
 static kokoro_config tiny_cfg; /* config-kokoro-tiny.json, read by setup */
@@ -91,13 +93,16 @@ static int setup(void **state) {
         (st = kokoro_convert(pth, &opt_q8, NULL, &q8_mem, &q8_size, &err)) ||
         (st = gguf_open_memory(q8_mem, q8_size, "kokoro-tiny-q8_0.gguf", &q8_gf, &err)) ||
         (st = create_backend(&err)) || (be && (st = kokoro_model_load(gf, be, NULL, &model, &err))) ||
-        (be && (st = kokoro_model_load(q8_gf, be, NULL, &q8_model, &err)))) {
+        (be && (st = kokoro_model_load(q8_gf, be, NULL, &q8_model, &err))) ||
+        (be && (st = kokoro_state_create(model, &ks, &err))) ||
+        (be && (st = kokoro_state_create(q8_model, &q8_ks, &err)))) {
         fprintf(stderr, "kokoro: %s\n", err.message);
         return -1;
     }
     have_backend = be != NULL;
     if (be && strcmp(be->name, "cpu") &&
-        ((st = wgml_backend_cpu_create(2, &cpu_be, &err)) || (st = kokoro_model_load(gf, cpu_be, NULL, &cpu_model, &err)))) {
+        ((st = wgml_backend_cpu_create(2, &cpu_be, &err)) || (st = kokoro_model_load(gf, cpu_be, NULL, &cpu_model, &err)) ||
+         (st = kokoro_state_create(cpu_model, &cpu_ks, &err)))) {
         fprintf(stderr, "kokoro on the CPU: %s\n", err.message);
         return -1;
     }
@@ -106,6 +111,9 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     (void)state;
+    kokoro_state_free(ks);
+    kokoro_state_free(cpu_ks);
+    kokoro_state_free(q8_ks);
     kokoro_model_free(model);
     kokoro_model_free(cpu_model);
     kokoro_model_free(q8_model);
@@ -137,7 +145,7 @@ static int has_ref(const char *c, const char *name) {
 /* max |ours - ref| / max |ref| (infinite where ours is not finite: fmax
  * passes over NaN), ours (model km's) [rows][cols] (time-major), the reference
  * [1][rows][>= cols] (its first cols columns) or [1][cols][rows] (channels first). */
-static double compare_act_of(const kokoro_model *km, const char *c, const char *name, const char *act) {
+static double compare_act_of(const kokoro_state *km, const char *c, const char *name, const char *act) {
     const wgml_tensor *t = kokoro_act(km, act ? act : name);
     if (!t) fail_msg("no activation %s", act ? act : name);
     const int64_t cols = t->ne[0], rows = t->ne[1];
@@ -164,7 +172,7 @@ static double compare_act_of(const kokoro_model *km, const char *c, const char *
 }
 
 static double compare_act(const char *c, const char *name, const char *act) {
-    return compare_act_of(model, c, name, act);
+    return compare_act_of(ks, c, name, act);
 }
 
 static void expect(const char *c, const char *name, const char *act, double tol) {
@@ -209,7 +217,7 @@ static void test_text_and_prosody(void **state) {
         wgml_error err;
         wgml_backend_stats s0, s1;
         be->get_stats(be, &s0);
-        wgml_status st = kokoro_text(model, id, T, style, (float)speed, dur, &err);
+        wgml_status st = kokoro_text(ks, id, T, style, (float)speed, dur, &err);
         if (st) fail_msg("%s: %s", c, err.message);
         /* each step is one step of the backend that reads back only the duration logits, then the audio */
         be->get_stats(be, &s1);
@@ -239,7 +247,7 @@ static void test_text_and_prosody(void **state) {
         const int whole = !strcmp(be->name, "cpu") || ci == 0;
         float *audio = whole ? malloc((size_t)kokoro_audio_len(model, F) * 4) : NULL;
         be->get_stats(be, &s0);
-        st = kokoro_audio(model, dur, T, kit_seed(c), audio, &err);
+        st = kokoro_audio(ks, dur, T, kit_seed(c), audio, &err);
         if (st) fail_msg("%s: %s", c, err.message);
         be->get_stats(be, &s1);
         assert_int_equal(s1.steps - s0.steps, 1);
@@ -298,10 +306,10 @@ static void check_q8(const char *c, const float *asr, const float *f0, const flo
     }
     float *audio = malloc((size_t)kokoro_audio_len(q8_model, F) * 4);
     wgml_error err;
-    if (kokoro_decode(q8_model, asr, f0, n, F, style, kit_seed(c), audio, &err)) fail_msg("%s: %s", c, err.message);
+    if (kokoro_decode(q8_ks, asr, f0, n, F, style, kit_seed(c), audio, &err)) fail_msg("%s: %s", c, err.message);
     /* again, over unfoldings ("~col": one scratch buffer) left NaN: the padding's channels are written zeros */
-    for (int i = 0; i < kokoro_act_count(q8_model); i++) {
-        const wgml_tensor *t = kokoro_act_at(q8_model, i);
+    for (int i = 0; i < kokoro_act_count(q8_ks); i++) {
+        const wgml_tensor *t = kokoro_act_at(q8_ks, i);
         if (strcmp(t->name, "~col")) continue;
         const size_t nb = wgml_tensor_nbytes(t);
         float *nan = malloc(nb);
@@ -309,11 +317,11 @@ static void check_q8(const char *c, const float *asr, const float *f0, const flo
         assert_int_equal(be->buffer_write(be, t->buf, t->offset, nan, nb, &err), WGML_OK);
         free(nan);
     }
-    if (kokoro_decode(q8_model, asr, f0, n, F, style, kit_seed(c), audio, &err)) fail_msg("%s: %s", c, err.message);
+    if (kokoro_decode(q8_ks, asr, f0, n, F, style, kit_seed(c), audio, &err)) fail_msg("%s: %s", c, err.message);
     static const char *acts[] = {"dec_encode", "dec_decode_0", "dec_decode_1", "dec_decode_2", "dec_decode_3"};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         /* the weights rounded to 8 bits; the activations f32 on every backend (f32_act) */
-        const double e = compare_act_of(q8_model, c, acts[i], NULL), tol = 1e-2;
+        const double e = compare_act_of(q8_ks, c, acts[i], NULL), tol = 1e-2;
         fprintf(stderr, "%s: Q8_0 %s within %.3g of its peak\n", c, acts[i], e);
         assert_true(e <= tol);
     }
@@ -336,7 +344,7 @@ static void test_decoder(void **state) {
         for (int i = 0; i < 128; i++) style[i] = (float)rs.v[i];
         float *audio = malloc((size_t)kokoro_audio_len(model, F) * 4);
         wgml_error err;
-        wgml_status st = kokoro_decode(model, a, fv, nv, F, style, kit_seed(c), audio, &err);
+        wgml_status st = kokoro_decode(ks, a, fv, nv, F, style, kit_seed(c), audio, &err);
         if (st) fail_msg("%s: %s", c, err.message);
         if (has_ref(c, "dec_encode")) {
             expect(c, "dec_F0_conv", NULL, 1e-4);
@@ -367,8 +375,8 @@ static void test_decoder(void **state) {
              * pi is such a bin, the rest of the spectrum agrees, and the audio
              * stays near the reference as end to end. */
             float *a2 = malloc((size_t)kokoro_audio_len(model, F) * 4);
-            assert_int_equal(kokoro_decode(cpu_model, a, fv, nv, F, style, kit_seed(c), a2, &err), WGML_OK);
-            const wgml_tensor *hg = kokoro_act(model, "gen_har"), *hc = kokoro_act(cpu_model, "gen_har");
+            assert_int_equal(kokoro_decode(cpu_ks, a, fv, nv, F, style, kit_seed(c), a2, &err), WGML_OK);
+            const wgml_tensor *hg = kokoro_act(ks, "gen_har"), *hc = kokoro_act(cpu_ks, "gen_har");
             const int64_t n = hg->ne[0] * hg->ne[1], B = hg->ne[0] / 2;
             float *g = malloc((size_t)n * 4), *h = malloc((size_t)n * 4);
             assert_int_equal(be->buffer_read(be, hg->buf, hg->offset, g, (size_t)n * 4, &err), WGML_OK);
@@ -589,6 +597,76 @@ static void test_speak(void **state) {
     free(mem);
 }
 
+/* One utterance of the two-thread test: its text, voice and seed, and the audio it got. */
+typedef struct {
+    wgml_model *m;
+    const char *phonemes, *voice;
+    uint64_t seed;
+    speech out;
+    wgml_status st;
+    wgml_error err;
+} utterance;
+
+static void *speak_one(void *arg) {
+    utterance *u = arg;
+    wgml_speak_params sp = wgml_speak_default_params();
+    sp.phonemes = 1;
+    sp.seed = u->seed;
+    memset(&u->out, 0, sizeof u->out);
+    u->st = wgml_speak(u->m, u->phonemes, u->voice, &sp, collect, &u->out, NULL, &u->err);
+    return NULL;
+}
+
+/* Each request has a state of its own: two utterances on one model in two
+ * threads at once give the same audio as one after the other (their steps
+ * take turns on the backend; nothing of one request lives on the model). */
+static void test_speak_two_threads(void **state) {
+    (void)state;
+    if (!tu_shared_present() || !have_backend || strcmp(be->name, "cpu")) skip();
+    wgml_error err;
+    char v1[4096], pth[4096];
+    snprintf(v1, sizeof v1, "%s", tu_shared("kokoro/voices/am_adam.bin"));
+    snprintf(pth, sizeof pth, "%s", tu_shared("kokoro/kokoro-tiny.pth"));
+    const char *voices[1] = {v1};
+    kokoro_convert_options opt = {.config = &tiny_cfg, .type = WGML_F32, .voices = voices, .n_voices = 1};
+    void *mem;
+    size_t size;
+    assert_int_equal(kokoro_convert(pth, &opt, NULL, &mem, &size, &err), WGML_OK);
+    wgml_model_params mp = wgml_model_default_params();
+    mp.backend = WGML_BACKEND_CPU;
+    mp.n_threads = 2;
+    wgml_model *m;
+    if (wgml_model_load_memory(mem, size, &mp, &m, &err)) fail_msg("%s", err.message);
+    char *a = manifest_str("sentence20_af_heart_s1.0", "phonemes"), *b = manifest_str("word_am_adam_s1.0", "phonemes");
+    /* a sentence and a word, several pieces each, so that the two requests' steps interleave */
+    char ta[8192], tb[2048];
+    snprintf(ta, sizeof ta, "%s. %s. %s", a, a, a);
+    snprintf(tb, sizeof tb, "%s. %s. %s. %s", b, b, b, b);
+    utterance alone[2] = {{m, ta, "am_adam", 7, {0}, 0, {0}}, {m, tb, v1, 11, {0}, 0, {0}}};
+    utterance both[2] = {alone[0], alone[1]};
+    for (int i = 0; i < 2; i++) {
+        speak_one(&alone[i]);
+        if (alone[i].st) fail_msg("%s", alone[i].err.message);
+    }
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, speak_one, &both[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        if (both[i].st) fail_msg("%s", both[i].err.message);
+        assert_true(alone[i].out.chunks >= 3);
+        assert_int_equal(both[i].out.chunks, alone[i].out.chunks);
+        assert_int_equal(both[i].out.n, alone[i].out.n);
+        assert_memory_equal(both[i].out.audio, alone[i].out.audio, (size_t)alone[i].out.n * 4);
+        assert_string_equal(both[i].out.list, alone[i].out.list);
+        free(alone[i].out.audio);
+        free(both[i].out.audio);
+    }
+    free(a);
+    free(b);
+    wgml_model_free(m);
+    free(mem);
+}
+
 /* The official checkpoint's tensors as kokoro_official_keys makes them for a
  * config: the key lists of the real v1.0 file and of kokoro-tiny.pth
  * (../shared/kokoro/keys-*.tsv: "component<TAB>module.name<TAB>[shape]"). */
@@ -670,6 +748,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_text_and_prosody),
         cmocka_unit_test(test_decoder),
         cmocka_unit_test(test_speak),
+        cmocka_unit_test(test_speak_two_threads),
         cmocka_unit_test(test_official_keys),
         cmocka_unit_test(test_config_inconsistent),
     };

@@ -9,11 +9,12 @@
  *     holds one wgml_validate_<name> per op; a missing one does not link),
  *   - each backend's table of implementations (cpu_op_<name>, wg_op_<name>:
  *     a missing one does not compile),
- *   - the op-by-op test grid (opcheck.c: one check_<name> per op).
+ *   - the op-by-op test grid (opcheck.c: one oc_check_<name> per op, in the
+ *     opcheck_<family>.c of its op: opcheck_impl.h).
  *
  * Adding an op (docs/ARCHITECTURE.md, "Adding an op"): a line here and its
  * arguments struct; wgml_validate_<name> in validate.c; the CPU reference
- * cpu_op_<name>; the WGSL kernel and wg_op_<name>; check_<name> in opcheck.c.
+ * cpu_op_<name>; the WGSL kernel and wg_op_<name>; oc_check_<name> in opcheck_<family>.c.
  */
 #ifndef WGML_BACKEND_OPS_H
 #define WGML_BACKEND_OPS_H

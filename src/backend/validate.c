@@ -6,6 +6,7 @@
  * backend (wgml_buffer is backend-specific).
  */
 #include <math.h>
+#include <stdio.h>
 
 #include "backend/backend.h"
 #include "core/error.h"
@@ -18,31 +19,43 @@ const char *const wgml_op_names[WGML_OP_COUNT] = {
 
 static const char *nm(const wgml_tensor *t) { return t && t->name ? t->name : "?"; }
 
-/* wgml_check_type, with strided views allowed or not (tensor.h: only copy's input may be one). */
-static wgml_status check_tensor(const char *op, const wgml_tensor *t, uint32_t type, int strided_ok,
-                                wgml_error *err) {
-    if (!t || !t->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: missing tensor", op);
+static long long rows_of(const wgml_tensor *t) { return (long long)wgml_tensor_nrows(t); }
+
+/* Argument `what` of op (its field's name: "x", "out", "w[1]"): present, of
+ * `type`, contiguous unless strided_ok (tensor.h: only copy's input may be a
+ * strided view). The messages name the op, the argument, the tensor and what
+ * it got, and what it needs: "matmul: x 'inp' is F16; needs F32". */
+static wgml_status check_arg(const char *op, const char *what, const wgml_tensor *t, uint32_t type, int strided_ok,
+                             wgml_error *err) {
+    if (!t || !t->buf)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s is missing%s", op, what, t ? " (no buffer)" : "");
     if (t->type != type)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: tensor '%s' must be %s, is %s", op, nm(t),
-                         wgml_dtype_name(type), wgml_dtype_name(t->type));
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s '%s' is %s; needs %s", op, what, nm(t),
+                         wgml_dtype_name(t->type), wgml_dtype_name(type));
     if (!strided_ok && !wgml_tensor_is_contiguous(t))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "%s: tensor '%s' is a strided view; this op needs contiguous rows: copy it first "
+                         "%s: %s '%s' is a strided view; this op needs contiguous rows: copy it first "
                          "(wgml_op_copy)",
-                         op, nm(t));
+                         op, what, nm(t));
+    return WGML_OK;
+}
+
+/* Arguments wa (a) and wb (b) of one shape ([rows x row length], the rows of ne[1..3] flattened). */
+static wgml_status same_shape(const char *op, const char *wa, const wgml_tensor *a, const char *wb,
+                              const wgml_tensor *b, wgml_error *err) {
+    if (a->ne[0] != b->ne[0] || wgml_tensor_nrows(a) != wgml_tensor_nrows(b))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "%s: %s '%s' [%lld x %lld] and %s '%s' [%lld x %lld] need one shape", op, wa, nm(a),
+                         rows_of(a), (long long)a->ne[0], wb, nm(b), rows_of(b), (long long)b->ne[0]);
     return WGML_OK;
 }
 
 wgml_status wgml_check_type(const char *op, const wgml_tensor *t, uint32_t type, wgml_error *err) {
-    return check_tensor(op, t, type, 0, err);
+    return check_arg(op, "tensor", t, type, 0, err);
 }
 
 wgml_status wgml_check_same_shape(const char *op, const wgml_tensor *a, const wgml_tensor *b, wgml_error *err) {
-    if (a->ne[0] != b->ne[0] || wgml_tensor_nrows(a) != wgml_tensor_nrows(b))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: shapes differ: '%s' [%lld x %lld] vs '%s' [%lld x %lld]",
-                         op, nm(a), (long long)a->ne[0], (long long)wgml_tensor_nrows(a), nm(b), (long long)b->ne[0],
-                         (long long)wgml_tensor_nrows(b));
-    return WGML_OK;
+    return same_shape(op, "tensor", a, "tensor", b, err);
 }
 
 int wgml_tensors_overlap(const wgml_tensor *a, const wgml_tensor *b) {
@@ -64,67 +77,113 @@ wgml_status wgml_check_overlap(const char *op, const wgml_tensor *out, const wgm
 
 wgml_status wgml_validate_matmul(const wgml_matmul_args *mm, int pos, wgml_error *err) {
     (void)pos;
+    static const char *const epi_names[] = {"STORE", "ADD", "SWIGLU"};
     wgml_status st;
     if (!mm) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: no arguments");
-    if ((st = wgml_check_type("matmul", mm->x, WGML_F32, err))) return st;
+    if ((st = check_arg("matmul", "x", mm->x, WGML_F32, 0, err))) return st;
     int64_t K = mm->x->ne[0], n = wgml_tensor_nrows(mm->x);
     if (mm->n_w < 1 || mm->n_w > WGML_MATMUL_MAX || (mm->epilogue == WGML_EPI_SWIGLU && mm->n_w != 2))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: %d weights with epilogue %d", mm->n_w,
-                         (int)mm->epilogue);
-    if (mm->conv.kernel) { /* the unfolding's rows and columns */
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "matmul: n_w is %d with epilogue %s; needs 1..%d weights (exactly 2 for SWIGLU)", mm->n_w,
+                         (unsigned)mm->epilogue < 3 ? epi_names[mm->epilogue] : "?", WGML_MATMUL_MAX);
+    const int conv = mm->conv.kernel != 0;
+    if (conv) { /* the unfolding's rows and columns */
         const wgml_conv1d *c = &mm->conv;
-        const int64_t C = K, W = mm->w[0] ? mm->w[0]->ne[0] : 0;
-        if (c->kernel < 0 || c->stride < 1 || c->dilation < 1 || c->pad_l < 0 || c->pad_r < 0 || mm->norm ||
-            mm->epilogue == WGML_EPI_SWIGLU || W % c->kernel || W / c->kernel < C ||
-            wgml_conv1d_rows(c, n) < 1 || !wgml_tensor_is_contiguous(mm->x))
+        const wgml_tensor *w0 = mm->w[0];
+        const int64_t C = K;
+        if (c->kernel < 0 || c->stride < 1 || c->dilation < 1 || c->pad_l < 0 || c->pad_r < 0)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                             "matmul: a convolution of %d taps (stride %d, dilation %d, pads %d %d) of a contiguous "
-                             "signal [%lld x %lld] by weights of rows %lld, no norm or SwiGLU: does not fit",
-                             c->kernel, c->stride, c->dilation, c->pad_l, c->pad_r, (long long)n, (long long)C,
-                             (long long)W);
+                             "matmul: conv has %d taps, stride %d, dilation %d, pads %d %d; needs taps and pads >= 0, "
+                             "stride and dilation >= 1",
+                             c->kernel, c->stride, c->dilation, c->pad_l, c->pad_r);
+        if (mm->norm || mm->epilogue == WGML_EPI_SWIGLU)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: a convolution (conv of %d taps) takes no norm and no SWIGLU epilogue", c->kernel);
+        if (!wgml_tensor_is_contiguous(mm->x))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: x '%s' is a strided view; a convolution needs a contiguous signal", nm(mm->x));
+        if (!w0 || !w0->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: w[0] is missing");
+        const int64_t W = w0->ne[0];
+        if (W % c->kernel || W / c->kernel < C)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: w[0] '%s' has rows of %lld; a convolution of %d taps over x '%s' [%lld x %lld] "
+                             "needs rows of %d taps x at least %lld channels (x's row length)",
+                             nm(w0), (long long)W, c->kernel, nm(mm->x), (long long)n, (long long)C, c->kernel,
+                             (long long)C);
+        if (wgml_conv1d_rows(c, n) < 1)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: x '%s' has %lld rows; a convolution of %d taps (stride %d, dilation %d, pads %d "
+                             "%d) needs enough for one output row",
+                             nm(mm->x), (long long)n, c->kernel, c->stride, c->dilation, c->pad_l, c->pad_r);
         K = W, n = wgml_conv1d_rows(c, n);
     }
     if (mm->norm) {
-        if ((st = wgml_check_type("matmul", mm->norm, WGML_F32, err))) return st;
+        if ((st = check_arg("matmul", "norm", mm->norm, WGML_F32, 0, err))) return st;
         if (mm->norm->ne[0] != K)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: norm weight '%s' has %lld elements, input rows %lld",
-                             nm(mm->norm), (long long)mm->norm->ne[0], (long long)K);
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: norm '%s' has %lld values; needs %lld (x's row length)", nm(mm->norm),
+                             (long long)mm->norm->ne[0], (long long)K);
     }
     for (int i = 0; i < mm->n_w; i++) {
-        const wgml_tensor *w = mm->w[i], *o = mm->out[mm->epilogue == WGML_EPI_SWIGLU ? 0 : i];
-        if (!w || !w->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: weight %d missing", i);
-        if ((st = wgml_check_type("matmul", o, WGML_F32, err))) return st;
-        int64_t M = wgml_tensor_nrows(w);
-        if (w->ne[0] != K || o->ne[0] != (mm->epilogue == WGML_EPI_SWIGLU ? wgml_tensor_nrows(mm->w[0]) : M) ||
-            wgml_tensor_nrows(o) != n)
+        const int oi = mm->epilogue == WGML_EPI_SWIGLU ? 0 : i;
+        const wgml_tensor *w = mm->w[i], *o = mm->out[oi];
+        char what[24];
+        if (!w || !w->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: w[%d] is missing", i);
+        snprintf(what, sizeof what, "out[%d]", oi);
+        if ((st = check_arg("matmul", what, o, WGML_F32, 0, err))) return st;
+        int64_t M = wgml_tensor_nrows(w), M_out = mm->epilogue == WGML_EPI_SWIGLU ? wgml_tensor_nrows(mm->w[0]) : M;
+        if (w->ne[0] != K)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                             "matmul: weight '%s' [%lld x %lld], input [%lld x %lld], output [%lld x %lld] do not fit",
-                             nm(w), (long long)M, (long long)w->ne[0], (long long)n, (long long)K,
-                             (long long)wgml_tensor_nrows(o), (long long)o->ne[0]);
+                             "matmul: w[%d] '%s' is [%lld x %lld]; needs rows of %lld (%s)", i, nm(w), (long long)M,
+                             (long long)w->ne[0], (long long)K,
+                             conv ? "w[0]'s: the convolution's taps x channels" : "x's row length");
+        if (o->ne[0] != M_out || wgml_tensor_nrows(o) != n)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "matmul: %s '%s' is [%lld x %lld]; needs [%lld x %lld] (%s x w[%d]'s rows)", what, nm(o),
+                             rows_of(o), (long long)o->ne[0], (long long)n, (long long)M_out,
+                             conv ? "the convolution's output rows" : "x's rows", oi);
         if (mm->bias[i]) {
-            if ((st = wgml_check_type("matmul", mm->bias[i], WGML_F32, err))) return st;
+            snprintf(what, sizeof what, "bias[%d]", i);
+            if ((st = check_arg("matmul", what, mm->bias[i], WGML_F32, 0, err))) return st;
             if (mm->bias[i]->ne[0] != M)
-                return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: bias of '%s' does not have %lld elements",
-                                 nm(w), (long long)M);
+                return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                                 "matmul: %s '%s' is [%lld x %lld]; needs rows of %lld, the rows of w[%d] '%s'", what,
+                                 nm(mm->bias[i]), rows_of(mm->bias[i]), (long long)mm->bias[i]->ne[0], (long long)M, i,
+                                 nm(w));
         }
     }
     if (mm->epilogue == WGML_EPI_SWIGLU && wgml_tensor_nrows(mm->w[0]) != wgml_tensor_nrows(mm->w[1]))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "matmul: SwiGLU weights have different row counts");
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "matmul: SWIGLU's w[0] '%s' has %lld rows and w[1] '%s' %lld; needs as many", nm(mm->w[0]),
+                         rows_of(mm->w[0]), nm(mm->w[1]), rows_of(mm->w[1]));
     return WGML_OK;
 }
 
-static wgml_status check_rope(const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r, wgml_error *err) {
-    wgml_status st = wgml_check_type("rope", x, WGML_F32, err);
+/* rope's parameters and the tensor it rotates (`what`: rope's x, attention's q). */
+static wgml_status check_rope(const char *what, const wgml_tensor *x, int n_head, int head_dim, const wgml_rope *r,
+                              wgml_error *err) {
+    wgml_status st = check_arg("rope", what, x, WGML_F32, 0, err);
     if (st) return st;
-    if (!r || n_head <= 0 || head_dim <= 0 || (head_dim & 1) || r->n_rot < 0 || r->n_rot > head_dim || (r->n_rot & 1) ||
-        x->ne[0] != (int64_t)n_head * head_dim || !(r->freq_base > 0) || !(r->freq_scale > 0))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: bad parameters (n_rot %d, head_dim %d, n_head %d, row %lld)",
-                         r ? r->n_rot : 0, head_dim, n_head, (long long)x->ne[0]);
+    if (!r) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: rope (the parameters) is missing");
+    if (n_head <= 0 || head_dim <= 0 || (head_dim & 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "rope: n_head %d, head_dim %d; needs both positive, head_dim even", n_head, head_dim);
+    if (r->n_rot < 0 || r->n_rot > head_dim || (r->n_rot & 1))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "rope: n_rot %d; needs an even number of dims in 0..%d (head_dim)", r->n_rot, head_dim);
+    if (x->ne[0] != (int64_t)n_head * head_dim)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "rope: %s '%s' has rows of %lld; needs rows of %lld (n_head %d x head_dim %d)", what, nm(x),
+                         (long long)x->ne[0], (long long)n_head * head_dim, n_head, head_dim);
+    if (!(r->freq_base > 0) || !(r->freq_scale > 0))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: freq_base %g, freq_scale %g; needs both positive",
+                         (double)r->freq_base, (double)r->freq_scale);
     if (r->freq_factors) {
-        if ((st = wgml_check_type("rope", r->freq_factors, WGML_F32, err))) return st;
+        if ((st = check_arg("rope", "freq_factors", r->freq_factors, WGML_F32, 0, err))) return st;
         if (r->freq_factors->ne[0] < r->n_rot / 2)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: %lld frequency factors for %d rotated dims",
-                             (long long)r->freq_factors->ne[0], r->n_rot);
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "rope: freq_factors '%s' has %lld values; needs at least %d (n_rot %d / 2)",
+                             nm(r->freq_factors), (long long)r->freq_factors->ne[0], r->n_rot / 2, r->n_rot);
     }
     return WGML_OK;
 }
@@ -132,13 +191,13 @@ static wgml_status check_rope(const wgml_tensor *x, int n_head, int head_dim, co
 wgml_status wgml_validate_rope(const wgml_rope_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rope: no arguments");
-    return check_rope(a->x, a->n_head, a->head_dim, a->rope, err);
+    return check_rope("x", a->x, a->n_head, a->head_dim, a->rope, err);
 }
 
 /* An optional i32 (or f32) tensor of `count` elements, apart from out. */
 static wgml_status check_att_table(const char *what, const wgml_tensor *t, uint32_t type, int64_t count,
                                    const wgml_tensor *out, wgml_error *err) {
-    wgml_status st = wgml_check_type("attention", t, type, err);
+    wgml_status st = check_arg("attention", what, t, type, 0, err);
     if (st) return st;
     if (wgml_tensor_nelements(t) != count)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: %s '%s' has %lld elements, needs %lld", what,
@@ -149,10 +208,10 @@ static wgml_status check_att_table(const char *what, const wgml_tensor *t, uint3
 wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_error *err) {
     wgml_status st;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: no arguments");
-    if ((st = wgml_check_type("attention", a->q, WGML_F32, err)) ||
-        (st = wgml_check_type("attention", a->k, WGML_F32, err)) ||
-        (st = wgml_check_type("attention", a->v, WGML_F32, err)) ||
-        (st = wgml_check_type("attention", a->out, WGML_F32, err)))
+    if ((st = check_arg("attention", "q", a->q, WGML_F32, 0, err)) ||
+        (st = check_arg("attention", "k", a->k, WGML_F32, 0, err)) ||
+        (st = check_arg("attention", "v", a->v, WGML_F32, 0, err)) ||
+        (st = check_arg("attention", "out", a->out, WGML_F32, 0, err)))
         return st;
     const int cache = a->k_cache || a->v_cache, general = wgml_attention_is_general(a);
     if (cache && (!a->k_cache || !a->v_cache || !a->k_cache->buf || !a->v_cache->buf))
@@ -196,15 +255,15 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                              "attention: k_cache is %s and v_cache %s; both need to be F32, or both F16",
                              wgml_dtype_name(a->k_cache->type), wgml_dtype_name(a->v_cache->type));
-        if ((st = check_tensor("attention", a->k_cache, a->k_cache->type, 0, err)) ||
-            (st = check_tensor("attention", a->v_cache, a->v_cache->type, 0, err)))
+        if ((st = check_arg("attention", "k_cache", a->k_cache, a->k_cache->type, 0, err)) ||
+            (st = check_arg("attention", "v_cache", a->v_cache, a->v_cache->type, 0, err)))
             return st;
         if (n_k != n)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                              "attention: with a KV cache k and v need the %lld rows of q, have %lld", (long long)n,
                              (long long)n_k);
     }
-    if (a->rope && (st = check_rope(a->q, a->n_head, a->head_dim, a->rope, err))) return st;
+    if (a->rope && (st = check_rope("q", a->q, a->n_head, a->head_dim, a->rope, err))) return st;
     if (a->bidirectional != 0 && a->bidirectional != 1)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: bidirectional is %d (0: causal, 1: bidirectional)",
                          a->bidirectional);
@@ -228,7 +287,7 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
         (a->kv_range && (st = check_att_table("kv_range", a->kv_range, WGML_I32, 2 * n, a->out, err))))
         return st;
     if (a->mask) {
-        if ((st = wgml_check_type("attention", a->mask, WGML_F32, err))) return st;
+        if ((st = check_arg("attention", "mask", a->mask, WGML_F32, 0, err))) return st;
         if (a->mask->ne[0] != n_keys || wgml_tensor_nrows(a->mask) != n)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                              "attention: mask '%s' is [%lld x %lld], needs [%lld x %lld] (query rows x %s)",
@@ -255,13 +314,20 @@ wgml_status wgml_validate_get_rows(const wgml_get_rows_args *a, int pos, wgml_er
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: no arguments");
     const wgml_tensor *out = a->out, *table = a->table, *ids = a->ids;
     wgml_status st;
-    if ((st = wgml_check_type("get_rows", out, WGML_F32, err)) || (st = wgml_check_type("get_rows", ids, WGML_I32, err)))
+    if ((st = check_arg("get_rows", "out", out, WGML_F32, 0, err)) ||
+        (st = check_arg("get_rows", "ids", ids, WGML_I32, 0, err)))
         return st;
-    if (!table || !table->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: missing table");
-    if ((st = check_tensor("get_rows", table, table->type, 0, err))) return st;
-    if (out->ne[0] != table->ne[0] || wgml_tensor_nelements(ids) < wgml_tensor_nrows(out))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: table '%s' rows of %lld, output rows of %lld, %lld ids",
-                         nm(table), (long long)table->ne[0], (long long)out->ne[0], (long long)wgml_tensor_nelements(ids));
+    if (!table || !table->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "get_rows: table is missing");
+    if ((st = check_arg("get_rows", "table", table, table->type, 0, err))) return st;
+    if (out->ne[0] != table->ne[0])
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "get_rows: out '%s' is [%lld x %lld]; needs rows of %lld, as table '%s' [%lld x %lld]",
+                         nm(out), rows_of(out), (long long)out->ne[0], (long long)table->ne[0], nm(table),
+                         rows_of(table), (long long)table->ne[0]);
+    if (wgml_tensor_nelements(ids) < wgml_tensor_nrows(out))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "get_rows: ids '%s' has %lld ids; needs at least %lld (one per row of out '%s')", nm(ids),
+                         (long long)wgml_tensor_nelements(ids), rows_of(out), nm(out));
     /* the table may be an activation (a weight never shares a buffer with out) */
     if ((st = wgml_check_overlap("get_rows", out, table, 0, err))) return st;
     return wgml_check_overlap("get_rows", out, ids, 0, err);
@@ -271,41 +337,51 @@ wgml_status wgml_validate_copy(const wgml_copy_args *a, int pos, wgml_error *err
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: no arguments");
     wgml_status st;
-    if ((st = check_tensor("copy", a->out, WGML_F32, 0, err)) || (st = check_tensor("copy", a->x, WGML_F32, 1, err)))
+    if ((st = check_arg("copy", "out", a->out, WGML_F32, 0, err)) ||
+        (st = check_arg("copy", "x", a->x, WGML_F32, 1, err)))
         return st;
     for (int d = 0; d < 4; d++) {
-        if (a->x->ne[d] < 0 || a->out->ne[d] < 0)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: negative dimension");
+        if (a->x->ne[d] < 0 || a->out->ne[d] < 0) {
+            const wgml_tensor *t = a->x->ne[d] < 0 ? a->x : a->out;
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: %s '%s' has dimension %d of %lld; needs >= 0",
+                             t == a->x ? "x" : "out", nm(t), d, (long long)t->ne[d]);
+        }
         /* the GPU addresses f32 elements: strides in whole ones */
         if (wgml_tensor_stride(a->x, d) % 4)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: stride %d of '%s' is %zu bytes, not a multiple of 4",
-                             d, nm(a->x), wgml_tensor_stride(a->x, d));
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "copy: stride %d of x '%s' is %zu bytes, not a multiple of 4", d, nm(a->x),
+                             wgml_tensor_stride(a->x, d));
     }
-    /* out holds x's rows (ne[1..3] flattened, as wgml_check_same_shape compares) */
-    if ((st = wgml_check_same_shape("copy", a->out, a->x, err))) return st;
+    /* out holds x's rows (ne[1..3] flattened, as same_shape compares) */
+    if ((st = same_shape("copy", "out", a->out, "x", a->x, err))) return st;
     return wgml_check_overlap("copy", a->out, a->x, 0, err);
 }
 
-/* f32 tensors of one shape (out first). */
-static wgml_status same_f32(const char *op, int n, const wgml_tensor *const *t, wgml_error *err) {
+/* f32 arguments of one shape (out first), named what[i]. */
+static wgml_status same_f32(const char *op, int n, const char *const *what, const wgml_tensor *const *t,
+                            wgml_error *err) {
     wgml_status st;
     for (int i = 0; i < n; i++)
-        if ((st = wgml_check_type(op, t[i], WGML_F32, err))) return st;
+        if ((st = check_arg(op, what[i], t[i], WGML_F32, 0, err))) return st;
     for (int i = 1; i < n; i++)
-        if ((st = wgml_check_same_shape(op, t[0], t[i], err))) return st;
+        if ((st = same_shape(op, what[0], t[0], what[i], t[i], err))) return st;
     return WGML_OK;
 }
+
+/* The names of the arguments most ops check with same_f32. */
+static const char *const out_x[] = {"out", "x"};
 
 wgml_status wgml_validate_rms_norm(const wgml_rms_norm_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rms_norm: no arguments");
     wgml_status st;
-    if ((st = same_f32("rms_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
-        (st = wgml_check_type("rms_norm", a->w, WGML_F32, err)))
+    if ((st = same_f32("rms_norm", 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+        (st = check_arg("rms_norm", "w", a->w, WGML_F32, 0, err)))
         return st;
     if (a->w->ne[0] != a->x->ne[0])
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "rms_norm: weight has %lld elements, rows have %lld",
-                         (long long)a->w->ne[0], (long long)a->x->ne[0]);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "rms_norm: w '%s' has rows of %lld; needs %lld, the row length of x '%s'", nm(a->w),
+                         (long long)a->w->ne[0], (long long)a->x->ne[0], nm(a->x));
     if ((st = wgml_check_overlap("rms_norm", a->out, a->x, 1, err))) return st;
     return wgml_check_overlap("rms_norm", a->out, a->w, 0, err);
 }
@@ -313,7 +389,7 @@ wgml_status wgml_validate_rms_norm(const wgml_rms_norm_args *a, int pos, wgml_er
 wgml_status wgml_validate_softmax(const wgml_softmax_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "softmax: no arguments");
-    wgml_status st = same_f32("softmax", 2, (const wgml_tensor *const[]){a->out, a->x}, err);
+    wgml_status st = same_f32("softmax", 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err);
     return st ? st : wgml_check_overlap("softmax", a->out, a->x, 1, err);
 }
 
@@ -321,13 +397,13 @@ wgml_status wgml_validate_softmax(const wgml_softmax_args *a, int pos, wgml_erro
 static wgml_status check_binary(const char *op, const wgml_tensor *out, const wgml_tensor *a, const wgml_tensor *b,
                                 wgml_error *err) {
     wgml_status st;
-    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){out, a}, err)) ||
-        (st = wgml_check_type(op, b, WGML_F32, err)))
+    if ((st = same_f32(op, 2, (const char *const[]){"out", "a"}, (const wgml_tensor *const[]){out, a}, err)) ||
+        (st = check_arg(op, "b", b, WGML_F32, 0, err)))
         return st;
     int64_t rows = wgml_tensor_nrows(a), b_rows = wgml_tensor_nrows(b);
     if (b->ne[0] != a->ne[0] || (b_rows != rows && b_rows != 1))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "%s: '%s' [%lld x %lld] is neither the shape of '%s' [%lld x %lld] nor one row of it", op,
+                         "%s: b '%s' is [%lld x %lld]; needs the shape of a '%s', [%lld x %lld], or one row of it", op,
                          nm(b), (long long)b_rows, (long long)b->ne[0], nm(a), (long long)rows, (long long)a->ne[0]);
     if ((st = wgml_check_overlap(op, out, a, 1, err))) return st;
     return wgml_check_overlap(op, out, b, b_rows == rows, err);
@@ -348,11 +424,11 @@ wgml_status wgml_validate_mul(const wgml_mul_args *a, int pos, wgml_error *err) 
 /* An f32 row of n values (a vector argument: weight or activation) that out does not overlap. */
 static wgml_status check_vector(const char *op, const char *what, const wgml_tensor *v, int64_t n,
                                 const wgml_tensor *out, wgml_error *err) {
-    wgml_status st = wgml_check_type(op, v, WGML_F32, err);
+    wgml_status st = check_arg(op, what, v, WGML_F32, 0, err);
     if (st) return st;
     if (v->ne[0] != n || wgml_tensor_nrows(v) != 1)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s '%s' must be one row of %lld values, is [%lld x %lld]",
-                         op, what, nm(v), (long long)n, (long long)wgml_tensor_nrows(v), (long long)v->ne[0]);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s '%s' is [%lld x %lld]; needs one row of %lld values",
+                         op, what, nm(v), (long long)wgml_tensor_nrows(v), (long long)v->ne[0], (long long)n);
     return wgml_check_overlap(op, out, v, 0, err);
 }
 
@@ -360,13 +436,14 @@ wgml_status wgml_validate_layer_norm(const wgml_layer_norm_args *a, int pos, wgm
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "layer_norm: no arguments");
     wgml_status st;
-    if ((st = same_f32("layer_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+    if ((st = same_f32("layer_norm", 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
         (st = wgml_check_overlap("layer_norm", a->out, a->x, 1, err)) ||
-        (a->w && (st = check_vector("layer_norm", "weight", a->w, a->x->ne[0], a->out, err))) ||
-        (a->b && (st = check_vector("layer_norm", "bias", a->b, a->x->ne[0], a->out, err))))
+        (a->w && (st = check_vector("layer_norm", "w", a->w, a->x->ne[0], a->out, err))) ||
+        (a->b && (st = check_vector("layer_norm", "b", a->b, a->x->ne[0], a->out, err))))
         return st;
     if (!(a->eps >= 0) || !isfinite(a->eps))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "layer_norm: eps %g", (double)a->eps);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "layer_norm: eps %g; needs a finite number >= 0",
+                         (double)a->eps);
     return WGML_OK;
 }
 
@@ -374,11 +451,11 @@ wgml_status wgml_validate_l2_norm(const wgml_l2_norm_args *a, int pos, wgml_erro
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "l2_norm: no arguments");
     wgml_status st;
-    if ((st = same_f32("l2_norm", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+    if ((st = same_f32("l2_norm", 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
         (st = wgml_check_overlap("l2_norm", a->out, a->x, 1, err)))
         return st;
     if (!(a->eps >= 0) || !isfinite(a->eps))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "l2_norm: eps %g", (double)a->eps);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "l2_norm: eps %g; needs a finite number >= 0", (double)a->eps);
     return WGML_OK;
 }
 
@@ -386,33 +463,40 @@ wgml_status wgml_validate_unary(const wgml_unary_args *a, int pos, wgml_error *e
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: no arguments");
     wgml_status st;
-    if ((st = same_f32("unary", 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+    if ((st = same_f32("unary", 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
         (st = wgml_check_overlap("unary", a->out, a->x, 1, err)))
         return st;
     if ((unsigned)a->kind >= WGML_UNARY_COUNT)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: unknown kind %d", (int)a->kind);
     int takes_v = a->kind == WGML_UNARY_SNAKE;
     if (takes_v != (a->v != NULL))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: kind %d %s a per-column tensor", (int)a->kind,
-                         takes_v ? "needs" : "takes no");
-    return a->v ? check_vector("unary", "parameter", a->v, a->x->ne[0], a->out, err) : WGML_OK;
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unary: kind %d %s v (a per-column tensor)%s", (int)a->kind,
+                         takes_v ? "needs" : "takes no", takes_v ? ", which is missing" : "");
+    return a->v ? check_vector("unary", "v", a->v, a->x->ne[0], a->out, err) : WGML_OK;
 }
 
 wgml_status wgml_validate_pool(const wgml_pool_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "pool: no arguments");
     wgml_status st;
-    if ((st = wgml_check_type("pool", a->out, WGML_F32, err)) || (st = wgml_check_type("pool", a->x, WGML_F32, err)) ||
-        (st = wgml_check_type("pool", a->seq, WGML_I32, err)))
+    if ((st = check_arg("pool", "out", a->out, WGML_F32, 0, err)) ||
+        (st = check_arg("pool", "x", a->x, WGML_F32, 0, err)) ||
+        (st = check_arg("pool", "seq", a->seq, WGML_I32, 0, err)))
         return st;
     int64_t n_seq = wgml_tensor_nrows(a->out);
-    if (a->out->ne[0] != a->x->ne[0] || wgml_tensor_nelements(a->seq) != n_seq + 1 || wgml_tensor_nrows(a->x) < n_seq)
+    if (a->out->ne[0] != a->x->ne[0])
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "pool: %lld sequences of rows of %lld need a table of %lld offsets and %lld rows or more; "
-                         "have %lld offsets, [%lld x %lld]",
-                         (long long)n_seq, (long long)a->out->ne[0], (long long)(n_seq + 1), (long long)n_seq,
-                         (long long)wgml_tensor_nelements(a->seq), (long long)wgml_tensor_nrows(a->x),
-                         (long long)a->x->ne[0]);
+                         "pool: out '%s' is [%lld x %lld]; needs rows of %lld, as x '%s'", nm(a->out), (long long)n_seq,
+                         (long long)a->out->ne[0], (long long)a->x->ne[0], nm(a->x));
+    if (wgml_tensor_nelements(a->seq) != n_seq + 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "pool: seq '%s' has %lld offsets; needs %lld (one more than the %lld sequences, out's rows)",
+                         nm(a->seq), (long long)wgml_tensor_nelements(a->seq), (long long)(n_seq + 1),
+                         (long long)n_seq);
+    if (wgml_tensor_nrows(a->x) < n_seq)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "pool: x '%s' is [%lld x %lld]; needs at least %lld rows (one per sequence, out's rows)",
+                         nm(a->x), rows_of(a->x), (long long)a->x->ne[0], (long long)n_seq);
     if ((unsigned)a->mode > WGML_POOL_LAST)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "pool: unknown mode %d", (int)a->mode);
     if ((st = wgml_check_overlap("pool", a->out, a->x, 0, err))) return st;
@@ -422,19 +506,25 @@ wgml_status wgml_validate_pool(const wgml_pool_args *a, int pos, wgml_error *err
 wgml_status wgml_validate_swiglu(const wgml_swiglu_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "swiglu: no arguments");
-    return same_f32("swiglu", 3, (const wgml_tensor *const[]){a->out, a->gate, a->up}, err);
+    return same_f32("swiglu", 3, (const char *const[]){"out", "gate", "up"},
+                    (const wgml_tensor *const[]){a->out, a->gate, a->up}, err);
 }
 
 wgml_status wgml_validate_argmax(const wgml_argmax_args *a, int pos, wgml_error *err) {
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: no arguments");
     wgml_status st;
-    if ((st = wgml_check_type("argmax", a->x, WGML_F32, err))) return st;
+    if ((st = check_arg("argmax", "x", a->x, WGML_F32, 0, err))) return st;
     int64_t rows = wgml_tensor_nrows(a->x);
-    if (!a->out || !a->out->buf || a->out->type != WGML_I32 || wgml_tensor_nelements(a->out) < rows)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: output must be I32 with %lld elements",
+    if (!a->out || !a->out->buf)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "argmax: out is missing; needs I32 with %lld elements",
                          (long long)rows);
-    return check_tensor("argmax", a->out, WGML_I32, 0, err);
+    if (a->out->type != WGML_I32 || wgml_tensor_nelements(a->out) < rows)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "argmax: out '%s' is %s with %lld elements; needs I32 with %lld (one per row of x '%s')",
+                         nm(a->out), wgml_dtype_name(a->out->type), (long long)wgml_tensor_nelements(a->out),
+                         (long long)rows, nm(a->x));
+    return check_arg("argmax", "out", a->out, WGML_I32, 0, err);
 }
 
 /* ---- audio ops ---- */
@@ -446,13 +536,13 @@ static wgml_status check_param(const char *op, const char *what, int v, int min,
     return WGML_OK;
 }
 
-/* One row of n f32 values (a whole signal). */
-static wgml_status check_signal(const char *op, const wgml_tensor *t, wgml_error *err) {
-    wgml_status st = wgml_check_type(op, t, WGML_F32, err);
+/* One row of n f32 values (a whole signal): argument `what` of op. */
+static wgml_status check_signal(const char *op, const char *what, const wgml_tensor *t, wgml_error *err) {
+    wgml_status st = check_arg(op, what, t, WGML_F32, 0, err);
     if (st) return st;
     if (wgml_tensor_nrows(t) != 1 || t->ne[0] < 1)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: '%s' must be one row of samples, is [%lld x %lld]", op,
-                         nm(t), (long long)wgml_tensor_nrows(t), (long long)t->ne[0]);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %s '%s' is [%lld x %lld]; needs one row of samples", op,
+                         what, nm(t), (long long)wgml_tensor_nrows(t), (long long)t->ne[0]);
     return WGML_OK;
 }
 
@@ -464,14 +554,15 @@ wgml_status wgml_validate_im2col(const wgml_im2col_args *a, int pos, wgml_error 
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: no arguments");
     wgml_status st;
     if (!a->x) { /* zeros into channels [c0, c0 + zero_c) of each tap */
-        if ((st = wgml_check_type(op, a->out, WGML_F32, err)) ||
+        if ((st = check_arg(op, "out", a->out, WGML_F32, 0, err)) ||
             (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
             (st = check_param(op, "c0", a->c0, 0, INT32_MAX, err)) ||
             (st = check_param(op, "zero_c (the channels of zeros, without an x)", a->zero_c, 1, INT32_MAX, err)))
             return st;
         if (a->out->ne[0] % a->kernel || a->out->ne[0] / a->kernel < (int64_t)a->c0 + a->zero_c)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                             "im2col: output '%s' is [%lld x %lld]; rows of %d taps x (at least %lld) channels",
+                             "im2col: out '%s' is [%lld x %lld]; needs rows of %d taps x (at least %lld) channels "
+                             "(c0 + zero_c)",
                              nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], a->kernel,
                              (long long)a->c0 + a->zero_c);
         return WGML_OK;
@@ -479,7 +570,7 @@ wgml_status wgml_validate_im2col(const wgml_im2col_args *a, int pos, wgml_error 
     if (a->zero_c)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
                          "im2col: zero_c is %d with an x (zeros are written without one)", a->zero_c);
-    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->x, WGML_F32, err)) ||
+    if ((st = check_arg(op, "out", a->out, WGML_F32, 0, err)) || (st = check_arg(op, "x", a->x, WGML_F32, 0, err)) ||
         (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
         (st = check_param(op, "stride", a->stride, 1, MAX_KERNEL, err)) ||
         (st = check_param(op, "dilation", a->dilation, 1, MAX_KERNEL, err)) ||
@@ -488,20 +579,23 @@ wgml_status wgml_validate_im2col(const wgml_im2col_args *a, int pos, wgml_error 
         (st = check_param(op, "c0", a->c0, 0, INT32_MAX, err)))
         return st;
     const int64_t T = wgml_tensor_nrows(a->x), C = a->x->ne[0];
-    if (T < 1 || C < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: '%s' is empty", nm(a->x));
+    if (T < 1 || C < 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: x '%s' is [%lld x %lld]; needs a row and a channel",
+                         nm(a->x), (long long)T, (long long)C);
     if (a->reflect && (a->pad_l >= T || a->pad_r >= T))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "im2col: reflection padding of %d and %d rows needs more than that many rows, '%s' has %lld",
+                         "im2col: reflection padding of %d and %d rows needs more than that many rows, x '%s' has %lld",
                          a->pad_l, a->pad_r, nm(a->x), (long long)T);
     const int64_t span = (int64_t)a->dilation * (a->kernel - 1) + 1, padded = T + a->pad_l + a->pad_r;
     if (padded < span)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "im2col: %lld padded rows are fewer than the kernel's span %lld",
-                         (long long)padded, (long long)span);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "im2col: x '%s' has %lld rows, %lld padded; needs at least the kernel's span, %lld", nm(a->x),
+                         (long long)T, (long long)padded, (long long)span);
     const int64_t T_out = (padded - span) / a->stride + 1;
     if (wgml_tensor_nrows(a->out) != T_out || a->out->ne[0] % a->kernel ||
         a->out->ne[0] / a->kernel < (int64_t)a->c0 + C)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "im2col: output '%s' is [%lld x %lld]; %lld rows of %d taps x (at least %lld) channels expected",
+                         "im2col: out '%s' is [%lld x %lld]; needs %lld rows of %d taps x (at least %lld) channels",
                          nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)T_out,
                          a->kernel, (long long)(a->c0 + C));
     return wgml_check_overlap(op, a->out, a->x, 0, err);
@@ -512,7 +606,7 @@ wgml_status wgml_validate_col2im(const wgml_col2im_args *a, int pos, wgml_error 
     const char *op = "col2im";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "col2im: no arguments");
     wgml_status st;
-    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->y, WGML_F32, err)) ||
+    if ((st = check_arg(op, "out", a->out, WGML_F32, 0, err)) || (st = check_arg(op, "y", a->y, WGML_F32, 0, err)) ||
         (st = check_param(op, "kernel", a->kernel, 1, MAX_KERNEL, err)) ||
         (st = check_param(op, "stride", a->stride, 1, MAX_KERNEL, err)) ||
         (st = check_param(op, "pad", a->pad, 0, MAX_KERNEL, err)))
@@ -520,8 +614,10 @@ wgml_status wgml_validate_col2im(const wgml_col2im_args *a, int pos, wgml_error 
     const int64_t C = a->out->ne[0];
     if (C < 1 || wgml_tensor_nrows(a->out) < 1 || wgml_tensor_nrows(a->y) < 1 || a->y->ne[0] != (int64_t)a->kernel * C)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                         "col2im: '%s' is [%lld x %lld]; rows of %d taps x %lld channels (out's) expected", nm(a->y),
-                         (long long)wgml_tensor_nrows(a->y), (long long)a->y->ne[0], a->kernel, (long long)C);
+                         "col2im: y '%s' is [%lld x %lld] and out '%s' [%lld x %lld]; needs rows, and y's of %d taps x "
+                         "%lld channels (out's row length)",
+                         nm(a->y), rows_of(a->y), (long long)a->y->ne[0], nm(a->out), rows_of(a->out), (long long)C,
+                         a->kernel, (long long)C);
     if (a->bias && (st = check_vector(op, "bias", a->bias, C, a->out, err))) return st;
     return wgml_check_overlap(op, a->out, a->y, 0, err);
 }
@@ -531,14 +627,16 @@ wgml_status wgml_validate_instance_norm(const wgml_instance_norm_args *a, int po
     const char *op = "instance_norm";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: no arguments");
     wgml_status st;
-    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
+    if ((st = same_f32(op, 2, out_x, (const wgml_tensor *const[]){a->out, a->x}, err)) ||
         (st = wgml_check_overlap(op, a->out, a->x, 1, err)) ||
-        (a->w && (st = check_vector(op, "weight", a->w, a->x->ne[0], a->out, err))) ||
-        (a->b && (st = check_vector(op, "bias", a->b, a->x->ne[0], a->out, err))))
+        (a->w && (st = check_vector(op, "w", a->w, a->x->ne[0], a->out, err))) ||
+        (a->b && (st = check_vector(op, "b", a->b, a->x->ne[0], a->out, err))))
         return st;
-    if (wgml_tensor_nrows(a->x) < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: no rows");
+    if (wgml_tensor_nrows(a->x) < 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: x '%s' has no rows", nm(a->x));
     if (!(a->eps >= 0) || !isfinite(a->eps))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: eps %g", (double)a->eps);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "instance_norm: eps %g; needs a finite number >= 0",
+                         (double)a->eps);
     return WGML_OK;
 }
 
@@ -547,23 +645,27 @@ wgml_status wgml_validate_lstm(const wgml_lstm_args *a, int pos, wgml_error *err
     const char *op = "lstm";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: no arguments");
     wgml_status st;
-    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = wgml_check_type(op, a->gx, WGML_F32, err)) ||
+    if ((st = check_arg(op, "out", a->out, WGML_F32, 0, err)) || (st = check_arg(op, "gx", a->gx, WGML_F32, 0, err)) ||
         (st = check_param(op, "hidden size", a->hidden, 1, 1 << 14, err)))
         return st;
-    if (!a->w_hh || !a->w_hh->buf || (a->w_hh->type != WGML_F32 && a->w_hh->type != WGML_F16) ||
-        !wgml_tensor_is_contiguous(a->w_hh))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: the recurrent weight '%s' must be contiguous f32 or f16",
-                         nm(a->w_hh));
+    if (!a->w_hh || !a->w_hh->buf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: w_hh is missing");
+    if ((a->w_hh->type != WGML_F32 && a->w_hh->type != WGML_F16) || !wgml_tensor_is_contiguous(a->w_hh))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "lstm: w_hh '%s' (the recurrent weight) is %s%s; needs contiguous F32 or F16", nm(a->w_hh),
+                         wgml_tensor_is_contiguous(a->w_hh) ? "" : "a strided view of ",
+                         wgml_dtype_name(a->w_hh->type));
     const int64_t H = a->hidden, dirs = a->bidirectional ? 2 : 1, T = wgml_tensor_nrows(a->gx);
     if (a->gx->ne[0] != dirs * 4 * H || T < 1)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: gates '%s' are [%lld x %lld]; rows of %lld expected",
-                         nm(a->gx), (long long)T, (long long)a->gx->ne[0], (long long)(dirs * 4 * H));
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "lstm: gx '%s' is [%lld x %lld]; needs rows of %lld (%lld directions x 4 gates x hidden %lld)",
+                         nm(a->gx), (long long)T, (long long)a->gx->ne[0], (long long)(dirs * 4 * H), (long long)dirs,
+                         (long long)H);
     if (a->w_hh->ne[0] != H || wgml_tensor_nrows(a->w_hh) != dirs * 4 * H)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: '%s' is [%lld x %lld]; [%lld x %lld] expected",
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: w_hh '%s' is [%lld x %lld]; needs [%lld x %lld]",
                          nm(a->w_hh), (long long)wgml_tensor_nrows(a->w_hh), (long long)a->w_hh->ne[0],
                          (long long)(dirs * 4 * H), (long long)H);
     if (a->out->ne[0] != dirs * H || wgml_tensor_nrows(a->out) != T)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: output '%s' is [%lld x %lld]; [%lld x %lld] expected",
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "lstm: out '%s' is [%lld x %lld]; needs [%lld x %lld]",
                          nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)T,
                          (long long)(dirs * H));
     if ((st = wgml_check_overlap(op, a->out, a->gx, 0, err))) return st;
@@ -585,15 +687,17 @@ wgml_status wgml_validate_stft(const wgml_stft_args *a, int pos, wgml_error *err
     const char *op = "stft";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: no arguments");
     wgml_status st;
-    if ((st = wgml_check_type(op, a->out, WGML_F32, err)) || (st = check_signal(op, a->x, err)) ||
+    if ((st = check_arg(op, "out", a->out, WGML_F32, 0, err)) || (st = check_signal(op, "x", a->x, err)) ||
         (st = check_fft(op, a->n_fft, a->hop, a->window, a->out, err)))
         return st;
     const int64_t L = a->x->ne[0], F = L / a->hop + 1, B = a->n_fft / 2 + 1;
     if (a->n_fft / 2 >= L)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: %lld samples are too few to reflect-pad by %d",
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "stft: x '%s' has %lld samples; needs more than %d to reflect-pad by n_fft / 2", nm(a->x),
                          (long long)L, a->n_fft / 2);
     if (wgml_tensor_nrows(a->out) != F || a->out->ne[0] != 2 * B)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "stft: output '%s' is [%lld x %lld]; [%lld x %lld] expected",
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "stft: out '%s' is [%lld x %lld]; needs [%lld x %lld] (frames x magnitude and phase)",
                          nm(a->out), (long long)wgml_tensor_nrows(a->out), (long long)a->out->ne[0], (long long)F,
                          (long long)(2 * B));
     return wgml_check_overlap(op, a->out, a->x, 0, err);
@@ -604,16 +708,19 @@ wgml_status wgml_validate_istft(const wgml_istft_args *a, int pos, wgml_error *e
     const char *op = "istft";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: no arguments");
     wgml_status st;
-    if ((st = same_f32(op, 2, (const wgml_tensor *const[]){a->mag, a->phase}, err)) ||
-        (st = check_signal(op, a->out, err)) || (st = check_fft(op, a->n_fft, a->hop, a->window, a->out, err)))
+    if ((st = same_f32(op, 2, (const char *const[]){"mag", "phase"}, (const wgml_tensor *const[]){a->mag, a->phase},
+                       err)) ||
+        (st = check_signal(op, "out", a->out, err)) || (st = check_fft(op, a->n_fft, a->hop, a->window, a->out, err)))
         return st;
     const int64_t F = wgml_tensor_nrows(a->mag), B = a->n_fft / 2 + 1;
     if (a->mag->ne[0] != B || F < 2)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: '%s' is [%lld x %lld]; at least 2 frames of %lld bins",
-                         nm(a->mag), (long long)F, (long long)a->mag->ne[0], (long long)B);
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "istft: mag '%s' is [%lld x %lld]; needs at least 2 frames of %lld bins", nm(a->mag),
+                         (long long)F, (long long)a->mag->ne[0], (long long)B);
     if (a->out->ne[0] != (int64_t)a->hop * (F - 1))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "istft: output '%s' has %lld samples, %lld expected",
-                         nm(a->out), (long long)a->out->ne[0], (long long)a->hop * (F - 1));
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "istft: out '%s' has %lld samples; needs %lld (hop x (frames - 1))", nm(a->out),
+                         (long long)a->out->ne[0], (long long)a->hop * (F - 1));
     if ((st = wgml_check_overlap(op, a->out, a->mag, 0, err))) return st;
     return wgml_check_overlap(op, a->out, a->phase, 0, err);
 }
@@ -623,18 +730,21 @@ wgml_status wgml_validate_nsf_source(const wgml_nsf_source_args *a, int pos, wgm
     const char *op = "nsf_source";
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: no arguments");
     wgml_status st;
-    if ((st = check_signal(op, a->f0, err)) || (st = check_signal(op, a->out, err)) ||
+    if ((st = check_signal(op, "f0", a->f0, err)) || (st = check_signal(op, "out", a->out, err)) ||
         (st = check_param(op, "harmonics", a->harmonics, 1, 64, err)) ||
         (st = check_param(op, "upp", a->upp, 1, 1 << 16, err)) ||
         (st = check_param(op, "sample_rate", a->sample_rate, 1, (1 << 24) - 1, err)) ||
-        (st = check_vector(op, "weight", a->w, a->harmonics, a->out, err)) ||
-        (st = check_vector(op, "bias", a->b, 1, a->out, err)))
+        (st = check_vector(op, "w", a->w, a->harmonics, a->out, err)) ||
+        (st = check_vector(op, "b", a->b, 1, a->out, err)))
         return st;
     if (a->out->ne[0] != a->f0->ne[0] * a->upp)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: output '%s' has %lld samples, %lld expected",
-                         nm(a->out), (long long)a->out->ne[0], (long long)(a->f0->ne[0] * a->upp));
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "nsf_source: out '%s' has %lld samples; needs %lld (f0's x upp)", nm(a->out),
+                         (long long)a->out->ne[0], (long long)(a->f0->ne[0] * a->upp));
     if (!isfinite(a->amp) || !isfinite(a->noise_std) || !isfinite(a->voiced_threshold))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "nsf_source: a parameter is not finite");
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "nsf_source: amp %g, noise_std %g, voiced_threshold %g; needs all finite", (double)a->amp,
+                         (double)a->noise_std, (double)a->voiced_threshold);
     return wgml_check_overlap(op, a->out, a->f0, 0, err);
 }
 

@@ -1,6 +1,6 @@
 /*
- * chat_template.c - the public chat-template API (wgml_chat_render,
- * wgml_model_chat_template) and a model's template: tokenizer.chat_template
+ * chat_template.c - a model's chat template and its rendering (the public
+ * API over them is api_chat.c): tokenizer.chat_template
  * from the GGUF, else one of five built-in fallbacks chosen from the
  * vocabulary's marker tokens (<|im_start|> ChatML, <|start_header_id|>
  * Llama 3, [INST] Mistral, <|user|>/<|assistant|> Zephyr), then the
@@ -10,7 +10,6 @@
  */
 #include "chat/chat_template.h"
 
-#include "api_model.h"
 #include "chat/jinja.h"
 #include "core/alloc.h"
 #include "core/error.h"
@@ -93,8 +92,8 @@ static int has_token(const gguf_value *tokens, const char *text) {
     return 0;
 }
 
-wgml_status chat_model_info_load(const gguf_file *g, const wgml_tokenizer *tok, const wgml_family *fam,
-                                 chat_model_info *info, wgml_error *err) {
+wgml_status chat_model_info_load(const gguf_file *g, const wgml_tokenizer *tok, int generates, chat_model_info *info,
+                                 wgml_error *err) {
     memset(info, 0, sizeof *info);
     if (tok) {
         info->bos = wgml_tokenizer_token_text(tok, wgml_tokenizer_bos(tok));
@@ -107,7 +106,7 @@ wgml_status chat_model_info_load(const gguf_file *g, const wgml_tokenizer *tok, 
         info->name = "gguf";
         return WGML_OK;
     }
-    if (!fam || !(fam->tasks & WGML_TASK_GENERATE)) return WGML_OK;
+    if (!generates) return WGML_OK;
     const gguf_value *tokens = NULL;
     if (gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tokens, NULL) != 1) tokens = NULL;
     gguf_str arch = {"", 0};
@@ -141,24 +140,10 @@ const char *chat_model_info_template(const chat_model_info *info, int *is_fallba
     return info->gguf_template ? info->gguf_template : info->fallback;
 }
 
-const char *wgml_model_chat_template(const wgml_model *model, int *is_fallback) {
-    if (is_fallback) *is_fallback = 0;
-    return model ? chat_model_info_template(&model->chat, is_fallback) : NULL;
-}
-
-const char *wgml_model_chat_template_name(const wgml_model *model) { return model ? model->chat.name : NULL; }
-
 /* ---- rendering ------------------------------------------------------------------ */
 
-wgml_chat_params wgml_chat_default_params(void) {
-    wgml_chat_params p;
-    memset(&p, 0, sizeof p);
-    p.add_generation_prompt = 1;
-    return p;
-}
-
 /* "YYYY-MM-DD HH:MM:SS" into six fields, checked */
-static int parse_now(const char *s, int f[6]) {
+int chat_parse_now(const char *s, int f[6]) {
     static const int width[6] = {4, 2, 2, 2, 2, 2};
     static const char sep[6] = {'-', '-', ' ', ':', ':', '\0'};
     static const int lo[6] = {1, 1, 1, 0, 0, 0}, hi[6] = {9999, 12, 31, 23, 59, 60};
@@ -175,36 +160,23 @@ static int parse_now(const char *s, int f[6]) {
     return 1;
 }
 
-wgml_status wgml_chat_render(const char *tmpl, const char *messages_json, const wgml_chat_params *params, char **prompt,
-                             wgml_error *err) {
-    if (!prompt) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_chat_render: prompt is NULL");
+wgml_status chat_render(const char *tmpl, const char *messages_json, const chat_render_vars *v, char **prompt,
+                        wgml_error *err) {
     *prompt = NULL;
-    wgml_chat_params defaults = wgml_chat_default_params();
-    const wgml_chat_params *p = params ? params : &defaults;
-    if (!tmpl && p->model) tmpl = wgml_model_chat_template(p->model, NULL);
-    if (!tmpl) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_chat_render: no chat template");
-    if (!messages_json) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_chat_render: messages_json is NULL");
     const char *j = messages_json;
     while (*j == ' ' || *j == '\t' || *j == '\n' || *j == '\r')
         j++;
     if (*j != '[') return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "messages: expected a JSON array of messages");
-    int clock[6];
-    if (p->now && !parse_now(p->now, clock))
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_chat_render: now '%.40s' is not \"YYYY-MM-DD HH:MM:SS\"",
-                         p->now);
-    const char *bos = p->bos_token, *eos = p->eos_token;
-    if (!bos) bos = p->model && p->model->chat.bos ? p->model->chat.bos : "";
-    if (!eos) eos = p->model && p->model->chat.eos ? p->model->chat.eos : "";
     jinja_env *e;
     wgml_status st = jinja_env_create(NULL, &e, err);
     if (st) return st;
-    if (p->now) jinja_env_set_clock(e, clock[0], clock[1], clock[2], clock[3], clock[4], clock[5]);
+    if (v->clock) jinja_env_set_clock(e, v->clock[0], v->clock[1], v->clock[2], v->clock[3], v->clock[4], v->clock[5]);
     /* extra variables first: the fixed ones below win over a key of the same name */
-    if (p->extra_json) st = jinja_env_set_json_object(e, p->extra_json, strlen(p->extra_json), err);
+    if (v->extra_json) st = jinja_env_set_json_object(e, v->extra_json, strlen(v->extra_json), err);
     if (!st) st = jinja_env_set_json(e, "messages", messages_json, strlen(messages_json), err);
-    if (!st) st = jinja_env_set_bool(e, "add_generation_prompt", p->add_generation_prompt, err);
-    if (!st) st = jinja_env_set_str(e, "bos_token", bos, err);
-    if (!st) st = jinja_env_set_str(e, "eos_token", eos, err);
+    if (!st) st = jinja_env_set_bool(e, "add_generation_prompt", v->add_generation_prompt, err);
+    if (!st) st = jinja_env_set_str(e, "bos_token", v->bos ? v->bos : "", err);
+    if (!st) st = jinja_env_set_str(e, "eos_token", v->eos ? v->eos : "", err);
     if (!st) st = jinja_render(e, tmpl, strlen(tmpl), prompt, NULL, err);
     jinja_env_free(e);
     return st;

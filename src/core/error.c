@@ -61,3 +61,29 @@ void wgml_error_prefix(wgml_error *err, const char *fmt, ...) {
     memcpy(err->message + n + 2, old, m);
     err->message[n + 2 + m] = '\0';
 }
+
+void wgml_sticky_fail(wgml_sticky *s, wgml_status code, const char *fmt, ...) {
+    if (s->status != WGML_OK) return;
+    s->status = s->error.code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->error.message, sizeof s->error.message, fmt, ap);
+    va_end(ap);
+}
+
+void wgml_sticky_set(wgml_sticky *s, const wgml_error *e) {
+    if (s->status != WGML_OK || !e || e->code == WGML_OK) return;
+    s->status = e->code;
+    s->error = *e;
+}
+
+wgml_status wgml_sticky_report(const wgml_sticky *s, wgml_error *err) {
+    if (s->status != WGML_OK && err) *err = s->error;
+    return s->status;
+}
+
+void wgml_sticky_clear(wgml_sticky *s) {
+    s->status = WGML_OK;
+    s->error.code = WGML_OK;
+    s->error.message[0] = '\0';
+}

@@ -8,6 +8,7 @@
 #ifndef WGML_CLI_H
 #define WGML_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -47,13 +48,152 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints the error from the library; returns CLI_FAIL. */
 int cli_fail_err(const wgml_error *err);
+/* The same after a prefix: "wgml <cmd>: PREFIX: message (status)". */
+int cli_fail_errf(const wgml_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Strict number parsing: the whole string must be a number in [lo, hi].
- * On failure prints a usage error naming the option and returns 0. */
+ * On failure prints a usage error naming the option ("-n needs an integer
+ * 0..65536, got 'x'") and returns 0. */
 int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out);
 int cli_parse_float(const char *opt, const char *s, double lo, double hi, double *out);
-/* Returns the option's value (argv[i+1]) and advances i, or NULL with an error. */
-const char *cli_value(int argc, char **argv, int *i);
+
+/* ---- options ----------------------------------------------------------------
+ *
+ * A command declares its options once, as a table (cli_opt entries ended by
+ * CLI_END), and cli_parse reads argv against it and prints --help from it.
+ * Each entry says where its value goes as an offset into the command's own
+ * options struct (the CLI_* macros below take the struct type and the field,
+ * and refuse at compile time a field of the wrong type), so the tables are
+ * static const and a command can run any number of times in one process.
+ * Options that many commands share are tables of their own (cli_model_table,
+ * cli_sampling_table, ...) that a command includes at the offset of the
+ * struct they fill (CLI_INCLUDE).
+ *
+ * Parsing: "--name VALUE" (the value is the next argument, even one that starts
+ * with '-'), flags without one; later options override earlier ones; -h and
+ * --help print the help and end the command; an argument that does not start
+ * with '-' (or is "-") is a positional one; with dashdash, "--" makes every
+ * argument after it positional. Errors name the option as it was spelled:
+ * "wgml run: -c needs an integer 1..1048576, got '0'". */
+typedef enum cli_opt_kind {
+    CLI_OPT_END = 0,
+    CLI_OPT_FLAG,      /* no value: stores lo (an int) */
+    CLI_OPT_INT,       /* an int in [lo, hi] */
+    CLI_OPT_U64,       /* a uint64_t: any non-negative integer */
+    CLI_OPT_FLOAT,     /* a float in [flo, fhi] */
+    CLI_OPT_STRING,    /* a const char * (the argument itself) */
+    CLI_OPT_CHOICE,    /* one of choices: stores its value (an int or an enum) */
+    CLI_OPT_WORD,      /* one of choices: stores the argument (a const char *) */
+    CLI_OPT_LIST,      /* repeatable: each value appended to a const char *[hi], the count in an int
+                          (count); fn, when set, checks each value first */
+    CLI_OPT_FN,        /* fn parses the value (checks, several fields) */
+    CLI_OPT_GROUP,     /* a heading in --help */
+    CLI_OPT_INCLUDE,   /* the entries of table, their offsets relative to off */
+} cli_opt_kind;
+
+typedef struct cli_choice {
+    const char *name;
+    int value;
+} cli_choice; /* a list of them ends with {NULL, 0} */
+
+typedef struct cli_opt cli_opt;
+struct cli_opt {
+    cli_opt_kind kind;
+    const char *name;    /* "--threads" (or a short one alone: "-p") */
+    const char *alt;     /* another spelling, listed first in --help: "-t", "-np"; or NULL */
+    size_t off;          /* where the value goes, from the start of the options struct */
+    size_t given;        /* 1 + the offset of an int set to 1 when the option is given; 0: none */
+    size_t count;        /* CLI_OPT_LIST: the offset of the int that counts its values */
+    const char *metavar; /* "N", "FILE"; NULL for a flag */
+    const char *help;    /* its lines in --help, '\n' between them; NULL: not listed */
+    long long lo, hi;
+    double flo, fhi;
+    const cli_choice *choices;
+    /* CLI_OPT_FN, CLI_OPT_LIST: base is the options struct (of the including
+     * table); returns 1, or 0 after printing a usage error */
+    int (*fn)(void *base, const char *opt, const char *value);
+    const cli_opt *table; /* CLI_OPT_INCLUDE */
+};
+
+typedef struct cli_spec {
+    const char *usage;    /* the first line(s) of --help: "usage: wgml run [options]\n" */
+    const char *about;    /* what the command does, printed after usage (may be NULL) */
+    const cli_opt *opts;
+    const char *more;     /* printed after the options (may be NULL) */
+    int max_args;         /* positional arguments it takes: 0 none, -1 any number */
+    const char *too_many; /* the error for one more (default "too many arguments") */
+    int dashdash;         /* "--" ends the options */
+} cli_spec;
+
+/* Parses argv[0..argc) into opts (the fields not given keep their values).
+ * The positional arguments are moved to argv[0..*n_args), in order (n_args
+ * may be NULL when max_args is 0). Returns -1 for the command to go on, else
+ * the exit status it is to return: CLI_OK after --help (printed on stdout),
+ * CLI_USAGE after an error message. */
+int cli_parse(const cli_spec *spec, void *opts, int argc, char **argv, int *n_args);
+/* The --help text of a command. */
+void cli_help(const cli_spec *spec, FILE *f);
+
+/* Compile-time checks that a field has the type an entry stores. */
+#define CLI_OFF_(T, f, type) _Generic(((T *)0)->f, type: offsetof(T, f))
+#define CLI_OFF_INT_(T, f) (offsetof(T, f) + 0 * sizeof(char[sizeof(((T *)0)->f) == sizeof(int) ? 1 : -1]))
+
+#define CLI_END {.kind = CLI_OPT_END}
+#define CLI_GROUP(t_) {.kind = CLI_OPT_GROUP, .help = (t_)}
+#define CLI_INCLUDE(tb_, T, f) {.kind = CLI_OPT_INCLUDE, .table = (tb_), .off = offsetof(T, f)}
+/* a flag that sets an int field to 1, or to v */
+#define CLI_FLAG(n_, a_, T, f, h_) CLI_FLAG_SET(n_, a_, T, f, 1, h_)
+#define CLI_FLAG_SET(n_, a_, T, f, v, h_)                                                                 \
+    {.kind = CLI_OPT_FLAG, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, int), .lo = (v), .help = (h_)}
+#define CLI_INT(n_, a_, T, f, mv_, lo_, hi_, h_)                                                            \
+    {.kind = CLI_OPT_INT, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, int), .metavar = (mv_), .lo = (lo_), \
+     .hi = (hi_), .help = (h_)}
+#define CLI_U64(n_, a_, T, f, mv_, h_)                                                                     \
+    {.kind = CLI_OPT_U64, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, uint64_t), .metavar = (mv_),         \
+     .help = (h_)}
+#define CLI_FLOAT(n_, a_, T, f, mv_, lo_, hi_, h_)                                                          \
+    {.kind = CLI_OPT_FLOAT, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, float), .metavar = (mv_),          \
+     .flo = (lo_), .fhi = (hi_), .help = (h_)}
+#define CLI_STRING(n_, a_, T, f, mv_, h_)                                                                  \
+    {.kind = CLI_OPT_STRING, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, const char *), .metavar = (mv_),  \
+     .help = (h_)}
+#define CLI_CHOICE(n_, a_, T, f, mv_, l_, h_)                                                            \
+    {.kind = CLI_OPT_CHOICE, .name = (n_), .alt = (a_), .off = CLI_OFF_INT_(T, f), .metavar = (mv_),            \
+     .choices = (l_), .help = (h_)}
+#define CLI_WORD(n_, a_, T, f, mv_, l_, h_)                                                              \
+    {.kind = CLI_OPT_WORD, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f, const char *), .metavar = (mv_),    \
+     .choices = (l_), .help = (h_)}
+/* a repeatable option: its values into the array field f, their count into the int field cnt; check may be NULL */
+#define CLI_LIST(n_, a_, T, f, cnt, mv_, check, h_)                                                        \
+    {.kind = CLI_OPT_LIST, .name = (n_), .alt = (a_), .off = CLI_OFF_(T, f[0], const char *),                  \
+     .count = CLI_OFF_(T, cnt, int), .hi = sizeof(((T *)0)->f) / sizeof(((T *)0)->f[0]), .metavar = (mv_),      \
+     .fn = (check), .help = (h_)}
+#define CLI_FN(n_, a_, mv_, fn_, h_)                                                                      \
+    {.kind = CLI_OPT_FN, .name = (n_), .alt = (a_), .metavar = (mv_), .fn = (fn_), .help = (h_)}
+
+/* Options every model-loading command shares: -m, --backend, --adapter, -t. */
+typedef struct cli_model_opts {
+    const char *model;
+    wgml_backend_kind backend;
+    const char *adapter;
+    int threads;
+} cli_model_opts;
+extern const cli_opt cli_model_table[];   /* -m, --model FILE and cli_device_table */
+extern const cli_opt cli_device_table[];  /* cli_backend_table and -t, --threads N */
+extern const cli_opt cli_backend_table[]; /* --backend B, --adapter NAME (which makes auto webgpu) */
+extern const cli_choice cli_kv_types[];   /* auto, f16, f32 (wgml_kv_type) */
+#define CLI_KV_TYPE(T, f)                                                                                      \
+    CLI_CHOICE("--kv-type", NULL, T, f, "T", cli_kv_types, "KV cache: auto, f16 or f32 (default auto: f16 where supported)")
+
+/* The sampling options of run and chat: --temp, --top-k, --top-p, --min-p,
+ * --repeat-penalty, --repeat-last-n, --seed. */
+typedef struct cli_sampling_opts {
+    wgml_sampler_params sp; /* from wgml_sampler_default_params() */
+    int seed_set;           /* --seed was given */
+} cli_sampling_opts;
+extern const cli_opt cli_sampling_table[];
+/* Without --seed, a seed from the clock: returns 1 then, 0 when --seed was given. */
+int cli_sampling_seed(cli_sampling_opts *s);
 
 /* Files that ship with wgml (the repository's models/ folder, installed as
  * <prefix>/share/wgml/) are looked up in: $WGML_DATA_DIR, the data folder
@@ -67,10 +207,6 @@ const char *cli_data_file(const char *name);
  * (cli_data_file). NULL after printing an error when there is none. */
 #define WGML_DEFAULT_MODEL "stories260K.gguf"
 const char *cli_default_model(void);
-
-int cli_parse_backend(const char *s, wgml_backend_kind *out);
-/* --kv-type: "auto", "f16" or "f32"; 0 after printing a usage error */
-int cli_parse_kv_type(const char *s, wgml_kv_type *out);
 
 /* A progress bar on stderr when it is a terminal; silent otherwise. */
 typedef struct cli_progress {
@@ -98,21 +234,6 @@ double cli_median(const double *v, int n);
 void cli_out(const char *text, size_t len);
 void cli_line_start(void);
 
-/* Options every model-loading command shares: -m, --backend, --adapter, --threads. */
-typedef struct cli_model_opts {
-    const char *model;
-    wgml_backend_kind backend;
-    const char *adapter;
-    int threads;
-} cli_model_opts;
-#define CLI_MODEL_OPTS_HELP                                                                      \
-    "  -m, --model FILE      GGUF model (default: $WGML_MODEL, else the shipped stories260K.gguf)\n" \
-    "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"     \
-    "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n" \
-    "  -t, --threads N       CPU threads (default: one per core)\n"
-/* Consumes argv[*i] (and its value) if it is one of these options: returns 1
- * when consumed, 0 when not ours, -1 after printing a usage error. */
-int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o);
 /* The lines of a text file (without their line ends; a final empty line is
  * dropped) into *lines, which points into one allocation: free(*lines[0]...)
  * through cli_lines_free. Returns the count, or -1 after printing an error

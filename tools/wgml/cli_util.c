@@ -41,16 +41,21 @@ int cli_fail(const char *fmt, ...) {
 
 int cli_fail_err(const wgml_error *err) { return cli_fail("%s (%s)", err->message, wgml_status_name(err->code)); }
 
+int cli_fail_errf(const wgml_error *err, const char *fmt, ...) {
+    char prefix[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    return cli_fail("%s: %s (%s)", prefix, err->message, wgml_status_name(err->code));
+}
+
 int cli_parse_int(const char *opt, const char *s, long long lo, long long hi, long long *out) {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno) {
-        cli_usage_error("%s expects an integer, got '%s'", opt, s);
-        return 0;
-    }
-    if (v < lo || v > hi) {
-        cli_usage_error("%s must be in [%lld, %lld], got %lld", opt, lo, hi, v);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        cli_usage_error("%s needs an integer %lld..%lld, got '%s'", opt, lo, hi, s);
         return 0;
     }
     *out = v;
@@ -61,24 +66,12 @@ int cli_parse_float(const char *opt, const char *s, double lo, double hi, double
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (!*s || *end || errno || isnan(v)) {
-        cli_usage_error("%s expects a number, got '%s'", opt, s);
-        return 0;
-    }
-    if (v < lo || v > hi) {
-        cli_usage_error("%s must be in [%g, %g], got %g", opt, lo, hi, v);
+    if (!*s || *end || errno || isnan(v) || v < lo || v > hi) {
+        cli_usage_error("%s needs a number %g..%g, got '%s'", opt, lo, hi, s);
         return 0;
     }
     *out = v;
     return 1;
-}
-
-const char *cli_value(int argc, char **argv, int *i) {
-    if (*i + 1 >= argc) {
-        cli_usage_error("option %s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 /* The folder holding the running executable, or "" when it cannot be found. */
@@ -143,22 +136,6 @@ const char *cli_default_model(void) {
     const char *env = getenv("WGML_MODEL");
     if (env && *env) return env;
     return cli_data_file(WGML_DEFAULT_MODEL);
-}
-
-int cli_parse_backend(const char *s, wgml_backend_kind *out) {
-    if (strcmp(s, "auto") == 0) *out = WGML_BACKEND_AUTO;
-    else if (strcmp(s, "cpu") == 0) *out = WGML_BACKEND_CPU;
-    else if (strcmp(s, "webgpu") == 0) *out = WGML_BACKEND_WEBGPU;
-    else return cli_usage_error("--backend must be auto, cpu or webgpu, got '%s'", s), 0;
-    return 1;
-}
-
-int cli_parse_kv_type(const char *s, wgml_kv_type *out) {
-    if (strcmp(s, "auto") == 0) *out = WGML_KV_DEFAULT;
-    else if (strcmp(s, "f16") == 0) *out = WGML_KV_F16;
-    else if (strcmp(s, "f32") == 0) *out = WGML_KV_F32;
-    else return cli_usage_error("--kv-type must be auto, f16 or f32, got '%s'", s), 0;
-    return 1;
 }
 
 static int out_mid_line;
@@ -247,27 +224,6 @@ void cli_log_cb(void *user, const char *line) {
     (void)user;
     cli_line_start();
     fprintf(stderr, "wgml: %s\n", line);
-}
-
-int cli_model_option(int argc, char **argv, int *i, cli_model_opts *o) {
-    const char *a = argv[*i], *v;
-    long long n;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        o->model = v;
-    } else if (!strcmp(a, "--backend")) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_parse_backend(v, &o->backend)) return -1;
-    } else if (!strcmp(a, "--adapter")) {
-        if (!(v = cli_value(argc, argv, i))) return -1;
-        o->adapter = v;
-        if (o->backend == WGML_BACKEND_AUTO) o->backend = WGML_BACKEND_WEBGPU;
-    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-        if (!(v = cli_value(argc, argv, i)) || !cli_parse_int(a, v, 1, 512, &n)) return -1;
-        o->threads = (int)n;
-    } else {
-        return 0;
-    }
-    return 1;
 }
 
 int cli_read_lines(const char *path, char ***lines) {

@@ -8,7 +8,7 @@
  * first token: from the start of the load to the end of the first evaluation
  *     (the warm-up, whose logits give a first token), with the WebGPU
  *     pipeline cache's state then: cold (nothing found on disk), warm
- *     (everything found), partial, or off (src/gpu/pipeline_cache.h).
+ *     (everything found), partial, or off (gpu/pipeline_cache.h).
  * With --repeat R every figure is the median of R runs. The device's limits
  * (bandwidth, matmul rate) are measured right after each run, and the ratios
  * to them are the medians of the per-run ratios. --json prints one
@@ -19,31 +19,40 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "api_internal.h"
 #include "cli.h"
-#include "format/gguf.h"
-#include "model/family.h"
-#if defined(WGML_HAVE_WEBGPU) && defined(WGML_DAWN_BLOB_CACHE)
-#include "gpu/pipeline_cache.h"
-#endif
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml bench [options]\n"
-    "Measures prompt processing (pp) and generation (tg) speed.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  -p N          prompt tokens for pp (default 128)\n"
-    "  -n N          generated tokens for tg (default 128)\n"
-    "  --ctx N       tokens already in the context before tg (default 0)\n"
-    "  --kv-type T   KV cache: auto, f16 or f32 (default auto)\n"
-    "  --repeat R    runs; figures are medians (default 1), each run with its\n"
-    "                own measurement of the device's limits\n"
-    "  --profile     per-kernel time table (GPU timestamps / CPU op time)\n"
-    "  --no-limits   skip measuring the device's bandwidth and matmul rate\n"
-    "  --json        print one JSON object on stdout\n"
-    "  --embed       embedding speed of a BERT-family model instead (wgml bench --embed --help)\n"
-    "  --parallel N  one stream's decode rate against N streams decoded together\n"
-    "                (wgml bench --parallel N --help)\n"
-    "A speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help.\n";
+typedef struct {
+    cli_model_opts mo;
+    int pp, tg, ctx, repeat, json, profile, limits, other;
+    wgml_kv_type kv;
+} bench_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, bench_opts, mo),
+    CLI_INT("-p", NULL, bench_opts, pp, "N", 0, 1 << 16, "prompt tokens for pp (default 128)"),
+    CLI_INT("-n", NULL, bench_opts, tg, "N", 0, 1 << 16, "generated tokens for tg (default 128)"),
+    CLI_INT("--ctx", NULL, bench_opts, ctx, "N", 0, 1 << 20, "tokens already in the context before tg (default 0)"),
+    CLI_KV_TYPE(bench_opts, kv),
+    CLI_INT("--repeat", NULL, bench_opts, repeat, "R", 1, 64,
+            "runs; figures are medians (default 1), each run with its\nown measurement of the device's limits"),
+    CLI_FLAG("--profile", NULL, bench_opts, profile, "per-kernel time table (GPU timestamps / CPU op time)"),
+    CLI_FLAG_SET("--no-limits", NULL, bench_opts, limits, 0, "skip measuring the device's bandwidth and matmul rate"),
+    CLI_FLAG("--json", NULL, bench_opts, json, "print one JSON object on stdout"),
+    /* these two hand the arguments to the other benchmarks before parsing (cmd_bench) */
+    CLI_FLAG("--embed", NULL, bench_opts, other,
+             "embedding speed of a BERT-family model instead (wgml bench --embed --help)"),
+    CLI_INT("--parallel", NULL, bench_opts, other, "N", 1, 256,
+            "one stream's decode rate against N streams decoded together\n(wgml bench --parallel N --help)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml bench [options]\n",
+    .about = "Measures prompt processing (pp) and generation (tg) speed.\n",
+    .opts = options,
+    .more = "\nA speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help.\n",
+};
 
 typedef struct {
     double pp_tps, tg_tps, p50, p90, ttft;
@@ -183,43 +192,17 @@ static double median_of(run_result *r, int n, size_t field) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    long long pp = 128, tg = 128, ctx = 0, repeat = 1;
-    wgml_kv_type kv_type = WGML_KV_DEFAULT;
-    int json = 0, profile = 0, limits = 1;
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
         else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
         else if (!strcmp(argv[i], "--parallel")) return cmd_bench_parallel(argc, argv);
     if (model_speaks(argc, argv)) return cmd_bench_speech(argc, argv);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-p")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 16, &pp)) return CLI_USAGE;
-        } else if (!strcmp(a, "-n")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 16, &tg)) return CLI_USAGE;
-        } else if (!strcmp(a, "--ctx")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &ctx)) return CLI_USAGE;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv_type)) return CLI_USAGE;
-        } else if (!strcmp(a, "--repeat")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--profile")) {
-            profile = 1;
-        } else if (!strcmp(a, "--no-limits")) {
-            limits = 0;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    bench_opts opt = {.pp = 128, .tg = 128, .repeat = 1, .limits = 1};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const cli_model_opts mo = opt.mo;
+    const long long pp = opt.pp, tg = opt.tg, ctx = opt.ctx, repeat = opt.repeat;
+    const int json = opt.json, profile = opt.profile, limits = opt.limits;
     double load_ms;
     wgml_model *m = cli_load_model(&mo, &load_ms);
     if (!m) return CLI_FAIL;
@@ -228,13 +211,13 @@ int cmd_bench(int argc, char **argv) {
     int n_ctx = (int)(pp > ctx + tg + 1 ? pp : ctx + tg + 1);
     wgml_session_params sp = wgml_session_default_params();
     sp.n_ctx = n_ctx;
-    sp.kv_type = kv_type;
+    sp.kv_type = opt.kv;
     /* one batch for the pp prompt, and batches as large for the --ctx fill */
     long long batch = pp > ctx ? pp : ctx;
     sp.n_batch = batch > 0 ? (int)(batch < 512 ? batch : 512) : 64;
     wgml_session *s = NULL;
     wgml_error err;
-    int rc = CLI_OK;
+    rc = CLI_OK;
     int32_t *ids = calloc((size_t)n_ctx, sizeof *ids);
     run_result runs[64];
     wgml_counters per = {0};

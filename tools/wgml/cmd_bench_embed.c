@@ -16,18 +16,33 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml bench --embed -m MODEL [options]\n"
-    "Measures embedding speed (texts/s, tokens/s) for batches of 1 and B texts of 16-128\n"
-    "tokens, and the share of the backend's measured matmul rate the batches reach.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  --batch B     texts per call for the batched figure (default 32)\n"
-    "  --texts N     texts per run (default 64; batch 1 embeds min(N, 32) of them)\n"
-    "  --repeat R    runs; figures are medians (default 3)\n"
-    "  --step N      most tokens per step (wgml_embed_params.n_batch; default: the library's)\n"
-    "  --no-limits   skip measuring the matmul rate\n"
-    "  --profile     per-kernel time table of the last run (GPU timestamps / CPU op time)\n"
-    "  --json        print one JSON object on stdout\n";
+typedef struct {
+    cli_model_opts mo;
+    int batch, n_texts, repeat, step, json, limits, profile, embed;
+} bench_embed_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, bench_embed_opts, mo),
+    CLI_FLAG("--embed", NULL, bench_embed_opts, embed, NULL), /* what brought the arguments here */
+    CLI_INT("--batch", NULL, bench_embed_opts, batch, "B", 1, 4096, "texts per call for the batched figure (default 32)"),
+    CLI_INT("--texts", NULL, bench_embed_opts, n_texts, "N", 1, 65536,
+            "texts per run (default 64; batch 1 embeds min(N, 32) of them)"),
+    CLI_INT("--repeat", NULL, bench_embed_opts, repeat, "R", 1, 64, "runs; figures are medians (default 3)"),
+    CLI_INT("--step", NULL, bench_embed_opts, step, "N", 1, 1 << 20,
+            "most tokens per step (wgml_embed_params.n_batch; default: the library's)"),
+    CLI_FLAG_SET("--no-limits", NULL, bench_embed_opts, limits, 0, "skip measuring the matmul rate"),
+    CLI_FLAG("--profile", NULL, bench_embed_opts, profile,
+             "per-kernel time table of the last run (GPU timestamps / CPU op time)"),
+    CLI_FLAG("--json", NULL, bench_embed_opts, json, "print one JSON object on stdout"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml bench --embed -m MODEL [options]\n",
+    .about = "Measures embedding speed (texts/s, tokens/s) for batches of 1 and B texts of 16-128\n"
+             "tokens, and the share of the backend's measured matmul rate the batches reach.\n",
+    .opts = options,
+};
 
 static const char *const words[] = {
     "the",   "of",    "and",   "a",      "to",     "in",    "is",     "you",   "that",  "it",     "he",
@@ -62,42 +77,18 @@ static char *make_text(wgml_model *m, int i, int want) {
 }
 
 int cmd_bench_embed(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    long long batch = 32, n_texts = 64, repeat = 3, step = 0;
-    int json = 0, limits = 1, profile = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--embed")) {
-        } else if (!strcmp(a, "--batch")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &batch)) return CLI_USAGE;
-        } else if (!strcmp(a, "--texts")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 65536, &n_texts)) return CLI_USAGE;
-        } else if (!strcmp(a, "--step")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &step)) return CLI_USAGE;
-        } else if (!strcmp(a, "--repeat")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--no-limits")) {
-            limits = 0;
-        } else if (!strcmp(a, "--profile")) {
-            profile = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    bench_embed_opts opt = {.batch = 32, .n_texts = 64, .repeat = 3, .limits = 1};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const cli_model_opts mo = opt.mo;
+    const int json = opt.json, limits = opt.limits, profile = opt.profile;
     if (!mo.model && !getenv("WGML_MODEL")) return cli_usage_error("give an embedding model with -m");
     wgml_model *m = cli_load_model(&mo, NULL);
     if (!m) return CLI_FAIL;
     wgml_model_info info;
     wgml_model_get_info(m, &info);
-    int rc = CLI_OK, N = (int)n_texts, B = (int)batch, R = (int)repeat, N1 = N < 32 ? N : 32;
+    const int N = opt.n_texts, B = opt.batch, R = opt.repeat, N1 = N < 32 ? N : 32;
+    rc = CLI_OK;
     wgml_embed_params ep = wgml_embed_default_params();
     int dim = wgml_embed_dim(m, &ep);
     char **texts = calloc((size_t)N, sizeof *texts);
@@ -121,7 +112,7 @@ int cmd_bench_embed(int argc, char **argv) {
         if (i < N1) tokens1 += k;
     }
     if (rc) goto done;
-    ep.n_batch = (int)step; /* 0: the library's default */
+    ep.n_batch = opt.step; /* 0: the library's default */
     /* warm-up: pipelines, scratch, page faults */
     if (wgml_embed(m, (const char *const *)texts, N < B ? N : B, &ep, out, dim, &err) ||
         wgml_embed(m, (const char *const *)texts, 1, &ep, out, dim, &err)) {

@@ -18,17 +18,30 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml bench --parallel N [options]\n"
-    "Measures the decode rate of one stream and the aggregate rate of N streams decoded\n"
-    "together in one batched step per token, and their ratio.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  --parallel N  concurrent streams (1-256)\n"
-    "  -n N          tokens generated per stream (default 64)\n"
-    "  --ctx N       prompt tokens of each stream before decoding (default 16)\n"
-    "  --kv-type T   KV cache: auto, f16 or f32 (default auto)\n"
-    "  --repeat R    runs; figures are medians (default 3)\n"
-    "  --json        print one JSON object on stdout\n";
+typedef struct {
+    cli_model_opts mo;
+    int par, n, ctx, repeat, json;
+    wgml_kv_type kv;
+} bench_parallel_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, bench_parallel_opts, mo),
+    CLI_INT("--parallel", NULL, bench_parallel_opts, par, "N", 1, 256, "concurrent streams (1-256)"),
+    CLI_INT("-n", NULL, bench_parallel_opts, n, "N", 2, 1 << 16, "tokens generated per stream (default 64)"),
+    CLI_INT("--ctx", NULL, bench_parallel_opts, ctx, "N", 1, 1 << 16,
+            "prompt tokens of each stream before decoding (default 16)"),
+    CLI_KV_TYPE(bench_parallel_opts, kv),
+    CLI_INT("--repeat", NULL, bench_parallel_opts, repeat, "R", 1, 64, "runs; figures are medians (default 3)"),
+    CLI_FLAG("--json", NULL, bench_parallel_opts, json, "print one JSON object on stdout"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml bench --parallel N [options]\n",
+    .about = "Measures the decode rate of one stream and the aggregate rate of N streams decoded\n"
+             "together in one batched step per token, and their ratio.\n",
+    .opts = options,
+};
 
 typedef struct {
     double single, batch1, aggregate;
@@ -103,40 +116,19 @@ static int run_batch(wgml_model *m, int par, int n, int ctx, wgml_kv_type kv, in
 }
 
 int cmd_bench_parallel(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    long long par = 0, n = 64, ctx = 16, repeat = 3;
-    wgml_kv_type kv = WGML_KV_DEFAULT;
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--parallel")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 256, &par)) return CLI_USAGE;
-        } else if (!strcmp(a, "-n")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 2, 1 << 16, &n)) return CLI_USAGE;
-        } else if (!strcmp(a, "--ctx")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 16, &ctx)) return CLI_USAGE;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
-        } else if (!strcmp(a, "--repeat")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    bench_parallel_opts opt = {.n = 64, .ctx = 16, .repeat = 3};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const long long par = opt.par, n = opt.n, ctx = opt.ctx;
+    const wgml_kv_type kv = opt.kv;
+    const int json = opt.json;
     if (par < 1) return cli_usage_error("--parallel N is required");
-    wgml_model *m = cli_load_model(&mo, NULL);
+    wgml_model *m = cli_load_model(&opt.mo, NULL);
     if (!m) return CLI_FAIL;
     wgml_model_info info;
     wgml_model_get_info(m, &info);
-    int rc = CLI_OK, P = (int)par, R = (int)repeat;
+    const int P = opt.par, R = opt.repeat;
+    rc = CLI_OK;
     if (!(info.tasks & WGML_TASK_GENERATE)) {
         rc = cli_fail("a %s model (%s) does not generate text", info.family, info.architecture);
         wgml_model_free(m);

@@ -22,20 +22,37 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml bench -m MODEL [options]    (a speech model: wgml convert kokoro)\n"
-    "Measures speech synthesis: the real-time factor (synthesis time / audio time) of one\n"
-    "20-word sentence, the time to first audio and the RTF of a 3-sentence paragraph spoken\n"
-    "sentence by sentence, and the peak memory.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  -v, --voice V  the voice (default: the model's first)\n"
-    "  --phonemes P   the sentence to time instead of the built-in one (the model's symbols)\n"
-    "  --repeat R     runs; figures are medians (default 3)\n"
-    "  --seed N       the vocoder's noise (default 0)\n"
-    "  --full-precision  every product in f32 (default: the decoder's and vocoder's as bf16 pairs\n"
-    "                 where the CPU has them, as wgml speak)\n"
-    "  --profile      per-op time table of the last sentence run (GPU timestamps / CPU op time)\n"
-    "  --json         print one JSON object on stdout\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *voice, *phonemes;
+    int repeat, json, profile, full, speech;
+    uint64_t seed;
+} bench_speech_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, bench_speech_opts, mo),
+    CLI_FLAG("--speech", NULL, bench_speech_opts, speech, NULL), /* what brought the arguments here */
+    CLI_STRING("--voice", "-v", bench_speech_opts, voice, "V", "the voice (default: the model's first)"),
+    CLI_STRING("--phonemes", NULL, bench_speech_opts, phonemes, "P",
+               "the sentence to time instead of the built-in one (the model's symbols)"),
+    CLI_INT("--repeat", NULL, bench_speech_opts, repeat, "R", 1, 64, "runs; figures are medians (default 3)"),
+    CLI_U64("--seed", NULL, bench_speech_opts, seed, "N", "the vocoder's noise (default 0)"),
+    CLI_FLAG("--full-precision", NULL, bench_speech_opts, full,
+             "every product in f32 (default: the decoder's and vocoder's as bf16 pairs\n"
+             "where the CPU has them, as wgml speak)"),
+    CLI_FLAG("--profile", NULL, bench_speech_opts, profile,
+             "per-op time table of the last sentence run (GPU timestamps / CPU op time)"),
+    CLI_FLAG("--json", NULL, bench_speech_opts, json, "print one JSON object on stdout"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml bench -m MODEL [options]    (a speech model: wgml convert kokoro)\n",
+    .about = "Measures speech synthesis: the real-time factor (synthesis time / audio time) of one\n"
+             "20-word sentence, the time to first audio and the RTF of a 3-sentence paragraph spoken\n"
+             "sentence by sentence, and the peak memory.\n",
+    .opts = options,
+};
 
 /* "The old lighthouse keeper climbed the narrow stairs every evening to watch
  * the ships return safely across the dark harbor." (wgml phonemize, en-us) */
@@ -76,44 +93,20 @@ static int speak_once(wgml_model *m, const char *ph, const char *voice, const wg
 }
 
 int cmd_bench_speech(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    long long repeat = 3, seed = 0;
-    int json = 0, profile = 0, full = 0;
-    const char *voice = NULL, *ph = sentence;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--speech")) {
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--voice")) {
-            if (!(voice = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--phonemes")) {
-            if (!(ph = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--repeat")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 64, &repeat)) return CLI_USAGE;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, INT64_MAX, &seed)) return CLI_USAGE;
-        } else if (!strcmp(a, "--full-precision")) {
-            full = 1;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (!strcmp(a, "--profile")) {
-            profile = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    bench_speech_opts opt = {.repeat = 3, .phonemes = sentence};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const cli_model_opts mo = opt.mo;
+    const char *voice = opt.voice, *ph = opt.phonemes;
+    const int json = opt.json, profile = opt.profile, full = opt.full;
     if (!mo.model && !getenv("WGML_MODEL")) return cli_usage_error("give a speech model with -m");
     double load_ms = 0;
     wgml_model *m = cli_load_model(&mo, &load_ms);
     if (!m) return CLI_FAIL;
     wgml_model_info info;
     wgml_model_get_info(m, &info);
-    int rc = CLI_OK, R = (int)repeat;
+    const int R = opt.repeat;
+    rc = CLI_OK;
     if (!(info.tasks & WGML_TASK_SPEECH)) {
         rc = cli_fail("a %s model (%s) does not speak", info.family, info.architecture);
         goto done;
@@ -125,7 +118,7 @@ int cmd_bench_speech(int argc, char **argv) {
     }
     wgml_speak_params sp = wgml_speak_default_params();
     sp.phonemes = 1;
-    sp.seed = (uint64_t)seed;
+    sp.seed = opt.seed;
     sp.full_precision = full;
     speak_run s[64], p[64], warm;
     /* warm-up of both inputs: pipelines, scratch buffers at their sizes, page faults */

@@ -32,25 +32,40 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml chat [options]\n"
-    "Chat with a model: streaming replies, the conversation kept in the KV cache between turns.\n"
-    "From a pipe each input line is one message and each reply is printed on one line.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  --system TEXT         system message\n"
-    "  -n, --n-predict N     most tokens per reply; -1 = until the end of the turn (default -1)\n"
-    "  -c, --ctx N           context length (default: the model's, at most 4096)\n"
-    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n"
-    "  --temp T              temperature; 0 = greedy (default 0.8)\n"
-    "  --top-k K             keep the K most likely tokens; 0 = off (default 40)\n"
-    "  --top-p P             nucleus sampling threshold; 1 = off (default 0.95)\n"
-    "  --min-p P             drop tokens below P x the best one's probability (default 0.05)\n"
-    "  --repeat-penalty R    penalty for recently seen tokens; 1 = off (default 1)\n"
-    "  --repeat-last-n N     how many recent tokens the penalty considers (default 64)\n"
-    "  --seed S              random seed (default: from the clock)\n"
-    "  --stats               each turn's prompt, reused, evaluated and generated tokens on stderr\n"
-    "In the chat: /reset starts over, /save FILE and /load FILE write and read the conversation\n"
-    "(OpenAI-style JSON messages), /exit quits (or Ctrl-D); Ctrl-C stops a reply.\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *system;
+    int n_predict, n_ctx, stats;
+    wgml_kv_type kv;
+    cli_sampling_opts s;
+} chat_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, chat_opts, mo),
+    CLI_GROUP("Conversation:"),
+    CLI_STRING("--system", NULL, chat_opts, system, "TEXT", "system message"),
+    CLI_INT("--n-predict", "-n", chat_opts, n_predict, "N", -1, 1 << 30,
+            "most tokens per reply; -1 = until the end of the turn (default -1)"),
+    CLI_INT("--ctx", "-c", chat_opts, n_ctx, "N", 16, 1 << 20, "context length (default: the model's, at most 4096)"),
+    CLI_KV_TYPE(chat_opts, kv),
+    CLI_FLAG("--stats", NULL, chat_opts, stats, "each turn's prompt, reused, evaluated and generated tokens on stderr"),
+    CLI_GROUP("Sampling:"),
+    CLI_INCLUDE(cli_sampling_table, chat_opts, s),
+    CLI_END,
+};
+
+/* the end of --help, and what /help prints */
+#define CHAT_COMMANDS                                                                                          \
+    "In the chat: /reset starts over, /save FILE and /load FILE write and read the conversation\n" \
+    "(OpenAI-style JSON messages), /exit quits (or Ctrl-D); Ctrl-C stops a reply.\n"
+
+static const cli_spec spec = {
+    .usage = "usage: wgml chat [options]\n",
+    .about = "Chat with a model: streaming replies, the conversation kept in the KV cache between turns.\n"
+             "From a pipe each input line is one message and each reply is printed on one line.\n",
+    .opts = options,
+    .more = "\n" CHAT_COMMANDS,
+};
 
 static volatile sig_atomic_t interrupted;
 
@@ -321,75 +336,21 @@ static void load(chat *c, const char *path) {
 }
 
 int cmd_chat(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    const char *system = NULL;
-    wgml_sampler_params sp = wgml_sampler_default_params();
-    long long n_predict = -1, n_ctx = 0;
-    wgml_kv_type kv = WGML_KV_DEFAULT;
-    int seed_set = 0, stats = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long long n;
-        double d;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--system")) {
-            if (!(system = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, -1, 1 << 30, &n_predict)) return CLI_USAGE;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 16, 1 << 20, &n_ctx)) return CLI_USAGE;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
-        } else if (!strcmp(a, "--temp")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 100, &d)) return CLI_USAGE;
-            sp.temperature = (float)d;
-        } else if (!strcmp(a, "--top-k")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 30, &n)) return CLI_USAGE;
-            sp.top_k = (int)n;
-        } else if (!strcmp(a, "--top-p")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-9, 1, &d)) return CLI_USAGE;
-            sp.top_p = (float)d;
-        } else if (!strcmp(a, "--min-p")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 1, &d)) return CLI_USAGE;
-            sp.min_p = (float)d;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-3, 100, &d)) return CLI_USAGE;
-            sp.repeat_penalty = (float)d;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &n)) return CLI_USAGE;
-            sp.repeat_last_n = (int)n;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            char *end;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-') return cli_usage_error("--seed expects a non-negative integer, got '%s'", v);
-            sp.seed = s;
-            seed_set = 1;
-        } else if (!strcmp(a, "--stats")) {
-            stats = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
-    if (!seed_set) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        sp.seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
-    }
-    wgml_model *m = cli_load_model(&mo, NULL);
+    chat_opts o = {.n_predict = -1, .s.sp = wgml_sampler_default_params()};
+    int rc = cli_parse(&spec, &o, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    cli_sampling_seed(&o.s);
+    const char *system = o.system;
+    wgml_model *m = cli_load_model(&o.mo, NULL);
     if (!m) return CLI_FAIL;
-    chat c = {.m = m, .n_predict = (int)n_predict, .stats = stats, .sp = sp, .tty = isatty(STDIN_FILENO)};
-    int is_fallback = 0, rc = CLI_OK;
+    chat c = {.m = m, .n_predict = o.n_predict, .stats = o.stats, .sp = o.s.sp, .tty = isatty(STDIN_FILENO)};
+    int is_fallback = 0;
+    rc = CLI_OK;
     c.tmpl = wgml_model_chat_template(m, &is_fallback);
     wgml_batch_params bp = wgml_batch_default_params();
     bp.n_seq = 1;
-    bp.n_ctx = (int)n_ctx;
-    bp.kv_type = kv;
+    bp.n_ctx = o.n_ctx;
+    bp.kv_type = o.kv;
     wgml_error err;
     if (!c.tmpl) {
         rc = cli_fail("this model has no chat template (it does not generate text?)");
@@ -425,7 +386,7 @@ int cmd_chat(int argc, char **argv) {
             free(line);
             break;
         } else if (!strcmp(line, "/help")) {
-            fputs(strstr(help, "In the chat:"), stderr);
+            fputs(CHAT_COMMANDS, stderr);
         } else if (!strcmp(line, "/reset")) {
             reset(&c, system);
             fprintf(stderr, "wgml chat: a new conversation\n");

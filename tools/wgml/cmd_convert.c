@@ -8,25 +8,41 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "format/llama2c.h"
-#include "model/kokoro/kokoro.h"
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf\n"
-    "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
-    "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n"
-    "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
-    "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
-    "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
-    "'kokoro' (weight norm folded, voices as tensors). --config: its config.json (default:\n"
-    "the v1.0 values); --voices: voice files (.bin from kokoro-js or the official .pt),\n"
-    "or a folder of them, named after their files; --type: the matrices' type (default F32;\n"
-    "LSTM recurrences at most F16, the generator's last convolution always F32);\n"
-    "--prosody-type: the type of the matrices that make F0 and N (ALBERT, the duration\n"
-    "encoder, the shared LSTM, the F0/N blocks; default F32: rounding them moves the pitch,\n"
-    "and with it the phase of the audio, far more than float32 does: docs/kokoro.md).\n";
+typedef struct {
+    const char *out, *config, *voices, *type, *prosody_type;
+} convert_opts;
+
+static const cli_opt options[] = {
+    CLI_STRING("--output", "-o", convert_opts, out, "OUT.gguf", "the GGUF file to write"),
+    CLI_GROUP("kokoro:"),
+    CLI_STRING("--config", NULL, convert_opts, config, "FILE", "its config.json (default: the v1.0 values)"),
+    CLI_STRING("--voices", NULL, convert_opts, voices, "DIR|FILE,FILE...",
+               "voice files (.bin from kokoro-js or the official .pt), or a folder\n"
+               "of them, named after their files"),
+    CLI_STRING("--type", NULL, convert_opts, type, "T",
+               "the matrices' type: F32 (default), F16, BF16 or Q8_0 (LSTM\n"
+               "recurrences at most F16, the generator's last convolution always F32)"),
+    CLI_STRING("--prosody-type", NULL, convert_opts, prosody_type, "T",
+               "the type of the matrices that make F0 and N (ALBERT, the duration\n"
+               "encoder, the shared LSTM, the F0/N blocks; default F32: rounding them\n"
+               "moves the pitch, and with it the phase of the audio, far more than\n"
+               "float32 does: docs/kokoro.md)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf\n"
+             "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
+             "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n",
+    .about = "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
+             "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
+             "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
+             "'kokoro' (weight norm folded, voices as tensors).\n",
+    .opts = options,
+    .max_args = 3,
+};
 
 static int progress(void *user, uint64_t done, uint64_t total) {
     cli_progress_update(user, done, total);
@@ -55,9 +71,9 @@ static int push(char ***v, int *cnt, int *cap, const char *s, size_t len) {
 }
 
 /* The voice files of --voices: a folder's .bin and .pt files (sorted), or comma-separated files. */
-static int voice_list(const char *spec, char ***out, int *n) {
+static int voice_list(const char *list, char ***out, int *n) {
     *out = NULL, *n = 0;
-    DIR *d = opendir(spec);
+    DIR *d = opendir(list);
     char **v = NULL;
     int cnt = 0, cap = 0;
     if (d) {
@@ -65,11 +81,11 @@ static int voice_list(const char *spec, char ***out, int *n) {
         while ((e = readdir(d))) {
             if (!ends_with(e->d_name, ".bin") && !ends_with(e->d_name, ".pt")) continue;
             char path[4096];
-            int len = snprintf(path, sizeof path, "%s/%s", spec, e->d_name);
+            int len = snprintf(path, sizeof path, "%s/%s", list, e->d_name);
             if (len < 0 || (size_t)len >= sizeof path || !push(&v, &cnt, &cap, path, (size_t)len)) {
                 closedir(d);
                 *out = v, *n = cnt;
-                return cli_fail("--voices: out of memory or too long a path in '%s'", spec);
+                return cli_fail("--voices: out of memory or too long a path in '%s'", list);
             }
         }
         closedir(d);
@@ -80,10 +96,10 @@ static int voice_list(const char *spec, char ***out, int *n) {
             }
         if (!cnt) {
             free(v);
-            return cli_usage_error("--voices: folder '%s' holds no .bin or .pt voice", spec);
+            return cli_usage_error("--voices: folder '%s' holds no .bin or .pt voice", list);
         }
     } else {
-        for (const char *p = spec; *p;) {
+        for (const char *p = list; *p;) {
             size_t len = strcspn(p, ",");
             if (len && !push(&v, &cnt, &cap, p, len)) {
                 *out = v, *n = cnt;
@@ -118,10 +134,7 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
         fclose(fp);
         wgml_status st = kokoro_config_parse(json, len, &cfg, &err);
         free(json);
-        if (st) {
-            wgml_error_prefix(&err, "%s", config);
-            return cli_fail_err(&err);
-        }
+        if (st) return cli_fail_errf(&err, "%s", config);
     }
     kokoro_convert_options opt = {.config = config ? &cfg : NULL, .type = WGML_F32, .progress = progress};
     int t;
@@ -154,30 +167,12 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
 }
 
 int cmd_convert(int argc, char **argv) {
-    const char *pos[3] = {0}, *out = NULL, *config = NULL, *voices = NULL, *type = NULL, *prosody_type = NULL;
-    int n_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-            if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(argv[i], "--config")) {
-            if (!(config = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(argv[i], "--voices")) {
-            if (!(voices = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(argv[i], "--type")) {
-            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(argv[i], "--prosody-type")) {
-            if (!(prosody_type = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return cli_usage_error("unknown option '%s'", argv[i]);
-        } else if (n_pos < 3) {
-            pos[n_pos++] = argv[i];
-        } else {
-            return cli_usage_error("too many arguments");
-        }
-    }
+    convert_opts opt = {0};
+    int n_pos, rc = cli_parse(&spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    char **pos = argv;
+    const char *out = opt.out, *config = opt.config, *voices = opt.voices, *type = opt.type,
+               *prosody_type = opt.prosody_type;
     if (n_pos == 0) return cli_usage_error("name the source format (llama2c or kokoro)");
     const int kokoro = !strcmp(pos[0], "kokoro");
     if (!kokoro && strcmp(pos[0], "llama2c") != 0)

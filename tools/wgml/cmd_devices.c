@@ -7,12 +7,23 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gpu/gpu.h"
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml devices [--json]\n"
-    "Lists the WebGPU adapters (hardware and software) with their features and limits.\n"
-    "Software adapters (SwiftShader, lavapipe) are used only when named with --adapter.\n";
+typedef struct {
+    int json;
+} devices_opts;
+
+static const cli_opt options[] = {
+    CLI_FLAG("--json", NULL, devices_opts, json, "print the adapters as a JSON array"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml devices [--json]\n",
+    .about = "Lists the WebGPU adapters (hardware and software) with their features and limits.\n"
+             "Software adapters (SwiftShader, lavapipe) are used only when named with --adapter.\n",
+    .opts = options,
+};
 
 static const char *type_name(wgml_gpu_adapter_type t) {
     switch (t) {
@@ -29,17 +40,10 @@ static void mib(char *b, size_t n, uint64_t v) {
 }
 
 int cmd_devices(int argc, char **argv) {
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", argv[i]);
-        }
-    }
+    devices_opts opt = {0};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const int json = opt.json;
     wgml_gpu_adapter_info a[16];
     wgml_error err;
     int n = wgml_gpu_list_adapters(a, 16, &err);

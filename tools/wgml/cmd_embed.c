@@ -9,82 +9,54 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml embed -m MODEL [options] (TEXT... | -f FILE)\n"
-    "Prints the embedding of each text: one vector per line, values separated by spaces,\n"
-    "or with --json an object shaped as OpenAI's embeddings response.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  -f, --file FILE       texts, one per line\n"
-    "  --pooling P           mean, cls or last (default: the model's)\n"
-    "  --normalize N         l2 or none (default l2)\n"
-    "  --dimensions N        keep the first N values (Matryoshka models), then normalize\n"
-    "  --truncate            cut texts longer than the model's context (default: an error)\n"
-    "  --batch N             most tokens per step, texts packed together (default 512 on the CPU,\n"
-    "                        2048 on a GPU)\n"
-    "  --json                print {\"object\": \"list\", \"data\": [...], \"usage\": ...}\n";
+typedef struct {
+    cli_model_opts mo;
+    wgml_embed_params ep;
+    const char *file;
+    int json;
+} embed_opts;
 
-static int parse_pooling(const char *s, wgml_pooling *out) {
-    if (!strcmp(s, "mean")) *out = WGML_POOLING_MEAN;
-    else if (!strcmp(s, "cls") || !strcmp(s, "first")) *out = WGML_POOLING_CLS;
-    else if (!strcmp(s, "last")) *out = WGML_POOLING_LAST;
-    else return cli_usage_error("--pooling: '%s' is not mean, cls or last", s), 0;
-    return 1;
-}
+static const cli_choice poolings[] = {{"mean", WGML_POOLING_MEAN},
+                                      {"cls", WGML_POOLING_CLS},
+                                      {"first", WGML_POOLING_CLS},
+                                      {"last", WGML_POOLING_LAST},
+                                      {NULL, 0}};
+static const cli_choice normalizations[] = {{"l2", WGML_NORMALIZE_L2}, {"none", WGML_NORMALIZE_NONE}, {NULL, 0}};
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, embed_opts, mo),
+    CLI_STRING("--file", "-f", embed_opts, file, "FILE", "texts, one per line"),
+    CLI_CHOICE("--pooling", NULL, embed_opts, ep.pooling, "P", poolings, "mean, cls or last (default: the model's)"),
+    CLI_CHOICE("--normalize", NULL, embed_opts, ep.normalize, "N", normalizations, "l2 or none (default l2)"),
+    CLI_INT("--dimensions", NULL, embed_opts, ep.dimensions, "N", 1, 1 << 20,
+            "keep the first N values (Matryoshka models), then normalize"),
+    CLI_FLAG("--truncate", NULL, embed_opts, ep.truncate,
+             "cut texts longer than the model's context (default: an error)"),
+    CLI_INT("--batch", NULL, embed_opts, ep.n_batch, "N", 1, 1 << 20,
+            "most tokens per step, texts packed together (default 512 on the CPU,\n2048 on a GPU)"),
+    CLI_FLAG("--json", NULL, embed_opts, json, "print {\"object\": \"list\", \"data\": [...], \"usage\": ...}"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml embed -m MODEL [options] (TEXT... | -f FILE)\n",
+    .about = "Prints the embedding of each text: one vector per line, values separated by spaces,\n"
+             "or with --json an object shaped as OpenAI's embeddings response.\n",
+    .opts = options,
+    .max_args = -1,
+};
 
 int cmd_embed(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    wgml_embed_params ep = wgml_embed_default_params();
-    const char *file = NULL;
-    int json = 0, n_args = 0;
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    if (!args) return cli_fail("out of memory");
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long long n;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) goto usage;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            free(args);
-            return CLI_OK;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) goto usage;
-        } else if (!strcmp(a, "--pooling")) {
-            if (!(v = cli_value(argc, argv, &i)) || !parse_pooling(v, &ep.pooling)) goto usage;
-        } else if (!strcmp(a, "--normalize")) {
-            if (!(v = cli_value(argc, argv, &i))) goto usage;
-            if (!strcmp(v, "l2")) ep.normalize = WGML_NORMALIZE_L2;
-            else if (!strcmp(v, "none")) ep.normalize = WGML_NORMALIZE_NONE;
-            else {
-                cli_usage_error("--normalize: '%s' is not l2 or none", v);
-                goto usage;
-            }
-        } else if (!strcmp(a, "--dimensions")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &n)) goto usage;
-            ep.dimensions = (int)n;
-        } else if (!strcmp(a, "--batch")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &n)) goto usage;
-            ep.n_batch = (int)n;
-        } else if (!strcmp(a, "--truncate")) {
-            ep.truncate = 1;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            cli_usage_error("unknown option '%s'", a);
-            goto usage;
-        } else {
-            args[n_args++] = a;
-        }
-    }
+    embed_opts opt = {.ep = wgml_embed_default_params()};
+    int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
+    if (rc >= 0) return rc;
+    const cli_model_opts mo = opt.mo;
+    wgml_embed_params ep = opt.ep;
     char **lines;
     const char *const *texts;
-    int n = cli_items(args, n_args, file, "texts", &texts, &lines);
-    if (n < 0) {
-        free(args);
-        return -n;
-    }
-    int rc = CLI_FAIL;
+    int n = cli_items((const char **)argv, n_args, opt.file, "texts", &texts, &lines);
+    if (n < 0) return -n;
+    rc = CLI_FAIL;
     float *vec = NULL;
     wgml_model *model = cli_load_model(&mo, NULL);
     if (!model) goto done;
@@ -108,7 +80,7 @@ int cmd_embed(int argc, char **argv) {
         rc = cli_fail_err(&err);
         goto done;
     }
-    if (json) {
+    if (opt.json) {
         long long tokens = 0;
         for (int i = 0; i < n; i++) {
             int k = wgml_tokenize(model, texts[i], strlen(texts[i]), 1, NULL, 0, &err);
@@ -130,9 +102,5 @@ done:
     free(vec);
     wgml_model_free(model);
     cli_lines_free(lines);
-    free(args);
     return rc;
-usage:
-    free(args);
-    return CLI_USAGE;
 }

@@ -9,15 +9,27 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/dtype.h"
-#include "format/gguf.h"
-#include "model/family.h"
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml info [MODEL] [--tensors] [--metadata]\n"
-    "Prints a GGUF model's architecture, hyper-parameters and tensor types and sizes.\n"
-    "  --tensors    list every tensor (default: a summary by type)\n"
-    "  --metadata   list every metadata key\n";
+typedef struct {
+    const char *model;
+    int tensors, metadata;
+} info_opts;
+
+static const cli_opt options[] = {
+    CLI_STRING("--model", "-m", info_opts, model, "FILE", "the model (or as the argument; default: the default model)"),
+    CLI_FLAG("--tensors", NULL, info_opts, tensors, "list every tensor (default: a summary by type)"),
+    CLI_FLAG("--metadata", NULL, info_opts, metadata, "list every metadata key"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml info [MODEL] [--tensors] [--metadata]\n",
+    .about = "Prints a GGUF model's architecture, hyper-parameters and tensor types and sizes.\n",
+    .opts = options,
+    .max_args = 1,
+    .too_many = "more than one model given",
+};
 
 static void print_value(const gguf_value *v) {
     switch (v->type) {
@@ -62,26 +74,12 @@ static void human(double bytes, char *buf, size_t n) {
 }
 
 int cmd_info(int argc, char **argv) {
-    const char *path = NULL;
-    int all_tensors = 0, all_meta = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(argv[i], "--tensors")) {
-            all_tensors = 1;
-        } else if (!strcmp(argv[i], "--metadata")) {
-            all_meta = 1;
-        } else if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) {
-            if (!(path = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (argv[i][0] == '-') {
-            return cli_usage_error("unknown option '%s'", argv[i]);
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            return cli_usage_error("more than one model given");
-        }
-    }
+    info_opts opt = {0};
+    int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
+    if (rc >= 0) return rc;
+    if (n_args && opt.model) return cli_usage_error("more than one model given");
+    const char *path = n_args ? argv[0] : opt.model;
+    const int all_tensors = opt.tensors, all_meta = opt.metadata;
     if (!path && !(path = cli_default_model())) return CLI_FAIL;
     gguf_file *f;
     wgml_error err;

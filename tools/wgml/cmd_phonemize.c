@@ -6,26 +6,42 @@
  * `wgml speak --words`).
  */
 #include "cli.h"
-#include "core/alloc.h"
-#include "core/error.h"
-#include "text/g2p.h"
+#include "tools_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help =
-    "usage: wgml phonemize [--lang en-us|en-gb] [--words] [--espeak PROGRAM] (TEXT... | -f FILE)\n"
-    "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
-    "normalization and punctuation handling around espeak-ng), one line per line of\n"
-    "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"
-    "(apt-get install espeak-ng).\n"
-    "  --lang L          en-us (American English, the default) or en-gb (British English)\n"
-    "  -f, --file FILE   the text, read line by line\n"
-    "  --words           after each line of phonemes, a line per word of the text:\n"
-    "                    the word<TAB>its phonemes (those `wgml speak --words` times)\n"
-    "  --espeak PROGRAM  the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
-    "  --                the arguments after it are text, even those starting with '-'\n";
+typedef struct {
+    const char *lang, *file, *espeak;
+    int words;
+} phonemize_opts;
+
+static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {NULL, 0}};
+
+static const cli_opt options[] = {
+    CLI_WORD("--lang", NULL, phonemize_opts, lang, "L", langs,
+             "en-us (American English, the default) or en-gb (British English)"),
+    CLI_STRING("--file", "-f", phonemize_opts, file, "FILE", "the text, read line by line"),
+    CLI_FLAG("--words", NULL, phonemize_opts, words,
+             "after each line of phonemes, a line per word of the text:\n"
+             "the word<TAB>its phonemes (those `wgml speak --words` times)"),
+    CLI_STRING("--espeak", NULL, phonemize_opts, espeak, "PROGRAM",
+               "the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml phonemize [--lang en-us|en-gb] [--words] [--espeak PROGRAM] (TEXT... | -f FILE)\n",
+    .about = "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
+             "normalization and punctuation handling around espeak-ng), one line per line of\n"
+             "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"
+             "(apt-get install espeak-ng).\n",
+    .opts = options,
+    .more = "  --                the arguments after it are text, even those starting with '-'\n",
+    .max_args = -1,
+    .dashdash = 1,
+};
 
 /* Phonemizes each line and prints it; returns a CLI exit code. */
 static int print_lines(wgml_g2p *g2p, const char *lang, int words, char *const *lines, int n) {
@@ -36,8 +52,7 @@ static int print_lines(wgml_g2p *g2p, const char *lang, int words, char *const *
         wgml_error err;
         if (words ? wgml_g2p_phonemize_words(g2p, lang, lines[i], &ph, &w, &n_w, &err)
                   : wgml_g2p_phonemize(g2p, lang, lines[i], &ph, &err)) {
-            if (n > 1) wgml_error_prefix(&err, "line %d", i + 1);
-            return cli_fail_err(&err);
+            return n > 1 ? cli_fail_errf(&err, "line %d", i + 1) : cli_fail_err(&err);
         }
         fputs(ph, stdout);
         fputc('\n', stdout);
@@ -51,59 +66,24 @@ static int print_lines(wgml_g2p *g2p, const char *lang, int words, char *const *
 }
 
 int cmd_phonemize(int argc, char **argv) {
-    const char *lang = "en-us", *file = NULL, *espeak = NULL;
-    int n_args = 0, options = 1, words = 0;
+    phonemize_opts opt = {.lang = "en-us"};
+    int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
+    if (rc >= 0) return rc;
+    const char *lang = opt.lang, *file = opt.file, *const *args = (const char *const *)argv;
+    const int words = opt.words;
+    if (!!file == !!n_args) return cli_usage_error("give the text as arguments or -f FILE (one of them)");
     size_t text_len = 0;
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    if (!args) return cli_fail("out of memory");
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!options || a[0] != '-' || !a[1]) {
-            args[n_args++] = a;
-            text_len += strlen(a) + 1;
-        } else if (!strcmp(a, "--")) {
-            options = 0;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            free(args);
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--lang")) {
-            if (!(lang = cli_value(argc, argv, &i))) goto usage;
-            if (strcmp(lang, "en-us") && strcmp(lang, "en-gb")) {
-                cli_usage_error("--lang: '%s' is not en-us or en-gb", lang);
-                goto usage;
-            }
-        } else if (!strcmp(a, "--words")) {
-            words = 1;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) goto usage;
-        } else if (!strcmp(a, "--espeak")) {
-            if (!(espeak = cli_value(argc, argv, &i))) goto usage;
-        } else {
-            cli_usage_error("unknown option '%s' (text that starts with '-' goes after --)", a);
-            goto usage;
-        }
-    }
-    if (!!file == !!n_args) {
-        cli_usage_error("give the text as arguments or -f FILE (one of them)");
-        goto usage;
-    }
+    for (int i = 0; i < n_args; i++) text_len += strlen(args[i]) + 1;
 
     char **lines = NULL;
     int n_lines;
     if (file) {
-        if ((n_lines = cli_read_lines(file, &lines)) < 0) {
-            free(args);
-            return CLI_FAIL;
-        }
+        if ((n_lines = cli_read_lines(file, &lines)) < 0) return CLI_FAIL;
     } else {
         /* the arguments joined with spaces, then cut at line ends, as cli_read_lines does */
         char *text = malloc(text_len + 1);
         size_t count = 1;
-        if (!text) {
-            free(args);
-            return cli_fail("out of memory");
-        }
+        if (!text) return cli_fail("out of memory");
         char *p = text;
         for (int i = 0; i < n_args; i++) {
             if (i) *p++ = ' ';
@@ -117,7 +97,6 @@ int cmd_phonemize(int argc, char **argv) {
         lines = malloc((count + 1) * sizeof *lines);
         if (!lines) {
             free(text);
-            free(args);
             return cli_fail("out of memory");
         }
         n_lines = 0;
@@ -135,8 +114,7 @@ int cmd_phonemize(int argc, char **argv) {
 
     wgml_g2p *g2p = NULL;
     wgml_error err;
-    int rc;
-    if (wgml_g2p_open_espeak(espeak, &g2p, &err))
+    if (wgml_g2p_open_espeak(opt.espeak, &g2p, &err))
         rc = cli_fail_err(&err);
     else
         rc = print_lines(g2p, lang, words, lines, n_lines);
@@ -147,9 +125,5 @@ int cmd_phonemize(int argc, char **argv) {
         free(lines[0]);
         free(lines);
     }
-    free(args);
     return rc;
-usage:
-    free(args);
-    return CLI_USAGE;
 }

@@ -10,16 +10,30 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml rerank -m MODEL -q QUERY [options] (-f FILE | DOC...)\n"
-    "Scores each document's relevance to the query with a reranker (a cross-encoder:\n"
-    "pooling 'rank'). Prints \"SCORE<TAB>DOC\" per document in input order; the score\n"
-    "is the model's logit (higher is more relevant).\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  -q, --query TEXT      the query\n"
-    "  -f, --file FILE       documents, one per line\n"
-    "  --json                print {\"object\": \"list\", \"results\": [{\"index\", \"relevance_score\",\n"
-    "                        \"document\"}...]}, highest score first\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *file, *query;
+    int json;
+} rerank_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, rerank_opts, mo),
+    CLI_STRING("--query", "-q", rerank_opts, query, "TEXT", "the query"),
+    CLI_STRING("--file", "-f", rerank_opts, file, "FILE", "documents, one per line"),
+    CLI_FLAG("--json", NULL, rerank_opts, json,
+             "print {\"object\": \"list\", \"results\": [{\"index\", \"relevance_score\",\n"
+             "\"document\"}...]}, highest score first"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml rerank -m MODEL -q QUERY [options] (-f FILE | DOC...)\n",
+    .about = "Scores each document's relevance to the query with a reranker (a cross-encoder:\n"
+             "pooling 'rank'). Prints \"SCORE<TAB>DOC\" per document in input order; the score\n"
+             "is the model's logit (higher is more relevant).\n",
+    .opts = options,
+    .max_args = -1,
+};
 
 static const float *sort_scores;
 static int by_score(const void *a, const void *b) {
@@ -28,48 +42,19 @@ static int by_score(const void *a, const void *b) {
 }
 
 int cmd_rerank(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    const char *file = NULL, *query = NULL;
-    int json = 0, n_args = 0;
-    const char **args = calloc((size_t)argc + 1, sizeof *args);
-    if (!args) return cli_fail("out of memory");
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) goto usage;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            free(args);
-            return CLI_OK;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) goto usage;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--query")) {
-            if (!(query = cli_value(argc, argv, &i))) goto usage;
-        } else if (!strcmp(a, "--json")) {
-            json = 1;
-        } else if (a[0] == '-' && a[1]) {
-            cli_usage_error("unknown option '%s'", a);
-            goto usage;
-        } else {
-            args[n_args++] = a;
-        }
-    }
-    if (!query) {
-        cli_usage_error("give the query with -q QUERY");
-        goto usage;
-    }
+    rerank_opts opt = {0};
+    int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
+    if (rc >= 0) return rc;
+    const char *query = opt.query;
+    if (!query) return cli_usage_error("give the query with -q QUERY");
     char **lines;
     const char *const *docs;
-    int n = cli_items(args, n_args, file, "documents", &docs, &lines);
-    if (n < 0) {
-        free(args);
-        return -n;
-    }
-    int rc = CLI_FAIL;
+    int n = cli_items((const char **)argv, n_args, opt.file, "documents", &docs, &lines);
+    if (n < 0) return -n;
+    rc = CLI_FAIL;
     float *scores = malloc(((size_t)n + 1) * sizeof *scores);
     int *order = malloc(((size_t)n + 1) * sizeof *order);
-    wgml_model *model = scores && order ? cli_load_model(&mo, NULL) : NULL;
+    wgml_model *model = scores && order ? cli_load_model(&opt.mo, NULL) : NULL;
     wgml_error err;
     if (!scores || !order) rc = cli_fail("out of memory");
     if (!model) goto done;
@@ -77,7 +62,7 @@ int cmd_rerank(int argc, char **argv) {
         rc = cli_fail_err(&err);
         goto done;
     }
-    if (json) {
+    if (opt.json) {
         for (int i = 0; i < n; i++) order[i] = i;
         sort_scores = scores;
         qsort(order, (size_t)n, sizeof *order, by_score);
@@ -102,9 +87,5 @@ done:
     free(order);
     wgml_model_free(model);
     cli_lines_free(lines);
-    free(args);
     return rc;
-usage:
-    free(args);
-    return CLI_USAGE;
 }

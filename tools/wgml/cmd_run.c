@@ -6,27 +6,38 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml run [options]\n"
-    "Generates text with a model, streaming it to stdout.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  -p, --prompt TEXT     prompt (default: empty, start from BOS)\n"
-    "  -f, --file FILE       read the prompt from a file\n"
-    "  -n, --n-predict N     tokens to generate; -1 = until EOS or the context is full (default 128)\n"
-    "  -c, --ctx N           context length (default: the model's, at most 4096)\n"
-    "  --kv-type T           KV cache: auto, f16 or f32 (default auto: f16 where supported)\n"
-    "  --temp T              temperature; 0 = greedy (default 0.8)\n"
-    "  --top-k K             keep the K most likely tokens; 0 = off (default 40)\n"
-    "  --top-p P             nucleus sampling threshold; 1 = off (default 0.95)\n"
-    "  --min-p P             drop tokens below P x the best one's probability (default 0.05)\n"
-    "  --repeat-penalty R    penalty for recently seen tokens; 1 = off (default 1)\n"
-    "  --repeat-last-n N     how many recent tokens the penalty considers (default 64)\n"
-    "  --seed S              random seed (default: from the clock; printed)\n"
-    "  --no-bos              do not prepend the BOS token\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *prompt, *file;
+    wgml_generate_params gp;
+    wgml_session_params sp;
+    cli_sampling_opts s;
+} run_opts;
+
+static const cli_opt options[] = {
+    CLI_INCLUDE(cli_model_table, run_opts, mo),
+    CLI_GROUP("Generation:"),
+    CLI_STRING("--prompt", "-p", run_opts, prompt, "TEXT", "prompt (default: empty, start from BOS)"),
+    CLI_STRING("--file", "-f", run_opts, file, "FILE", "read the prompt from a file"),
+    CLI_INT("--n-predict", "-n", run_opts, gp.n_predict, "N", -1, 1 << 30,
+            "tokens to generate; -1 = until EOS or the context is full (default 128)"),
+    CLI_INT("--ctx", "-c", run_opts, sp.n_ctx, "N", 1, 1 << 20, "context length (default: the model's, at most 4096)"),
+    CLI_KV_TYPE(run_opts, sp.kv_type),
+    CLI_FLAG_SET("--no-bos", NULL, run_opts, gp.add_bos, 0, "do not prepend the BOS token"),
+    CLI_GROUP("Sampling:"),
+    CLI_INCLUDE(cli_sampling_table, run_opts, s),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml run [options]\n",
+    .about = "Generates text with a model, streaming it to stdout.\n",
+    .opts = options,
+    .more = "\nWithout --seed the seed comes from the clock and is printed (with --temp above 0).\n",
+};
 
 static int on_token(void *user, int32_t token, const char *text, size_t len) {
     (void)user;
@@ -61,66 +72,15 @@ static char *read_prompt_file(const char *path, size_t *len) {
 }
 
 int cmd_run(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    const char *prompt = "", *prompt_file = NULL;
-    wgml_generate_params gp = wgml_generate_default_params();
-    wgml_session_params sp = wgml_session_default_params();
-    int seed_set = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        long long n;
-        double d;
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) {
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            prompt = v;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            prompt_file = v;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, -1, 1 << 30, &n)) return CLI_USAGE;
-            gp.n_predict = (int)n;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1 << 20, &n)) return CLI_USAGE;
-            sp.n_ctx = (int)n;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &sp.kv_type)) return CLI_USAGE;
-        } else if (!strcmp(a, "--temp")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 100, &d)) return CLI_USAGE;
-            gp.sampler.temperature = (float)d;
-        } else if (!strcmp(a, "--top-k")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 30, &n)) return CLI_USAGE;
-            gp.sampler.top_k = (int)n;
-        } else if (!strcmp(a, "--top-p")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-9, 1, &d)) return CLI_USAGE;
-            gp.sampler.top_p = (float)d;
-        } else if (!strcmp(a, "--min-p")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 0, 1, &d)) return CLI_USAGE;
-            gp.sampler.min_p = (float)d;
-        } else if (!strcmp(a, "--repeat-penalty")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_float(a, v, 1e-3, 100, &d)) return CLI_USAGE;
-            gp.sampler.repeat_penalty = (float)d;
-        } else if (!strcmp(a, "--repeat-last-n")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 1 << 20, &n)) return CLI_USAGE;
-            gp.sampler.repeat_last_n = (int)n;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            char *end;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || *v == '-') return cli_usage_error("--seed expects a non-negative integer, got '%s'", v);
-            gp.sampler.seed = s;
-            seed_set = 1;
-        } else if (!strcmp(a, "--no-bos")) {
-            gp.add_bos = 0;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    run_opts o = {.prompt = "",
+                  .gp = wgml_generate_default_params(),
+                  .sp = wgml_session_default_params(),
+                  .s.sp = wgml_sampler_default_params()};
+    int rc = cli_parse(&spec, &o, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const char *prompt = o.prompt, *prompt_file = o.file;
+    wgml_generate_params gp = o.gp;
+    wgml_session_params sp = o.sp;
     char *file_prompt = NULL;
     if (prompt_file) {
         size_t len = 0;
@@ -129,22 +89,18 @@ int cmd_run(int argc, char **argv) {
         /* the prompt is a C string: a NUL would silently cut it short */
         const char *nul = memchr(file_prompt, 0, len);
         if (nul) {
-            int rc = cli_fail("prompt file '%s' contains a NUL byte at offset %zu; a prompt is text", prompt_file,
-                              (size_t)(nul - file_prompt));
+            rc = cli_fail("prompt file '%s' contains a NUL byte at offset %zu; a prompt is text", prompt_file,
+                          (size_t)(nul - file_prompt));
             free(file_prompt);
             return rc;
         }
         prompt = file_prompt;
     }
-    if (!seed_set) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        gp.sampler.seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec;
-        if (gp.sampler.temperature > 0)
-            fprintf(stderr, "wgml: seed %llu\n", (unsigned long long)gp.sampler.seed);
-    }
+    if (cli_sampling_seed(&o.s) && o.s.sp.temperature > 0)
+        fprintf(stderr, "wgml: seed %llu\n", (unsigned long long)o.s.sp.seed);
+    gp.sampler = o.s.sp;
 
-    wgml_model *model = cli_load_model(&mo, NULL);
+    wgml_model *model = cli_load_model(&o.mo, NULL);
     if (!model) {
         free(file_prompt);
         return CLI_FAIL;
@@ -155,7 +111,7 @@ int cmd_run(int argc, char **argv) {
             info.architecture, info.n_layer, info.backend, *info.adapter ? " / " : "", info.adapter);
     wgml_session *s = NULL;
     wgml_error err;
-    int rc = CLI_OK;
+    rc = CLI_OK;
     if (wgml_session_create(model, &sp, &s, &err)) {
         rc = cli_fail_err(&err);
     } else {

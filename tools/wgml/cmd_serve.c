@@ -16,39 +16,81 @@
 #include "cli.h"
 #include "serve.h"
 
-static const char *help =
-    "usage: wgml serve -m MODEL [options]\n"
-    "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
-    "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
-    "decoded together in one batched step per token; others wait in a queue. An embedding\n"
-    "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
-    "POST /v1/audio/speech (wav or pcm). -m may be given up to 3 times, one model per task:\n"
-    "an LLM, an embedding model and a speech model from one process.\n\n"
-    CLI_MODEL_OPTS_HELP
-    "  --host ADDR           address to listen on (default 127.0.0.1)\n"
-    "  --port N              port (default 8080; 0: any free port, printed)\n"
-    "  --parallel N          slots: requests generated at the same time (default 4)\n"
-    "  -c, --ctx-size N      context of each slot in tokens (default: the model's, at most 4096)\n"
-    "  --api-key KEY         require 'Authorization: Bearer KEY' on /v1/ (default: $WGML_API_KEY)\n"
-    "  --queue N             requests that may wait for a slot; beyond, 503 (default 64)\n"
-    "  --chunk N             prompt tokens evaluated per step beside the running streams (default 64)\n"
-    "  --max-body BYTES      largest request body; beyond, 413 (default 1048576)\n"
-    "  --alias NAME          the model's id in /v1/models and responses (default: the file name)\n"
-    "  --drain-timeout S     on Ctrl-C/SIGTERM, seconds to let running requests finish (default 30)\n"
-    "  --kv-type T           KV cache: auto, f16 or f32 (default auto)\n"
-    "  --sse-keepalive MS    a streamed request that waits (queued, or its prompt evaluated)\n"
-    "                        gets an SSE comment this often; a client gone is noticed then (default\n"
-    "                        1000; 0: never)\n"
-    "  --timeout S           a request's head, then its body, must arrive within S seconds, and a\n"
-    "                        write to a client may stall this long (default 10)\n"
-    "  --idle-timeout S      a kept-alive connection with no request for S seconds is closed (default 5)\n"
-    "  --max-client-connections N\n"
-    "                        connections one client address may hold; a new one beyond closes its\n"
-    "                        oldest idle one, or gets 429 if none is idle (default 32)\n"
-    "  --cors ORIGIN         let web pages of ORIGIN (\"https://app.example\") call the server: CORS\n"
-    "                        preflights answered, Access-Control-Allow-Origin on responses; may be\n"
-    "                        repeated; \"*\" (any origin) only with --api-key. Without it, requests\n"
-    "                        with another Origin get 403 (docs/serve.md, Security)\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *paths[SERVE_MAX_MODELS]; /* -m, once per task */
+    int n_paths;
+    const char *host, *api_key, *alias;
+    int port, parallel, ctx, queue, chunk, max_body, drain, keepalive, timeout, idle, per_client;
+    wgml_kv_type kv;
+    serve_http_opts ho;
+} serve_opts;
+
+/* --cors: an origin (scheme, host and port) or "*" */
+static int check_origin(void *base, const char *opt, const char *v) {
+    if (strcmp(v, "*") && strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+        return cli_usage_error("%s: give an origin such as https://app.example (scheme, host and port, no path) or *",
+                               opt), 0;
+    if (strcmp(v, "*") && strchr(strchr(v, ':') + 3, '/'))
+        return cli_usage_error("%s: '%s' has a path; an origin is a scheme, a host and a port", opt, v), 0;
+    return 1;
+}
+
+static const cli_opt options[] = {
+    CLI_LIST("--model", "-m", serve_opts, paths, n_paths, "FILE", NULL,
+           "GGUF model (default: $WGML_MODEL, else the shipped stories260K.gguf);\n"
+           "up to 3, one per task: generate, embed, speak"),
+    CLI_INCLUDE(cli_device_table, serve_opts, mo),
+    CLI_GROUP("Server:"),
+    CLI_STRING("--host", NULL, serve_opts, host, "ADDR", "address to listen on (default 127.0.0.1)"),
+    CLI_INT("--port", NULL, serve_opts, port, "N", 0, 65535, "port (default 8080; 0: any free port, printed)"),
+    CLI_INT("--parallel", "-np", serve_opts, parallel, "N", 1, 256,
+            "slots: requests generated at the same time (default 4)"),
+    CLI_INT("--ctx-size", "-c", serve_opts, ctx, "N", 8, 1 << 20,
+            "context of each slot in tokens (default: the model's, at most 4096)"),
+    CLI_STRING("--api-key", NULL, serve_opts, api_key, "KEY",
+               "require 'Authorization: Bearer KEY' on /v1/ (default: $WGML_API_KEY)"),
+    CLI_INT("--queue", NULL, serve_opts, queue, "N", 0, 4096,
+            "requests that may wait for a slot; beyond, 503 (default 64)"),
+    CLI_INT("--chunk", NULL, serve_opts, chunk, "N", 1, 4096,
+            "prompt tokens evaluated per step beside the running streams (default 64)"),
+    CLI_INT("--max-body", NULL, serve_opts, max_body, "BYTES", 1024, 1 << 30,
+            "largest request body; beyond, 413 (default 1048576)"),
+    CLI_STRING("--alias", NULL, serve_opts, alias, "NAME",
+               "the model's id in /v1/models and responses (default: the file name)"),
+    CLI_INT("--drain-timeout", NULL, serve_opts, drain, "S", 0, 3600,
+            "on Ctrl-C/SIGTERM, seconds to let running requests finish (default 30)"),
+    CLI_KV_TYPE(serve_opts, kv),
+    CLI_INT("--sse-keepalive", NULL, serve_opts, keepalive, "MS", 0, 3600 * 1000,
+            "a streamed request that waits (queued, or its prompt evaluated)\n"
+            "gets an SSE comment this often; a client gone is noticed then (default\n"
+            "1000; 0: never)"),
+    CLI_INT("--timeout", NULL, serve_opts, timeout, "S", 1, 3600,
+            "a request's head, then its body, must arrive within S seconds, and a\n"
+            "write to a client may stall this long (default 10)"),
+    CLI_INT("--idle-timeout", NULL, serve_opts, idle, "S", 1, 3600,
+            "a kept-alive connection with no request for S seconds is closed (default 5)"),
+    CLI_INT("--max-client-connections", NULL, serve_opts, per_client, "N", 1, 1024,
+            "connections one client address may hold; a new one beyond closes its\n"
+            "oldest idle one, or gets 429 if none is idle (default 32)"),
+    CLI_LIST("--cors", NULL, serve_opts, ho.cors, ho.n_cors, "ORIGIN", check_origin,
+           "let web pages of ORIGIN (\"https://app.example\") call the server: CORS\n"
+           "preflights answered, Access-Control-Allow-Origin on responses; may be\n"
+           "repeated; \"*\" (any origin) only with --api-key. Without it, requests\n"
+           "with another Origin get 403 (docs/serve.md, Security)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml serve -m MODEL [options]\n",
+    .about = "An OpenAI-compatible HTTP server: POST /v1/chat/completions, POST /v1/completions,\n"
+             "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
+             "decoded together in one batched step per token; others wait in a queue. An embedding\n"
+             "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
+             "POST /v1/audio/speech (wav or pcm). -m may be given up to 3 times, one model per task:\n"
+             "an LLM, an embedding model and a speech model from one process.\n",
+    .opts = options,
+};
 
 static volatile sig_atomic_t signals_seen;
 
@@ -58,74 +100,17 @@ static void on_signal(int sig) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    const char *host = "127.0.0.1", *api_key = getenv("WGML_API_KEY"), *alias = NULL;
-    long long port = 8080, parallel = 4, ctx = 0, queue = 64, chunk = 64, max_body = 1 << 20, drain = 30,
-              keepalive = 1000, timeout = 10, idle = 5, per_client = 32;
-    serve_http_opts ho = serve_http_default_opts();
-    wgml_kv_type kv = WGML_KV_DEFAULT;
-    const char *paths[SERVE_MAX_MODELS];
-    int n_paths = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model")) { /* may come several times: one model per task */
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            if (n_paths == SERVE_MAX_MODELS)
-                return cli_usage_error("at most %d models: one that generates, one that embeds, one that speaks",
-                                       SERVE_MAX_MODELS);
-            paths[n_paths++] = v;
-            continue;
-        }
-        int r = cli_model_option(argc, argv, &i, &mo);
-        if (r < 0) return CLI_USAGE;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--host")) {
-            if (!(host = cli_value(argc, argv, &i))) return CLI_USAGE;
-            if (!*host || strlen(host) > 255) return cli_usage_error("--host: give an address");
-        } else if (!strcmp(a, "--port")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 65535, &port)) return CLI_USAGE;
-        } else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 256, &parallel)) return CLI_USAGE;
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 8, 1 << 20, &ctx)) return CLI_USAGE;
-        } else if (!strcmp(a, "--api-key")) {
-            if (!(api_key = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--queue")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 4096, &queue)) return CLI_USAGE;
-        } else if (!strcmp(a, "--chunk")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &chunk)) return CLI_USAGE;
-        } else if (!strcmp(a, "--max-body")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1024, 1LL << 30, &max_body)) return CLI_USAGE;
-        } else if (!strcmp(a, "--alias")) {
-            if (!(alias = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--drain-timeout")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600, &drain)) return CLI_USAGE;
-        } else if (!strcmp(a, "--sse-keepalive")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, 3600 * 1000, &keepalive)) return CLI_USAGE;
-        } else if (!strcmp(a, "--timeout")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 3600, &timeout)) return CLI_USAGE;
-        } else if (!strcmp(a, "--idle-timeout")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 3600, &idle)) return CLI_USAGE;
-        } else if (!strcmp(a, "--max-client-connections")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 1024, &per_client)) return CLI_USAGE;
-        } else if (!strcmp(a, "--cors")) {
-            if (!(v = cli_value(argc, argv, &i))) return CLI_USAGE;
-            if (ho.n_cors == SERVE_MAX_CORS) return cli_usage_error("--cors: at most %d origins", SERVE_MAX_CORS);
-            if (strcmp(v, "*") && strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
-                return cli_usage_error("--cors: give an origin such as https://app.example (scheme, host and "
-                                       "port, no path) or *");
-            if (strcmp(v, "*") && strchr(strchr(v, ':') + 3, '/'))
-                return cli_usage_error("--cors: '%s' has a path; an origin is a scheme, a host and a port", v);
-            ho.cors[ho.n_cors++] = v;
-        } else if (!strcmp(a, "--kv-type")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_kv_type(v, &kv)) return CLI_USAGE;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    serve_opts o = {.host = "127.0.0.1", .api_key = getenv("WGML_API_KEY"), .port = 8080, .parallel = 4,
+                    .queue = 64, .chunk = 64, .max_body = 1 << 20, .drain = 30, .keepalive = 1000, .timeout = 10,
+                    .idle = 5, .per_client = 32, .ho = serve_http_default_opts()};
+    int rc = cli_parse(&spec, &o, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    if (!*o.host || strlen(o.host) > 255) return cli_usage_error("--host: give an address");
+    cli_model_opts mo = o.mo;
+    serve_http_opts ho = o.ho;
+    const char *host = o.host, *api_key = o.api_key, *alias = o.alias, **paths = o.paths;
+    int n_paths = o.n_paths;
+    const int parallel = o.parallel, queue = o.queue, per_client = o.per_client;
     if (api_key && !*api_key) api_key = NULL;
     for (int k = 0; k < ho.n_cors; k++)
         if (!strcmp(ho.cors[k], "*") && !api_key)
@@ -163,15 +148,15 @@ int cmd_serve(int argc, char **argv) {
     memset(&s, 0, sizeof s);
     for (int k = 0; k < n_paths; k++)
         if (k != main_i) s.extra[s.n_extra++] = (serve_model){models[k], infos[k], ids[k]};
-    s.max_queue = (int)queue;
+    s.max_queue = queue;
     s.api_key = api_key;
-    s.max_body = (size_t)max_body;
-    s.keepalive_ms = (int)keepalive;
+    s.max_body = (size_t)o.max_body;
+    s.keepalive_ms = o.keepalive;
     s.created = (double)time(NULL);
     s.model_id = alias ? alias : ids[main_i];
     wgml_error err;
-    int rc = CLI_OK;
-    wgml_status st = serve_init(&s, m, (int)parallel, (int)ctx, (int)chunk, kv, &err);
+    rc = CLI_OK;
+    wgml_status st = serve_init(&s, m, parallel, o.ctx, o.chunk, o.kv, &err);
     if (st) {
         rc = cli_fail_err(&err);
         for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
@@ -192,11 +177,11 @@ int cmd_serve(int argc, char **argv) {
     /* each connection holds a civetweb thread while it lives: enough for every slot and queue place, one
      * client's idle connections, and a few to spare (the guard keeps idle ones from taking the rest) */
     ho.host = host;
-    ho.port = (int)port;
-    ho.n_threads = (int)(parallel + queue + per_client + 8);
-    ho.timeout_ms = (int)timeout * 1000;
-    ho.idle_ms = (int)idle * 1000;
-    ho.per_client = (int)per_client;
+    ho.port = o.port;
+    ho.n_threads = parallel + queue + per_client + 8;
+    ho.timeout_ms = o.timeout * 1000;
+    ho.idle_ms = o.idle * 1000;
+    ho.per_client = per_client;
     serve_http *h = serve_http_start(&s, &ho, &bound);
     if (!h) {
         serve_stop(&s);
@@ -228,7 +213,7 @@ int cmd_serve(int argc, char **argv) {
         pthread_mutex_lock(&s.mu);
         serve_load(&s, &busy, &queued);
         pthread_mutex_unlock(&s.mu);
-        if ((!busy && !queued) || cli_now_ms() - t0 > (double)drain * 1e3) break;
+        if ((!busy && !queued) || cli_now_ms() - t0 > (double)o.drain * 1e3) break;
         usleep(50 * 1000);
     }
     serve_stop(&s); /* what still runs is cancelled; its threads answer and return */

@@ -13,30 +13,50 @@
 
 #include "cli.h"
 
-static const char *help =
-    "usage: wgml speak -m MODEL (-t TEXT | -f FILE | --phonemes P) -o OUT.wav [options]\n"
-    "Speaks English text with a Kokoro model (wgml convert kokoro). Text goes through the\n"
-    "G2P (needs the espeak-ng program); phonemes (--phonemes) are spoken as given.\n"
-    "  -m, --model FILE      the Kokoro GGUF\n"
-    "  -t, --text TEXT       what to say\n"
-    "  -f, --file FILE       what to say, read from a file\n"
-    "  --phonemes P          phonemes in the model's symbols (as `wgml phonemize` prints)\n"
-    "  -o, --output FILE     the WAV file to write ('-': standard output)\n"
-    "  -v, --voice V         a voice of the model (default: its first), a voice file (.bin, .pt)\n"
-    "                        or a blend: af_heart:0.6,am_adam:0.4\n"
-    "  --list-voices         print the model's voices and exit\n"
-    "  --speed S             0.25 .. 4 (default 1)\n"
-    "  --lang L              en-us (default) or en-gb\n"
-    "  --seed N              the vocoder's noise (default 0): the same seed gives the same audio\n"
-    "  --wav-format F        s16 (16-bit PCM, the default) or f32 (32-bit float, no clipping)\n"
-    "  --full-precision      every matrix product in f32 (default: the decoder's and vocoder's as\n"
-    "                        bf16 pairs where the CPU has them, ~1.5x faster, same audio to 0.1 dB)\n"
-    "  --words FILE          the time of each word: lines of start<TAB>end<TAB>word<TAB>phonemes\n"
-    "                        (seconds; the word as the text has it, or with --phonemes a phoneme word)\n"
-    "  --espeak PROGRAM      the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)\n"
-    "  --backend B           auto (hardware GPU, else CPU), cpu or webgpu (default auto)\n"
-    "  --adapter NAME        WebGPU adapter whose name contains NAME (e.g. llvmpipe, swiftshader)\n"
-    "  --threads N           CPU threads (default: one per core)\n";
+typedef struct {
+    cli_model_opts mo;
+    const char *text, *file, *phonemes, *out, *voice, *words;
+    wgml_speak_params sp;
+    int f32, list;
+} speak_opts;
+
+static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {NULL, 0}};
+static const cli_choice wav_formats[] = {{"s16", 0}, {"f32", 1}, {NULL, 0}};
+
+static const cli_opt options[] = {
+    CLI_STRING("--model", "-m", speak_opts, mo.model, "FILE", "the Kokoro GGUF"),
+    CLI_STRING("--text", "-t", speak_opts, text, "TEXT", "what to say"), /* here -t is the text, not --threads */
+    CLI_STRING("--file", "-f", speak_opts, file, "FILE", "what to say, read from a file"),
+    CLI_STRING("--phonemes", NULL, speak_opts, phonemes, "P", "phonemes in the model's symbols (as `wgml phonemize` prints)"),
+    CLI_STRING("--output", "-o", speak_opts, out, "FILE", "the WAV file to write ('-': standard output)"),
+    CLI_STRING("--voice", "-v", speak_opts, voice, "V",
+               "a voice of the model (default: its first), a voice file (.bin, .pt)\n"
+               "or a blend: af_heart:0.6,am_adam:0.4"),
+    CLI_FLAG("--list-voices", NULL, speak_opts, list, "print the model's voices and exit"),
+    CLI_FLOAT("--speed", NULL, speak_opts, sp.speed, "S", 0.25, 4, "0.25 .. 4 (default 1)"),
+    CLI_WORD("--lang", NULL, speak_opts, sp.lang, "L", langs, "en-us (default) or en-gb"),
+    CLI_U64("--seed", NULL, speak_opts, sp.seed, "N", "the vocoder's noise (default 0): the same seed gives the same audio"),
+    CLI_CHOICE("--wav-format", NULL, speak_opts, f32, "F", wav_formats,
+               "s16 (16-bit PCM, the default) or f32 (32-bit float, no clipping)"),
+    CLI_FLAG("--full-precision", NULL, speak_opts, sp.full_precision,
+             "every matrix product in f32 (default: the decoder's and vocoder's as\n"
+             "bf16 pairs where the CPU has them, ~1.5x faster, same audio to 0.1 dB)"),
+    CLI_STRING("--words", NULL, speak_opts, words, "FILE",
+               "the time of each word: lines of start<TAB>end<TAB>word<TAB>phonemes\n"
+               "(seconds; the word as the text has it, or with --phonemes a phoneme word)"),
+    CLI_STRING("--espeak", NULL, speak_opts, sp.espeak, "PROGRAM",
+               "the espeak-ng to run (default: $WGML_ESPEAK, else espeak-ng on PATH)"),
+    CLI_INCLUDE(cli_backend_table, speak_opts, mo),
+    CLI_INT("--threads", NULL, speak_opts, mo.threads, "N", 1, 512, "CPU threads (default: one per core)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml speak -m MODEL (-t TEXT | -f FILE | --phonemes P) -o OUT.wav [options]\n",
+    .about = "Speaks English text with a Kokoro model (wgml convert kokoro). Text goes through the\n"
+             "G2P (needs the espeak-ng program); phonemes (--phonemes) are spoken as given.\n",
+    .opts = options,
+};
 
 /* n samples as 16-bit PCM or 32-bit float (cli_audio_bytes). */
 static int wav_samples(FILE *f, const float *x, int64_t n, int f32) {
@@ -110,59 +130,14 @@ static char *read_text(const char *path) {
 }
 
 int cmd_speak(int argc, char **argv) {
-    cli_model_opts mo = {0};
-    const char *text = NULL, *file = NULL, *phonemes = NULL, *out = NULL, *voice = NULL, *words = NULL;
-    wgml_speak_params sp = wgml_speak_default_params();
-    int f32 = 0, list = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        double d;
-        long long ll;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--text")) { /* here -t is the text, not --threads */
-            if (!(text = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--phonemes")) {
-            if (!(phonemes = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--voice")) {
-            if (!(voice = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--list-voices")) {
-            list = 1;
-        } else if (!strcmp(a, "--speed")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!v || !cli_parse_float("--speed", v, 0.25, 4, &d)) return CLI_USAGE;
-            sp.speed = (float)d;
-        } else if (!strcmp(a, "--lang")) {
-            if (!(sp.lang = cli_value(argc, argv, &i))) return CLI_USAGE;
-            if (strcmp(sp.lang, "en-us") && strcmp(sp.lang, "en-gb"))
-                return cli_usage_error("--lang: '%s' is not en-us or en-gb", sp.lang);
-        } else if (!strcmp(a, "--seed")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!v || !cli_parse_int("--seed", v, 0, (long long)(~0ull >> 1), &ll)) return CLI_USAGE;
-            sp.seed = (uint64_t)ll;
-        } else if (!strcmp(a, "--full-precision")) {
-            sp.full_precision = 1;
-        } else if (!strcmp(a, "--wav-format")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!v) return CLI_USAGE;
-            if (strcmp(v, "s16") && strcmp(v, "f32"))
-                return cli_usage_error("--wav-format: '%s' is not s16 or f32", v);
-            f32 = !strcmp(v, "f32");
-        } else if (!strcmp(a, "--words")) {
-            if (!(words = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--espeak")) {
-            if (!(sp.espeak = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else {
-            int r = cli_model_option(argc, argv, &i, &mo);
-            if (r < 0) return CLI_USAGE;
-            if (!r) return cli_usage_error("unknown option '%s' (wgml speak --help)", a);
-        }
-    }
+    speak_opts opt = {.sp = wgml_speak_default_params()};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const cli_model_opts mo = opt.mo;
+    const char *text = opt.text, *file = opt.file, *phonemes = opt.phonemes, *out = opt.out, *voice = opt.voice,
+               *words = opt.words;
+    wgml_speak_params sp = opt.sp;
+    const int f32 = opt.f32, list = opt.list;
     if (!mo.model) return cli_usage_error("-m MODEL is required (a Kokoro GGUF: wgml convert kokoro)");
     if (!list && (!!text + !!file + !!phonemes) != 1)
         return cli_usage_error("say what to speak: -t TEXT, -f FILE or --phonemes P (one of them)");
@@ -172,7 +147,7 @@ int cmd_speak(int argc, char **argv) {
     if (!m) return CLI_FAIL;
     wgml_model_info info;
     wgml_model_get_info(m, &info);
-    int rc = CLI_OK;
+    rc = CLI_OK;
     if (!(info.tasks & WGML_TASK_SPEECH)) {
         rc = cli_fail("%s: a %s model does not speak (a Kokoro model does)", mo.model, info.family);
         goto done;

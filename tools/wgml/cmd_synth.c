@@ -3,9 +3,7 @@
  * the transformer architectures of tools/synth.h, and Kokoro (kokoro_synth).
  */
 #include "cli.h"
-#include "model/kokoro/kokoro.h"
-#include "tools/quantize.h"
-#include "tools/synth.h"
+#include "tools_internal.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -17,30 +15,46 @@
 #define SYNTH_VOCAB_BPE       "ggml-vocab-gpt-2.gguf"
 #define SYNTH_VOCAB_WORDPIECE "ggml-vocab-bert-bge.gguf"
 
-static const char *help =
-    "usage: wgml synth --arch NAME --type TYPE -o OUT.gguf [options]\n"
-    "       wgml synth --list\n"
-    "Writes a model with random weights and the exact tensor names, shapes and metadata of a real\n"
-    "architecture, for benchmarks and tests. Weights ~ N(0, 0.02), norms ~ 1, deterministic per seed.\n"
-    "  --arch NAME        decoders: stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
-    "                     qwen2.5-0.5b, smollm2-135m, smollm2-360m; encoders (BERT family):\n"
-    "                     bge-small, all-minilm-l6, ms-marco-minilm-l6 (reranker), nomic-embed\n"
-    "                     (--list shows their hyper-parameters); speech: kokoro-82m (Kokoro v1.0's\n"
-    "                     shapes; --type F32, F16, BF16 or Q8_0 and --prosody-type as wgml convert\n"
-    "                     kokoro) and kokoro-tiny\n"
-    "                     (../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth'\n"
-    "  --type TYPE        F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'\n"
-    "  --prosody-type T   Kokoro: the type of the matrices that make F0 and N (default F32)\n"
-    "  -o, --output FILE  the GGUF to write\n"
-    "  --vocab FILE       GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
-    "                     (padded with [PAD<i>] tokens or truncated). Default: the shipped files, the\n"
-    "                     512-token SentencePiece vocabulary of " SYNTH_VOCAB_SPM " for SentencePiece\n"
-    "                     models, the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
-    "                     for BPE ones and bert-base-uncased's WordPiece vocabulary\n"
-    "                     " SYNTH_VOCAB_WORDPIECE " for the encoders\n"
-    "  --seed S           random seed (default 42)\n"
-    "  --layers N         keep only the first N layers (same shapes; for fast tests)\n"
-    "  -t, --threads N    threads (default: one per core)\n";
+typedef struct {
+    const char *arch, *type, *out, *vocab, *prosody_type;
+    uint64_t seed;
+    int layers, threads, list;
+} synth_opts;
+
+static const cli_opt options[] = {
+    CLI_STRING("--arch", NULL, synth_opts, arch, "NAME",
+               "decoders: stories15m, stories110m, tinyllama-1.1b, llama-3.2-1b,\n"
+               "qwen2.5-0.5b, smollm2-135m, smollm2-360m; encoders (BERT family):\n"
+               "bge-small, all-minilm-l6, ms-marco-minilm-l6 (reranker), nomic-embed\n"
+               "(--list shows their hyper-parameters); speech: kokoro-82m (Kokoro v1.0's\n"
+               "shapes; --type F32, F16, BF16 or Q8_0 and --prosody-type as wgml convert\n"
+               "kokoro) and kokoro-tiny\n"
+               "(../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth'"),
+    CLI_STRING("--type", NULL, synth_opts, type, "TYPE", "F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'"),
+    CLI_STRING("--prosody-type", NULL, synth_opts, prosody_type, "T",
+               "Kokoro: the type of the matrices that make F0 and N (default F32)"),
+    CLI_STRING("--output", "-o", synth_opts, out, "FILE", "the GGUF to write"),
+    CLI_STRING("--vocab", NULL, synth_opts, vocab, "FILE",
+               "GGUF whose tokenizer is copied, resized to the architecture's vocabulary\n"
+               "(padded with [PAD<i>] tokens or truncated). Default: the shipped files, the\n"
+               "512-token SentencePiece vocabulary of " SYNTH_VOCAB_SPM " for SentencePiece\n"
+               "models, the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
+               "for BPE ones and bert-base-uncased's WordPiece vocabulary\n"
+               SYNTH_VOCAB_WORDPIECE " for the encoders"),
+    CLI_U64("--seed", NULL, synth_opts, seed, "S", "random seed (default 42)"),
+    CLI_INT("--layers", NULL, synth_opts, layers, "N", 1, 4096, "keep only the first N layers (same shapes; for fast tests)"),
+    CLI_INT("--threads", "-t", synth_opts, threads, "N", 1, 512, "threads (default: one per core)"),
+    CLI_FLAG("--list", NULL, synth_opts, list, "list the architectures with their hyper-parameters"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml synth --arch NAME --type TYPE -o OUT.gguf [options]\n"
+             "       wgml synth --list\n",
+    .about = "Writes a model with random weights and the exact tensor names, shapes and metadata of a real\n"
+             "architecture, for benchmarks and tests. Weights ~ N(0, 0.02), norms ~ 1, deterministic per seed.\n",
+    .opts = options,
+};
 
 static const char *pooling_name(int p) {
     switch (p) {
@@ -106,41 +120,19 @@ static void log_line(void *user, const char *line) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    const char *arch = NULL, *type = NULL, *out = NULL, *vocab = NULL, *prosody_type = NULL;
-    long long seed = 42, layers = 0, threads = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--list")) {
-            list_archs();
-            return CLI_OK;
-        } else if (!strcmp(a, "--arch")) {
-            if (!(arch = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--type")) {
-            if (!(type = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--prosody-type")) {
-            if (!(prosody_type = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!(out = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--vocab")) {
-            if (!(vocab = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--seed")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 0, INT64_MAX, &seed)) return CLI_USAGE;
-        } else if (!strcmp(a, "--layers")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 4096, &layers)) return CLI_USAGE;
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (!(v = cli_value(argc, argv, &i)) || !cli_parse_int(a, v, 1, 512, &threads)) return CLI_USAGE;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("unknown option '%s'", a);
-        } else {
-            return cli_usage_error("unexpected argument '%s'", a);
-        }
+    synth_opts opt = {.seed = 42};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    if (opt.list) {
+        list_archs();
+        return CLI_OK;
     }
+    const char *arch = opt.arch, *type = opt.type, *out = opt.out, *vocab = opt.vocab, *prosody_type = opt.prosody_type;
+    const uint64_t seed = opt.seed;
+    const int layers = opt.layers;
     if (!arch) return cli_usage_error("give the architecture with --arch NAME (--list shows them)");
     if (!strcmp(arch, "kokoro-82m") || !strcmp(arch, "kokoro-tiny"))
-        return synth_kokoro(arch, type, prosody_type, out, (uint64_t)seed);
+        return synth_kokoro(arch, type, prosody_type, out, seed);
     if (prosody_type) return cli_usage_error("--prosody-type is for the kokoro architectures");
     const synth_arch *sa = synth_arch_find(arch);
     if (!sa) return cli_usage_error("unknown architecture '%s' (--list shows them)", arch);
@@ -148,7 +140,7 @@ int cmd_synth(int argc, char **argv) {
     if (!quantize_recipe_find(type))
         return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
-    if (layers > sa->n_layer) return cli_usage_error("--layers %lld: %s has %d layers", layers, sa->name, sa->n_layer);
+    if (layers > sa->n_layer) return cli_usage_error("--layers %d: %s has %d layers", layers, sa->name, sa->n_layer);
     const char *default_vocab = sa->kind != SYNTH_DECODER ? SYNTH_VOCAB_WORDPIECE
                                 : sa->bpe                 ? SYNTH_VOCAB_BPE
                                                           : SYNTH_VOCAB_SPM;
@@ -159,9 +151,9 @@ int cmd_synth(int argc, char **argv) {
     synth_params sp = {.arch = sa->name,
                        .type = type,
                        .vocab = vocab,
-                       .seed = (uint64_t)seed,
-                       .n_layer = (int)layers,
-                       .n_threads = (int)threads,
+                       .seed = seed,
+                       .n_layer = layers,
+                       .n_threads = opt.threads,
                        .progress = cli_progress_cb,
                        .progress_user = &bar,
                        .log = log_line,
@@ -178,7 +170,7 @@ int cmd_synth(int argc, char **argv) {
     fprintf(stderr,
             "wgml synth: wrote %s: %s, %d layers, %d tensors, %.1f M parameters, file type %u (%s), %.1f MiB in %.1f s "
             "(%.0f MB/s)\n",
-            out, sa->name, layers ? (int)layers : sa->n_layer, r.n_tensors, r.n_params / 1e6, r.file_type,
+            out, sa->name, layers ? layers : sa->n_layer, r.n_tensors, r.n_params / 1e6, r.file_type,
             quantize_ftype_name(r.file_type), mib, s, s > 0 ? mib * 1.048576 / s : 0.0);
     return CLI_OK;
 }

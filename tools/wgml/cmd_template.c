@@ -9,29 +9,39 @@
  * tokenizer.chat_template and BOS/EOS texts, or the built-in fallback its
  * architecture and vocabulary point to (named in a note on stderr).
  */
-#include "chat/chat_template.h"
 #include "cli.h"
-#include "core/alloc.h"
-#include "format/gguf.h"
-#include "model/family.h"
-#include "text/tokenizer.h"
+#include "tools_internal.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *help =
-    "usage: wgml template [-m MODEL | --template FILE] [options] < conversation.json\n"
-    "Reads {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} on stdin and writes the prompt the\n"
-    "chat template renders, byte for byte as Hugging Face's apply_chat_template. Other keys of the\n"
-    "object (e.g. \"tools\") become template variables.\n"
-    "  -m, --model FILE          the GGUF's tokenizer.chat_template, BOS and EOS (a built-in\n"
-    "                            fallback when it has none; default: the default model)\n"
-    "  --template FILE           a Jinja template file instead\n"
-    "  --bos S, --eos S          the bos_token / eos_token texts (default: the model's, else \"\")\n"
-    "  --no-generation-prompt    add_generation_prompt = false (default true)\n"
-    "  --now \"YYYY-MM-DD HH:MM:SS\"  fixes the clock strftime_now reads\n";
+typedef struct {
+    const char *model, *tmpl;
+    wgml_chat_params p;
+} template_opts;
+
+static const cli_opt options[] = {
+    CLI_STRING("--model", "-m", template_opts, model, "FILE",
+               "the GGUF's tokenizer.chat_template, BOS and EOS (a built-in\n"
+               "fallback when it has none; default: the default model)"),
+    CLI_STRING("--template", NULL, template_opts, tmpl, "FILE", "a Jinja template file instead"),
+    CLI_STRING("--bos", NULL, template_opts, p.bos_token, "S", "the bos_token text (default: the model's, else \"\")"),
+    CLI_STRING("--eos", NULL, template_opts, p.eos_token, "S", "the eos_token text (default: the model's, else \"\")"),
+    CLI_FLAG_SET("--no-generation-prompt", NULL, template_opts, p.add_generation_prompt, 0,
+                 "add_generation_prompt = false (default true)"),
+    CLI_STRING("--now", NULL, template_opts, p.now, "\"YYYY-MM-DD HH:MM:SS\"", "fixes the clock strftime_now reads"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml template [-m MODEL | --template FILE] [options] < conversation.json\n",
+    .about = "Reads {\"messages\": [{\"role\": ..., \"content\": ...}, ...]} on stdin and writes the prompt the\n"
+             "chat template renders, byte for byte as Hugging Face's apply_chat_template. Other keys of the\n"
+             "object (e.g. \"tools\") become template variables.\n",
+    .opts = options,
+};
 
 /* All of a stream; NULL after printing an error. */
 static char *read_all(FILE *f, const char *what, size_t *len) {
@@ -71,32 +81,14 @@ static char *read_file(const char *path) {
 }
 
 int cmd_template(int argc, char **argv) {
-    const char *model = NULL, *tmpl_path = NULL;
-    wgml_chat_params p = wgml_chat_default_params();
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--template")) {
-            if (!(tmpl_path = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--bos")) {
-            if (!(p.bos_token = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--eos")) {
-            if (!(p.eos_token = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--now")) {
-            if (!(p.now = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--no-generation-prompt")) {
-            p.add_generation_prompt = 0;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    template_opts opt = {.p = wgml_chat_default_params()};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const char *model = opt.model, *tmpl_path = opt.tmpl;
+    wgml_chat_params p = opt.p;
     if (model && tmpl_path) return cli_usage_error("give either -m MODEL or --template FILE, not both");
 
-    int rc = CLI_FAIL;
+    rc = CLI_FAIL;
     char *input = NULL, *file_tmpl = NULL, *prompt = NULL;
     gguf_file *g = NULL;
     wgml_tokenizer *tok = NULL;
@@ -121,7 +113,7 @@ int cmd_template(int argc, char **argv) {
             rc = cli_fail_err(&err);
             goto done;
         }
-        if (chat_model_info_load(g, tok, fam, &info, &err)) {
+        if (chat_model_info_load(g, tok, fam && (fam->tasks & WGML_TASK_GENERATE), &info, &err)) {
             rc = cli_fail_err(&err);
             goto done;
         }

@@ -6,41 +6,35 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/alloc.h"
-#include "format/gguf.h"
-#include "text/tokenizer.h"
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml tokenize [-m MODEL] [--bos] [--pieces] (TEXT | -f FILE)\n"
-    "Prints the token ids of TEXT on one line, space-separated.\n"
-    "  -m, --model FILE   GGUF with tokenizer metadata (a vocabulary-only file works)\n"
-    "  --bos              prepend BOS (if the vocabulary has one)\n"
-    "  --pieces           print id:piece pairs instead of ids\n";
+typedef struct {
+    const char *model, *file;
+    int bos, pieces;
+} tokenize_opts;
+
+static const cli_opt options[] = {
+    CLI_STRING("--model", "-m", tokenize_opts, model, "FILE", "GGUF with tokenizer metadata (a vocabulary-only file works)"),
+    CLI_STRING("--file", "-f", tokenize_opts, file, "FILE", "read the text from a file"),
+    CLI_FLAG("--bos", NULL, tokenize_opts, bos, "prepend BOS (if the vocabulary has one)"),
+    CLI_FLAG("--pieces", NULL, tokenize_opts, pieces, "print id:piece pairs instead of ids"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml tokenize [-m MODEL] [--bos] [--pieces] (TEXT | -f FILE)\n",
+    .about = "Prints the token ids of TEXT on one line, space-separated.\n",
+    .opts = options,
+    .max_args = 1,
+    .too_many = "give the text as one argument (quote it)",
+};
 
 int cmd_tokenize(int argc, char **argv) {
-    const char *model = NULL, *text = NULL, *file = NULL;
-    int bos = 0, pieces = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            if (!(file = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--bos")) {
-            bos = 1;
-        } else if (!strcmp(a, "--pieces")) {
-            pieces = 1;
-        } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("unknown option '%s'", a);
-        } else if (!text) {
-            text = a;
-        } else {
-            return cli_usage_error("give the text as one argument (quote it)");
-        }
-    }
+    tokenize_opts opt = {0};
+    int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
+    if (rc >= 0) return rc;
+    const char *model = opt.model, *text = n_args ? argv[0] : NULL, *file = opt.file;
+    const int bos = opt.bos, pieces = opt.pieces;
     if (!!text == !!file) return cli_usage_error("give either TEXT or -f FILE");
     char *buf = NULL;
     size_t len = 0;
@@ -67,7 +61,7 @@ int cmd_tokenize(int argc, char **argv) {
     gguf_file *f = NULL;
     wgml_tokenizer *tok = NULL;
     wgml_error err;
-    int rc = CLI_OK;
+    rc = CLI_OK;
     int32_t *ids = NULL;
     if (!model && !(model = cli_default_model())) {
         rc = CLI_FAIL;

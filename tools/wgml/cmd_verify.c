@@ -32,41 +32,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_internal.h"
-#include "backend/backend.h"
-#include "backend/opcheck.h"
-#include "core/dtype.h"
 #include "cli.h"
+#include "tools_internal.h"
 
-static const char *help =
-    "usage: wgml verify [--adapter NAME | --backend cpu] [options]\n"
-    "Checks a device op by op and end to end against the exact CPU reference (quantized\n"
-    "weights dequantized, f32 activations). The device is a WebGPU adapter, or with\n"
-    "--backend cpu the fast CPU backend, whose 8-bit activations get wider tolerances.\n\n"
-    "  --adapter NAME   adapter whose name contains NAME (default: the best hardware adapter)\n"
-    "  --backend B      webgpu (default) or cpu\n"
-    "  -m, --model FILE model for the end-to-end check (default: $WGML_MODEL, else the shipped\n"
-    "                   stories260K.gguf)\n"
-    "  -n, --tokens N   positions in the end-to-end check, prompt included (default 64)\n"
-    "  --quick          a smaller op grid\n"
-    "  --op NAME[,NAME...]  only these ops (e.g. matmul, attention; the list is in src/backend/ops.h); no e2e\n"
-    "  --type T[,T...]  only matmul and get_rows cases with weights of these types (e.g. Q4_K);\n"
-    "                   no e2e\n"
-    "  --no-ops         skip the op grid (only the end-to-end check)\n"
-    "  --no-e2e         skip the end-to-end check\n"
-    "  --f32            use the f32 tier even if the adapter has shader-f16\n"
-    "  --no-subgroups   use workgroup-memory reductions even if the adapter has subgroups\n"
-    "  --verbose        print passing cases too (default: failures and a summary per op)\n\n"
-    "End to end, the prompt runs in one batch, then each token is the reference's greedy\n"
-    "choice; the reference keeps its KV cache in the device's type. The error is the largest\n"
-    "|device - reference| logit over the largest |reference| logit (+1) of its position;\n"
-    "top-1 tokens must agree wherever the reference's top-2 margin exceeds the tolerance.\n"
-    "The tolerance is what a correct device can differ by: f32 sums in another order, on the\n"
-    "shader-f16 tier KV values rounding to the other neighbouring f16, with --backend cpu and\n"
-    "quantized weights the 8-bit activations; each run prints its formula and value.\n"
-    "Environment: WGML_VERIFY_FAULT=TENSOR[:FACTOR[:BLOCK]] multiplies the scale of one block\n"
-    "(default 0) of weight TENSOR by FACTOR (default 1.25) on the device only: a planted bug,\n"
-    "to see verify fail.\n";
+typedef struct {
+    const char *adapter, *model, *filter, *type;
+    char types[256]; /* --type's names in their canonical spelling: type points here */
+    int quick, e2e, ops, f32, no_sg, verbose, cpu, n_tokens;
+} verify_opts;
+
+/* --op: each name must be an op */
+static int set_ops(void *base, const char *opt, const char *list) {
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        int known = 0;
+        for (int op = 0; op < WGML_OP_COUNT; op++)
+            known |= strlen(wgml_op_names[op]) == n && !strncmp(p, wgml_op_names[op], n);
+        if (!known) {
+            char names[512];
+            size_t len = 0;
+            for (int op = 0; op < WGML_OP_COUNT && len < sizeof names; op++)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", op ? ", " : "", wgml_op_names[op]);
+            return cli_usage_error("%s: unknown op '%.*s' (ops: %s)", opt, (int)n, p, names), 0;
+        }
+        p += n + (p[n] == ',');
+    }
+    ((verify_opts *)base)->filter = list;
+    return 1;
+}
+
+/* --type: each name checked, and rewritten in its canonical spelling */
+static int set_types(void *base, const char *opt, const char *list) {
+    verify_opts *o = base;
+    size_t len = 0;
+    for (const char *p = list; *p;) {
+        char name[32];
+        size_t n = strcspn(p, ",");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
+        int t = wgml_dtype_from_name(name);
+        if (t < 0 || n >= sizeof name) return cli_usage_error("unknown tensor type '%.*s'", (int)n, p), 0;
+        len += (size_t)snprintf(o->types + len, sizeof o->types - len, "%s%s", len ? "," : "",
+                                wgml_dtype_name((uint32_t)t));
+        if (len >= sizeof o->types) return cli_usage_error("%s: too many types", opt), 0;
+        p += n + (p[n] == ',');
+    }
+    if (!len) return cli_usage_error("%s needs a type name", opt), 0;
+    o->type = o->types;
+    return 1;
+}
+
+static const cli_choice backends[] = {{"webgpu", 0}, {"cpu", 1}, {NULL, 0}};
+
+static const cli_opt options[] = {
+    CLI_STRING("--adapter", NULL, verify_opts, adapter, "NAME",
+               "adapter whose name contains NAME (default: the best hardware adapter)"),
+    CLI_CHOICE("--backend", NULL, verify_opts, cpu, "B", backends, "webgpu (default) or cpu"),
+    CLI_STRING("--model", "-m", verify_opts, model, "FILE",
+               "model for the end-to-end check (default: $WGML_MODEL, else the shipped\n"
+               "stories260K.gguf)"),
+    CLI_INT("--tokens", "-n", verify_opts, n_tokens, "N", 2, 4096,
+            "positions in the end-to-end check, prompt included (default 64)"),
+    CLI_FLAG("--quick", NULL, verify_opts, quick, "a smaller op grid"),
+    CLI_FN("--op", NULL, "NAME[,NAME...]", set_ops,
+           "only these ops (e.g. matmul, attention; the list is in src/backend/ops.h);\nno e2e"),
+    CLI_FN("--type", NULL, "T[,T...]", set_types,
+           "only matmul and get_rows cases with weights of these types (e.g. Q4_K);\nno e2e"),
+    CLI_FLAG_SET("--no-ops", NULL, verify_opts, ops, 0, "skip the op grid (only the end-to-end check)"),
+    CLI_FLAG_SET("--no-e2e", NULL, verify_opts, e2e, 0, "skip the end-to-end check"),
+    CLI_FLAG("--f32", NULL, verify_opts, f32, "use the f32 tier even if the adapter has shader-f16"),
+    CLI_FLAG("--no-subgroups", NULL, verify_opts, no_sg,
+             "use workgroup-memory reductions even if the adapter has subgroups"),
+    CLI_FLAG("--verbose", NULL, verify_opts, verbose, "print passing cases too (default: failures and a summary per op)"),
+    CLI_END,
+};
+
+static const cli_spec spec = {
+    .usage = "usage: wgml verify [--adapter NAME | --backend cpu] [options]\n",
+    .about = "Checks a device op by op and end to end against the exact CPU reference (quantized\n"
+             "weights dequantized, f32 activations). The device is a WebGPU adapter, or with\n"
+             "--backend cpu the fast CPU backend, whose 8-bit activations get wider tolerances.\n",
+    .opts = options,
+    .more = "\nEnd to end, the prompt runs in one batch, then each token is the reference's greedy\n"
+            "choice; the reference keeps its KV cache in the device's type. The error is the largest\n"
+            "|device - reference| logit over the largest |reference| logit (+1) of its position;\n"
+            "top-1 tokens must agree wherever the reference's top-2 margin exceeds the tolerance.\n"
+            "The tolerance is what a correct device can differ by: f32 sums in another order, on the\n"
+            "shader-f16 tier KV values rounding to the other neighbouring f16, with --backend cpu and\n"
+            "quantized weights the 8-bit activations; each run prints its formula and value.\n"
+            "Environment: WGML_VERIFY_FAULT=TENSOR[:FACTOR[:BLOCK]] multiplies the scale of one block\n"
+            "(default 0) of weight TENSOR by FACTOR (default 1.25) on the device only: a planted bug,\n"
+            "to see verify fail.\n",
+};
 
 typedef struct {
     int verbose;
@@ -360,79 +416,12 @@ static int parse_fault(const char *s, char *name, size_t cap, wgml_model_load_op
 }
 
 int cmd_verify(int argc, char **argv) {
-    const char *adapter = NULL, *model = NULL, *filter = NULL, *type = NULL;
-    char types[256];
-    int quick = 0, e2e = 1, ops = 1, f32 = 0, no_sg = 0, verbose = 0, cpu = 0;
-    long long n_tokens = 64;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(help, stdout);
-            return CLI_OK;
-        } else if (!strcmp(a, "--adapter")) {
-            if (!(adapter = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "--backend")) {
-            const char *b = cli_value(argc, argv, &i);
-            if (!b) return CLI_USAGE;
-            if (!strcmp(b, "cpu")) cpu = 1;
-            else if (!strcmp(b, "webgpu")) cpu = 0;
-            else return cli_usage_error("--backend must be webgpu or cpu, got '%s'", b);
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = cli_value(argc, argv, &i))) return CLI_USAGE;
-        } else if (!strcmp(a, "-n") || !strcmp(a, "--tokens")) {
-            const char *v = cli_value(argc, argv, &i);
-            if (!v || !cli_parse_int(a, v, 2, 4096, &n_tokens)) return CLI_USAGE;
-        } else if (!strcmp(a, "--op")) {
-            if (!(filter = cli_value(argc, argv, &i))) return CLI_USAGE;
-            for (const char *p = filter; *p;) { /* each name must be an op */
-                size_t n = strcspn(p, ",");
-                int known = 0;
-                for (int op = 0; op < WGML_OP_COUNT; op++)
-                    known |= strlen(wgml_op_names[op]) == n && !strncmp(p, wgml_op_names[op], n);
-                if (!known) {
-                    char names[512];
-                    size_t len = 0;
-                    for (int op = 0; op < WGML_OP_COUNT && len < sizeof names; op++)
-                        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", op ? ", " : "",
-                                                wgml_op_names[op]);
-                    return cli_usage_error("--op: unknown op '%.*s' (ops: %s)", (int)n, p, names);
-                }
-                p += n + (p[n] == ',');
-            }
-        } else if (!strcmp(a, "--type")) {
-            const char *list = cli_value(argc, argv, &i);
-            if (!list) return CLI_USAGE;
-            /* each name checked, and rewritten in its canonical spelling */
-            size_t len = 0;
-            for (const char *p = list; *p;) {
-                char name[32];
-                size_t n = strcspn(p, ",");
-                snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), p);
-                int t = wgml_dtype_from_name(name);
-                if (t < 0 || n >= sizeof name) return cli_usage_error("unknown tensor type '%.*s'", (int)n, p);
-                len += (size_t)snprintf(types + len, sizeof types - len, "%s%s", len ? "," : "",
-                                        wgml_dtype_name((uint32_t)t));
-                if (len >= sizeof types) return cli_usage_error("--type: too many types");
-                p += n + (p[n] == ',');
-            }
-            if (!len) return cli_usage_error("--type needs a type name");
-            type = types;
-        } else if (!strcmp(a, "--quick")) {
-            quick = 1;
-        } else if (!strcmp(a, "--no-e2e")) {
-            e2e = 0;
-        } else if (!strcmp(a, "--no-ops")) {
-            ops = 0;
-        } else if (!strcmp(a, "--f32")) {
-            f32 = 1;
-        } else if (!strcmp(a, "--no-subgroups")) {
-            no_sg = 1;
-        } else if (!strcmp(a, "--verbose")) {
-            verbose = 1;
-        } else {
-            return cli_usage_error("unknown option '%s'", a);
-        }
-    }
+    verify_opts opt = {.e2e = 1, .ops = 1, .n_tokens = 64};
+    int rc = cli_parse(&spec, &opt, argc, argv, NULL);
+    if (rc >= 0) return rc;
+    const char *adapter = opt.adapter, *model = opt.model, *filter = opt.filter, *type = opt.type;
+    const int quick = opt.quick, e2e = opt.e2e, ops = opt.ops, f32 = opt.f32, no_sg = opt.no_sg, cpu = opt.cpu;
+    const long long n_tokens = opt.n_tokens;
     if (cpu && (adapter || f32 || no_sg))
         return cli_usage_error("--adapter, --f32 and --no-subgroups are for --backend webgpu");
     if (!ops && !e2e) return cli_usage_error("--no-ops and --no-e2e leave nothing to check");
@@ -464,7 +453,7 @@ int cmd_verify(int argc, char **argv) {
         printf("matmuls of quantized weights: the device rounds their activations to 8 bits, so each case is held\n"
                "to 7 sigma of the error that makes (from its inputs and weights); the other cases to f32's 2e-4\n");
     printf("%-10s %-58s %9s %8s %s\n", "op", "case", "error", "tol", "result");
-    table t = {.verbose = verbose};
+    table t = {.verbose = opt.verbose};
     if (ops) {
         wgml_opcheck_options oo = {.quick = quick, .filter = filter, .type = type, .act8 = cpu};
         wgml_opcheck_run(dev, ref, &oo, row, &t);

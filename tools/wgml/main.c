@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/cpu/kernels.h"
 #include "cli.h"
+#include "tools_internal.h"
 
 static const struct {
     const char *name;

@@ -9,7 +9,6 @@
  * Ops execute when called (see cpu_ops.c), so begin/end only bracket a step
  * and report the first error any op recorded.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -18,16 +17,6 @@
 #include "backend/cpu/kernels.h"
 #include "core/alloc.h"
 #include "core/error.h"
-
-void cpu_error(cpu_backend *cb, wgml_status code, const char *fmt, ...) {
-    if (cb->status != WGML_OK) return;
-    cb->status = code;
-    cb->error.code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cb->error.message, sizeof cb->error.message, fmt, ap);
-    va_end(ap);
-}
 
 /* *buf grown to at least size bytes (contents not kept). */
 static void *grow(cpu_backend *cb, uint8_t **buf, size_t *have, size_t size, const char *what) {
@@ -200,8 +189,7 @@ static void begin(wgml_backend *be, const wgml_step *step) {
     cpu_backend *cb = (cpu_backend *)be;
     cb->step = *step;
     cb->in_step = 1;
-    cb->status = WGML_OK;
-    wgml_error_clear(&cb->error);
+    wgml_sticky_clear(&cb->sticky);
     cb->stats.steps++;
 }
 
@@ -209,11 +197,7 @@ static wgml_status end(wgml_backend *be, wgml_error *err) {
     cpu_backend *cb = (cpu_backend *)be;
     cb->in_step = 0;
     cb->stats.submits++;
-    if (cb->status != WGML_OK) {
-        if (err) *err = cb->error;
-        return cb->status;
-    }
-    return WGML_OK;
+    return wgml_sticky_report(&cb->sticky, err);
 }
 
 static void upload(wgml_backend *be, const wgml_tensor *dst, const void *src, size_t size) {

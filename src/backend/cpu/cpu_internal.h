@@ -10,6 +10,7 @@
 #define WGML_CPU_INTERNAL_H
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "core/threadpool.h"
 
 struct wgml_buffer {
@@ -36,8 +37,7 @@ typedef struct cpu_backend {
     int exact; /* f32 activations for every weight type (reference mode) */
     wgml_step step;
     int in_step;
-    wgml_status status; /* first error of the current step */
-    wgml_error error;
+    wgml_sticky sticky; /* first error of the current step */
     /* scratch reused by every op; grows on demand, never shrinks */
     uint8_t *scratch;
     size_t scratch_size;
@@ -52,8 +52,8 @@ typedef struct cpu_backend {
 
 static inline void *cpu_ptr(const wgml_tensor *t) { return t->buf->data + t->offset; }
 
-/* Records the first error of a step (later ones are dropped). */
-void cpu_error(cpu_backend *cb, wgml_status code, const char *fmt, ...);
+/* Records the first error of a step (later ones are dropped): wgml_sticky_fail on cb->sticky. */
+#define cpu_error(cb, code, ...) wgml_sticky_fail(&(cb)->sticky, (code), __VA_ARGS__)
 /* Scratch of at least `size` bytes, 64-byte aligned; NULL (with error recorded) if out of memory. */
 void *cpu_scratch(cpu_backend *cb, size_t size);
 /* The same for a convolution's signal (cpu_op_matmul's conv), kept apart from the scratch. */

@@ -66,7 +66,8 @@ void cpu_op_get_rows(cpu_backend *cb, const wgml_get_rows_args *a) {
     const cpu_type_kernels *k = cpu_weight_kernels(table);
     int64_t n = wgml_tensor_nrows(out), n_rows = wgml_tensor_nrows(table);
     if (!k) {
-        cpu_error(cb, WGML_ERR_UNSUPPORTED, "get_rows: table type %s", wgml_dtype_name(table->type));
+        cpu_error(cb, WGML_ERR_UNSUPPORTED, "get_rows: table '%s' has type %s, which the CPU backend cannot use",
+                  table->name ? table->name : "?", wgml_dtype_name(table->type));
         return;
     }
     const int32_t *id = cpu_ptr(ids);

@@ -10,7 +10,6 @@
  * (maxStorageBufferBindingSize: 128 MiB on lavapipe), uploaded in chunks
  * through a small staging area, never whole in host memory.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,16 +22,6 @@
 #include "core/hash.h"
 
 #define UPLOAD_CHUNK (8u << 20)
-
-void wg_error(wg_backend *wb, wgml_status code, const char *fmt, ...) {
-    if (wb->status != WGML_OK) return;
-    wb->status = code;
-    wb->error.code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(wb->error.message, sizeof wb->error.message, fmt, ap);
-    va_end(ap);
-}
 
 static uint64_t binding_limit(const wg_backend *wb) {
     uint64_t a = wb->info->max_storage_binding_size, b = wb->info->max_buffer_size;
@@ -235,8 +224,7 @@ static void begin(wgml_backend *be, const wgml_step *step) {
     wb->in_step = 1;
     wb->n_slots = 0;
     wb->n_reads = 0;
-    wb->status = WGML_OK;
-    wgml_error_clear(&wb->error);
+    wgml_sticky_clear(&wb->sticky);
     wb->steps++;
 }
 
@@ -252,12 +240,11 @@ static wgml_status end(wgml_backend *be, wgml_error *err) {
     wg_backend *wb = (wg_backend *)be;
     wb->in_step = 0;
     wg_record_flush(wb);
-    if (wb->status) {
+    if (wb->sticky.status) {
         /* recorded dispatches are discarded with the failed step */
         wgml_gpu_submit(wb->gpu, NULL, 0, NULL);
         drop_retired(wb);
-        if (err) *err = wb->error;
-        return wb->status;
+        return wgml_sticky_report(&wb->sticky, err);
     }
     wgml_status st = wgml_gpu_submit(wb->gpu, wb->reads, wb->n_reads, err);
     drop_retired(wb);

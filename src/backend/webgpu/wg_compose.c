@@ -147,128 +147,42 @@ int wg_matvec_rows(const wg_backend *wb, uint32_t flags) {
     return wb->mv_rows;
 }
 
-static const char *kind_file(wg_kind k) {
-    static const char *files[WGK_COUNT] = {
-        [WGK_MATVEC] = "matvec",
-        [WGK_MATMUL] = "matmul",
-        [WGK_GET_ROWS] = "get_rows",
-        [WGK_ROPE] = "rope_store",
-        [WGK_ROPE_STORE] = "rope_store",
-        [WGK_ATTENTION] = "attention",
-        [WGK_ATTN_COMBINE] = "attention_combine",
-        [WGK_ATTN_GENERAL] = "attention_general",
-        [WGK_RMS_NORM] = "rows",
-        [WGK_SOFTMAX] = "rows",
-        [WGK_ARGMAX] = "rows",
-        [WGK_ADD] = "elementwise",
-        [WGK_SWIGLU] = "elementwise",
-        [WGK_BENCH_READ] = "bench_read",
-        [WGK_MUL] = "elementwise",
-        [WGK_LAYER_NORM] = "norm",
-        [WGK_L2_NORM] = "norm",
-        [WGK_UNARY] = "unary",
-        [WGK_POOL] = "pool",
-        [WGK_COPY] = "copy",
-        [WGK_GET_ROWS_ACT] = "copy",
-        [WGK_IM2COL] = "conv",
-        [WGK_COL2IM] = "conv",
-        [WGK_INSTANCE_NORM] = "instance_norm",
-        [WGK_LSTM] = "lstm",
-        [WGK_STFT] = "spectral",
-        [WGK_ISTFT] = "spectral",
-        [WGK_NSF_RATES] = "nsf",
-        [WGK_NSF_SAMPLES] = "nsf",
-    };
-    return (unsigned)k < WGK_COUNT ? files[k] : NULL;
-}
+/* What the kinds' table (WG_KINDS, wg_internal.h) says of each kind. */
+typedef struct {
+    const char *file, *label, *define;
+    unsigned props;
+    const char *in_is_out[3];
+} kind_info;
 
-static const char *kind_label(wg_kind k) {
-    static const char *names[WGK_COUNT] = {
-        [WGK_MATVEC] = "matvec",
-        [WGK_MATMUL] = "matmul",
-        [WGK_GET_ROWS] = "get_rows",
-        [WGK_ROPE] = "rope",
-        [WGK_ROPE_STORE] = "rope_kv_store",
-        [WGK_ATTENTION] = "attention",
-        [WGK_ATTN_COMBINE] = "attention_combine",
-        [WGK_ATTN_GENERAL] = "attention_general",
-        [WGK_RMS_NORM] = "rms_norm",
-        [WGK_SOFTMAX] = "softmax",
-        [WGK_ARGMAX] = "argmax",
-        [WGK_ADD] = "add",
-        [WGK_SWIGLU] = "swiglu",
-        [WGK_BENCH_READ] = "bench_read",
-        [WGK_MUL] = "mul",
-        [WGK_LAYER_NORM] = "layer_norm",
-        [WGK_L2_NORM] = "l2_norm",
-        [WGK_UNARY] = "unary",
-        [WGK_POOL] = "pool",
-        [WGK_COPY] = "copy",
-        [WGK_GET_ROWS_ACT] = "get_rows_act",
-        [WGK_IM2COL] = "im2col",
-        [WGK_COL2IM] = "col2im",
-        [WGK_INSTANCE_NORM] = "instance_norm",
-        [WGK_LSTM] = "lstm",
-        [WGK_STFT] = "stft",
-        [WGK_ISTFT] = "istft",
-        [WGK_NSF_RATES] = "nsf_rates",
-        [WGK_NSF_SAMPLES] = "nsf_samples",
-    };
-    return (unsigned)k < WGK_COUNT ? names[k] : "?";
-}
+static const kind_info kinds[WGK_COUNT] = {
+#define WG_KIND_INFO(NAME, file, label, define, props, in0, in1, in2)                                                  \
+    [WGK_##NAME] = {file, label, define, props, {in0, in1, in2}},
+    WG_KINDS(WG_KIND_INFO)
+#undef WG_KIND_INFO
+};
+
+static const char *kind_file(wg_kind k) { return (unsigned)k < WGK_COUNT ? kinds[k].file : NULL; }
+
+static const char *kind_label(wg_kind k) { return (unsigned)k < WGK_COUNT ? kinds[k].label : "?"; }
+
+/* The name the kind defines for its file's #ifdef (NULL: none). */
+static const char *kind_define(wg_kind k) { return (unsigned)k < WGK_COUNT ? kinds[k].define : NULL; }
+
+static int kind_has(wg_kind k, unsigned prop) { return (unsigned)k < WGK_COUNT && (kinds[k].props & prop) != 0; }
 
 /* The names a kernel of the encoders' ops gives its inputs 0..2 read through
  * the output's binding (WGF_IN0_IS_OUT...), NULL where it has none. */
-static const char *in_is_out(wg_kind k, int i) {
-    static const char *const ew[3] = {"A_IS_OUT", "B_IS_OUT", NULL};
-    static const char *const norm[3] = {"X_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
-    static const char *const unary[3] = {"X_IS_OUT", "V_IS_OUT", NULL};
-    static const char *const pool[3] = {"X_IS_OUT", NULL, NULL}; /* and rms_norm, softmax */
-    static const char *const col2im[3] = {"X_IS_OUT", "B_IS_OUT", NULL};
-    static const char *const lstm[3] = {"GX_IS_OUT", "W_IS_OUT", NULL};
-    static const char *const stft[3] = {"X_IS_OUT", "W_IS_OUT", NULL};
-    static const char *const istft[3] = {"MAG_IS_OUT", "PH_IS_OUT", "W_IS_OUT"};
-    static const char *const nsf[3] = {"F0_IS_OUT", "W_IS_OUT", "B_IS_OUT"};
-    switch (k) {
-    case WGK_ADD:
-    case WGK_MUL: return ew[i];
-    case WGK_LAYER_NORM:
-    case WGK_L2_NORM:
-    case WGK_INSTANCE_NORM: return norm[i];
-    case WGK_UNARY: return unary[i];
-    case WGK_POOL:
-    case WGK_RMS_NORM:
-    case WGK_SOFTMAX:
-    case WGK_COPY:
-    case WGK_GET_ROWS_ACT:
-    case WGK_IM2COL: return pool[i];
-    case WGK_COL2IM: return col2im[i];
-    case WGK_LSTM: return lstm[i];
-    case WGK_STFT: return stft[i];
-    case WGK_ISTFT: return istft[i];
-    case WGK_NSF_SAMPLES: return nsf[i];
-    default: return NULL;
-    }
-}
+static const char *in_is_out(wg_kind k, int i) { return (unsigned)k < WGK_COUNT ? kinds[k].in_is_out[i] : NULL; }
 
 /* Kernels whose output binding and input x come from out_x.wgsl. */
-static int uses_out_x(wg_kind k) {
-    return k == WGK_LAYER_NORM || k == WGK_L2_NORM || k == WGK_UNARY || k == WGK_POOL || k == WGK_RMS_NORM ||
-           k == WGK_SOFTMAX || k == WGK_COPY || k == WGK_GET_ROWS_ACT || k == WGK_IM2COL || k == WGK_COL2IM ||
-           k == WGK_INSTANCE_NORM || k == WGK_STFT;
-}
+static int uses_out_x(wg_kind k) { return kind_has(k, WGKP_OUT_X); }
 
 /* Kernels that use audio_math.wgsl (tanh, sigmoid, sin and cos, twiddles, atan2). */
-static int uses_audio_math(wg_kind k) {
-    return k == WGK_LSTM || k == WGK_STFT || k == WGK_ISTFT || k == WGK_NSF_SAMPLES;
-}
+static int uses_audio_math(wg_kind k) { return kind_has(k, WGKP_AUDIO); }
 
-static int is_matrix(wg_kind k) { return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_GET_ROWS; }
+static int is_matrix(wg_kind k) { return kind_has(k, WGKP_MATRIX); }
 
-static int uses_reduce(wg_kind k) {
-    return k == WGK_MATVEC || k == WGK_MATMUL || k == WGK_ATTENTION || k == WGK_ATTN_GENERAL || k == WGK_RMS_NORM ||
-           k == WGK_SOFTMAX || k == WGK_ARGMAX || k == WGK_BENCH_READ;
-}
+static int uses_reduce(wg_kind k) { return kind_has(k, WGKP_REDUCE); }
 
 /* Bindings and accessors of a matrix kernel variant (see mm_common.wgsl). */
 static void matrix_bindings(sbuf *b, wg_kind kind, uint32_t flags) {
@@ -367,7 +281,6 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
     if (flags & WGF_ADD) def(&d, "EPI_ADD");
     if (flags & WGF_SWIGLU) def(&d, "SWIGLU");
     if (is_matrix(kind) && (flags & WGF_ROW_VIEW)) def(&d, "ROW_VIEW");
-    if (kind == WGK_GET_ROWS) def(&d, "GET_ROWS");
     /* quantized rows are whole blocks of 32 or 256: input reads need no end check */
     if (is_matrix(kind) && wgml_dtype_get(wtype) && wgml_dtype_get(wtype)->block_size >= 32) def(&d, "K_ALIGNED");
     int wg = 64;
@@ -394,29 +307,14 @@ char *wg_compose_source(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t f
         wg = (int)wb->info->subgroup_max_size;
     }
     if (kind == WGK_BENCH_READ && (flags & WGF_CHUNKED)) def(&d, "CHUNKED");
-    if (kind == WGK_ROPE_STORE) def(&d, "STORE");
     if ((kind == WGK_ROPE || kind == WGK_ROPE_STORE) && (flags & WGF_ROPE_POS)) def(&d, "POS");
     if (kind == WGK_ATTN_GENERAL) {
         static const char *const att[] = {"CACHE", "CAUSAL", "SEQ", "KV_SEQ", "POS", "MASK", "RANGE"};
         for (int i = 0; i < 7; i++)
             if (flags & (WGF_ATT_CACHE << i)) def(&d, att[i]);
     }
-    if (kind == WGK_RMS_NORM) def(&d, "RMS_NORM");
-    if (kind == WGK_SOFTMAX) def(&d, "SOFTMAX");
-    if (kind == WGK_ARGMAX) def(&d, "ARGMAX");
-    if (kind == WGK_ADD) def(&d, "ADD");
-    if (kind == WGK_SWIGLU) def(&d, "SWIGLU");
-    if (kind == WGK_MUL) def(&d, "MUL");
-    if (kind == WGK_LAYER_NORM) def(&d, "LAYER_NORM");
-    if (kind == WGK_L2_NORM) def(&d, "L2_NORM");
-    if (kind == WGK_GET_ROWS_ACT) def(&d, "GATHER");
-    if (kind == WGK_IM2COL) def(&d, "IM2COL");
-    if (kind == WGK_COL2IM) def(&d, "COL2IM");
+    if (kind_define(kind)) def(&d, kind_define(kind));
     if (kind == WGK_LSTM && (flags & WGF_LSTM_BIG)) def(&d, "BIG");
-    if (kind == WGK_STFT) def(&d, "STFT");
-    if (kind == WGK_ISTFT) def(&d, "ISTFT");
-    if (kind == WGK_NSF_RATES) def(&d, "RATES");
-    if (kind == WGK_NSF_SAMPLES) def(&d, "SAMPLES");
     if ((kind == WGK_ADD || kind == WGK_MUL) && (flags & WGF_EW_ROWS)) def(&d, "ROWS");
     for (int i = 0; i < 3; i++)
         if ((flags & (WGF_IN0_IS_OUT << i)) && in_is_out(kind, i)) def(&d, in_is_out(kind, i));

@@ -24,6 +24,7 @@
 #define WGML_WG_INTERNAL_H
 
 #include "backend/backend.h"
+#include "core/error.h"
 #include "gpu/gpu.h"
 
 #define WG_PARAM_SLOT 256   /* bytes per dispatch parameter slot (uniform offset alignment) */
@@ -97,8 +98,7 @@ typedef struct wg_backend {
     uint64_t use_clock;
     wgml_gpu_readback *reads; /* this step's downloads: grown as needed, kept (a steady state allocates nothing) */
     int n_reads, cap_reads;
-    wgml_status status; /* first error recorded in this step */
-    wgml_error error;
+    wgml_sticky sticky; /* first error recorded in this step */
 
     /* scratch owned by the backend */
     wgml_gpu_buffer *part;      /* attention split partials */
@@ -122,8 +122,8 @@ typedef struct wg_backend {
     uint64_t weight_bytes;
 } wg_backend;
 
-/* errors recorded during a step (reported by end) */
-void wg_error(wg_backend *wb, wgml_status code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records the first error of a step (reported by end; later ones are dropped): wgml_sticky_fail on wb->sticky. */
+#define wg_error(wb, code, ...) wgml_sticky_fail(&(wb)->sticky, (code), __VA_ARGS__)
 /* The backend's scratch buffer (wb->scratch) with at least `need` bytes, for
  * an op's own temporaries (nsf_source's table, a convolution's unfolding);
  * NULL with the error recorded. Dispatches that use it run in order. */
@@ -150,37 +150,65 @@ void wg_kernels_remember(wg_backend *wb);
 /* ---- wg_compose.c ---- */
 /* Whether a WGSL decoder for weights of this type exists. */
 int wg_has_decoder(uint32_t type);
+/* Properties of a kernel kind: the pieces wg_compose.c puts before its file. */
+#define WGKP_MATRIX 1u /* a weight matrix kernel: mm_common.wgsl, generated bindings, the weight decoder */
+#define WGKP_REDUCE 2u /* reduce.wgsl: workgroup reductions */
+#define WGKP_OUT_X 4u  /* out_x.wgsl: the output and the input x of kernels that may run in place */
+#define WGKP_AUDIO 8u  /* audio_math.wgsl: tanh, sigmoid, sin and cos, twiddles, atan2 */
+
+/* X(NAME, file, label, define, properties, in0, in1, in2): the kernel kinds, one a row,
+ * and everything wg_compose.c knows of them:
+ *   NAME        the enum wg_kind (WGK_<NAME>); its value is in the pipeline cache's keys
+ *               (wg_manifest.c): rows are only ever added at the end
+ *   file        the WGSL file in kernels/ (several kinds share one, told apart by `define`)
+ *   label       the kernel's name in pipeline labels, profiles and tests
+ *   define      the name the kind defines for the file's #ifdef (NULL: none)
+ *   properties  WGKP_MATRIX, WGKP_REDUCE, WGKP_OUT_X, WGKP_AUDIO
+ *   in0..in2    the names the kernel gives inputs 0..2 read through the output's binding
+ *               (WGF_IN0_IS_OUT...), NULL where it has none */
+#define WG_KINDS(X)                                                                                                    \
+    X(MATVEC, "matvec", "matvec", NULL, WGKP_MATRIX | WGKP_REDUCE, NULL, NULL, NULL)                                   \
+    X(MATMUL, "matmul", "matmul", NULL, WGKP_MATRIX | WGKP_REDUCE, NULL, NULL, NULL)                                   \
+    X(GET_ROWS, "get_rows", "get_rows", "GET_ROWS", WGKP_MATRIX, NULL, NULL, NULL)                                     \
+    X(ROPE, "rope_store", "rope", NULL, 0, NULL, NULL, NULL)                                                           \
+    X(ROPE_STORE, "rope_store", "rope_kv_store", "STORE", 0, NULL, NULL, NULL)                                         \
+    X(ATTENTION, "attention", "attention", NULL, WGKP_REDUCE, NULL, NULL, NULL)                                        \
+    X(ATTN_COMBINE, "attention_combine", "attention_combine", NULL, 0, NULL, NULL, NULL)                               \
+    X(ATTN_GENERAL, "attention_general", "attention_general", NULL, WGKP_REDUCE, NULL, NULL, NULL)                     \
+    X(RMS_NORM, "rows", "rms_norm", "RMS_NORM", WGKP_REDUCE | WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                      \
+    X(SOFTMAX, "rows", "softmax", "SOFTMAX", WGKP_REDUCE | WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                         \
+    X(ARGMAX, "rows", "argmax", "ARGMAX", WGKP_REDUCE, NULL, NULL, NULL)                                               \
+    X(ADD, "elementwise", "add", "ADD", 0, "A_IS_OUT", "B_IS_OUT", NULL)                                               \
+    X(SWIGLU, "elementwise", "swiglu", "SWIGLU", 0, NULL, NULL, NULL)                                                  \
+    X(BENCH_READ, "bench_read", "bench_read", NULL, WGKP_REDUCE, NULL, NULL, NULL)                                     \
+    X(MUL, "elementwise", "mul", "MUL", 0, "A_IS_OUT", "B_IS_OUT", NULL)                                               \
+    X(LAYER_NORM, "norm", "layer_norm", "LAYER_NORM", WGKP_OUT_X, "X_IS_OUT", "W_IS_OUT", "B_IS_OUT")                  \
+    X(L2_NORM, "norm", "l2_norm", "L2_NORM", WGKP_OUT_X, "X_IS_OUT", "W_IS_OUT", "B_IS_OUT")                           \
+    X(UNARY, "unary", "unary", NULL, WGKP_OUT_X, "X_IS_OUT", "V_IS_OUT", NULL)                                         \
+    X(POOL, "pool", "pool", NULL, WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                                                  \
+    /* a strided view into contiguous rows */                                                                          \
+    X(COPY, "copy", "copy", NULL, WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                                                  \
+    /* get_rows from an f32 activation table */                                                                        \
+    X(GET_ROWS_ACT, "copy", "get_rows_act", "GATHER", WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                              \
+    /* a signal unfolded for a convolution as a matmul */                                                              \
+    X(IM2COL, "conv", "im2col", "IM2COL", WGKP_OUT_X, "X_IS_OUT", NULL, NULL)                                          \
+    /* a transposed convolution's overlap-add */                                                                       \
+    X(COL2IM, "conv", "col2im", "COL2IM", WGKP_OUT_X, "X_IS_OUT", "B_IS_OUT", NULL)                                    \
+    /* columns normalized over the rows */                                                                             \
+    X(INSTANCE_NORM, "instance_norm", "instance_norm", NULL, WGKP_OUT_X, "X_IS_OUT", "W_IS_OUT", "B_IS_OUT")           \
+    /* an LSTM layer's whole recurrence */                                                                             \
+    X(LSTM, "lstm", "lstm", NULL, WGKP_AUDIO, "GX_IS_OUT", "W_IS_OUT", NULL)                                           \
+    X(STFT, "spectral", "stft", "STFT", WGKP_OUT_X | WGKP_AUDIO, "X_IS_OUT", "W_IS_OUT", NULL)                         \
+    X(ISTFT, "spectral", "istft", "ISTFT", WGKP_AUDIO, "MAG_IS_OUT", "PH_IS_OUT", "W_IS_OUT")                          \
+    /* nsf_source's phase table, then its samples */                                                                   \
+    X(NSF_RATES, "nsf", "nsf_rates", "RATES", 0, NULL, NULL, NULL)                                                     \
+    X(NSF_SAMPLES, "nsf", "nsf_samples", "SAMPLES", WGKP_AUDIO, "F0_IS_OUT", "W_IS_OUT", "B_IS_OUT")
+
 typedef enum wg_kind {
-    WGK_MATVEC,
-    WGK_MATMUL,
-    WGK_GET_ROWS,
-    WGK_ROPE,
-    WGK_ROPE_STORE,
-    WGK_ATTENTION,
-    WGK_ATTN_COMBINE,
-    WGK_ATTN_GENERAL,
-    WGK_RMS_NORM,
-    WGK_SOFTMAX,
-    WGK_ARGMAX,
-    WGK_ADD,
-    WGK_SWIGLU,
-    WGK_BENCH_READ,
-    WGK_MUL,
-    WGK_LAYER_NORM,
-    WGK_L2_NORM,
-    WGK_UNARY,
-    WGK_POOL,
-    WGK_COPY,         /* copy.wgsl: a strided view into contiguous rows */
-    WGK_GET_ROWS_ACT, /* copy.wgsl (GATHER): get_rows from an f32 activation table */
-    WGK_IM2COL,       /* conv.wgsl (IM2COL): a signal unfolded for a convolution as a matmul */
-    WGK_COL2IM,       /* conv.wgsl (COL2IM): a transposed convolution's overlap-add */
-    WGK_INSTANCE_NORM, /* instance_norm.wgsl: columns normalized over the rows */
-    WGK_LSTM,         /* lstm.wgsl: an LSTM layer's whole recurrence */
-    WGK_STFT,         /* spectral.wgsl (STFT) */
-    WGK_ISTFT,        /* spectral.wgsl (ISTFT) */
-    WGK_NSF_RATES,    /* nsf.wgsl (RATES): nsf_source's phase table */
-    WGK_NSF_SAMPLES,  /* nsf.wgsl (SAMPLES): nsf_source's samples */
-    WGK_COUNT
+#define WG_KIND_ENUM(NAME, file, label, define, props, in0, in1, in2) WGK_##NAME,
+    WG_KINDS(WG_KIND_ENUM)
+#undef WG_KIND_ENUM
+        WGK_COUNT
 } wg_kind;
 
 /* matvec/matmul variant flags */
@@ -337,10 +365,10 @@ static inline void wg_dispatch_kernel(wg_backend *wb, wgml_gpu_kernel *k, const 
 
 /* The pipeline of a kernel variant (wg_kernel), or NULL with the error recorded (or one recorded before). */
 static inline wgml_gpu_kernel *wg_get_kernel(wg_backend *wb, wg_kind kind, uint32_t wtype, uint32_t flags) {
-    if (wb->status) return NULL;
+    if (wb->sticky.status) return NULL;
     wgml_error e;
     wgml_gpu_kernel *k = wg_kernel(wb, kind, wtype, flags, &e);
-    if (!k) wg_error(wb, e.code, "%s", e.message);
+    if (!k) wgml_sticky_set(&wb->sticky, &e);
     return k;
 }
 

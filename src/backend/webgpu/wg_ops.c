@@ -176,7 +176,7 @@ static void swiglu_unfused(wg_backend *wb, const wgml_matmul_args *mm) {
         wb->tmp[i] = NULL;
         wgml_error e;
         if (wb->base.buffer_create(&wb->base, need, WGML_BUFFER_ACTIVATIONS, &wb->tmp[i], &e)) {
-            wg_error(wb, e.code, "%s", e.message);
+            wgml_sticky_set(&wb->sticky, &e);
             return;
         }
     }

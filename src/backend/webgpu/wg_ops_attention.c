@@ -58,7 +58,7 @@ static wgml_gpu_buffer *rope_build(wg_backend *wb, const wgml_rope *r, const flo
     wgml_gpu_buffer *buf;
     if (wgml_gpu_buffer_create(wb->gpu, size, WGML_GPU_STORAGE, "wgml rope table", &buf, &e)) {
         wgml_free(tab);
-        wg_error(wb, e.code, "%s", e.message);
+        wgml_sticky_set(&wb->sticky, &e);
         return NULL;
     }
     wgml_gpu_write(wb->gpu, buf, 0, tab, size);
@@ -140,7 +140,10 @@ static void rope_dispatch(wg_backend *wb, const wgml_tensor *q, const wgml_tenso
             !wg_act(wb, "attention", kc, &kc_off) || !wg_act(wb, "attention", vc, &vc_off))
             return;
         if (kc_off || vc_off) { /* the kernel addresses cache rows from element 0 */
-            wg_error(wb, WGML_ERR_INVALID_ARGUMENT, "attention: KV caches must start at the start of their buffers");
+            wg_error(wb, WGML_ERR_INVALID_ARGUMENT,
+                     "attention: k_cache '%s' starts at element %u of its buffer and v_cache '%s' at %u; on WebGPU "
+                     "both need to start at element 0",
+                     kc->name ? kc->name : "?", kc_off, vc->name ? vc->name : "?", vc_off);
             return;
         }
         p->k_stride = (uint32_t)k->ne[0];
@@ -300,7 +303,7 @@ void wg_op_attention(wg_backend *wb, const wgml_attention_args *a) {
                 wb->part = NULL;
             }
             if (wgml_gpu_buffer_create(wb->gpu, need, WGML_GPU_STORAGE, "wgml attention partials", &wb->part, &e)) {
-                wg_error(wb, e.code, "%s", e.message);
+                wgml_sticky_set(&wb->sticky, &e);
                 return;
             }
             wb->part_size = need;

@@ -307,7 +307,7 @@ wgml_gpu_buffer *wg_scratch(wg_backend *wb, const char *op, uint64_t need) {
             if (in_use && wb->n_slots > 0) {
                 wg_record_flush(wb);
                 if (wgml_gpu_submit(wb->gpu, NULL, 0, &e)) {
-                    wg_error(wb, e.code, "%s", e.message);
+                    wgml_sticky_set(&wb->sticky, &e);
                     return NULL;
                 }
             }

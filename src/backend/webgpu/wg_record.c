@@ -71,7 +71,7 @@ static uint64_t bind_key(const wg_dispatch *d) {
 }
 
 void wg_record(wg_backend *wb, const wg_dispatch *d) {
-    if (wb->status) return;
+    if (wb->sticky.status) return;
     if (wb->n_slots >= WG_MAX_SLOTS) {
         /* A step longer than the parameter slots: submit what is recorded (its
          * parameters written first: queue writes run in order with submits),
@@ -79,7 +79,7 @@ void wg_record(wg_backend *wb, const wg_dispatch *d) {
         wg_record_flush(wb);
         wgml_error err;
         if (wgml_gpu_submit(wb->gpu, NULL, 0, &err)) {
-            wg_error(wb, err.code, "%s", err.message);
+            wgml_sticky_set(&wb->sticky, &err);
             return;
         }
         wb->n_slots = 0;
@@ -123,7 +123,7 @@ void wg_record(wg_backend *wb, const wg_dispatch *d) {
         wgml_gpu_bindgroup *bg;
         wgml_error err;
         if (wgml_gpu_bindgroup_create(wb->gpu, d->kernel, b, d->n_bind + 2, &bg, &err)) {
-            wg_error(wb, err.code, "%s", err.message);
+            wgml_sticky_set(&wb->sticky, &err);
             return;
         }
         if (victim->bg) wgml_gpu_bindgroup_destroy(victim->bg);

@@ -19,9 +19,11 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "model/bert/bert.h"
+#include "model/blocks.h"
 
 /* Activations for up to `rows` token rows (and as many texts). */
 struct bert_state {
+    bert_model *m;
     int rows;
     wgml_tensor x, q, k, v, att, h, pooled, cls, score;
     wgml_tensor ids, types, pos, seq, range, start; /* i32 tables uploaded per step */
@@ -30,16 +32,23 @@ struct bert_state {
     int32_t *host; /* staging for the tables: pos, seq, range */
 };
 
-static void state_free(wgml_backend *be, bert_state *s) {
-    if (!s) return;
-    for (int i = 0; i < s->n_bufs; i++) be->buffer_free(be, s->bufs[i]);
+/* Frees the buffers (the state struct stays). */
+static void state_release(bert_state *s) {
+    for (int i = 0; i < s->n_bufs; i++) s->m->be->buffer_free(s->m->be, s->bufs[i]);
+    s->n_bufs = 0;
+    s->rows = 0;
     wgml_free(s->host);
+    s->host = NULL;
+}
+
+void bert_state_free(bert_state *s) {
+    if (!s) return;
+    state_release(s);
     wgml_free(s);
 }
 
 void bert_model_free(bert_model *m) {
     if (!m) return;
-    state_free(m->be, m->st);
     wgml_weights_free(&m->w);
     wgml_free(m->layers);
     wgml_free(m);
@@ -59,22 +68,13 @@ static wgml_status new_tensor(wgml_backend *be, bert_state *s, wgml_tensor *t, c
     return WGML_OK;
 }
 
-/* The scratch for `rows` rows: kept from the last step when large enough. */
-static wgml_status state_get(bert_model *m, int rows, bert_state **out, wgml_error *err) {
-    if (m->st && m->st->rows >= rows) {
-        *out = m->st;
-        return WGML_OK;
-    }
-    state_free(m->be, m->st);
-    m->st = NULL;
+/* Makes s's buffers for `rows` rows (s holds none). */
+static wgml_status state_reserve(bert_state *s, int rows, wgml_error *err) {
+    const bert_model *m = s->m;
     const bert_hparams *hp = &m->hp;
     const int64_t E = hp->n_embd, R = rows;
-    bert_state *s = wgml_calloc(1, sizeof *s);
-    if (s) s->host = wgml_malloc((size_t)R * 5 * sizeof(int32_t));
-    if (!s || !s->host) {
-        wgml_free(s);
-        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's scratch");
-    }
+    if (!(s->host = wgml_malloc((size_t)R * 5 * sizeof(int32_t))))
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's activations");
     s->rows = rows;
     wgml_backend *be = m->be;
     wgml_status st;
@@ -93,10 +93,24 @@ static wgml_status state_get(bert_model *m, int rows, bert_state **out, wgml_err
         (st = new_tensor(be, s, &s->seq, "seq", WGML_I32, R, 1, err)) ||
         (st = new_tensor(be, s, &s->range, "range", WGML_I32, 2, R, err)) ||
         (st = new_tensor(be, s, &s->start, "start", WGML_I32, R + 1, 1, err))) {
-        state_free(be, s);
+        state_release(s);
         return st;
     }
-    m->st = *out = s;
+    return WGML_OK;
+}
+
+wgml_status bert_state_create(bert_model *m, int rows, bert_state **out, wgml_error *err) {
+    *out = NULL;
+    if (rows < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "encoder state: %d rows", rows);
+    bert_state *s = wgml_calloc(1, sizeof *s);
+    if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's activations");
+    s->m = m;
+    wgml_status st = state_reserve(s, rows, err);
+    if (st) {
+        wgml_free(s);
+        return st;
+    }
+    *out = s;
     return WGML_OK;
 }
 
@@ -109,7 +123,7 @@ static wgml_tensor head(const wgml_tensor *t, int64_t n) {
     return v;
 }
 
-static wgml_status check_batch(const bert_model *m, const bert_batch *b, wgml_error *err) {
+static wgml_status check_batch(const bert_model *m, const wgml_encoder_batch *b, wgml_error *err) {
     const bert_hparams *hp = &m->hp;
     if (b->n_seq < 1 || b->n_tokens < b->n_seq || !b->tokens || !b->start)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "encoder: a step of %d texts and %d tokens", b->n_seq,
@@ -133,16 +147,19 @@ static wgml_status check_batch(const bert_model *m, const bert_batch *b, wgml_er
     return WGML_OK;
 }
 
-wgml_status bert_encode(bert_model *m, const bert_batch *b, wgml_pool_mode mode, bert_output what, float *out,
-                        wgml_error *err) {
+wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *b, wgml_pool_mode mode,
+                        wgml_encoder_output what, float *out, wgml_error *err) {
     const bert_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
     wgml_status st = check_batch(m, b, err);
     if (st) return st;
-    if (what == BERT_OUT_SCORE && !bert_is_reranker(m))
+    if (what == WGML_ENCODE_SCORE && !bert_is_reranker(m))
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this model has no reranking head (pooling rank, cls.output)");
-    bert_state *s = NULL;
-    if ((st = state_get(m, b->n_tokens, &s, err))) return st;
+    if (s->m != m) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "encoder: the state belongs to another model");
+    if (b->n_tokens > s->rows) { /* between steps: the state grows for this one */
+        state_release(s);
+        if ((st = state_reserve(s, b->n_tokens, err))) return st;
+    }
     const int n = b->n_tokens, n_seq = b->n_seq;
 
     /* per row: its position in its text, its text, and its text's rows (the attention window) */
@@ -183,38 +200,21 @@ wgml_status bert_encode(bert_model *m, const bert_batch *b, wgml_pool_mode mode,
     wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &m->embd_norm_w,
                                                    .b = opt(&m->embd_norm_b), .eps = hp->eps});
     wgml_rope rope = hp->rope;
+    const wgml_encoder_layer_cfg cfg = {.n_head = hp->n_head, .head_dim = hp->head_dim, .eps = hp->eps,
+                                        .act = WGML_UNARY_GELU_ERF, .causal = hp->causal,
+                                        .rope = hp->nomic ? &rope : NULL, .seq = &tseq,
+                                        .pos = hp->nomic || hp->causal ? &tpos : NULL, .kv_range = &trange};
+    const wgml_encoder_acts acts = {&x, &q, &k, &v, &att, &h};
     for (int l = 0; l < hp->n_layer; l++) {
         const bert_layer *L = &m->layers[l];
-        /* self-attention within each text, then the post-norm residual */
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 3, .w = {&L->wq, &L->wk, &L->wv},
-                                               .bias = {opt(&L->bq), opt(&L->bk), opt(&L->bv)},
-                                               .out = {&q, &k, &v}});
-        wgml_op_attention(be, &(wgml_attention_args){.q = &q, .k = &k, .v = &v, .out = &att, .n_head = hp->n_head,
-                                                     .n_head_kv = hp->n_head, .head_dim = hp->head_dim,
-                                                     .scale = 1.0f / sqrtf((float)hp->head_dim),
-                                                     .rope = hp->nomic ? &rope : NULL,
-                                                     .bidirectional = !hp->causal, .seq = &tseq,
-                                                     .pos = hp->nomic || hp->causal ? &tpos : NULL,
-                                                     .kv_range = &trange});
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &att, .n_w = 1, .w = {&L->wo}, .bias = {opt(&L->bo)},
-                                               .out = {&x}, .epilogue = WGML_EPI_ADD});
-        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &L->attn_norm_w,
-                                                       .b = opt(&L->attn_norm_b), .eps = hp->eps});
-        /* feed-forward, then the post-norm residual */
-        if (L->gate.buf) {
-            wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 2, .w = {&L->gate, &L->up}, .out = {&h},
-                                                   .epilogue = WGML_EPI_SWIGLU});
-        } else {
-            wgml_op_matmul(be, &(wgml_matmul_args){.x = &x, .n_w = 1, .w = {&L->up}, .bias = {opt(&L->b_up)},
-                                                   .out = {&h}});
-            wgml_op_unary(be, &(wgml_unary_args){.out = &h, .x = &h, .kind = WGML_UNARY_GELU_ERF});
-        }
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = &h, .n_w = 1, .w = {&L->down}, .bias = {opt(&L->b_down)},
-                                               .out = {&x}, .epilogue = WGML_EPI_ADD});
-        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &L->out_norm_w,
-                                                       .b = opt(&L->out_norm_b), .eps = hp->eps});
+        const wgml_encoder_layer w = {.wq = &L->wq, .wk = &L->wk, .wv = &L->wv, .bq = opt(&L->bq), .bk = opt(&L->bk),
+                                      .bv = opt(&L->bv), .wo = &L->wo, .bo = opt(&L->bo), .attn_norm_w = &L->attn_norm_w,
+                                      .attn_norm_b = opt(&L->attn_norm_b), .up = &L->up, .b_up = opt(&L->b_up),
+                                      .gate = opt(&L->gate), .down = &L->down, .b_down = opt(&L->b_down),
+                                      .ffn_norm_w = &L->out_norm_w, .ffn_norm_b = opt(&L->out_norm_b)};
+        wgml_block_encoder_layer(be, &w, &cfg, &acts); /* post-norm (model/blocks.h) */
     }
-    if (what == BERT_OUT_SCORE) {
+    if (what == WGML_ENCODE_SCORE) {
         wgml_tensor cls = wgml_tensor_rows(&s->cls, 0, n_seq), score = wgml_tensor_rows(&s->score, 0, n_seq);
         wgml_op_pool(be, &(wgml_pool_args){.out = &pooled, .x = &x, .seq = &tstart, .mode = WGML_POOL_FIRST});
         const wgml_tensor *c = &pooled;
@@ -229,7 +229,7 @@ wgml_status bert_encode(bert_model *m, const bert_batch *b, wgml_pool_mode mode,
         be->download(be, &score, out, (size_t)n_seq * sizeof(float));
     } else {
         wgml_op_pool(be, &(wgml_pool_args){.out = &pooled, .x = &x, .seq = &tstart, .mode = mode});
-        if (what == BERT_OUT_L2) wgml_op_l2_norm(be, &(wgml_l2_norm_args){.out = &pooled, .x = &pooled, .eps = 1e-12f});
+        if (what == WGML_ENCODE_L2) wgml_op_l2_norm(be, &(wgml_l2_norm_args){.out = &pooled, .x = &pooled, .eps = 1e-12f});
         be->download(be, &pooled, out, (size_t)n_seq * (size_t)hp->n_embd * sizeof(float));
     }
     return be->end(be, err);

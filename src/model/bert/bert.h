@@ -3,10 +3,11 @@
  * embeddings (BERT, MiniLM, BGE, E5, GTE, nomic-embed) and cross-encoder
  * rerankers, from GGUF files as llama.cpp's converter writes them.
  *
- * bert_model holds the hyper-parameters and the weights as backend tensors,
- * and the scratch of the last step (grown on demand: a model is used by one
- * thread at a time). bert_encode runs one step: several texts packed one
- * after another in the rows, each attending to its own rows only.
+ * bert_model holds the hyper-parameters and the weights as backend tensors
+ * (read-only once loaded); a bert_state holds one request's activations
+ * (the family's encoder state, model/family.h). bert_encode runs one step:
+ * several texts packed one after another in the rows, each attending to its
+ * own rows only.
  */
 #ifndef WGML_MODEL_BERT_H
 #define WGML_MODEL_BERT_H
@@ -53,7 +54,6 @@ typedef struct bert_model {
     wgml_tensor cls_w, cls_b, cls_out_w, cls_out_b; /* rerankers; absent: buf NULL */
     bert_layer *layers;
     wgml_weights w;
-    bert_state *st; /* the scratch of bert_encode, NULL until the first step */
 } bert_model;
 
 /* Reads and checks the hyper-parameters from f's metadata (no tensors). */
@@ -66,25 +66,15 @@ void bert_model_free(bert_model *m);
 /* 1 when the model scores pairs (pooling rank with a classifier head). */
 int bert_is_reranker(const bert_model *m);
 
-/* One step of texts packed in rows: text s is rows start[s] .. start[s+1]-1
- * (start[0] = 0, start[n_seq] = n_tokens, each text at most n_ctx_train
- * rows), with its token ids and token types (NULL: all 0). */
-typedef struct bert_batch {
-    const int32_t *tokens, *types;
-    const int32_t *start;
-    int n_tokens, n_seq;
-} bert_batch;
+/* A request's activations for steps of up to `rows` rows (bert_encode grows
+ * it, between steps, for a longer one). */
+wgml_status bert_state_create(bert_model *m, int rows, bert_state **out, wgml_error *err);
+void bert_state_free(bert_state *s);
 
-/* What a step reads back per text. */
-typedef enum bert_output {
-    BERT_OUT_POOLED = 0, /* the pooled vector (n_embd floats) */
-    BERT_OUT_L2,         /* the pooled vector, L2-normalized on the device */
-    BERT_OUT_SCORE,      /* a reranker's score (1 float; mode ignored: [CLS]) */
-} bert_output;
-
-/* Encodes the batch and writes n_seq results to out (n_embd or 1 floats
- * each). mode: pooling for the POOLED and L2 outputs. */
-wgml_status bert_encode(bert_model *m, const bert_batch *b, wgml_pool_mode mode, bert_output what, float *out,
-                        wgml_error *err);
+/* Encodes one step of packed texts (wgml_encoder_batch, model/family.h) and
+ * writes n_seq results to out (n_embd or 1 floats each). mode: pooling for
+ * the POOLED and L2 outputs. */
+wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *b, wgml_pool_mode mode,
+                        wgml_encoder_output what, float *out, wgml_error *err);
 
 #endif

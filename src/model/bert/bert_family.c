@@ -79,6 +79,41 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->causal = hp->causal;
 }
 
+/* ---- the encoder interface ---- */
+
+static void enc_info(const void *model, wgml_encoder_info *out) {
+    const bert_model *m = model;
+    const bert_hparams *hp = &m->hp;
+    out->dim = hp->n_embd;
+    out->n_ctx = hp->n_ctx_train;
+    out->n_types = m->types.buf ? hp->n_types : 1;
+    out->pool = hp->pooling == BERT_POOL_CLS || hp->pooling == BERT_POOL_RANK ? WGML_POOL_FIRST
+                : hp->pooling == BERT_POOL_LAST                               ? WGML_POOL_LAST
+                                                                              : WGML_POOL_MEAN;
+    out->rerank = bert_is_reranker(m);
+}
+
+static wgml_status enc_create(void *model, int n_rows, void **state, wgml_error *err) {
+    bert_state *s = NULL;
+    wgml_status st = bert_state_create(model, n_rows, &s, err);
+    *state = s;
+    return st;
+}
+
+static void enc_free(void *state) { bert_state_free(state); }
+
+static wgml_status enc_encode(void *model, void *state, const wgml_encoder_batch *b, wgml_pool_mode pool,
+                              wgml_encoder_output what, float *out, wgml_error *err) {
+    return bert_encode(model, state, b, pool, what, out, err);
+}
+
+static const wgml_encoder encoder = {
+    .info = enc_info,
+    .create = enc_create,
+    .free = enc_free,
+    .encode = enc_encode,
+};
+
 const wgml_family wgml_family_bert = {
     .name = "bert",
     .archs = archs,
@@ -89,4 +124,5 @@ const wgml_family wgml_family_bert = {
     .free = model_free,
     .weights = weights,
     .get_info = get_info,
+    .encoder = &encoder,
 };

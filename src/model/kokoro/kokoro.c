@@ -23,7 +23,10 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/lock.h"
+#include "model/blocks.h"
 #include "model/kokoro/kokoro_model.h"
+#include "model/kokoro/kokoro_weights.h"
 
 #define MAX_ACTS 512
 
@@ -51,6 +54,7 @@ typedef struct {
     size_t size;
 } scratch;
 
+/* The model: read-only once loaded, shared by every state. */
 struct kokoro_model {
     kokoro_hparams hp;
     const gguf_file *f; /* the file (voices are read from it on the host) */
@@ -59,9 +63,16 @@ struct kokoro_model {
     wgml_weights w;
     named_weight *weights; /* sorted by name */
     int n_weights;
+    kokoro_weights kw;  /* the weights by their place (kokoro_weights.h), resolved at load */
     wgml_tensor window; /* the periodic Hann window of the STFT */
     wgml_buffer *window_buf;
-    /* the activations of the current call, freed at the next */
+    wgml_mutex step_mu; /* one step at a time on the backend (any state's) */
+};
+
+/* One request's state: the activations of its last step (freed at its next),
+ * what step 1 leaves for step 2, and the step's error. */
+struct kokoro_state {
+    kokoro_model *m;
     act acts[MAX_ACTS];
     int n_acts;
     scratch scr[MAX_SCRATCH];
@@ -74,11 +85,31 @@ struct kokoro_model {
     int in_step;
     int bf16_decoder; /* kokoro_set_bf16: the decoder's products may round to bf16 */
     int bf16;         /* set while the decoder is built when bf16_decoder: bf16_act on its matmuls */
-    wgml_status status;
-    wgml_error *err;
+    wgml_sticky sk;   /* the first error of the step being built */
 };
 
-void kokoro_set_bf16(kokoro_model *m, int on) { m->bf16_decoder = on != 0; }
+wgml_status kokoro_state_create(kokoro_model *m, kokoro_state **out, wgml_error *err) {
+    *out = wgml_calloc(1, sizeof **out);
+    if (!*out) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a Kokoro state");
+    (*out)->m = m;
+    return WGML_OK;
+}
+
+void kokoro_state_free(kokoro_state *s) {
+    if (!s) return;
+    wgml_backend *be = s->m->be;
+    wgml_mutex_lock(&s->m->step_mu);
+    for (int i = 0; i < s->n_acts; i++)
+        if (s->acts[i].buf) be->buffer_free(be, s->acts[i].buf);
+    for (int i = 0; i < s->n_scr; i++) be->buffer_free(be, s->scr[i].buf);
+    for (int i = 0; i < s->n_retired; i++) be->buffer_free(be, s->retired[i]);
+    wgml_mutex_unlock(&s->m->step_mu);
+    wgml_free(s);
+}
+
+kokoro_model *kokoro_state_model(const kokoro_state *s) { return s->m; }
+
+void kokoro_set_bf16(kokoro_state *s, int on) { s->bf16_decoder = on != 0; }
 
 /* ---- weights ---- */
 
@@ -86,20 +117,12 @@ static int cmp_weight(const void *a, const void *b) {
     return strcmp(((const named_weight *)a)->name, ((const named_weight *)b)->name);
 }
 
-/* The weight `name` (printf-style); a missing one records an error and gives a zero tensor. */
-static const wgml_tensor *W(kokoro_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const wgml_tensor *W(kokoro_model *m, const char *fmt, ...) {
-    static const wgml_tensor none;
-    char name[128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
+/* The weight `name` (kokoro_find_fn for kokoro_weights_resolve); NULL when the file has none. */
+static const wgml_tensor *find_weight(void *ctx, const char *name) {
+    const kokoro_model *m = ctx;
     named_weight key = {.name = name};
     const named_weight *w = bsearch(&key, m->weights, (size_t)m->n_weights, sizeof key, cmp_weight);
-    if (w) return &w->t;
-    if (!m->status) m->status = wgml_fail(m->err, WGML_ERR_FORMAT, "kokoro: the model has no tensor '%s'", name);
-    return &none;
+    return w ? &w->t : NULL;
 }
 
 static int get_u32(const gguf_file *f, const char *key, int lo, int hi, int *out, wgml_error *err) {
@@ -177,10 +200,7 @@ wgml_status kokoro_read_vocab(const gguf_file *f, int n_token, char vocab[][8], 
 
 void kokoro_model_free(kokoro_model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_acts; i++)
-        if (m->acts[i].buf) m->be->buffer_free(m->be, m->acts[i].buf);
-    for (int i = 0; i < m->n_scr; i++) m->be->buffer_free(m->be, m->scr[i].buf);
-    for (int i = 0; i < m->n_retired; i++) m->be->buffer_free(m->be, m->retired[i]);
+    wgml_mutex_destroy(&m->step_mu);
     if (m->window_buf) m->be->buffer_free(m->be, m->window_buf);
     wgml_weights_free(&m->w);
     wgml_free(m->weights);
@@ -193,6 +213,7 @@ wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_f
     if (!m) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     m->be = be;
     m->f = f;
+    wgml_mutex_init(&m->step_mu);
     wgml_status st = kokoro_read_hparams(f, &m->hp, err);
     if (!st) st = kokoro_read_vocab(f, m->hp.n_token, m->vocab, err);
     const int64_t n = gguf_n_tensors(f);
@@ -212,6 +233,7 @@ wgml_status kokoro_model_load(const gguf_file *f, wgml_backend *be, const wgml_f
         if (!st) st = wgml_weights_end(&L);
         qsort(m->weights, (size_t)m->n_weights, sizeof *m->weights, cmp_weight);
     }
+    if (!st) st = kokoro_weights_resolve(&m->hp, find_weight, m, &m->kw, err);
     if (!st) {
         const int N = m->hp.n_fft;
         float *w = wgml_malloc((size_t)N * sizeof *w);
@@ -240,88 +262,91 @@ wgml_weights *kokoro_model_weights(kokoro_model *m) { return &m->w; }
 /* ---- activations ---- */
 
 /* Frees the activations from index `keep` on. */
-static void acts_drop(kokoro_model *m, int keep) {
-    for (int i = keep; i < m->n_acts; i++)
-        if (m->acts[i].buf) m->be->buffer_free(m->be, m->acts[i].buf);
-    m->n_acts = keep < m->n_acts ? keep : m->n_acts;
-    for (int i = 0; i < m->n_retired; i++) m->be->buffer_free(m->be, m->retired[i]);
-    m->n_retired = 0;
+static void acts_drop(kokoro_state *s, int keep) {
+    kokoro_model *m = s->m;
+    for (int i = keep; i < s->n_acts; i++)
+        if (s->acts[i].buf) m->be->buffer_free(m->be, s->acts[i].buf);
+    s->n_acts = keep < s->n_acts ? keep : s->n_acts;
+    for (int i = 0; i < s->n_retired; i++) m->be->buffer_free(m->be, s->retired[i]);
+    s->n_retired = 0;
 }
 
-/* The scratch buffer of `role` with room for size bytes; NULL with m->status set. */
-static wgml_buffer *scratch_get(kokoro_model *m, const char *role, size_t size) {
-    scratch *s = NULL;
-    for (int i = 0; i < m->n_scr && !s; i++)
-        if (!strcmp(m->scr[i].role, role)) s = &m->scr[i];
-    if (!s) {
-        if (m->n_scr == MAX_SCRATCH) {
-            m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many scratch roles");
+/* The scratch buffer of `role` with room for size bytes; NULL with the error kept. */
+static wgml_buffer *scratch_get(kokoro_state *s, const char *role, size_t size) {
+    wgml_backend *be = s->m->be;
+    scratch *sc = NULL;
+    for (int i = 0; i < s->n_scr && !sc; i++)
+        if (!strcmp(s->scr[i].role, role)) sc = &s->scr[i];
+    if (!sc) {
+        if (s->n_scr == MAX_SCRATCH) {
+            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many scratch roles");
             return NULL;
         }
-        s = &m->scr[m->n_scr++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->role, sizeof s->role, "%s", role);
+        sc = &s->scr[s->n_scr++];
+        memset(sc, 0, sizeof *sc);
+        snprintf(sc->role, sizeof sc->role, "%s", role);
     }
-    if (s->buf && s->size >= size) return s->buf;
-    if (s->buf) {
-        if (m->n_retired == MAX_RETIRED) {
-            m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many retired scratch buffers");
+    if (sc->buf && sc->size >= size) return sc->buf;
+    if (sc->buf) {
+        if (s->n_retired == MAX_RETIRED) {
+            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many retired scratch buffers");
             return NULL;
         }
-        m->retired[m->n_retired++] = s->buf;
-        s->buf = NULL, s->size = 0;
+        s->retired[s->n_retired++] = sc->buf;
+        sc->buf = NULL, sc->size = 0;
     }
     size_t want = size + size / 4; /* room to grow a little without a new one */
-    wgml_status st = m->be->buffer_create(m->be, want, WGML_BUFFER_ACTIVATIONS, &s->buf, m->err);
-    if (st) {
-        m->status = st;
-        wgml_error_prefix(m->err, "kokoro: scratch '%s' (%zu bytes)", role, want);
-        s->buf = NULL;
+    wgml_error e;
+    if (be->buffer_create(be, want, WGML_BUFFER_ACTIVATIONS, &sc->buf, &e)) {
+        wgml_error_prefix(&e, "kokoro: scratch '%s' (%zu bytes)", role, want);
+        wgml_sticky_set(&s->sk, &e);
+        sc->buf = NULL;
         return NULL;
     }
-    s->size = want;
-    return s->buf;
+    sc->size = want;
+    return sc->buf;
 }
 
 /* A new activation [rows][cols] named `name` (a buffer of its own). */
-static wgml_tensor *A(kokoro_model *m, const char *name, int64_t cols, int64_t rows) {
+static wgml_tensor *A(kokoro_state *s, const char *name, int64_t cols, int64_t rows) {
+    kokoro_model *m = s->m;
     static wgml_tensor none;
-    if (m->status) return &none;
-    if (m->n_acts == MAX_ACTS) {
-        m->status = wgml_fail(m->err, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many activations");
+    if (s->sk.status) return &none;
+    if (s->n_acts == MAX_ACTS) {
+        wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many activations");
         return &none;
     }
-    act *a = &m->acts[m->n_acts];
+    act *a = &s->acts[s->n_acts];
     snprintf(a->name, sizeof a->name, "%s", name);
     size_t size = (size_t)(cols * rows) * 4;
     if (name[0] == '~') { /* a temporary: a view of its role's scratch buffer */
-        wgml_buffer *b = scratch_get(m, name, size ? size : 4);
+        wgml_buffer *b = scratch_get(s, name, size ? size : 4);
         if (!b) return &none;
         a->buf = NULL;
-        m->n_acts++;
+        s->n_acts++;
         a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = b, .name = a->name};
         return &a->t;
     }
-    wgml_status st = m->be->buffer_create(m->be, size ? size : 4, WGML_BUFFER_ACTIVATIONS, &a->buf, m->err);
-    if (st) {
-        m->status = st;
-        wgml_error_prefix(m->err, "kokoro: activation '%s' (%zu bytes)", name, size);
+    wgml_error e;
+    if (m->be->buffer_create(m->be, size ? size : 4, WGML_BUFFER_ACTIVATIONS, &a->buf, &e)) {
+        wgml_error_prefix(&e, "kokoro: activation '%s' (%zu bytes)", name, size);
+        wgml_sticky_set(&s->sk, &e);
         return &none;
     }
-    m->n_acts++;
+    s->n_acts++;
     a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = a->buf, .name = a->name};
     return &a->t;
 }
 
-const wgml_tensor *kokoro_act(const kokoro_model *m, const char *name) {
-    for (int i = m->n_acts - 1; i >= 0; i--)
-        if (!strcmp(m->acts[i].name, name)) return &m->acts[i].t;
+const wgml_tensor *kokoro_act(const kokoro_state *s, const char *name) {
+    for (int i = s->n_acts - 1; i >= 0; i--)
+        if (!strcmp(s->acts[i].name, name)) return &s->acts[i].t;
     return NULL;
 }
 
-int kokoro_act_count(const kokoro_model *m) { return m->n_acts; }
-const wgml_tensor *kokoro_act_at(const kokoro_model *m, int i) {
-    return i >= 0 && i < m->n_acts ? &m->acts[i].t : NULL;
+int kokoro_act_count(const kokoro_state *s) { return s->n_acts; }
+const wgml_tensor *kokoro_act_at(const kokoro_state *s, int i) {
+    return i >= 0 && i < s->n_acts ? &s->acts[i].t : NULL;
 }
 
 /* Columns [c0, c0+n) of a one-row tensor: a contiguous piece of it. */
@@ -339,184 +364,170 @@ static wgml_tensor piece(const wgml_tensor *t, int64_t c0, int64_t n) {
  * tap's columns, is x's channels C, or more in a quantized file whose
  * converter padded each tap with zero columns to whole blocks (kokoro.h):
  * the unfolding's columns there are zero. */
-static wgml_tensor *conv(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
+static wgml_tensor *conv(kokoro_state *s, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                          const wgml_tensor *b, int K, int stride, int dil, int pad, wgml_epilogue epi,
                          wgml_tensor *into) {
-    wgml_backend *be = m->be;
-    const int64_t T = x->ne[1], C = x->ne[0], T_out = (T + 2 * pad - (int64_t)dil * (K - 1) - 1) / stride + 1;
-    const int64_t Ct = w->ne[0] / K;
-    if (!m->status && (w->ne[0] % K || Ct < C))
-        m->status = wgml_fail(m->err, WGML_ERR_FORMAT,
-                              "kokoro: weight '%s' has rows of %lld, not a convolution's of %d taps x %lld channels",
-                              w->name ? w->name : "?", (long long)w->ne[0], K, (long long)C);
-    wgml_conv1d cv = {0};
-    if (K != 1 || stride != 1 || pad || Ct != C)
-        cv = (wgml_conv1d){.kernel = K, .stride = stride, .dilation = dil, .pad_l = pad, .pad_r = pad};
-    wgml_tensor *y = into ? into : A(m, name, w->ne[1], T_out);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = x, .n_w = 1, .w = {w}, .bias = {b},
-                                           .out = {y}, .epilogue = epi, .conv = cv});
+    const int64_t C = x->ne[0], Ct = w->ne[0] / K;
+    if (w->ne[0] % K || Ct < C)
+        wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT,
+                         "kokoro: weight '%s' has rows of %lld, not a convolution's of %d taps x %lld channels",
+                         w->name ? w->name : "?", (long long)w->ne[0], K, (long long)C);
+    wgml_tensor *y = into ? into : A(s, name, w->ne[1], wgml_conv1d_len(x->ne[1], K, stride, dil, pad));
+    wgml_block_conv1d(s->m->be, x, w, b, K, stride, dil, pad, epi, 1, s->bf16, y);
     return y;
 }
 
 /* The style's share of an AdaIN / AdaLayerNorm: fc(style) = [1 + gamma ; beta] (one row of 2C). */
-static wgml_tensor *ada(kokoro_model *m, const char *fc, const wgml_tensor *style) {
-    const wgml_tensor *w = W(m, "%s.weight", fc), *b = W(m, "%s.bias", fc);
-    wgml_tensor *gb = A(m, "~ada", w->ne[1], 1);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = style, .n_w = 1, .w = {w},
-                                              .bias = {b}, .out = {gb}});
+static wgml_tensor *ada(kokoro_state *s, const kokoro_lin *fc, const wgml_tensor *style) {
+    wgml_tensor *gb = A(s, "~ada", fc->w->ne[1], 1);
+    wgml_op_matmul(s->m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = style, .n_w = 1,
+                                                 .w = {fc->w}, .bias = {fc->b}, .out = {gb}});
     return gb;
 }
 
 /* AdaIN1d in place: instance norm, then (1 + gamma) x + beta. */
-static void adain(kokoro_model *m, const char *fc, wgml_tensor *x, const wgml_tensor *style) {
-    wgml_tensor *gb = ada(m, fc, style);
+static void adain(kokoro_state *s, const kokoro_lin *fc, wgml_tensor *x, const wgml_tensor *style) {
+    wgml_tensor *gb = ada(s, fc, style);
     const int64_t C = x->ne[0];
     wgml_tensor g = piece(gb, 0, C), b = piece(gb, C, C);
-    wgml_op_instance_norm(m->be, &(wgml_instance_norm_args){.out = x, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
+    wgml_op_instance_norm(s->m->be, &(wgml_instance_norm_args){.out = x, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
 }
 
-static void leaky(kokoro_model *m, wgml_tensor *x, float slope) {
+static void leaky(kokoro_state *s, wgml_tensor *x, float slope) {
+    kokoro_model *m = s->m;
     wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = slope});
 }
 
-static void snake(kokoro_model *m, wgml_tensor *x, const wgml_tensor *alpha) {
+static void snake(kokoro_state *s, wgml_tensor *x, const wgml_tensor *alpha) {
+    kokoro_model *m = s->m;
     wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_SNAKE, .v = alpha});
 }
 
 /* x repeated twice in time (nearest upsampling): a copy of a broadcast view. */
-static wgml_tensor *upsample2(kokoro_model *m, const wgml_tensor *x) {
+static wgml_tensor *upsample2(kokoro_state *s, const wgml_tensor *x) {
+    kokoro_model *m = s->m;
     const int64_t C = x->ne[0], T = x->ne[1];
     int64_t ne[4] = {C, 2, T, 1};
     size_t nb[4] = {4, 0, (size_t)C * 4, (size_t)(C * T) * 4};
     wgml_tensor v = wgml_tensor_view(x, ne, nb, 0);
-    wgml_tensor *y = A(m, "~up2", C, 2 * T);
+    wgml_tensor *y = A(s, "~up2", C, 2 * T);
     wgml_op_copy(m->be, &(wgml_copy_args){.out = y, .x = &v});
     return y;
 }
 
 /* ConvTranspose1d of x by matmul (weight [K][Co][Ci]) and col2im. */
-static wgml_tensor *conv_t(kokoro_model *m, const char *name, const wgml_tensor *x, const wgml_tensor *w,
+static wgml_tensor *conv_t(kokoro_state *s, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                            const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
+    kokoro_model *m = s->m;
     const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
-    wgml_tensor *y = A(m, "~convt.y", K * Co, T);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = m->bf16, .x = x, .n_w = 1, .w = {w}, .out = {y}});
-    wgml_tensor *o = A(m, name, Co, T_out);
+    wgml_tensor *y = A(s, "~convt.y", K * Co, T);
+    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = x, .n_w = 1, .w = {w}, .out = {y}});
+    wgml_tensor *o = A(s, name, Co, T_out);
     wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
     return o;
 }
 
-/* AdaIN with the fc of `prefix`.`sub`.fc. */
-static void adain_at(kokoro_model *m, const char *prefix, const char *sub, wgml_tensor *x, const wgml_tensor *style) {
-    char fc[128];
-    snprintf(fc, sizeof fc, "%s.%s.fc", prefix, sub);
-    adain(m, fc, x, style);
-}
-
-/* AdainResBlk1d(Ci -> Co, upsample) of block `p` (e.g. "decoder.encode"):
- * (residual + shortcut) / sqrt(2). */
-static wgml_tensor *adain_resblk(kokoro_model *m, const char *p, const char *name, const wgml_tensor *x,
+/* AdainResBlk1d(Ci -> Co, upsample) with weights wb (e.g. the decoder's
+ * encode): (residual + shortcut) / sqrt(2). */
+static wgml_tensor *adain_resblk(kokoro_state *s, const kokoro_resblk *wb, const char *name, const wgml_tensor *x,
                                  const wgml_tensor *style, int upsample) {
-    wgml_backend *be = m->be;
+    wgml_backend *be = s->m->be;
     const int64_t Ci = x->ne[0], T = x->ne[1];
     /* residual: norm1 -> leaky 0.2 -> (pool) -> conv1 -> norm2 -> leaky 0.2 -> conv2 */
-    wgml_tensor *t = A(m, "~res.t", Ci, T);
+    wgml_tensor *t = A(s, "~res.t", Ci, T);
     wgml_op_copy(be, &(wgml_copy_args){.out = t, .x = x});
-    adain_at(m, p, "norm1", t, style);
-    leaky(m, t, 0.2f);
+    adain(s, &wb->norm1, t, style);
+    leaky(s, t, 0.2f);
     if (upsample) { /* depthwise ConvTranspose1d(k3, s2, p1, output_padding 1): repeat, scale, fold */
         int64_t ne[4] = {Ci, 3, T, 1};
         size_t nb[4] = {4, 0, (size_t)Ci * 4, (size_t)(Ci * T) * 4};
         wgml_tensor rep = wgml_tensor_view(t, ne, nb, 0);
-        wgml_tensor *y = A(m, "~pool.y", 3 * Ci, T), flat = *y;
+        wgml_tensor *y = A(s, "~pool.y", 3 * Ci, T), flat = *y;
         flat.ne[0] = Ci, flat.ne[1] = 3 * T;
         wgml_op_copy(be, &(wgml_copy_args){.out = &flat, .x = &rep});
-        char wn[128];
-        snprintf(wn, sizeof wn, "%s.pool", p);
-        wgml_op_mul(be, &(wgml_mul_args){.out = y, .a = y, .b = W(m, "%s.weight", wn)});
-        wgml_tensor *pooled = A(m, "~pool", Ci, 2 * T);
-        wgml_op_col2im(be, &(wgml_col2im_args){.out = pooled, .y = y, .bias = W(m, "%s.bias", wn), .kernel = 3,
-                                               .stride = 2, .pad = 1});
+        wgml_op_mul(be, &(wgml_mul_args){.out = y, .a = y, .b = wb->pool.w});
+        wgml_tensor *pooled = A(s, "~pool", Ci, 2 * T);
+        wgml_op_col2im(be, &(wgml_col2im_args){.out = pooled, .y = y, .bias = wb->pool.b, .kernel = 3, .stride = 2,
+                                               .pad = 1});
         t = pooled;
     }
-    wgml_tensor *h = conv(m, "~res.h", t, W(m, "%s.conv1.weight", p), W(m, "%s.conv1.bias", p), 3, 1, 1, 1,
-                          WGML_EPI_STORE, NULL);
-    adain_at(m, p, "norm2", h, style);
-    leaky(m, h, 0.2f);
+    wgml_tensor *h = conv(s, "~res.h", t, wb->conv1.w, wb->conv1.b, 3, 1, 1, 1, WGML_EPI_STORE, NULL);
+    adain(s, &wb->norm2, h, style);
+    leaky(s, h, 0.2f);
     /* shortcut: (nearest x2) -> (conv1x1, no bias); the residual's conv2 is added onto it */
-    const wgml_tensor *sc_in = upsample ? upsample2(m, x) : x;
-    wgml_tensor *out = A(m, name, h->ne[0], h->ne[1]);
-    char sc_name[128];
-    snprintf(sc_name, sizeof sc_name, "%s.conv1x1.weight", p);
-    if (Ci != h->ne[0])
-        conv(m, name, sc_in, W(m, "%s", sc_name), NULL, 1, 1, 1, 0, WGML_EPI_STORE, out);
+    const wgml_tensor *sc_in = upsample ? upsample2(s, x) : x;
+    wgml_tensor *out = A(s, name, h->ne[0], h->ne[1]);
+    if (Ci != h->ne[0] && !wb->conv1x1)
+        wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT, "kokoro: block '%s' changes %lld channels to %lld without a conv1x1",
+                         name, (long long)Ci, (long long)h->ne[0]);
+    else if (Ci != h->ne[0])
+        conv(s, name, sc_in, wb->conv1x1, NULL, 1, 1, 1, 0, WGML_EPI_STORE, out);
     else
         wgml_op_copy(be, &(wgml_copy_args){.out = out, .x = sc_in});
-    conv(m, name, h, W(m, "%s.conv2.weight", p), W(m, "%s.conv2.bias", p), 3, 1, 1, 1, WGML_EPI_ADD, out);
+    conv(s, name, h, wb->conv2.w, wb->conv2.b, 3, 1, 1, 1, WGML_EPI_ADD, out);
     wgml_op_unary(be, &(wgml_unary_args){.out = out, .x = out, .kind = WGML_UNARY_SCALE, .a = (float)M_SQRT1_2});
     return out;
 }
 
-/* AdaINResBlock1(C, k, dilations) of `p` (generator resblocks, noise_res), x updated in place. */
-static void adain_resblock1(kokoro_model *m, const char *p, wgml_tensor *x, const wgml_tensor *style, int k,
-                            const int dil[3]) {
+/* AdaINResBlock1(C, k, dilations) with weights wb (generator resblocks, noise_res), x updated in place. */
+static void adain_resblock1(kokoro_state *s, const kokoro_resblock1 *wb, wgml_tensor *x, const wgml_tensor *style,
+                            int k, const int dil[3]) {
     const int64_t C = x->ne[0], T = x->ne[1];
     for (int j = 0; j < 3; j++) {
-        char sub[32];
-        wgml_tensor *t = A(m, "~rb.t", C, T);
-        wgml_op_copy(m->be, &(wgml_copy_args){.out = t, .x = x});
-        snprintf(sub, sizeof sub, "adain1.%d", j);
-        adain_at(m, p, sub, t, style);
-        snake(m, t, W(m, "%s.alpha1.%d", p, j));
-        wgml_tensor *u = conv(m, "~rb.u", t, W(m, "%s.convs1.%d.weight", p, j), W(m, "%s.convs1.%d.bias", p, j), k, 1,
-                              dil[j], dil[j] * (k - 1) / 2, WGML_EPI_STORE, NULL);
-        snprintf(sub, sizeof sub, "adain2.%d", j);
-        adain_at(m, p, sub, u, style);
-        snake(m, u, W(m, "%s.alpha2.%d", p, j));
-        conv(m, "rb", u, W(m, "%s.convs2.%d.weight", p, j), W(m, "%s.convs2.%d.bias", p, j), k, 1, 1, (k - 1) / 2,
-             WGML_EPI_ADD, x);
+        wgml_tensor *t = A(s, "~rb.t", C, T);
+        wgml_op_copy(s->m->be, &(wgml_copy_args){.out = t, .x = x});
+        adain(s, &wb->adain1[j], t, style);
+        snake(s, t, wb->alpha1[j]);
+        wgml_tensor *u = conv(s, "~rb.u", t, wb->convs1[j].w, wb->convs1[j].b, k, 1, dil[j], dil[j] * (k - 1) / 2,
+                              WGML_EPI_STORE, NULL);
+        adain(s, &wb->adain2[j], u, style);
+        snake(s, u, wb->alpha2[j]);
+        conv(s, "rb", u, wb->convs2[j].w, wb->convs2[j].b, k, 1, 1, (k - 1) / 2, WGML_EPI_ADD, x);
     }
 }
 
-/* A bidirectional LSTM layer `p` over x [T][in] (plus the style's columns as a
- * bias when `style_bias` is given: the predictor's cat(x, s)). */
-static wgml_tensor *bilstm(kokoro_model *m, const char *p, const char *name, const wgml_tensor *x,
+/* A bidirectional LSTM layer over x [T][in] (plus the style's columns as a
+ * bias when `style` is given: the predictor's cat(x, s)). */
+static wgml_tensor *bilstm(kokoro_state *s, const kokoro_lstm *wl, const char *name, const wgml_tensor *x,
                            const wgml_tensor *style) {
-    wgml_backend *be = m->be;
-    const wgml_tensor *wih = W(m, "%s.weight_ih", p), *bias = W(m, "%s.bias", p), *whh = W(m, "%s.weight_hh", p);
-    const int64_t G2 = wih->ne[1], H = whh->ne[0], T = x->ne[1];
-    const wgml_tensor *b = bias;
+    wgml_backend *be = s->m->be;
+    const int64_t G2 = wl->w_ih->ne[1], H = wl->w_hh->ne[0], T = x->ne[1];
+    const wgml_tensor *b = wl->bias;
     if (style) { /* bias + W_s s: one row */
-        wgml_tensor *bs = A(m, "~lstm.bs", G2, 1);
-        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = style, .n_w = 1, .w = {W(m, "%s.weight_ih_s", p)}, .bias = {bias},
-                                               .out = {bs}});
+        wgml_tensor *bs = A(s, "~lstm.bs", G2, 1);
+        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = style, .n_w = 1, .w = {wl->w_ih_s},
+                                               .bias = {wl->bias}, .out = {bs}});
         b = bs;
     }
-    wgml_tensor *gx = A(m, "~lstm.gx", G2, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {wih}, .bias = {b}, .out = {gx}});
-    wgml_tensor *out = A(m, name, 2 * H, T);
-    wgml_op_lstm(be, &(wgml_lstm_args){.out = out, .gx = gx, .w_hh = whh, .hidden = (int)H, .bidirectional = 1});
+    wgml_tensor *gx = A(s, "~lstm.gx", G2, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = x, .n_w = 1, .w = {wl->w_ih}, .bias = {b}, .out = {gx}});
+    wgml_tensor *out = A(s, name, 2 * H, T);
+    wgml_op_lstm(be, &(wgml_lstm_args){.out = out, .gx = gx, .w_hh = wl->w_hh, .hidden = (int)H, .bidirectional = 1});
     return out;
 }
 
 /* ---- step 1: text -> durations ---- */
 
 /* Starts the call's step. */
-static void begin_step(kokoro_model *m, int n) {
+static void begin_step(kokoro_state *s, int n) {
+    kokoro_model *m = s->m;
     m->be->begin(m->be, &(wgml_step){.pos = 0, .n_tokens = n});
-    m->in_step = 1;
+    s->in_step = 1;
 }
 
-/* Ends the call's step (if it began): the first error of the call. */
-static wgml_status finish_step(kokoro_model *m) {
-    if (!m->in_step) return m->status;
-    m->in_step = 0;
-    wgml_error e2;
-    wgml_status st = m->be->end(m->be, m->status ? &e2 : m->err);
-    return m->status ? m->status : st;
+/* Ends the call's step (if it began): the first error of the call to err. */
+static wgml_status finish_step(kokoro_state *s, wgml_error *err) {
+    if (s->in_step) {
+        s->in_step = 0;
+        wgml_error e;
+        if (s->m->be->end(s->m->be, &e)) wgml_sticky_set(&s->sk, &e);
+    }
+    return wgml_sticky_report(&s->sk, err);
 }
 
-wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
+static wgml_status text_step(kokoro_state *s, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
                         wgml_error *err) {
+    kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
     if (T < 3 || T > hp->bert_ctx || T > KOKORO_MAX_PHONEMES + 2)
@@ -528,8 +539,8 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
         if (ids[i] < 0 || ids[i] >= hp->n_token)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: token id %d is outside 0..%d", ids[i],
                              hp->n_token - 1);
-    acts_drop(m, 0);
-    m->status = WGML_OK, m->err = err, m->T = T, m->bf16 = 0;
+    acts_drop(s, 0);
+    wgml_sticky_clear(&s->sk), s->T = T, s->bf16 = 0;
     const int64_t E = hp->bert_embd, H = hp->bert_hidden, D = hp->hidden, S = hp->style;
     int32_t *host = wgml_malloc((size_t)T * 2 * sizeof *host);
     float *logits = wgml_malloc((size_t)T * hp->max_dur * sizeof *logits);
@@ -538,11 +549,11 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     }
     for (int i = 0; i < T; i++) host[i] = i, host[T + i] = 0;
-    wgml_tensor *tid = A(m, "ids", T, 1), *tpos = A(m, "pos", T, 1), *ttyp = A(m, "types", T, 1);
-    wgml_tensor *sty = A(m, "style", 2 * S, 1);
-    if (!m->status) {
+    wgml_tensor *tid = A(s, "ids", T, 1), *tpos = A(s, "pos", T, 1), *ttyp = A(s, "types", T, 1);
+    wgml_tensor *sty = A(s, "style", 2 * S, 1);
+    if (!s->sk.status) {
         tid->type = tpos->type = ttyp->type = WGML_I32;
-        begin_step(m, T);
+        begin_step(s, T);
         be->upload(be, tid, ids, (size_t)T * 4);
         be->upload(be, tpos, host, (size_t)T * 4);
         be->upload(be, ttyp, host + T, (size_t)T * 4);
@@ -550,91 +561,64 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
     }
     wgml_tensor s_pred = piece(sty, S, S);
     /* ALBERT: embeddings, mapping in, one shared layer applied bert_layers times */
-    wgml_tensor *e = A(m, "bert_embeddings", E, T), *tmp = A(m, "emb.tmp", E, T);
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = e, .table = W(m, "bert.embeddings.word_embeddings.weight"),
-                                               .ids = tid});
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp, .table = W(m, "bert.embeddings.position_embeddings.weight"),
-                                               .ids = tpos});
+    wgml_tensor *e = A(s, "bert_embeddings", E, T), *tmp = A(s, "emb.tmp", E, T);
+    const kokoro_weights *kw = &m->kw;
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = e, .table = kw->word, .ids = tid});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp, .table = kw->position, .ids = tpos});
     wgml_op_add(be, &(wgml_add_args){.out = e, .a = e, .b = tmp});
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp,
-                                               .table = W(m, "bert.embeddings.token_type_embeddings.weight"),
-                                               .ids = ttyp});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = tmp, .table = kw->token_type, .ids = ttyp});
     wgml_op_add(be, &(wgml_add_args){.out = e, .a = e, .b = tmp});
-    wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = e, .x = e, .w = W(m, "bert.embeddings.LayerNorm.weight"),
-                                                   .b = W(m, "bert.embeddings.LayerNorm.bias"), .eps = 1e-12f});
-    wgml_tensor *h = A(m, "bert_dur", H, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = e, .n_w = 1, .w = {W(m, "bert.encoder.embedding_hidden_mapping_in.weight")},
-                                           .bias = {W(m, "bert.encoder.embedding_hidden_mapping_in.bias")}, .out = {h}});
-    const char *L = "bert.encoder.albert_layer_groups.0.albert_layers.0";
-    wgml_tensor *q = A(m, "q", H, T), *k = A(m, "k", H, T), *v = A(m, "v", H, T), *att = A(m, "att", H, T),
-                *ff = A(m, "ffn", hp->bert_ff, T);
-    const int hd = (int)(H / hp->bert_heads);
-    for (int l = 0; l < hp->bert_layers; l++) {
-        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 3,
-                                               .w = {W(m, "%s.attention.query.weight", L), W(m, "%s.attention.key.weight", L),
-                                                     W(m, "%s.attention.value.weight", L)},
-                                               .bias = {W(m, "%s.attention.query.bias", L), W(m, "%s.attention.key.bias", L),
-                                                        W(m, "%s.attention.value.bias", L)},
-                                               .out = {q, k, v}});
-        wgml_op_attention(be, &(wgml_attention_args){.q = q, .k = k, .v = v, .out = att, .n_head = hp->bert_heads,
-                                                     .n_head_kv = hp->bert_heads, .head_dim = hd,
-                                                     .scale = 1.0f / sqrtf((float)hd), .bidirectional = 1});
-        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = att, .n_w = 1, .w = {W(m, "%s.attention.dense.weight", L)},
-                                               .bias = {W(m, "%s.attention.dense.bias", L)}, .out = {h},
-                                               .epilogue = WGML_EPI_ADD});
-        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.attention.LayerNorm.weight", L),
-                                                       .b = W(m, "%s.attention.LayerNorm.bias", L), .eps = 1e-12f});
-        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 1, .w = {W(m, "%s.ffn.weight", L)},
-                                               .bias = {W(m, "%s.ffn.bias", L)}, .out = {ff}});
-        wgml_op_unary(be, &(wgml_unary_args){.out = ff, .x = ff, .kind = WGML_UNARY_GELU});
-        wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = ff, .n_w = 1, .w = {W(m, "%s.ffn_output.weight", L)},
-                                               .bias = {W(m, "%s.ffn_output.bias", L)}, .out = {h},
-                                               .epilogue = WGML_EPI_ADD});
-        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = h, .x = h, .w = W(m, "%s.full_layer_layer_norm.weight", L),
-                                                       .b = W(m, "%s.full_layer_layer_norm.bias", L), .eps = 1e-12f});
-    }
-    wgml_tensor *d_en = A(m, "d_en", D, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 1, .w = {W(m, "bert_encoder.weight")},
-                                           .bias = {W(m, "bert_encoder.bias")}, .out = {d_en}});
+    wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = e, .x = e, .w = kw->emb_norm.w, .b = kw->emb_norm.b,
+                                                   .eps = 1e-12f});
+    wgml_tensor *h = A(s, "bert_dur", H, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = e, .n_w = 1, .w = {kw->map_in.w},
+                                           .bias = {kw->map_in.b}, .out = {h}});
+    /* the one layer ALBERT shares: BERT's post-norm encoder layer (model/blocks.h) */
+    wgml_tensor *q = A(s, "q", H, T), *k = A(s, "k", H, T), *v = A(s, "v", H, T), *att = A(s, "att", H, T),
+                *ff = A(s, "ffn", hp->bert_ff, T);
+    const wgml_encoder_layer_cfg albert_cfg = {.n_head = hp->bert_heads, .head_dim = (int)(H / hp->bert_heads),
+                                               .eps = 1e-12f, .act = WGML_UNARY_GELU, .f32_act = 1};
+    const wgml_encoder_acts albert_acts = {h, q, k, v, att, ff};
+    for (int l = 0; l < hp->bert_layers; l++) wgml_block_encoder_layer(be, &kw->albert, &albert_cfg, &albert_acts);
+    wgml_tensor *d_en = A(s, "d_en", D, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = h, .n_w = 1, .w = {kw->bert_encoder.w},
+                                           .bias = {kw->bert_encoder.b}, .out = {d_en}});
     /* DurationEncoder: (BiLSTM of cat(x, s), AdaLayerNorm) x n_layer; d = x (its style columns are s) */
     wgml_tensor *x = d_en;
     for (int i = 0; i < hp->n_layer; i++) {
-        char p[64], nm[32];
-        snprintf(p, sizeof p, "predictor.text_encoder.lstms.%d", 2 * i);
+        char nm[32];
         snprintf(nm, sizeof nm, "dur_enc_lstm_%d", i);
-        x = bilstm(m, p, nm, x, &s_pred);
-        snprintf(p, sizeof p, "predictor.text_encoder.lstms.%d.fc", 2 * i + 1);
-        wgml_tensor *gb = ada(m, p, &s_pred);
+        x = bilstm(s, &kw->dur_lstm[i], nm, x, &s_pred);
+        wgml_tensor *gb = ada(s, &kw->dur_norm[i], &s_pred);
         wgml_tensor g = piece(gb, 0, D), b = piece(gb, D, D);
         snprintf(nm, sizeof nm, "dur_enc_adanorm_%d", i);
-        wgml_tensor *y = A(m, nm, D, T);
+        wgml_tensor *y = A(s, nm, D, T);
         wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = y, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
         x = y;
     }
     wgml_tensor *d = x; /* the prosody features d (x's columns; the style's are s_pred) */
-    m->d_act = m->n_acts - 1;
-    wgml_tensor *dl = bilstm(m, "predictor.lstm", "dur_lstm", d, &s_pred);
-    wgml_tensor *lg = A(m, "dur_logits", hp->max_dur, T);
-    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = dl, .n_w = 1, .w = {W(m, "predictor.duration_proj.linear_layer.weight")},
-                                           .bias = {W(m, "predictor.duration_proj.linear_layer.bias")}, .out = {lg}});
+    s->d_act = s->n_acts - 1;
+    wgml_tensor *dl = bilstm(s, &kw->lstm, "dur_lstm", d, &s_pred);
+    wgml_tensor *lg = A(s, "dur_logits", hp->max_dur, T);
+    wgml_op_matmul(be, &(wgml_matmul_args){.f32_act = 1, .x = dl, .n_w = 1, .w = {kw->dur_proj.w},
+                                           .bias = {kw->dur_proj.b}, .out = {lg}});
     /* TextEncoder: embedding, (conv, LayerNorm, LeakyReLU 0.2) x n_layer, BiLSTM */
-    wgml_tensor *te = A(m, "te_embedding", D, T);
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = te, .table = W(m, "text_encoder.embedding.weight"), .ids = tid});
+    wgml_tensor *te = A(s, "te_embedding", D, T);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = te, .table = kw->te_embedding, .ids = tid});
     const int K = hp->text_kernel;
     for (int i = 0; i < hp->n_layer; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "te_cnn_%d", i);
-        wgml_tensor *y = conv(m, nm, te, W(m, "text_encoder.cnn.%d.0.weight", i), W(m, "text_encoder.cnn.%d.0.bias", i),
-                              K, 1, 1, (K - 1) / 2, WGML_EPI_STORE, NULL);
-        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = y, .x = y, .w = W(m, "text_encoder.cnn.%d.1.gamma", i),
-                                                       .b = W(m, "text_encoder.cnn.%d.1.beta", i), .eps = 1e-5f});
-        leaky(m, y, 0.2f);
+        wgml_tensor *y = conv(s, nm, te, kw->te_cnn[i].w, kw->te_cnn[i].b, K, 1, 1, (K - 1) / 2, WGML_EPI_STORE, NULL);
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = y, .x = y, .w = kw->te_norm[i].w, .b = kw->te_norm[i].b,
+                                                       .eps = 1e-5f});
+        leaky(s, y, 0.2f);
         te = y;
     }
-    bilstm(m, "text_encoder.lstm", "t_en", te, NULL);
-    m->t_en_act = m->n_acts - 1;
-    if (!m->status) be->download(be, lg, logits, (size_t)T * hp->max_dur * 4);
-    wgml_status st = finish_step(m);
+    bilstm(s, &kw->te_lstm, "t_en", te, NULL);
+    s->t_en_act = s->n_acts - 1;
+    if (!s->sk.status) be->download(be, lg, logits, (size_t)T * hp->max_dur * 4);
+    wgml_status st = finish_step(s, err);
     if (!st) /* duration = sum of sigmoid(logits) / speed, rounded half to even, at least 1 */
         for (int t = 0; t < T; t++) {
             double sum = 0;
@@ -642,7 +626,7 @@ wgml_status kokoro_text(kokoro_model *m, const int32_t *ids, int T, const float 
             double r = rint(sum / speed);
             dur[t] = r < 1 ? 1 : r > 1e6 ? 1000000 : (int32_t)r;
         }
-    m->text_acts = m->n_acts;
+    s->text_acts = s->n_acts;
     wgml_free(host), wgml_free(logits);
     return st;
 }
@@ -656,23 +640,25 @@ int64_t kokoro_audio_len(const kokoro_model *m, int64_t frames) {
 }
 
 /* The decoder and generator on asr [F][D], f0 and n (one row of 2F each), the decoder's style row. */
-static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *f0, const wgml_tensor *nn,
+static void decoder(kokoro_state *s, const wgml_tensor *asr, const wgml_tensor *f0, const wgml_tensor *nn,
                     const wgml_tensor *style, uint64_t seed, wgml_tensor **audio) {
+    kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
     const int64_t F = asr->ne[1], D = asr->ne[0], R = hp->asr_res_dim, Dd = hp->dec_dim;
     /* bf16 products from here to conv_post (kokoro_set_bf16): the prosody (F0, N, the
      * durations) is already computed in f32, so no rounding here moves the source's phase */
-    m->bf16 = m->bf16_decoder;
+    s->bf16 = s->bf16_decoder;
     /* F0_conv, N_conv: Conv1d(1, 1, k3, stride 2, pad 1): 2F -> F */
     wgml_tensor f0c = *f0, nc = *nn;
     f0c.ne[0] = 1, f0c.ne[1] = 2 * F, nc.ne[0] = 1, nc.ne[1] = 2 * F;
-    wgml_tensor *F0 = conv(m, "dec_F0_conv", &f0c, W(m, "decoder.F0_conv.weight"), W(m, "decoder.F0_conv.bias"), 3, 2,
+    const kokoro_weights *kw = &m->kw;
+    wgml_tensor *F0 = conv(s, "dec_F0_conv", &f0c, kw->f0_conv.w, kw->f0_conv.b, 3, 2,
                            1, 1, WGML_EPI_STORE, NULL);
-    wgml_tensor *N = conv(m, "dec_N_conv", &nc, W(m, "decoder.N_conv.weight"), W(m, "decoder.N_conv.bias"), 3, 2, 1, 1,
+    wgml_tensor *N = conv(s, "dec_N_conv", &nc, kw->n_conv.w, kw->n_conv.b, 3, 2, 1, 1,
                           WGML_EPI_STORE, NULL);
     /* encode(cat(asr, F0, N)) */
-    wgml_tensor *cat = A(m, "~dec.cat", D + 2, F);
+    wgml_tensor *cat = A(s, "~dec.cat", D + 2, F);
     const wgml_tensor *parts[3] = {asr, F0, N};
     int c0 = 0;
     for (int i = 0; i < 3; i++) {
@@ -680,11 +666,11 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
                                                .c0 = c0});
         c0 += (int)parts[i]->ne[0];
     }
-    wgml_tensor *x = adain_resblk(m, "decoder.encode", "dec_encode", cat, style, 0);
-    wgml_tensor *res = conv(m, "dec_asr_res", asr, W(m, "decoder.asr_res.0.weight"), W(m, "decoder.asr_res.0.bias"), 1,
+    wgml_tensor *x = adain_resblk(s, &kw->encode, "dec_encode", cat, style, 0);
+    wgml_tensor *res = conv(s, "dec_asr_res", asr, kw->asr_res.w, kw->asr_res.b, 1,
                             1, 1, 0, WGML_EPI_STORE, NULL);
     for (int b = 0; b < 4; b++) {
-        wgml_tensor *c = A(m, "~dec.cat", Dd + R + 2, F);
+        wgml_tensor *c = A(s, "~dec.cat", Dd + R + 2, F);
         const wgml_tensor *ps[4] = {x, res, F0, N};
         c0 = 0;
         for (int i = 0; i < 4; i++) {
@@ -692,53 +678,48 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
                                                    .c0 = c0});
             c0 += (int)ps[i]->ne[0];
         }
-        char p[32], nm[32];
-        snprintf(p, sizeof p, "decoder.decode.%d", b);
+        char nm[32];
         snprintf(nm, sizeof nm, "dec_decode_%d", b);
-        x = adain_resblk(m, p, nm, c, style, b == 3);
+        x = adain_resblk(s, &kw->decode[b], nm, c, style, b == 3);
     }
     /* generator: the harmonic source and its spectrum */
-    const int64_t L = kokoro_audio_len(m, F);
-    wgml_tensor *src = A(m, "gen_har_source", L, 1);
+    const int64_t L = kokoro_audio_len(s->m, F);
+    wgml_tensor *src = A(s, "gen_har_source", L, 1);
     wgml_tensor f0row = *f0;
     f0row.ne[0] = 2 * F, f0row.ne[1] = 1;
     wgml_op_nsf_source(be, &(wgml_nsf_source_args){.out = src, .f0 = &f0row,
-                                                   .w = W(m, "decoder.generator.m_source.l_linear.weight"),
-                                                   .b = W(m, "decoder.generator.m_source.l_linear.bias"),
+                                                   .w = kw->source.w, .b = kw->source.b,
                                                    .harmonics = hp->n_harmonics, .upp = (int)(L / (2 * F)),
                                                    .sample_rate = hp->sample_rate, .amp = 0.1f, .noise_std = 0.003f,
                                                    .voiced_threshold = 10, .seed = seed});
     const int B = hp->n_fft / 2 + 1;
-    wgml_tensor *har = A(m, "gen_har", 2 * B, L / hp->hop + 1);
+    wgml_tensor *har = A(s, "gen_har", 2 * B, L / hp->hop + 1);
     wgml_op_stft(be, &(wgml_stft_args){.out = har, .x = src, .window = &m->window, .n_fft = hp->n_fft, .hop = hp->hop});
     /* upsampling stages */
     int64_t up_total = 1;
     for (int i = 0; i < hp->n_ups; i++) up_total *= hp->up_rates[i];
     int64_t up_done = 1;
     for (int i = 0; i < hp->n_ups; i++) {
-        char nm[48], p[64];
+        char nm[48];
         snprintf(nm, sizeof nm, "gen_ups_%d_in", i);
-        wgml_tensor *xin = A(m, nm, x->ne[0], x->ne[1]);
+        wgml_tensor *xin = A(s, nm, x->ne[0], x->ne[1]);
         wgml_op_unary(be, &(wgml_unary_args){.out = xin, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = 0.1f});
         x = xin;
         /* the noise branch: noise_convs[i](har) at this stage's rate, then noise_res[i] */
         up_done *= hp->up_rates[i];
         const int stride = (int)(up_total / up_done);
-        snprintf(p, sizeof p, "decoder.generator.noise_convs.%d", i);
         snprintf(nm, sizeof nm, "gen_noise_conv_%d", i);
         const int nk = i + 1 < hp->n_ups ? 2 * stride : 1;
-        wgml_tensor *xs = conv(m, nm, har, W(m, "%s.weight", p), W(m, "%s.bias", p), nk, stride, 1,
+        wgml_tensor *xs = conv(s, nm, har, kw->noise_convs[i].w, kw->noise_convs[i].b, nk, stride, 1,
                                i + 1 < hp->n_ups ? (stride + 1) / 2 : 0, WGML_EPI_STORE, NULL);
-        snprintf(p, sizeof p, "decoder.generator.noise_res.%d", i);
         static const int noise_dil[3] = {1, 3, 5}; /* the official Generator's, as its kernels 7 and 11 */
-        adain_resblock1(m, p, xs, style, i + 1 < hp->n_ups ? 7 : 11, noise_dil);
+        adain_resblock1(s, &kw->noise_res[i], xs, style, i + 1 < hp->n_ups ? 7 : 11, noise_dil);
         /* ups[i] */
-        snprintf(p, sizeof p, "decoder.generator.ups.%d", i);
         snprintf(nm, sizeof nm, "gen_ups_%d", i);
-        const int K = hp->up_kernels[i], s = hp->up_rates[i];
-        wgml_tensor *u = conv_t(m, nm, x, W(m, "%s.weight", p), W(m, "%s.bias", p), K, s, (K - s) / 2, 0);
+        const int K = hp->up_kernels[i], rate = hp->up_rates[i];
+        wgml_tensor *u = conv_t(s, nm, x, kw->ups[i].w, kw->ups[i].b, K, rate, (K - rate) / 2, 0);
         if (i == hp->n_ups - 1) { /* ReflectionPad1d((1, 0)) */
-            wgml_tensor *pad = A(m, "gen_pad", u->ne[0], u->ne[1] + 1);
+            wgml_tensor *pad = A(s, "gen_pad", u->ne[0], u->ne[1] + 1);
             wgml_op_im2col(be, &(wgml_im2col_args){.out = pad, .x = u, .kernel = 1, .stride = 1, .dilation = 1,
                                                    .pad_l = 1, .reflect = 1});
             u = pad;
@@ -747,10 +728,9 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
         /* the mean of the stage's residual blocks */
         wgml_tensor *sum = NULL;
         for (int j = 0; j < hp->n_rb; j++) {
-            wgml_tensor *r = A(m, j ? "~gen.rb" : "gen.sum", u->ne[0], u->ne[1]);
+            wgml_tensor *r = A(s, j ? "~gen.rb" : "gen.sum", u->ne[0], u->ne[1]);
             wgml_op_copy(be, &(wgml_copy_args){.out = r, .x = u});
-            snprintf(p, sizeof p, "decoder.generator.resblocks.%d", i * hp->n_rb + j);
-            adain_resblock1(m, p, r, style, hp->rb_kernels[j], hp->rb_dil[j]);
+            adain_resblock1(s, &kw->resblocks[i * hp->n_rb + j], r, style, hp->rb_kernels[j], hp->rb_dil[j]);
             if (!sum) sum = r;
             else wgml_op_add(be, &(wgml_add_args){.out = sum, .a = sum, .b = r});
         }
@@ -758,12 +738,12 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
         x = sum;
     }
     /* conv_post -> exp (magnitude), sin (phase) -> iSTFT; conv_post in f32, as the file keeps it */
-    m->bf16 = 0;
-    leaky(m, x, 0.01f);
-    const wgml_tensor *pw = W(m, "decoder.generator.conv_post.weight"), *pb = W(m, "decoder.generator.conv_post.bias");
+    s->bf16 = 0;
+    leaky(s, x, 0.01f);
+    const wgml_tensor *pw = kw->conv_post.w, *pb = kw->conv_post.b;
     const int kp = (int)(pw->ne[0] / x->ne[0]);
     const int64_t Tf = x->ne[1];
-    wgml_tensor *mag = A(m, "gen_mag", B, Tf), *ph = A(m, "gen_phase", B, Tf);
+    wgml_tensor *mag = A(s, "gen_mag", B, Tf), *ph = A(s, "gen_phase", B, Tf);
     wgml_tensor w_mag = wgml_tensor_rows(pw, 0, B), w_ph = wgml_tensor_rows(pw, B, B);
     wgml_tensor b_mag = piece(pb, 0, B), b_ph = piece(pb, B, B);
     const wgml_conv1d cv = {.kernel = kp, .stride = 1, .dilation = 1, .pad_l = (kp - 1) / 2, .pad_r = (kp - 1) / 2};
@@ -771,19 +751,20 @@ static void decoder(kokoro_model *m, const wgml_tensor *asr, const wgml_tensor *
                                            .bias = {&b_mag, &b_ph}, .out = {mag, ph}, .conv = cv});
     wgml_op_unary(be, &(wgml_unary_args){.out = mag, .x = mag, .kind = WGML_UNARY_EXP});
     wgml_op_unary(be, &(wgml_unary_args){.out = ph, .x = ph, .kind = WGML_UNARY_SIN});
-    *audio = A(m, "audio", hp->hop * (Tf - 1), 1);
+    *audio = A(s, "audio", hp->hop * (Tf - 1), 1);
     wgml_op_istft(be, &(wgml_istft_args){.out = *audio, .mag = mag, .phase = ph, .window = &m->window,
                                          .n_fft = hp->n_fft, .hop = hp->hop});
 }
 
-wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+static wgml_status audio_step(kokoro_state *s, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+    kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
-    if (!m->text_acts || T != m->T)
+    if (!s->text_acts || T != s->T)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: kokoro_audio needs the kokoro_text of its %d tokens",
                          T);
-    acts_drop(m, m->text_acts);
-    m->status = WGML_OK, m->err = err, m->bf16 = 0;
+    acts_drop(s, s->text_acts);
+    wgml_sticky_clear(&s->sk), s->bf16 = 0;
     int64_t F = 0;
     for (int t = 0; t < T; t++) {
         if (dur[t] < 1 || dur[t] > 100000)
@@ -796,75 +777,100 @@ wgml_status kokoro_audio(kokoro_model *m, const int32_t *dur, int T, uint64_t se
     for (int t = 0, f = 0; t < T; t++)
         for (int j = 0; j < dur[t]; j++) idx[f++] = t;
     const int64_t D = hp->hidden, S = hp->style;
-    wgml_tensor *tidx = A(m, "frame_token", F, 1);
-    const wgml_tensor *sty = kokoro_act(m, "style");
-    if (!m->status) {
+    wgml_tensor *tidx = A(s, "frame_token", F, 1);
+    const wgml_tensor *sty = kokoro_act(s, "style");
+    if (!s->sk.status) {
         tidx->type = WGML_I32;
-        begin_step(m, (int)F);
+        begin_step(s, (int)F);
         be->upload(be, tidx, idx, (size_t)F * 4);
     }
     wgml_tensor s_pred = piece(sty, S, S), s_dec = piece(sty, 0, S);
     /* the frames: each token's rows of d and t_en, repeated by its duration */
-    wgml_tensor *en = A(m, "en", D, F), *asr = A(m, "asr", D, F);
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = en, .table = &m->acts[m->d_act].t, .ids = tidx});
-    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = asr, .table = &m->acts[m->t_en_act].t, .ids = tidx});
+    wgml_tensor *en = A(s, "en", D, F), *asr = A(s, "asr", D, F);
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = en, .table = &s->acts[s->d_act].t, .ids = tidx});
+    wgml_op_get_rows(be, &(wgml_get_rows_args){.out = asr, .table = &s->acts[s->t_en_act].t, .ids = tidx});
     /* F0 and N */
-    wgml_tensor *sh = bilstm(m, "predictor.shared", "shared_lstm", en, &s_pred);
+    const kokoro_weights *kw = &m->kw;
+    wgml_tensor *sh = bilstm(s, &kw->shared, "shared_lstm", en, &s_pred);
     wgml_tensor *outs[2];
     for (int br = 0; br < 2; br++) {
         const char *B = br ? "N" : "F0";
         wgml_tensor *y = sh;
         for (int b = 0; b < 3; b++) {
-            char p[48], nm[32];
-            snprintf(p, sizeof p, "predictor.%s.%d", B, b);
+            char nm[32];
             snprintf(nm, sizeof nm, "%s_block_%d", B, b);
-            y = adain_resblk(m, p, nm, y, &s_pred, b == 1);
+            y = adain_resblk(s, br ? &kw->n[b] : &kw->f0[b], nm, y, &s_pred, b == 1);
         }
-        char p[48];
-        snprintf(p, sizeof p, "predictor.%s_proj", B);
-        outs[br] = conv(m, br ? "N_pred" : "F0_pred", y, W(m, "%s.weight", p), W(m, "%s.bias", p), 1, 1, 1, 0,
+        const kokoro_lin *proj = br ? &kw->n_proj : &kw->f0_proj;
+        outs[br] = conv(s, br ? "N_pred" : "F0_pred", y, proj->w, proj->b, 1, 1, 1, 0,
                         WGML_EPI_STORE, NULL);
     }
     if (!audio) { /* the prosody alone */
-        wgml_status st = finish_step(m);
+        wgml_status st = finish_step(s, err);
         wgml_free(idx);
         return st;
     }
     wgml_tensor *aud = NULL;
-    decoder(m, asr, outs[0], outs[1], &s_dec, seed, &aud);
-    const int64_t L = kokoro_audio_len(m, F);
-    if (!m->status && aud->ne[0] != L)
-        m->status = wgml_fail(err, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
-                              (long long)aud->ne[0], (long long)L);
-    if (!m->status) be->download(be, aud, audio, (size_t)L * 4);
-    wgml_status st = finish_step(m);
+    decoder(s, asr, outs[0], outs[1], &s_dec, seed, &aud);
+    const int64_t L = kokoro_audio_len(s->m, F);
+    if (!s->sk.status && aud->ne[0] != L)
+        wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
+                         (long long)aud->ne[0], (long long)L);
+    if (!s->sk.status) be->download(be, aud, audio, (size_t)L * 4);
+    wgml_status st = finish_step(s, err);
     wgml_free(idx);
     return st;
 }
 
-wgml_status kokoro_decode(kokoro_model *m, const float *asr, const float *f0, const float *n, int F, const float *style,
+static wgml_status decode_step(kokoro_state *s, const float *asr, const float *f0, const float *n, int F, const float *style,
                           uint64_t seed, float *audio, wgml_error *err) {
+    kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
     wgml_backend *be = m->be;
     if (F < 1 || F > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: %d frames", F);
-    acts_drop(m, 0);
-    m->text_acts = 0;
-    m->status = WGML_OK, m->err = err;
-    wgml_tensor *ta = A(m, "asr", hp->hidden, F), *tf = A(m, "F0_pred", 2 * F, 1), *tn = A(m, "N_pred", 2 * F, 1),
-                *ts = A(m, "style", hp->style, 1);
-    if (!m->status) {
-        begin_step(m, F);
+    acts_drop(s, 0);
+    s->text_acts = 0;
+    wgml_sticky_clear(&s->sk);
+    wgml_tensor *ta = A(s, "asr", hp->hidden, F), *tf = A(s, "F0_pred", 2 * F, 1), *tn = A(s, "N_pred", 2 * F, 1),
+                *ts = A(s, "style", hp->style, 1);
+    if (!s->sk.status) {
+        begin_step(s, F);
         be->upload(be, ta, asr, (size_t)F * hp->hidden * 4);
         be->upload(be, tf, f0, (size_t)F * 8);
         be->upload(be, tn, n, (size_t)F * 8);
         be->upload(be, ts, style, (size_t)hp->style * 4);
     }
     wgml_tensor *aud = NULL;
-    decoder(m, ta, tf, tn, ts, seed, &aud);
-    const int64_t L = kokoro_audio_len(m, F);
-    if (!m->status && aud->ne[0] != L)
-        m->status = wgml_fail(err, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
-                              (long long)aud->ne[0], (long long)L);
-    if (!m->status) be->download(be, aud, audio, (size_t)L * 4);
-    return finish_step(m);
+    decoder(s, ta, tf, tn, ts, seed, &aud);
+    const int64_t L = kokoro_audio_len(s->m, F);
+    if (!s->sk.status && aud->ne[0] != L)
+        wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
+                         (long long)aud->ne[0], (long long)L);
+    if (!s->sk.status) be->download(be, aud, audio, (size_t)L * 4);
+    return finish_step(s, err);
+}
+
+/* ---- the steps, one at a time per model (its backend records one step at a time) ---- */
+
+wgml_status kokoro_text(kokoro_state *s, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
+                        wgml_error *err) {
+    wgml_mutex_lock(&s->m->step_mu);
+    wgml_status st = text_step(s, ids, T, style, speed, dur, err);
+    wgml_mutex_unlock(&s->m->step_mu);
+    return st;
+}
+
+wgml_status kokoro_audio(kokoro_state *s, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+    wgml_mutex_lock(&s->m->step_mu);
+    wgml_status st = audio_step(s, dur, T, seed, audio, err);
+    wgml_mutex_unlock(&s->m->step_mu);
+    return st;
+}
+
+wgml_status kokoro_decode(kokoro_state *s, const float *asr, const float *f0, const float *n, int F, const float *style,
+                          uint64_t seed, float *audio, wgml_error *err) {
+    wgml_mutex_lock(&s->m->step_mu);
+    wgml_status st = decode_step(s, asr, f0, n, F, style, seed, audio, err);
+    wgml_mutex_unlock(&s->m->step_mu);
+    return st;
 }

@@ -61,6 +61,51 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->n_voices = kokoro_voice_names(kokoro_model_file(m), names, sizeof names);
 }
 
+/* ---- the speaker interface ---- */
+
+static int sample_rate(const void *model) { return kokoro_model_hparams(model)->sample_rate; }
+
+static const char *voice(const void *model, int i, char *buf, size_t cap) {
+    const gguf_value *a;
+    if (i < 0 || !cap ||
+        gguf_get_arr(kokoro_model_file(model), "kokoro.voices", GGUF_TYPE_STRING, &a, NULL) != 1 ||
+        (uint64_t)i >= a->v.arr.n)
+        return NULL;
+    /* the names are NUL-free strings in the file: hand out a copy that ends */
+    const gguf_str *s = &a->v.arr.items[i].v.str;
+    size_t n = s->len < cap - 1 ? (size_t)s->len : cap - 1;
+    memcpy(buf, s->ptr, n);
+    buf[n] = '\0';
+    return buf;
+}
+
+static wgml_status spk_create(void *model, void **state, wgml_error *err) {
+    kokoro_state *s = NULL;
+    wgml_status st = kokoro_state_create(model, &s, err);
+    *state = s;
+    return st;
+}
+
+static void spk_free(void *state) { kokoro_state_free(state); }
+
+static wgml_status speak(void *model, void *state, const wgml_speaker_input *in, const char *voice_spec,
+                         const wgml_speak_params *p, wgml_audio_fn on_audio, void *user, int64_t *n_samples,
+                         int *n_chunks, wgml_error *err) {
+    (void)model; /* the state's */
+    kokoro_words words = {in->text, in->words, in->n_words};
+    kokoro_set_bf16(state, !p->full_precision);
+    return kokoro_speak(state, in->phonemes, in->text ? &words : NULL, voice_spec, p->speed, p->seed, on_audio, user,
+                        n_samples, n_chunks, err);
+}
+
+static const wgml_speaker speaker = {
+    .sample_rate = sample_rate,
+    .voice = voice,
+    .create = spk_create,
+    .free = spk_free,
+    .speak = speak,
+};
+
 const wgml_family wgml_family_kokoro = {
     .name = "kokoro",
     .archs = archs,
@@ -71,4 +116,5 @@ const wgml_family wgml_family_kokoro = {
     .free = model_free,
     .weights = weights,
     .get_info = get_info,
+    .speaker = &speaker,
 };

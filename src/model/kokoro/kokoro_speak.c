@@ -294,9 +294,10 @@ static void text_word_times(const kokoro_model *m, const char *phonemes, size_t 
     }
 }
 
-wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const kokoro_words *tw, const char *voice,
+wgml_status kokoro_speak(kokoro_state *s, const char *phonemes, const kokoro_words *tw, const char *voice,
                          float speed, uint64_t seed, wgml_audio_fn on_audio, void *user, int64_t *n_samples,
                          int *n_chunks, wgml_error *err) {
+    const kokoro_model *m = kokoro_state_model(s);
     kokoro_piece *pcs;
     int n_pcs;
     const kokoro_hparams *hp = kokoro_model_hparams(m);
@@ -332,7 +333,7 @@ wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const kokoro_wor
         int cps = 0; /* the voice row: code points of the piece, out-of-vocabulary ones included */
         for (size_t i = 0; i < len; i += (size_t)cp_len(ph + i)) cps++;
         if ((st = kokoro_style(m, voice, cps, style, err))) break;
-        if ((st = kokoro_text(m, ids, n + 2, style, speed, dur, err))) break;
+        if ((st = kokoro_text(s, ids, n + 2, style, speed, dur, err))) break;
         start[0] = 0;
         for (int t = 0; t < n + 2; t++) start[t + 1] = start[t] + dur[t];
         const int64_t L = kokoro_audio_len(m, start[n + 2]);
@@ -342,7 +343,7 @@ wgml_status kokoro_speak(kokoro_model *m, const char *phonemes, const kokoro_wor
             break;
         }
         audio = a;
-        if ((st = kokoro_audio(m, dur, n + 2, seed + (uint64_t)p, audio, err))) break;
+        if ((st = kokoro_audio(s, dur, n + 2, seed + (uint64_t)p, audio, err))) break;
         const double t0 = (double)done / hp->sample_rate;
         memcpy(text, ph, len);
         text[len] = '\0';

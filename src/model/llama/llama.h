@@ -114,19 +114,10 @@ wgml_status llama_new_tensor(wgml_backend *be, wgml_buffer **bufs, int *n_bufs, 
  * tokens alone or beside others. */
 typedef struct llama_multi llama_multi;
 
-typedef struct llama_run {
-    int seq;   /* 0..n_seq-1; at most one run per sequence in a step */
-    int pos;   /* position of the run's first token */
-    int n;     /* its tokens: the step's next n tokens */
-} llama_run;
-
-/* A row whose logits the step computes: its logits (n_vocab floats) and/or
- * their argmax (computed on the device) are written where not NULL. */
-typedef struct llama_out {
-    int row; /* index into the step's tokens */
-    float *logits;
-    int32_t *argmax;
-} llama_out;
+/* A run of rows of one sequence, and a row whose scores a step computes
+ * (model/family.h's decoder interface). */
+typedef wgml_decoder_run llama_run;
+typedef wgml_decoder_out llama_out;
 
 wgml_status llama_multi_create(llama_model *m, int n_seq, int n_ctx, int n_batch, uint32_t kv_type,
                                llama_multi **out, wgml_error *err);

@@ -1,0 +1,80 @@
+/*
+ * tools_internal.h - the one way wgml's own tools reach behind the public API.
+ *
+ * The command line (tools/wgml), the fuzzers and the benchmark harnesses use
+ * include/wgml.h for everything it offers. What it does not offer (reading a
+ * GGUF header without loading the weights, converters and writers of model
+ * files, the backends and their op checks, the GPU adapter list) they take
+ * from the library's internal modules, and only through this header, so that
+ * what the tools depend on is listed in one place.
+ *
+ * NOT INSTALLED, NOT STABLE: nothing here is part of the library's interface.
+ * Any of it may change with any commit; code outside this repository must use
+ * include/wgml.h only. When a need below gets a public function, the tool
+ * moves to it and the include goes.
+ */
+#ifndef WGML_TOOLS_INTERNAL_H
+#define WGML_TOOLS_INTERNAL_H
+
+#include "wgml.h"
+
+/* Models behind the API: the backend a loaded model runs on (wgml_model_backend:
+ * its name, KV type and statistics such as the pipeline cache's hits, for
+ * `wgml bench`), loads with options the API does not take (the exact CPU
+ * reference and a planted fault, for `wgml verify`), whether a model has
+ * quantized matrix products. */
+#include "api_internal.h"
+
+/* The backend interface (wgml_backend: create the CPU and WebGPU backends
+ * directly, their statistics) and op-by-op comparison of two backends
+ * (wgml_opcheck_run: `wgml verify`'s op grid). */
+#include "backend/backend.h"
+#include "backend/opcheck.h"
+
+/* The CPU kernels this machine runs (cpu_kernels_features: `wgml --version`). */
+#include "backend/cpu/kernels.h"
+
+/* Tensor types by name and number (wgml_dtype_name, wgml_dtype_from_name,
+ * WGML_F32 ...): `info`, `convert`, `quantize`, `synth`, `verify`. */
+#include "core/dtype.h"
+
+/* The library's allocator (wgml_free): to free what internal modules return,
+ * such as the phonemes of text/g2p.h. */
+#include "core/alloc.h"
+
+/* GGUF files read without loading a model (gguf_open, keys, tensors) and the
+ * family registry that names a file's family and tasks (wgml_family_of):
+ * `info`, `tokenize`, `template`, and `bench` choosing its benchmark. */
+#include "format/gguf.h"
+#include "model/family.h"
+
+/* Tokenizers straight from GGUF metadata, vocabulary-only files included
+ * (`wgml tokenize`, `wgml template`). */
+#include "text/tokenizer.h"
+
+/* A model's chat template, BOS and EOS texts from its metadata alone, and the
+ * built-in fallbacks (chat_model_info_load: `wgml template -m`). */
+#include "chat/chat_template.h"
+
+/* English text to Kokoro's phonemes through espeak-ng (`wgml phonemize`). */
+#include "text/g2p.h"
+
+/* Writers of model files: llama2.c checkpoints and the Kokoro checkpoint to
+ * GGUF (`wgml convert`), quantization recipes (`wgml quantize`), models with
+ * random weights of real architectures (`wgml synth`, Kokoro's through
+ * kokoro_synth). */
+#include "format/llama2c.h"
+#include "model/kokoro/kokoro.h"
+#include "tools/quantize.h"
+#include "tools/synth.h"
+
+/* The GPU layer's adapter list (wgml_gpu_list_adapters: `wgml devices`). */
+#include "gpu/gpu.h"
+
+/* Where the WebGPU pipeline cache lives (wgml_pipeline_cache_default_dir:
+ * `wgml bench`'s first-token report); only in builds with Dawn's blob cache. */
+#if defined(WGML_HAVE_WEBGPU) && defined(WGML_DAWN_BLOB_CACHE)
+#include "gpu/pipeline_cache.h"
+#endif
+
+#endif
