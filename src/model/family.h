@@ -135,7 +135,6 @@ typedef struct wgml_speaker_input {
 } wgml_speaker_input;
 
 typedef struct wgml_speaker {
-    int (*sample_rate)(const void *model);
     /* The name of voice i the file holds, copied into buf (cap bytes); NULL past the last. */
     const char *(*voice)(const void *model, int i, char *buf, size_t cap);
     wgml_status (*create)(void *model, void **state, wgml_error *err);

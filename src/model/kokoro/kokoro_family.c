@@ -63,8 +63,6 @@ static void get_info(const void *model, wgml_model_info *info) {
 
 /* ---- the speaker interface ---- */
 
-static int sample_rate(const void *model) { return kokoro_model_hparams(model)->sample_rate; }
-
 static const char *voice(const void *model, int i, char *buf, size_t cap) {
     const gguf_value *a;
     if (i < 0 || !cap ||
@@ -99,7 +97,6 @@ static wgml_status speak(void *model, void *state, const wgml_speaker_input *in,
 }
 
 static const wgml_speaker speaker = {
-    .sample_rate = sample_rate,
     .voice = voice,
     .create = spk_create,
     .free = spk_free,
