@@ -1,6 +1,7 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
-# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,g2p,kokoro_config,cli,serve} against the
+# builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,g2p,kokoro_config,cli,serve,
+# whisper_bin,tiktoken} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -22,9 +23,11 @@ if(WGML_FUZZ)
   target_include_directories(wgml_fuzzlib PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_compile_options(wgml_fuzzlib PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
   target_compile_definitions(wgml_fuzzlib PRIVATE FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
-  target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads m)
+  find_package(ZLIB REQUIRED)
+  target_compile_definitions(wgml_fuzzlib PRIVATE WGML_HAVE_ZLIB=1)
+  target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads ZLIB::ZLIB m)
 
-  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p)
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()
@@ -61,12 +64,14 @@ if(WGML_FUZZ)
   set_target_properties(fuzz_kokoro_config PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   # The HTTP server (`wgml serve`: tools/wgml/serve_*.c), linked as the CLI links it: civetweb
-  # (Debian's libcivetweb-dev, not instrumented) and json-c. Without civetweb it is left out.
+  # (Debian's libcivetweb-dev, not instrumented), json-c and libsndfile (the audio uploads of
+  # serve_transcribe.c, through audio_file.c; not instrumented). Without civetweb it is left out.
   find_path(CIVETWEB_INCLUDE_DIR civetweb.h)
   find_library(CIVETWEB_LIBRARY civetweb)
   if(CIVETWEB_INCLUDE_DIR AND CIVETWEB_LIBRARY)
     set(WGML_FUZZ_SERVE_SOURCES serve_http.c serve_guard.c serve_reply.c serve_generate.c serve_embed.c serve_speech.c
-                                serve_info.c serve_sched.c serve_chat.c cli_util.c cli_json.c)
+                                serve_transcribe.c serve_info.c serve_sched.c serve_chat.c cli_util.c cli_json.c
+                                cli_transcript.c audio_file.c)
     list(TRANSFORM WGML_FUZZ_SERVE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
     add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/fuzz/fuzz_serve.c ${WGML_FUZZ_SERVE_SOURCES})
     target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/wgml
@@ -74,7 +79,8 @@ if(WGML_FUZZ)
     target_compile_options(fuzz_serve PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
     target_compile_definitions(fuzz_serve PRIVATE WGML_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     target_link_options(fuzz_serve PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
-    target_link_libraries(fuzz_serve PRIVATE wgml_fuzzlib PkgConfig::JSONC ${CIVETWEB_LIBRARY})
+    pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
+    target_link_libraries(fuzz_serve PRIVATE wgml_fuzzlib PkgConfig::JSONC PkgConfig::SNDFILE ${CIVETWEB_LIBRARY})
     set_target_properties(fuzz_serve PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
   else()
     message(STATUS "civetweb not found (apt install libcivetweb-dev): fuzz_serve is left out")

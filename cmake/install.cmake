@@ -49,7 +49,7 @@ if(TARGET wgml_cli)
 endif()
 
 # ---- Dawn ---------------------------------------------------------------------------
-set(WGML_PC_DEPS "-lpthread -lm")
+set(WGML_PC_DEPS "-lpthread -lz -lm")
 set(WGML_CONFIG_DAWN_FILE "")
 set(WGML_CONFIG_DAWN_NO_SONAME FALSE)
 if(TARGET wgml_dawn)

@@ -1,6 +1,6 @@
 # The library, the CLI and the tests. Each folder's sources are globbed so that
 # adding a file to a module needs no edit here.
-set(WGML_SRC_DIRS src src/chat src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/tools src/backend src/backend/cpu)
+set(WGML_SRC_DIRS src src/chat src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/model/whisper src/audio src/tools src/backend src/backend/cpu)
 set(WGML_LIB_SOURCES)
 foreach(dir ${WGML_SRC_DIRS})
   file(GLOB _s CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.c)
@@ -56,10 +56,15 @@ foreach(_t ${WGML_LIB_TARGETS})
 endforeach()
 if(NOT WGML_WASM)
   find_package(Threads REQUIRED)
-  target_link_libraries(wgml_objects PUBLIC Threads::Threads)
-  target_link_libraries(wgml PUBLIC Threads::Threads m)
+  # zlib (the zlib licence): Whisper's compression-ratio check measures the text with zlib's
+  # own deflate, as the official transcribe() does (model/whisper/whisper_ratio.c). The
+  # browser build has none: that check is off there.
+  find_package(ZLIB REQUIRED)
+  target_compile_definitions(wgml_objects PRIVATE WGML_HAVE_ZLIB=1)
+  target_link_libraries(wgml_objects PUBLIC Threads::Threads ZLIB::ZLIB)
+  target_link_libraries(wgml PUBLIC Threads::Threads ZLIB::ZLIB m)
   if(TARGET wgml_shared)
-    target_link_libraries(wgml_shared PRIVATE Threads::Threads m)
+    target_link_libraries(wgml_shared PRIVATE Threads::Threads ZLIB::ZLIB m)
   endif()
 endif()
 
@@ -74,6 +79,10 @@ if(WGML_CLI_SOURCES AND NOT WGML_WASM)
   target_include_directories(wgml_json PRIVATE ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(wgml_json PUBLIC wgml PkgConfig::JSONC)
   target_link_libraries(wgml_cli PRIVATE wgml_json wgml PkgConfig::JSONC)
+  # Audio files for `wgml transcribe` and the server's /v1/audio/transcriptions (tools/wgml/audio_file.c):
+  # libsndfile (Debian libsndfile1-dev, LGPL-2.1), linked by the CLI only, never by libwgml.
+  pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
+  target_link_libraries(wgml_cli PRIVATE PkgConfig::SNDFILE)
   # `wgml serve` needs civetweb (Debian libcivetweb-dev); without it the command is left out.
   find_path(CIVETWEB_INCLUDE_DIR civetweb.h)
   find_library(CIVETWEB_LIBRARY civetweb)

@@ -6,7 +6,8 @@
 # The seeds are written by wgml_fuzz_seeds (fuzz/make_seeds.c) from ../shared:
 # small synthetic GGUFs and models, the shared vocabularies cut down, tiny
 # llama2.c checkpoint + tokenizer pairs, the tokenizer test strings, small
-# PyTorch checkpoints and bare pickles (fuzz_pth). Inputs the
+# PyTorch checkpoints and bare pickles (fuzz_pth), small whisper.cpp ggml
+# .bin files (fuzz_whisper_bin). Inputs the
 # fuzzers found earlier stay: the corpus only grows.
 # Environment: WGML_FUZZ_BUILD (default build-fuzz), WGML_SHARED (default ../shared).
 set -euo pipefail
@@ -325,12 +326,14 @@ bseed leave-now "d\\x00{\"messages\": [$user], \"stream\": true}"
 bseed leave-stream "d\\x20{\"messages\": [$user], \"stream\": true}"
 bseed leave-comp "d\\x48{\"prompt\": \"Once upon a time\", \"stream\": true, \"max_tokens\": 30}"
 bseed leave-plain "d\\x10{\"prompt\": \"Once upon a time\"}"
-# Regression inputs (crashes found earlier, now fixed) seed their targets too.
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
+# Regression inputs (crashes found earlier, now fixed) seed their targets too; tiktoken's
+# seeds (rank files and whisper checkpoints' dims pickles) live there only.
+mkdir -p "$root/fuzz/corpus-run/tiktoken"
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

@@ -3,7 +3,7 @@
  *
  *   wgml_fuzz_seeds SHARED_DIR OUT_DIR
  *
- * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer,pth}/ with small inputs that
+ * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer,pth,whisper_bin}/ with small inputs that
  * reach deep into each parser: GGUFs with every value type, nested arrays,
  * tensors of many types, other alignments and v2; tiny Llama and Qwen2
  * models (F32, F16, Q8_0, Q4_0, tied and untied, biases, rope_freqs); the
@@ -11,13 +11,16 @@
  * checkpoint + tokenizer pairs in every layout; the shared tokenizer test
  * strings prefixed with a vocabulary selector; and small PyTorch checkpoints
  * (a voice tensor, state dicts with views and every storage type, Kokoro's
- * dict of state dicts), whole and as bare pickles. The fuzzers mutate from there.
+ * dict of state dicts), whole and as bare pickles; small whisper.cpp ggml
+ * .bin files (every tensor type, Whisper's tensor names at a tiny width, the
+ * start of the shared micro model's vocabulary). The fuzzers mutate from there.
  * Built with the regular library (no fuzzing flags) by cmake/fuzz.cmake.
  */
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "format/gguf.h"
 #include "gguf_bytes.h"
+#include "whisper_bin_build.h"
 
 #include <errno.h>
 #include <math.h>
@@ -781,6 +784,127 @@ static void seed_texts(const char *shared) {
     }
 }
 
+/* ---- whisper.cpp ggml .bin (fuzz_whisper_bin) ---- */
+
+/* Whisper's tensors at width S (n_mels mel bands, one block a stack): the
+ * names and shapes the official state dict has, F16 matrices and
+ * convolution weights (type wtype), F32 vectors; biases [S][1] or 1-D. */
+static void whisper_tensors(gb *b, int32_t S, int32_t n_mels, int32_t n_vocab, int32_t wtype, int bias_2d) {
+    uint32_t seed = 1;
+    const int32_t F = 4 * S;
+#define WT(name, type, nd, ...) wb_tensor(b, name, type, nd, (const int32_t[]){__VA_ARGS__}, seed++)
+    WT("encoder.positional_embedding", 0, 2, S, 3);
+    WT("encoder.conv1.weight", wtype == 0 ? 0 : 1, 3, 3, n_mels, S);
+    if (bias_2d) WT("encoder.conv1.bias", 0, 2, 1, S);
+    else WT("encoder.conv1.bias", 0, 1, S);
+    WT("encoder.conv2.weight", wtype == 0 ? 0 : 1, 3, 3, S, S);
+    if (bias_2d) WT("encoder.conv2.bias", 0, 2, 1, S);
+    else WT("encoder.conv2.bias", 0, 1, S);
+    static const char *const stacks[2] = {"encoder", "decoder"};
+    for (int s = 0; s < 2; s++) {
+        static const char *const attn[2] = {"attn", "cross_attn"};
+        char n[96];
+        for (int a = 0; a < 1 + s; a++) {
+            snprintf(n, sizeof n, "%s.blocks.0.%s.query.weight", stacks[s], attn[a]), WT(n, wtype, 2, S, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.query.bias", stacks[s], attn[a]), WT(n, 0, 1, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.key.weight", stacks[s], attn[a]), WT(n, wtype, 2, S, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.value.weight", stacks[s], attn[a]), WT(n, wtype, 2, S, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.value.bias", stacks[s], attn[a]), WT(n, 0, 1, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.out.weight", stacks[s], attn[a]), WT(n, wtype, 2, S, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s.out.bias", stacks[s], attn[a]), WT(n, 0, 1, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s_ln.weight", stacks[s], attn[a]), WT(n, 0, 1, S);
+            snprintf(n, sizeof n, "%s.blocks.0.%s_ln.bias", stacks[s], attn[a]), WT(n, 0, 1, S);
+        }
+        snprintf(n, sizeof n, "%s.blocks.0.mlp.0.weight", stacks[s]), WT(n, wtype, 2, S, F);
+        snprintf(n, sizeof n, "%s.blocks.0.mlp.0.bias", stacks[s]), WT(n, 0, 1, F);
+        snprintf(n, sizeof n, "%s.blocks.0.mlp.2.weight", stacks[s]), WT(n, wtype, 2, F, S);
+        snprintf(n, sizeof n, "%s.blocks.0.mlp.2.bias", stacks[s]), WT(n, 0, 1, S);
+        snprintf(n, sizeof n, "%s.blocks.0.mlp_ln.weight", stacks[s]), WT(n, 0, 1, S);
+        snprintf(n, sizeof n, "%s.blocks.0.mlp_ln.bias", stacks[s]), WT(n, 0, 1, S);
+    }
+    WT("encoder.ln_post.weight", 0, 1, S);
+    WT("encoder.ln_post.bias", 0, 1, S);
+    WT("decoder.token_embedding.weight", wtype, 2, S, n_vocab);
+    WT("decoder.positional_embedding", 0, 2, S, 4);
+    WT("decoder.ln.weight", 0, 1, S);
+    WT("decoder.ln.bias", 0, 1, S);
+#undef WT
+}
+
+static void seed_whisper_bins(const char *shared) {
+    gb b = {0};
+    wb_small_model(&b);
+    write_bytes("whisper_bin", "small.bin", b.p, b.n);
+    gb_free(&b);
+
+    /* Whisper's names at a small width, each file under fuzz/run.sh's 64 KiB: F16 (width 24, [S][1]
+     * biases as the converter writes them), F32 (16, 1-D biases), Q8_0 matrices of quantization
+     * version 2 (32, whole blocks) */
+    static const int32_t hp[10] = {64, 1500, 32, 2, 1, 448, 32, 2, 1, 4};
+    static const struct {
+        const char *name;
+        int32_t ftype, wtype;
+        int bias_2d;
+    } kinds[] = {{"names-f16.bin", 1, 1, 1}, {"names-f32.bin", 0, 0, 0}, {"names-q8_0.bin", 2007, 8, 1}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        int32_t h[10];
+        memcpy(h, hp, sizeof h);
+        h[2] = h[6] = kinds[i].wtype == 0 ? 16 : kinds[i].wtype == 1 ? 24 : 32;
+        b = (gb){0};
+        wb_header(&b, h, kinds[i].ftype, 5, 40);
+        whisper_tensors(&b, h[2], 4, 64, kinds[i].wtype, kinds[i].bias_2d);
+        if (b.n > 65536) die(kinds[i].name, "over 64 KiB");
+        write_bytes("whisper_bin", kinds[i].name, b.p, b.n);
+        gb_free(&b);
+    }
+
+    /* the micro model's header and first 400 tokens (its real bytes), with a tiny filter bank and tensors */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/whisper/whisper-micro-random.bin", shared);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) die(path, "cannot read");
+    static uint8_t head[64 * 1024 + 4096];
+    size_t got = fread(head, 1, sizeof head, fp);
+    fclose(fp);
+    int32_t real[10], n_mel, n_fft;
+    memcpy(real, head + 4, sizeof real);
+    memcpy(&n_mel, head + 48, 4);
+    memcpy(&n_fft, head + 52, 4);
+    size_t o = 56 + (size_t)n_mel * (size_t)n_fft * 4 + 4, start = o;
+    for (int i = 0; i < 400 && o + 4 <= got; i++) {
+        int32_t len;
+        memcpy(&len, head + o, 4);
+        o += 4 + (size_t)len;
+    }
+    if (o > got) die(path, "shorter than its header");
+    int32_t hp_real[10];
+    memcpy(hp_real, real, sizeof hp_real);
+    hp_real[9] = 2; /* two mel bands: a small filter bank */
+    b = (gb){0};
+    wb_header(&b, hp_real, 1, 201, 0);
+    b.n -= 4; /* the token count written again, with the real tokens */
+    gb_u32(&b, 400);
+    gb_put(&b, head + start, o - start);
+    wb_tensor(&b, "encoder.conv1.weight", 1, 3, (const int32_t[]){3, 2, 4}, 1);
+    wb_tensor(&b, "encoder.conv1.bias", 0, 2, (const int32_t[]){1, 4}, 2);
+    wb_tensor(&b, "decoder.ln.weight", 0, 1, (const int32_t[]){4}, 3);
+    write_bytes("whisper_bin", "real-tokens.bin", b.p, b.n);
+    gb_free(&b);
+
+    /* quantized tensors of an old quantization version (refused), an empty vocabulary */
+    static const int32_t hp_small[10] = {300, 1500, 8, 2, 1, 448, 8, 2, 1, 4};
+    b = (gb){0};
+    wb_header(&b, hp_small, 8, 5, 3);
+    wb_tensor(&b, "q5_0", 6, 2, (const int32_t[]){32, 2}, 1);
+    write_bytes("whisper_bin", "old-quant.bin", b.p, b.n);
+    gb_free(&b);
+    b = (gb){0};
+    wb_header(&b, hp_small, 1, 5, 0);
+    wb_tensor(&b, "decoder.ln.bias", 0, 1, (const int32_t[]){8}, 1);
+    write_bytes("whisper_bin", "no-tokens.bin", b.p, b.n);
+    gb_free(&b);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
         fprintf(stderr, "usage: wgml_fuzz_seeds SHARED_DIR OUT_DIR\n");
@@ -788,8 +912,8 @@ int main(int argc, char **argv) {
     }
     const char *shared = argv[1];
     g_out = argv[2];
-    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer", "/pth"};
-    for (int i = 0; i < 6; i++) {
+    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer", "/pth", "/whisper_bin"};
+    for (int i = 0; i < 7; i++) {
         char d[4096];
         snprintf(d, sizeof d, "%s%s", g_out, dirs[i]);
         if (mkdir(d, 0755) != 0 && errno != EEXIST) die(d, strerror(errno));
@@ -833,6 +957,7 @@ int main(int argc, char **argv) {
 
     seed_texts(shared);
     seed_pths();
+    seed_whisper_bins(shared);
     printf("wgml_fuzz_seeds: wrote %d seeds under %s\n", g_count, g_out);
     return 0;
 }

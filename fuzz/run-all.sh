@@ -3,7 +3,8 @@
 # Fails if any target crashed; prints one line per target, in target order.
 # Targets run WGML_FUZZ_PARALLEL at a time (default: the number of cores, at
 # most 4): each fuzzer is one process on one core, so on 2 cores the four
-# targets take 2 x SECONDS.
+# targets take 2 x SECONDS. whisper_bin and tiktoken (small readers) run a
+# quarter of SECONDS (at least 5) each, to keep the smoke short.
 set -uo pipefail
 if [ $# -ne 1 ]; then
   echo "usage: fuzz/run-all.sh SECONDS" >&2
@@ -15,13 +16,17 @@ par=${WGML_FUZZ_PARALLEL:-$(nproc)}
 [ "$par" -gt 4 ] && par=4
 [ "$par" -lt 1 ] && par=1
 targets=()
-for t in gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve; do
+for t in gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve whisper_bin tiktoken; do
   if [ "$t" = tokenizer ] && [ ! -x "$build/fuzz/fuzz_tokenizer" ]; then
     echo "tokenizer: not built (WGML_FUZZ_TOKENIZER=OFF), skipped"
     continue
   fi
   if [ "$t" = serve ] && [ ! -x "$build/fuzz/fuzz_serve" ]; then
     echo "serve: not built (no civetweb: apt install libcivetweb-dev), skipped"
+    continue
+  fi
+  if { [ "$t" = whisper_bin ] || [ "$t" = tiktoken ]; } && [ ! -x "$build/fuzz/fuzz_$t" ]; then
+    echo "$t: not built (cmake --build build-fuzz --target fuzz_$t), skipped"
     continue
   fi
   targets+=("$t")
@@ -31,7 +36,9 @@ trap 'rm -rf "$out"' EXIT
 pids=()
 for i in "${!targets[@]}"; do
   t=${targets[$i]}
-  "$here/run.sh" "$t" "$1" >"$out/$i.out" 2>"$out/$i.err" &
+  secs=$1
+  if [ "$t" = whisper_bin ] || [ "$t" = tiktoken ]; then secs=$(( $1 / 4 > 5 ? $1 / 4 : 5 )); fi
+  "$here/run.sh" "$t" "$secs" >"$out/$i.out" 2>"$out/$i.err" &
   pids[$i]=$!
   # keep at most $par running
   while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do sleep 1; done

@@ -108,11 +108,13 @@ typedef struct wgml_model wgml_model;
 
 wgml_model_params wgml_model_default_params(void);
 
-/* Loads a GGUF file (memory-mapped) and prepares it on the chosen backend. */
+/* Loads a model file and prepares it on the chosen backend: a GGUF
+ * (memory-mapped), or whisper.cpp's ggml .bin (converted to a GGUF in memory). */
 wgml_status wgml_model_load(const char *path, const wgml_model_params *params,
                             wgml_model **out, wgml_error *err);
 
-/* Same, from bytes in memory that stay valid and unchanged until the model is freed. */
+/* Same, from bytes in memory (a GGUF, or a whisper.cpp .bin) that stay valid and
+ * unchanged until the model is freed. */
 wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_model_params *params,
                                    wgml_model **out, wgml_error *err);
 
@@ -445,6 +447,70 @@ wgml_status wgml_speak(wgml_model *model, const char *input, const char *voice, 
 
 /* The name of the model's voice i (0 ..), NULL past the last. */
 const char *wgml_speech_voice(const wgml_model *model, int i);
+
+/* ---- speech recognition (the whisper family) -------------------------------- */
+
+/* A word of a segment with its time (word_timestamps). */
+typedef struct wgml_transcript_word {
+    const char *text;  /* as in the segment's text, with its leading space */
+    double start, end; /* seconds from the start of the audio */
+    float probability;
+} wgml_transcript_word;
+
+/* A piece of the transcript, valid during the callback only. */
+typedef struct wgml_transcript_segment {
+    int index;                /* 0, 1, ... */
+    double start, end;        /* seconds from the start of the audio */
+    const char *text;         /* UTF-8 (invalid bytes of a token as U+FFFD) */
+    const int32_t *tokens;    /* its ids: text and timestamps */
+    int n_tokens;
+    float temperature;        /* of the decoding that gave it (fallback raises it) */
+    float avg_logprob;        /* of its window's tokens */
+    float compression_ratio;  /* of its window's text (0 when not computed) */
+    float no_speech_prob;     /* of its window */
+    const wgml_transcript_word *words; /* word_timestamps: its words, else NULL */
+    int n_words;
+} wgml_transcript_segment;
+
+/* Receives each segment as soon as its window is decoded; non-zero stops. */
+typedef int (*wgml_segment_fn)(void *user, const wgml_transcript_segment *segment);
+
+typedef struct wgml_transcribe_params {
+    const char *language;     /* "en", "de", ...; NULL or "auto": detected on the first window */
+    int translate;            /* 1: translate into English (multilingual models) */
+    int without_timestamps;   /* 1: no timestamp tokens: a segment per 30 s window */
+    int beam_size;            /* 0 or 1: greedy; 5: the official beam search (at temperature 0) */
+    float patience;           /* beam search: finished hypotheses wanted = beam_size * patience (1) */
+    float temperature;        /* the first try's; 0: greedy or beam */
+    int no_fallback;          /* 1: keep the first try (no temperature fallback) */
+    float temperature_increment; /* fallback ladder step: 0.2 (0, 0.2, ..., 1.0) */
+    float compression_ratio_threshold; /* 2.4 (0: off) */
+    float logprob_threshold;  /* -1.0 (0: off) */
+    float no_speech_threshold; /* 0.6 (0: off) */
+    int condition_on_previous_text; /* 1: each window sees the text before it */
+    const char *prompt;       /* text before the first window (names, spelling, style) or NULL */
+    int word_timestamps;      /* 1: each segment's words with times */
+    int max_tokens;           /* per window: 0 = 224 (the official sample_len) */
+    uint64_t seed;            /* sampling at temperature > 0 */
+} wgml_transcribe_params;
+
+typedef struct wgml_transcribe_result {
+    char language[8];   /* the language decoded ("en") */
+    double duration;    /* seconds of audio */
+    int n_segments, n_windows, n_tokens;
+    double encode_ms, decode_ms, total_ms;
+} wgml_transcribe_result;
+
+wgml_transcribe_params wgml_transcribe_default_params(void);
+
+/* Transcribes (or translates) mono audio: pcm holds n samples at
+ * sample_rate Hz (resampled to the model's 16 kHz), in [-1, 1]. The audio is
+ * decoded window by window as the official transcribe() does, and each
+ * segment is handed to on_segment in order. Two requests on one model may
+ * run from two threads. result may be NULL. */
+wgml_status wgml_transcribe(wgml_model *model, const float *pcm, size_t n, int sample_rate,
+                            const wgml_transcribe_params *params, wgml_segment_fn on_segment, void *user,
+                            wgml_transcribe_result *result, wgml_error *err);
 
 /* ---- performance monitor ---------------------------------------------------- */
 

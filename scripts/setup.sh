@@ -12,12 +12,15 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
-# Debian packages for building and testing the C code (python3-numpy: the float64 BERT
+# Debian packages for building and testing the C code (zlib1g-dev: Whisper's compression-ratio
+# check in libwgml; libsndfile1-dev: audio files (WAV, FLAC, OGG, MP3, ...) for `wgml transcribe` and
+# the server's /v1/audio/transcriptions, linked by the CLI only; python3-numpy: the float64 BERT
 # reference in tests/reference; curl: the SSE framing test of tests/test_serve.py), and for the browser
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
 # wasm-opt for the Asyncify variant (docs/web.md).
 need=()
 for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev libcivetweb-dev libedit-dev valgrind \
+         zlib1g-dev libsndfile1-dev \
          wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy curl; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done

@@ -22,6 +22,7 @@
 #include "core/hash.h"
 #include "core/quant.h"
 #include "format/gguf.h"
+#include "format/model_file.h"
 #include "model/family.h"
 #include "text/sampler.h"
 #include "text/tokenizer.h"
@@ -217,7 +218,7 @@ wgml_status wgml_model_load_with(const char *path, const wgml_model_params *para
     *out = NULL;
     if (!path) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: path is NULL");
     gguf_file *g;
-    wgml_status st = gguf_open(path, &g, err);
+    wgml_status st = wgml_model_file_open(path, &g, err);
     if (st) return st;
     return model_open(g, params, options, NULL, out, err);
 }
@@ -231,11 +232,13 @@ wgml_status wgml_model_load_memory(const void *data, size_t size, const wgml_mod
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_memory: out is NULL");
     *out = NULL;
     gguf_file *g;
-    wgml_status st = gguf_open_memory(data, size, "<memory>", &g, err);
+    wgml_status st = wgml_model_file_open_memory(data, size, "<memory>", &g, err);
     if (st) return st;
     return model_open(g, params, NULL, NULL, out, err);
 }
 
+/* GGUF only: a whisper.cpp ggml .bin is converted whole (format/model_file.h),
+ * so it loads by path or from memory, not as a stream. */
 wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size, const wgml_model_params *params,
                                    wgml_model **out, wgml_error *err) {
     if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load_stream: out is NULL");
@@ -250,6 +253,11 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
         if (got != (int64_t)want) {
             wgml_free(prefix);
             return wgml_fail(err, WGML_ERR_IO, "model stream: reading %zu header bytes failed", want);
+        }
+        if (wgml_model_format_detect(prefix, want) == WGML_MODEL_FORMAT_WHISPER_BIN) {
+            wgml_free(prefix);
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                             "<stream>: a whisper.cpp ggml .bin cannot be streamed; load it by path or from memory");
         }
         gguf_file *g;
         int more;
@@ -276,6 +284,8 @@ void wgml_model_free(wgml_model *m) {
     void *enc = wgml_model_take_state(m, WGML_STATE_ENCODER), *spk = wgml_model_take_state(m, WGML_STATE_SPEAKER);
     if (enc) m->fam->encoder->free(enc);
     if (spk) m->fam->speaker->free(spk);
+    void *tr = wgml_model_take_state(m, WGML_STATE_TRANSCRIBER);
+    if (tr) m->fam->transcriber->free(tr);
     if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
     chat_model_info_free(&m->chat);

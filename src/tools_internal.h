@@ -42,10 +42,12 @@
  * such as the phonemes of text/g2p.h. */
 #include "core/alloc.h"
 
-/* GGUF files read without loading a model (gguf_open, keys, tensors) and the
- * family registry that names a file's family and tasks (wgml_family_of):
- * `info`, `tokenize`, `template`, and `bench` choosing its benchmark. */
+/* Model files read without loading a model (wgml_model_file_open: a GGUF,
+ * or whisper.cpp's .bin as one; keys, tensors) and the family registry that
+ * names a file's family and tasks (wgml_family_of): `info`, `tokenize`,
+ * `template`, and `bench` choosing its benchmark. */
 #include "format/gguf.h"
+#include "format/model_file.h"
 #include "model/family.h"
 
 /* Tokenizers straight from GGUF metadata, vocabulary-only files included
@@ -65,8 +67,25 @@
  * kokoro_synth). */
 #include "format/llama2c.h"
 #include "model/kokoro/kokoro.h"
+#include "model/whisper/whisper_convert.h"
 #include "tools/quantize.h"
 #include "tools/synth.h"
+
+/* Whisper's two forward passes one at a time (src/api_transcribe_bench.c),
+ * for `wgml bench` on a transcription model: a state of n_seq sequences
+ * (1 .. 16) on a Whisper model (another family: WGML_ERR_UNSUPPORTED);
+ * _encode: one 30 s window of a fixed log-mel through the encoder and every
+ * decoder layer's cross keys and values, *ms its wall time; _decode (after
+ * an encode): n_steps steps of one token per sequence at positions 0 ..
+ * n_steps - 1 (SOT first, then each sequence's argmax of the logits read
+ * back, as a greedy transcription), ms[i] each step's wall time (may be
+ * NULL); n_steps <= _max_steps (the decoder's positions). */
+typedef struct wgml_whisper_bench wgml_whisper_bench;
+wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_whisper_bench **out, wgml_error *err);
+void wgml_whisper_bench_free(wgml_whisper_bench *b);
+wgml_status wgml_whisper_bench_encode(wgml_whisper_bench *b, double *ms, wgml_error *err);
+wgml_status wgml_whisper_bench_decode(wgml_whisper_bench *b, int n_steps, double *ms, wgml_error *err);
+int wgml_whisper_bench_max_steps(const wgml_whisper_bench *b);
 
 /* The GPU layer's adapter list (wgml_gpu_list_adapters: `wgml devices`). */
 #include "gpu/gpu.h"

@@ -2,10 +2,13 @@
  * test_cli.c - the wgml command line as a user meets it: exit codes, messages
  * that name the problem, stdout carrying only the generated text; the limits
  * (-n 0, empty and invalid prompts, out-of-range flags, the context's end) and
- * the backend choice when no GPU can be had.
+ * the backend choice when no GPU can be had; `wgml transcribe` on WAVs written
+ * here (every format, the errors of bad audio and of models that do not transcribe).
  * Runs the built binary ($WGML_CLI).
  */
+#include <json-c/json.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -369,6 +372,241 @@ static void test_convert(void **state) {
 
 /* Kokoro: convert the tiny checkpoint with its voices, describe it, speak to
  * WAV files a standard tool reads (sox --i), word times, and the errors. */
+/* ---- wgml transcribe ---- */
+
+/* A 16-bit PCM WAV of `frames` frames at `rate` Hz with `channels` channels: a 440 Hz sine on the first
+ * channel, the others silent (the CLI averages them and the library resamples to 16 kHz). */
+static void write_wav(const char *path, int frames, int rate, int channels) {
+    const size_t data = (size_t)frames * channels * 2;
+    unsigned char *b = calloc(1, 44 + data);
+    assert_non_null(b);
+    const uint32_t u32[] = {(uint32_t)(36 + data), 16, (uint32_t)rate, (uint32_t)(rate * channels * 2), (uint32_t)data};
+    memcpy(b, "RIFF", 4), memcpy(b + 8, "WAVEfmt ", 8), memcpy(b + 36, "data", 4);
+    const size_t at[] = {4, 16, 24, 28, 40};
+    for (int i = 0; i < 5; i++)
+        for (int k = 0; k < 4; k++) b[at[i] + k] = (unsigned char)(u32[i] >> (8 * k));
+    b[20] = 1, b[22] = (unsigned char)channels, b[32] = (unsigned char)(channels * 2), b[34] = 16; /* PCM */
+    for (int i = 0; i < frames; i++) {
+        int v = (int)lrint(12000 * sin(2 * M_PI * 440.0 * i / rate));
+        b[44 + (size_t)i * channels * 2] = (unsigned char)(v & 0xff);
+        b[45 + (size_t)i * channels * 2] = (unsigned char)((v >> 8) & 0xff);
+    }
+    assert_int_equal(tu_write_file(path, b, 44 + data), 0);
+    free(b);
+}
+
+/* The times of each "A --> B" line (SRT "HH:MM:SS,mmm", VTT "[HH:]MM:SS.mmm"): they must not go back, and
+ * each ends no earlier than it starts. Returns the count. */
+static int check_cue_times(const char *text) {
+    int n = 0;
+    double prev = 0;
+    for (const char *p = text; (p = strstr(p, " --> ")); p += 5) {
+        const char *ls = p;
+        while (ls > text && ls[-1] != '\n') ls--;
+        double t[2];
+        const char *q[2] = {ls, p + 5};
+        for (int k = 0; k < 2; k++) {
+            int f[4] = {0}, c = 0;
+            for (const char *x = q[k]; c < 4 && *x && *x != ' ' && *x != '\n';) {
+                f[c++] = (int)strtol(x, (char **)&x, 10);
+                if (*x == ':' || *x == ',' || *x == '.') x++;
+            }
+            assert_true(c == 3 || c == 4);
+            t[k] = c == 4 ? f[0] * 3600 + f[1] * 60 + f[2] + f[3] / 1e3 : f[0] * 60 + f[1] + f[2] / 1e3;
+        }
+        assert_true(t[0] >= prev && t[1] >= t[0]);
+        prev = t[0];
+        n++;
+    }
+    return n;
+}
+
+/* wgml transcribe with the shared micro Whisper (random weights: gibberish text, exact token ids) on a 44.1 kHz
+ * stereo WAV: every --format, the same text in each, -o, and bad inputs that fail naming the problem. Each
+ * decode is held to 8 tokens without the fallback (random weights would decode 224 tokens six times). */
+static void test_transcribe(void **state) {
+    (void)state;
+    if (!tu_shared_present()) skip();
+    char model_bin[4096], wav[4096], out[4096], bad[4096], kok[4096];
+    snprintf(model_bin, sizeof model_bin, "%s", tu_shared("whisper/whisper-micro-random.bin"));
+    snprintf(wav, sizeof wav, "%s", tu_tmp_path("speech.wav"));
+    snprintf(out, sizeof out, "%s", tu_tmp_path("transcript.srt"));
+    snprintf(bad, sizeof bad, "%s", tu_tmp_path("bad-audio"));
+    snprintf(kok, sizeof kok, "%s", tu_tmp_path("kokoro-for-transcribe.gguf"));
+    write_wav(wav, 44100, 44100, 2);
+    result r;
+    char args[16384];
+    const char *quick = "--backend cpu --max-tokens 8 --no-fallback";
+
+    /* verbose_json: OpenAI's shape; its text is each other format's */
+    snprintf(args, sizeof args, "transcribe -m '%s' %s -f verbose_json '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    json_object *v = json_tokener_parse(r.out);
+    assert_non_null(v);
+    json_object *x, *segs;
+    assert_true(json_object_object_get_ex(v, "task", &x) && !strcmp(json_object_get_string(x), "transcribe"));
+    assert_true(json_object_object_get_ex(v, "duration", &x) && json_object_get_double(x) == 1.0);
+    assert_true(json_object_object_get_ex(v, "language", &x) && json_object_get_string_len(x) > 1);
+    assert_true(json_object_object_get_ex(v, "segments", &segs) && json_object_array_length(segs) >= 1);
+    char text[8192];
+    assert_true(json_object_object_get_ex(v, "text", &x));
+    snprintf(text, sizeof text, "%s", json_object_get_string(x));
+    assert_true(strlen(text) > 0);
+    double prev = 0;
+    for (size_t i = 0; i < json_object_array_length(segs); i++) {
+        json_object *g = json_object_array_get_idx(segs, i), *st, *en, *tok;
+        assert_true(json_object_object_get_ex(g, "start", &st) && json_object_object_get_ex(g, "end", &en));
+        assert_true(json_object_get_double(st) >= prev && json_object_get_double(en) >= json_object_get_double(st));
+        prev = json_object_get_double(st);
+        assert_true(json_object_object_get_ex(g, "tokens", &tok) && json_object_array_length(tok) >= 1);
+        const char *keys[] = {"id", "text", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) assert_true(json_object_object_get_ex(g, keys[k], &x));
+    }
+    json_object_put(v);
+    assert_non_null(strstr(r.err, "wgml transcribe: 1.00 s of audio (WAV"));
+    assert_non_null(strstr(r.err, "44100 Hz, 2 channels"));
+    /* json: {"text", "usage"} */
+    snprintf(args, sizeof args, "transcribe -m '%s' %s --format json '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    v = json_tokener_parse(r.out);
+    assert_non_null(v);
+    assert_true(json_object_object_get_ex(v, "text", &x) && !strcmp(json_object_get_string(x), text));
+    assert_true(json_object_object_get_ex(v, "usage", &x));
+    json_object_put(v);
+    /* txt: a line per segment, the text's words */
+    snprintf(args, sizeof args, "transcribe -m '%s' %s '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_true(strlen(r.out) > 0 && r.out[strlen(r.out) - 1] == '\n');
+    char first[64];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(text, " "), text);
+    assert_non_null(strstr(r.out, first));
+    /* srt (to a file with -o: stdout stays empty), vtt, tsv */
+    snprintf(args, sizeof args, "transcribe -m '%s' %s -f srt -o '%s' '%s'", model_bin, quick, out, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_string_equal(r.out, "");
+    size_t n;
+    char *srt = (char *)tu_read_file(out, &n);
+    assert_non_null(srt);
+    assert_true(!strncmp(srt, "1\n00:00:", 8));
+    assert_true(check_cue_times(srt) >= 1);
+    free(srt);
+    snprintf(args, sizeof args, "transcribe -m '%s' %s -f vtt '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_true(!strncmp(r.out, "WEBVTT\n\n", 8));
+    assert_true(check_cue_times(r.out) >= 1);
+    snprintf(args, sizeof args, "transcribe -m '%s' %s -f tsv '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_true(!strncmp(r.out, "start\tend\ttext\n", 15));
+    /* the same audio as 16 kHz mono, and (when sox is there) as FLAC: the FLAC's samples are the WAV's */
+    if (system("command -v sox >/dev/null 2>&1") == 0) {
+        char flac[4096], cmd[9000];
+        snprintf(flac, sizeof flac, "%s", tu_tmp_path("speech.flac"));
+        snprintf(cmd, sizeof cmd, "sox '%s' '%s' 2>/dev/null", wav, flac);
+        if (system(cmd) == 0) {
+            snprintf(args, sizeof args, "transcribe -m '%s' %s -f json '%s'", model_bin, quick, flac);
+            run(&r, args);
+            expect_exit(&r, 0);
+            assert_non_null(strstr(r.out, text));
+            assert_non_null(strstr(r.err, "FLAC"));
+        }
+    }
+    write_wav(bad, 16000, 16000, 1);
+    snprintf(args, sizeof args, "transcribe -m '%s' %s --language de --translate -f verbose_json '%s'", model_bin, quick,
+             bad);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"task\":\"translate\""));
+    assert_non_null(strstr(r.out, "\"language\":\"german\""));
+    assert_non_null(strstr(r.err, "16000 Hz, 1 channel)"));
+
+    /* errors: exit 1 (the work failed) or 2 (the command line), naming the problem; nothing on stdout */
+    struct {
+        const char *setup; /* bytes of the bad file ("" none), or NULL: the argument as it is */
+        size_t len;
+        const char *extra, *file;
+        int code;
+        const char *says;
+    } cases[] = {
+        {NULL, 0, "", "/no/such/audio.wav", 1, "cannot open '/no/such/audio.wav'"},
+#define BYTES(s) s, sizeof s - 1
+        {BYTES("this is a text file, not audio\n"), "", NULL, 1, "is not audio that can be read"},
+        /* an MP4 (AAC) header: a container libsndfile does not read */
+        {BYTES("\0\0\0\x18" "ftypM4A \0\0\0\0M4A mp42isom\0\0\0\x08" "free"), "", NULL, 1,
+         "is not audio that can be read"},
+#undef BYTES
+        {"", 0, "", NULL, 1, "is empty"},
+        {NULL, 0, "", "/", 1, "is not a regular file"},
+        {NULL, 0, "--word-timestamps", "WAV", 1, "word timestamps are not implemented yet"},
+        {NULL, 0, "--language klingon", "WAV", 2, "is not a Whisper language"},
+        {NULL, 0, "--format docx", "WAV", 2, "--format"},
+        {NULL, 0, "--beam-size 99", "WAV", 2, "--beam-size"},
+        {NULL, 0, "--temperature -1", "WAV", 2, "--temperature"},
+        {NULL, 0, "", "", 2, "give the audio file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *file = cases[i].file;
+        if (cases[i].setup) {
+            assert_int_equal(tu_write_file(bad, cases[i].setup, cases[i].len), 0);
+            file = bad;
+        } else if (file && !strcmp(file, "WAV")) {
+            file = wav;
+        }
+        if (file && *file) snprintf(args, sizeof args, "transcribe -m '%s' %s %s '%s'", model_bin, quick, cases[i].extra, file);
+        else snprintf(args, sizeof args, "transcribe -m '%s' %s %s", model_bin, quick, cases[i].extra);
+        run(&r, args);
+        if (r.code != cases[i].code || !strstr(r.err, cases[i].says) || r.out[0])
+            fail_msg("case %zu (%s %s): exit %d, stderr: %s, stdout: %s", i, cases[i].extra, file ? file : "", r.code,
+                     r.err, r.out);
+    }
+    /* a WAV cut inside its data (its header promises more), a header alone, no frames */
+    unsigned char *whole = tu_read_file(wav, &n);
+    assert_non_null(whole);
+    const size_t cuts[] = {n / 2, 30};
+    const char *says[] = {"is truncated", "is not audio that can be read"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(tu_write_file(bad, whole, cuts[i]), 0);
+        snprintf(args, sizeof args, "transcribe -m '%s' %s '%s'", model_bin, quick, bad);
+        run(&r, args);
+        expect_exit(&r, 1);
+        if (!strstr(r.err, says[i])) fail_msg("cut at %zu: %s", cuts[i], r.err);
+    }
+    free(whole);
+    write_wav(bad, 0, 16000, 1);
+    snprintf(args, sizeof args, "transcribe -m '%s' %s '%s'", model_bin, quick, bad);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "holds no audio"));
+    /* models that do not transcribe: a llama, a Kokoro, no file at all, not a model */
+    snprintf(args, sizeof args, "transcribe %s %s '%s'", model(), quick, wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not transcribe speech"));
+    snprintf(args, sizeof args, "synth --arch kokoro-tiny --type Q8_0 -o '%s'", kok);
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(args, sizeof args, "transcribe -m '%s' %s '%s'", kok, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "a kokoro model"));
+    snprintf(args, sizeof args, "transcribe -m /no/such/model.bin %s '%s'", quick, wav);
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "/no/such/model.bin"));
+    snprintf(args, sizeof args, "transcribe %s '%s'", quick, wav);
+    run(&r, args);
+    expect_exit(&r, 2);
+    assert_non_null(strstr(r.err, "-m MODEL is required"));
+    remove(wav);
+    remove(bad);
+    remove(kok);
+}
+
 static void test_speak(void **state) {
     (void)state;
     if (!tu_shared_present()) skip();
@@ -972,7 +1210,8 @@ int main(void) {
         cmocka_unit_test(test_bench_json),
         cmocka_unit_test(test_bench_repeat),
         cmocka_unit_test(test_convert),
-        cmocka_unit_test(test_speak),       cmocka_unit_test(test_zero_tokens),
+        cmocka_unit_test(test_speak),       cmocka_unit_test(test_transcribe),
+        cmocka_unit_test(test_zero_tokens),
         cmocka_unit_test(test_empty_prompt),  cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_flag_ranges),   cmocka_unit_test(test_context_end),
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
@@ -982,5 +1221,7 @@ int main(void) {
         cmocka_unit_test(test_bench_parallel),
         cmocka_unit_test(test_template),
     };
+    const char *only = getenv("WGML_TEST_FILTER"); /* e.g. "test_transcribe" */
+    if (only && *only) cmocka_set_test_filter(only);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,57 @@ static uint64_t kit_seed(const char *c) {
     return strtoull(strchr(p, ':') + 1, NULL, 10);
 }
 
+/* One utterance of case c on state st, at speed 1 with seed 1: its text
+ * step, then its audio (into *audio, malloc'ed) or, audio NULL, the prosody
+ * alone; returns its frames. */
+static int64_t utter(kokoro_state *st, const char *c, float **audio) {
+    npy_array ids = ref(c, "input_ids"), rs = ref(c, "ref_s");
+    const int T = (int)ids.n;
+    int32_t id[KOKORO_MAX_PHONEMES + 2], dur[KOKORO_MAX_PHONEMES + 2];
+    float style[256];
+    assert_true(T <= KOKORO_MAX_PHONEMES + 2);
+    for (int i = 0; i < T; i++) id[i] = (int32_t)ids.v[i];
+    for (int i = 0; i < 256; i++) style[i] = (float)rs.v[i];
+    wgml_error err;
+    if (kokoro_text(st, id, T, style, 1.0f, dur, &err)) fail_msg("%s: %s", c, err.message);
+    int64_t F = 0;
+    for (int i = 0; i < T; i++) F += dur[i];
+    if (audio) *audio = malloc((size_t)kokoro_audio_len(kokoro_state_model(st), F) * 4);
+    if (kokoro_audio(st, dur, T, 1, audio ? *audio : NULL, &err)) fail_msg("%s: %s", c, err.message);
+    npy_free(&ids), npy_free(&rs);
+    return F;
+}
+
+/* A state's activations live in one arena, grown only between steps
+ * (kokoro.c): after a first utterance, the same utterance again, a shorter
+ * one and the prosody alone make no buffer, and the same utterance gives the
+ * same audio (nothing of a step depends on what the arena held before). */
+static void check_arena(void) {
+    kokoro_state *st;
+    wgml_error err;
+    assert_int_equal(kokoro_state_create(model, &st, &err), WGML_OK);
+    wgml_backend_stats s0, s1, s2;
+    be->get_stats(be, &s0);
+    float *a1, *a2, *a3;
+    const int64_t F1 = utter(st, "hello_af_heart_s1.0", &a1);
+    be->get_stats(be, &s1);
+    const int64_t F2 = utter(st, "hello_af_heart_s1.0", &a2);
+    const int64_t F3 = utter(st, "word_af_heart_s1.0", &a3);
+    utter(st, "hello_af_heart_s1.0", NULL);
+    be->get_stats(be, &s2);
+    fprintf(stderr, "arena: the first utterance (%lld frames) made %llu buffers (%.2f MiB), then %llu more for "
+                    "%lld, %lld frames and the prosody alone\n",
+            (long long)F1, (unsigned long long)(s1.buffers_created - s0.buffers_created),
+            (double)(s1.device_memory_bytes - s0.device_memory_bytes) / (1 << 20),
+            (unsigned long long)(s2.buffers_created - s1.buffers_created), (long long)F2, (long long)F3);
+    assert_true(F2 == F1 && F3 < F1);
+    assert_int_equal(s2.buffers_created, s1.buffers_created);
+    assert_true(s1.buffers_created - s0.buffers_created <= 16); /* a few chunks, not one per activation */
+    assert_memory_equal(a1, a2, (size_t)kokoro_audio_len(model, F1) * 4);
+    free(a1), free(a2), free(a3);
+    kokoro_state_free(st);
+}
+
 /* Text and prosody: step 1 and step 2 against the float32 official tensors. */
 static void test_text_and_prosody(void **state) {
     (void)state;
@@ -282,6 +333,7 @@ static void test_text_and_prosody(void **state) {
         free(audio), free(id), free(dur);
         npy_free(&ids), npy_free(&rs), npy_free(&pd);
     }
+    check_arena();
 }
 
 /* The Q8_0 conversion on case c's decoder inputs: the decoder's convolutions

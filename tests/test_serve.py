@@ -6,7 +6,9 @@ freeing its slot, the queue limit, a clean drain on SIGTERM, keep-alive
 comments that find a streamed client gone while its request waits in the queue,
 /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
 against `wgml embed`, /v1/audio/speech with Kokoro (../shared's kokoro-tiny
-converted) against `wgml speak`, byte for byte, and all three models served by one
+converted) against `wgml speak`, byte for byte, /v1/audio/transcriptions and
+/v1/audio/translations with Whisper (a `wgml synth` whisper-micro; multipart uploads
+of WAVs written here) against `wgml transcribe`, and all four models served by one
 process (several --model); and hostile clients (hostile(): idle, slow and too many
 connections, a foreign Host or Origin, CORS, bodies a web page can send without a
 preflight, ambiguous framing, a huge message beside a running stream, a gone client).
@@ -781,27 +783,244 @@ def speech():
                 stop_server(p)
 
 
+def wav_bytes(seconds=1.0, rate=44100, channels=2, freq=440.0):
+    """A 16-bit PCM WAV (Python's wave module): a sine on the first channel, silence on the others."""
+    import io
+    import math
+    import wave
+    b = io.BytesIO()
+    w = wave.open(b, "wb")
+    w.setnchannels(channels)
+    w.setsampwidth(2)
+    w.setframerate(rate)
+    frames = bytearray()
+    for i in range(int(seconds * rate)):
+        frames += struct.pack("<h", int(12000 * math.sin(2 * math.pi * freq * i / rate)))
+        frames += b"\0\0" * (channels - 1)
+    w.writeframes(bytes(frames))
+    w.close()
+    return b.getvalue()
+
+
+def multipart(fields, files=(), boundary="wgml-test-boundary-7d3f"):
+    """A multipart/form-data body (RFC 7578): fields [(name, value)], files [(name, filename, bytes)]."""
+    out = b""
+    for name, value in fields:
+        out += b"--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n" % (
+            boundary.encode(), name.encode(), value.encode() if isinstance(value, str) else value)
+    for name, filename, data in files:
+        out += (b"--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\nContent-Type: audio/wav"
+                b"\r\n\r\n" % (boundary.encode(), name.encode(), filename.encode())) + data + b"\r\n"
+    return out + b"--%s--\r\n" % boundary.encode(), "multipart/form-data; boundary=" + boundary
+
+
+def upload(port, path, body, content_type, key=None):
+    """POST a body as it is: status, parsed JSON (or the text), the response."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    h = {"Content-Type": content_type}
+    if key:
+        h["Authorization"] = "Bearer " + key
+    c.request("POST", path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    try:
+        return r.status, json.loads(data), r, data
+    except ValueError:
+        return r.status, data.decode("utf-8", "replace"), r, data
+
+
+def transcription():
+    """A Whisper model (`wgml synth --arch whisper-micro`: random weights, made-up syllables, exact token ids)
+    serves /v1/audio/transcriptions and /v1/audio/translations: every response_format, a stream of
+    transcript.text.delta events adding up to transcript.text.done's text, the same segments as `wgml transcribe`,
+    and each bad upload its 4xx. Every request asks for max_tokens 8 and no_fallback (wgml's extensions): random
+    weights would otherwise decode 224 tokens six times over."""
+    audio = wav_bytes()
+    quick = [("model", "whisper-1"), ("max_tokens", "8"), ("no_fallback", "true")]
+    with tempfile.TemporaryDirectory() as d:
+        model, wav = os.path.join(d, "whisper-micro.gguf"), os.path.join(d, "a.wav")
+        subprocess.run([CLI, "synth", "--arch", "whisper-micro", "--type", "F16", "-o", model], check=True,
+                       capture_output=True)
+        with open(wav, "wb") as f:
+            f.write(audio)
+        want = json.loads(subprocess.run([CLI, "transcribe", "-m", model, "--backend", "cpu", "--max-tokens", "8",
+                                          "--no-fallback", "-f", "verbose_json", wav], check=True,
+                                         capture_output=True).stdout)
+        p, port = serve(model, "--max-upload", "200000")
+        try:
+            def tr(fields, files=None, path="/v1/audio/transcriptions"):
+                body, ct = multipart(quick + fields, [("file", "a.wav", audio)] if files is None else files)
+                return upload(port, path, body, ct)
+            s, o, r, _ = tr([("response_format", "verbose_json")])
+            check(s == 200 and r.getheader("Content-Type") == "application/json" and o["task"] == "transcribe" and
+                  set(o) == {"task", "language", "duration", "text", "segments", "usage"} and o["duration"] == 1.0,
+                  "verbose_json: %s %s" % (s, o))
+            seg_keys = {"id", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio",
+                        "no_speech_prob"}
+            check(s == 200 and len(o["segments"]) >= 1 and all(set(g) == seg_keys for g in o["segments"]) and
+                  [g["id"] for g in o["segments"]] == list(range(len(o["segments"]))), "segments: %s" % o)
+            check(s == 200 and o["segments"] == want["segments"] and o["text"] == want["text"] and
+                  o["language"] == want["language"], "the server's verbose_json equals `wgml transcribe`'s: %s vs %s"
+                  % (o, want))
+            text = o["text"] if s == 200 else None
+            check(text == "".join(g["text"] for g in want["segments"]).strip(), "text = the segments' texts joined")
+            s, o, r, _ = tr([])
+            check(s == 200 and o == {"text": text, "usage": {"type": "duration", "seconds": 1}}, "json: %s %s" % (s, o))
+            s, o, r, _ = tr([("response_format", "text")])
+            check(s == 200 and r.getheader("Content-Type").startswith("text/plain") and o == text + "\n",
+                  "text: %s %r" % (s, o))
+            for fmt in ("srt", "vtt"):
+                s, o, r, _ = tr([("response_format", fmt)])
+                cli = subprocess.run([CLI, "transcribe", "-m", model, "--backend", "cpu", "--max-tokens", "8",
+                                      "--no-fallback", "-f", fmt, wav], check=True, capture_output=True, text=True).stdout
+                check(s == 200 and o == cli and (o.startswith("WEBVTT\n\n") if fmt == "vtt" else o.startswith("1\n00:")),
+                      "%s: %s %r (the CLI's: %r)" % (fmt, s, o, cli))
+            # a stream: deltas as segments come, then the whole text
+            body, ct = multipart(quick + [("stream", "true")], [("file", "a.wav", audio)])
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            c.request("POST", "/v1/audio/transcriptions", body=body, headers={"Content-Type": ct})
+            r = c.getresponse()
+            raw = r.read().decode()
+            c.close()
+            events = [json.loads(e[6:]) for e in raw.split("\n\n") if e.startswith("data: ")]
+            check(r.status == 200 and r.getheader("Content-Type").startswith("text/event-stream") and
+                  raw.endswith("\n\n") and len(events) >= 2 and
+                  all(e["type"] == "transcript.text.delta" and set(e) == {"type", "delta"} for e in events[:-1]) and
+                  events[-1] == {"type": "transcript.text.done", "text": text} and
+                  "".join(e["delta"] for e in events[:-1]).strip() == text, "stream: %s %r" % (r.status, raw[:400]))
+            # translations (this multilingual model translates into English), and a language given
+            s, o, r, _ = tr([("response_format", "verbose_json")], path="/v1/audio/translations")
+            check(s == 200 and o["task"] == "translate" and o["language"] == "english" and len(o["segments"]) >= 1,
+                  "translations: %s %s" % (s, o))
+            s, o, r, _ = tr([("language", "de"), ("response_format", "verbose_json")])
+            check(s == 200 and o["language"] == "german", "language de: %s %s" % (s, str(o)[:200]))
+            s, o, r, _ = tr([("temperature", "0.5"), ("timestamp_granularities[]", "segment"), ("prompt", "Hello.")])
+            check(s == 200 and isinstance(o.get("text"), str), "temperature, segment granularity, prompt: %s %s" % (s, o))
+            # a 16 kHz mono file of another format (libsndfile: FLAC needs no encoder here, so a float WAV)
+            mono = wav_bytes(0.5, 16000, 1)
+            s, o, r, _ = tr([], [("file", "mono.wav", mono)])
+            check(s == 200 and o["usage"]["seconds"] == 1, "16 kHz mono: %s %s" % (s, o))
+
+            # ---- errors: each a 4xx naming the problem
+            def err(status, fields, files=None, param=None, words=None, raw=None, ct=None,
+                    path="/v1/audio/transcriptions"):
+                if raw is None:
+                    s, o, r, _ = tr(fields, files, path)
+                else:
+                    s, o, r, _ = upload(port, path, raw, ct)
+                ok = s == status and isinstance(o, dict) and set(o.get("error", {})) == {"message", "type", "param", "code"}
+                if ok and param is not None:
+                    ok = o["error"]["param"] == param
+                if ok and words:
+                    ok = words in o["error"]["message"]
+                check(ok, "transcription error %s %s -> %s %s (wanted %d)" % (fields, str(raw)[:40], s, o, status))
+            err(400, [], [], param="file", words="'file' is required")
+            err(400, [], [("file", "a.wav", mono), ("file", "b.wav", mono)], param="file", words="twice")
+            err(400, [], [("file", "notes.txt", b"hello, this is text and not audio\n" * 4)], param="file",
+                words="is not audio")
+            err(400, [], [("file", "cut.wav", audio[:len(audio) // 3])], param="file", words="truncated")
+            err(400, [], [("file", "head.wav", audio[:30])], param="file")
+            err(400, [], [("file", "empty.wav", b"")], param="file")
+            err(400, [], [("file", "zero.wav", wav_bytes(0, 16000, 1))], param="file", words="no audio")
+            err(400, [("response_format", "mp3")], param="response_format")
+            err(400, [("response_format", "verbose_json"), ("stream", "true")], param="stream")
+            err(400, [("stream", "maybe")], param="stream")
+            err(400, [("temperature", "2")], param="temperature")
+            err(400, [("temperature", "x")], param="temperature")
+            err(400, [("language", "klingon")], param="language")
+            err(400, [("timestamp_granularities[]", "word")], param="timestamp_granularities[]",
+                words="not implemented yet")
+            err(400, [("max_tokens", "0")], param="max_tokens")
+            err(400, [("prompt", "a\u0000b")], param="prompt")
+            err(400, [("prompt", b"\xff\xfe")], param="prompt")
+            err(413, [], [("file", "big.wav", wav_bytes(3, 44100, 2))])  # over --max-upload 200000
+            body, ct = multipart(quick, [("file", "a.wav", audio)])
+            err(400, None, raw=body[:-40], ct=ct, words="malformed")  # no closing boundary
+            err(400, None, raw=body.replace(b"\r\n", b"\n"), ct=ct, words="malformed")  # LF line ends
+            err(400, None, raw=b"--x\r\n" + b"X-Junk: 1\r\n" * 2000 + b"\r\n", ct="multipart/form-data; boundary=x",
+                words="malformed")
+            err(400, None, raw=b"--x\r\nContent-Disposition: attachment\r\n\r\nab\r\n--x--\r\n",
+                ct="multipart/form-data; boundary=x", words="form-data")
+            err(400, None, raw=b"".join(b"--x\r\nContent-Disposition: form-data; name=\"f%d\"\r\n\r\nv\r\n" % i
+                                        for i in range(100)) + b"--x--\r\n", ct="multipart/form-data; boundary=x",
+                words="more than 64 parts")
+            err(415, None, raw=b'{"file": "a.wav"}', ct="application/json")
+            err(415, None, raw=body, ct="multipart/form-data")  # no boundary
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            check(o["data"][0]["meta"]["capabilities"] == ["audio.transcriptions", "audio.translations"],
+                  "capabilities: %s" % o)
+            s, o, _ = request(port, "POST", "/v1/chat/completions", dict(messages=[dict(role="user", content="hi")]),
+                              key=None)
+            check(s == 400 and o["error"]["code"] == "model_not_supported", "chat on a Whisper model: %s %s" % (s, o))
+            s, m, _ = request(port, "GET", "/metrics", key=None)
+            check('wgml_requests_total{endpoint="audio_transcriptions",status="200"}' in m and
+                  'wgml_requests_total{endpoint="audio_translations",status="200"} 1' in m, "metrics count them")
+            s, o, _ = request(port, "GET", "/health", key=None)
+            check(s == 200, "health after the uploads: %s" % s)
+        finally:
+            stop_server(p)
+        # admission: with --queue 0 one upload at a time is in the server, counted from its head (before its body
+        # is read): one whose body is still coming holds the place, the next gets 503 at once, and once the first
+        # body is in, it is answered and the place is free again
+        p, port = serve(model, "--queue", "0")
+        try:
+            body, ct = multipart(quick, [("file", "a.wav", audio)])
+            slow = socket.create_connection(("127.0.0.1", port), timeout=60)
+            slow.sendall(b"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: %s\r\n"
+                         b"Content-Length: %d\r\n\r\n" % (port, ct.encode(), len(body)) + body[:1000])
+            time.sleep(0.5)
+            s, o, r, _ = upload(port, "/v1/audio/transcriptions", body, ct)
+            check(s == 503 and o["error"]["type"] == "overloaded_error", "a second upload while one is in: %s %s" % (s, o))
+            slow.sendall(body[1000:])
+            answer = b""
+            while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+                b = slow.recv(65536)
+                if not b:
+                    break
+                answer += b
+            slow.close()
+            check(answer.startswith(b"HTTP/1.1 200") and json.loads(answer.partition(b"\r\n\r\n")[2])["text"] == text,
+                  "the first upload, its body completed: %r" % answer[:200])
+            s, o, r, _ = upload(port, "/v1/audio/transcriptions", body, ct)
+            check(s == 200 and o["text"] == text, "the place is free again: %s %s" % (s, o))
+        finally:
+            stop_server(p)
+    # a model that does not transcribe: 400 model_not_supported
+    p, port = start()
+    try:
+        body, ct = multipart(quick, [("file", "a.wav", audio)])
+        s, o, r, _ = upload(port, "/v1/audio/transcriptions", body, ct)
+        check(s == 400 and o["error"]["code"] == "model_not_supported" and "transcribe" in o["error"]["message"],
+              "transcriptions on a llama model: %s %s" % (s, o))
+    finally:
+        stop_server(p)
+
+
 def several_models():
-    """-m three times: an LLM, an embedding model and Kokoro in one process, each endpoint on its model."""
+    """-m four times: an LLM, an embedding model, Kokoro and Whisper in one process, each endpoint on its model."""
     kdir = os.path.join(os.environ.get("WGML_SHARED", os.path.join(os.path.dirname(__file__), "..", "..", "shared")),
                         "kokoro")
     if not os.path.exists(os.path.join(kdir, "kokoro-tiny.pth")):
         return  # speech() has said why
     with tempfile.TemporaryDirectory() as d:
-        emb, tts = os.path.join(d, "minilm.gguf"), os.path.join(d, "kokoro.gguf")
+        emb, tts, asr = os.path.join(d, "minilm.gguf"), os.path.join(d, "kokoro.gguf"), os.path.join(d, "whisper.gguf")
         subprocess.run([CLI, "synth", "--arch", "all-minilm-l6", "--type", "F16", "--layers", "1", "-o", emb],
                        check=True, capture_output=True)
+        subprocess.run([CLI, "synth", "--arch", "whisper-micro", "--type", "F16", "-o", asr], check=True,
+                       capture_output=True)
         subprocess.run([CLI, "convert", "kokoro", os.path.join(kdir, "kokoro-tiny.pth"), "--config",
                         os.path.join(kdir, "config-kokoro-tiny.json"), "--voices", os.path.join(kdir, "voices"),
                         "-o", tts], check=True, capture_output=True)
         want_vec = [float(x) for x in subprocess.run([CLI, "embed", "-m", emb, "--backend", "cpu", "a cat"], check=True,
                                                      capture_output=True, text=True).stdout.split()]
-        p, port = serve(tts, "-m", emb, "-m", MODEL, "--threads", "1")
+        p, port = serve(tts, "-m", emb, "-m", asr, "-m", MODEL, "--threads", "1")
         try:
             s, o, _ = request(port, "GET", "/v1/models", key=None)
             caps = {m["id"]: m["meta"]["capabilities"] for m in o["data"]}
             check(caps == {"stories260K.gguf": ["completions", "chat.completions"], "minilm.gguf": ["embeddings"],
-                           "kokoro.gguf": ["audio.speech"]}, "three models: %s" % caps)
+                           "kokoro.gguf": ["audio.speech"],
+                           "whisper.gguf": ["audio.transcriptions", "audio.translations"]}, "four models: %s" % caps)
             check(o["data"][0]["id"] == "stories260K.gguf", "the LLM is the main model: %s" % o["data"][0]["id"])
             solo = completion(port, PROMPTS[0])["choices"][0]["text"]
             check(len(solo) > 0, "completions on the LLM")
@@ -811,6 +1030,9 @@ def several_models():
                   max(abs(a - b) for a, b in zip(got, want_vec)) <= 1e-6, "embeddings on the embedding model: %s" % s)
             status, r, wav = post_bytes(port, "/v1/audio/speech", dict(input="hˈaɪ.", voice="af_heart", phonemes=True))
             check(status == 200 and wav[:4] == b"RIFF" and len(wav) > 1000, "speech on Kokoro: %s %d bytes" % (status, len(wav)))
+            body, ct = multipart([("max_tokens", "4"), ("no_fallback", "true")], [("file", "a.wav", wav_bytes(0.5))])
+            s, o, r, _ = upload(port, "/v1/audio/transcriptions", body, ct)
+            check(s == 200 and isinstance(o.get("text"), str), "transcription on Whisper: %s %s" % (s, o))
         finally:
             stop_server(p)
         # two models for one task: refused, naming the file
@@ -880,6 +1102,7 @@ if __name__ == "__main__":
         main()
     if part in ("all", "models"):
         embeddings()
+        transcription()
         speech()
         several_models()
     if part in ("all", "hostile"):

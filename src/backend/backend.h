@@ -66,6 +66,7 @@ struct wgml_backend {
     int n_threads; /* host threads the backend computes with (CPU) */
     uint32_t kv_type;  /* the KV-cache type this backend prefers (WGML_F32 or WGML_F16) */
     uint32_t kv_types; /* every KV-cache type it can use, as bits 1u << type */
+    uint64_t max_buffer_size; /* the largest buffer buffer_create makes (WebGPU: one storage binding); 0: no limit */
 
     void (*free)(wgml_backend *be);
 

@@ -36,6 +36,7 @@ struct gguf_file {
     const uint8_t *base;
     size_t size;
     int mapped; /* WGML_BYTES_*: base borrowed (0), mapped (1) or an owned heap copy (2) */
+    int malloced; /* gguf_own_bytes: base came from malloc and is free()d at close */
     size_t avail; /* bytes present at base (< size for a header-only file) */
     int hit_end;  /* parsing ran into the end of the available bytes */
     uint32_t version;
@@ -476,6 +477,10 @@ wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gg
     return finish_open(f, out, err);
 }
 
+void gguf_own_bytes(gguf_file *f) {
+    if (f && f->mapped == WGML_BYTES_BORROWED && f->size) f->malloced = 1;
+}
+
 wgml_status gguf_open(const char *path, gguf_file **out, wgml_error *err) {
     *out = NULL;
     const uint8_t *base;
@@ -556,6 +561,7 @@ void gguf_close(gguf_file *f) {
     wgml_free(f->kv);
     wgml_free(f->tensors);
     wgml_file_bytes_release(f->base, f->size, f->mapped);
+    if (f->malloced) free((void *)f->base);
     wgml_free(f->name);
     wgml_free(f);
 }

@@ -99,6 +99,10 @@ wgml_status gguf_open(const char *path, gguf_file **out, wgml_error *err);
 /* Same over caller-owned bytes that must outlive the gguf_file. `name` labels messages. */
 wgml_status gguf_open_memory(const void *data, size_t size, const char *name, gguf_file **out,
                              wgml_error *err);
+/* Makes f own the bytes it was opened over with gguf_open_memory: gguf_close
+ * then frees them with free() (bytes from malloc, e.g. what
+ * gguf_writer_take_memory hands over). Until it succeeds the caller owns them. */
+void gguf_own_bytes(gguf_file *f);
 /* Parses only the header from `prefix` (the first avail bytes of a file of
  * file_size bytes): tensors are validated against file_size and have data =
  * NULL (their bytes come later, e.g. streamed). When the prefix ends before

@@ -10,11 +10,13 @@
 #include "model/bert/bert.h"
 #include "model/kokoro/kokoro.h"
 #include "model/llama/llama.h"
+#include "model/whisper/whisper.h"
 
 static const wgml_family *const families[] = {
     &wgml_family_llama,
     &wgml_family_bert,
     &wgml_family_kokoro,
+    &wgml_family_whisper,
 };
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 

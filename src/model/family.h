@@ -148,6 +148,21 @@ typedef struct wgml_speaker {
                          int *n_chunks, wgml_error *err);
 } wgml_speaker;
 
+/* What a transcriber hears: mono audio at its sample rate, decoded into
+ * segments of text. */
+typedef struct wgml_transcriber {
+    int (*sample_rate)(const void *model); /* of the audio it takes (16000 for Whisper) */
+    wgml_status (*create)(void *model, void **state, wgml_error *err);
+    void (*free)(void *state);
+    /* Transcribes pcm[0..n) (at sample_rate), handing each segment to
+     * on_segment as soon as it is decoded (non-zero stops). Two states on one
+     * model may run from two threads at once (their steps take turns on the
+     * backend). p: the caller's parameters, already checked. */
+    wgml_status (*transcribe)(void *model, void *state, const float *pcm, size_t n, const wgml_transcribe_params *p,
+                              wgml_segment_fn on_segment, void *user, wgml_transcribe_result *result,
+                              wgml_error *err);
+} wgml_transcriber;
+
 typedef struct wgml_family {
     const char *name;          /* "llama" */
     const char *const *archs;  /* the architectures it reads, NULL-terminated: {"llama", "qwen2", NULL} */
@@ -179,6 +194,7 @@ typedef struct wgml_family {
     const wgml_decoder *decoder;
     const wgml_encoder *encoder;
     const wgml_speaker *speaker;
+    const wgml_transcriber *transcriber;
 } wgml_family;
 
 /* The family that reads architecture arch; NULL when none does. */

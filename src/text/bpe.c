@@ -102,34 +102,38 @@ static wgml_status emit_symbol(const wgml_tokenizer *tok, const char *s, size_t 
 }
 
 /* The byte-level spelling of text[0..n) into word (2 bytes per byte at most). */
-static size_t byte_encode(const char *text, size_t n, char *word) {
+size_t bpe_spell(const char *text, size_t n, char *word) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         k += (size_t)uni_encode(bpe_byte_to_cp((uint8_t)text[i]), word + k);
     return k;
 }
 
+wgml_status bpe_words(pretok_kind kind, const char *text, size_t len, tok_vec *cps, tok_vec *offs, tok_vec *pieces,
+                      wgml_error *err) {
+    wgml_status st = tok_vec_reserve(cps, len, err);
+    if (st == WGML_OK) st = tok_vec_reserve(offs, len + 1, err);
+    if (st) return st;
+    for (size_t i = 0; i < len;) {
+        int n;
+        offs->v[offs->n++] = (uint32_t)i;
+        cps->v[cps->n++] = uni_decode(text + i, len - i, &n);
+        i += (size_t)n;
+    }
+    offs->v[offs->n++] = (uint32_t)len;
+    return pretok_split(kind, cps->v, cps->n, pieces, err);
+}
+
 wgml_status bpe_encode(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err) {
     tok_vec cps = {0}, offs = {0}, pieces = {0};
     tok_merge m = {0};
     char *word = NULL;
-    wgml_status st = tok_vec_reserve(&cps, len, err);
-    if (st == WGML_OK) st = tok_vec_reserve(&offs, len + 1, err);
-    if (st == WGML_OK) {
-        for (size_t i = 0; i < len;) {
-            int n;
-            offs.v[offs.n++] = (uint32_t)i;
-            cps.v[cps.n++] = uni_decode(text + i, len - i, &n);
-            i += (size_t)n;
-        }
-        offs.v[offs.n++] = (uint32_t)len;
-        st = pretok_split((pretok_kind)tok->pre, cps.v, cps.n, &pieces, err);
-    }
+    wgml_status st = bpe_words((pretok_kind)tok->pre, text, len, &cps, &offs, &pieces, err);
     if (st == WGML_OK && !(word = wgml_malloc(len * 2 + 1)))
         st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "tokenizer: out of memory for %zu bytes of text", len);
     for (size_t p = 0; st == WGML_OK && p + 1 < pieces.n; p += 2) {
         size_t b = offs.v[pieces.v[p]], e = offs.v[pieces.v[p + 1]];
-        size_t n = byte_encode(text + b, e - b, word);
+        size_t n = bpe_spell(text + b, e - b, word);
         if (tok->ignore_merges) {
             int32_t id = tok_find(tok, word, n);
             if (id >= 0) {

@@ -166,6 +166,9 @@ wgml_status bpe_load(wgml_tokenizer *tok, const gguf_file *f, const char *pre, s
 wgml_status bpe_encode(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err);
 /* The GPT-2 byte-level mapping: byte -> code point, and back (-1 if none). */
 uint32_t bpe_byte_to_cp(uint8_t b);
+/* The bytes text[0..n) spelled as byte-level symbols (UTF-8, at most 2 bytes
+ * each) into word; returns the length written. */
+size_t bpe_spell(const char *text, size_t n, char *word);
 int bpe_cp_to_byte(uint32_t cp);
 
 wgml_status wpm_load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err);
@@ -191,5 +194,10 @@ int pretok_from_name(const char *name, size_t len, int *ignore_merges, int *add_
 /* Splits code points cps[0..n) into pieces, appended to out as pairs
  * (begin, end) of code point indexes covering the input in order. */
 wgml_status pretok_split(pretok_kind kind, const uint32_t *cps, size_t n, tok_vec *out, wgml_error *err);
+/* text[0..len) as a pre-tokenizer's words: its code points (cps), each one's
+ * byte offset (offs, with len at the end) and the words as pairs of indices
+ * into them (pieces: [start, end) code points). */
+wgml_status bpe_words(pretok_kind kind, const char *text, size_t len, tok_vec *cps, tok_vec *offs, tok_vec *pieces,
+                      wgml_error *err);
 
 #endif

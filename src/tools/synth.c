@@ -15,11 +15,14 @@
  * Every weight is still a quantized N(0, 0.02) sample with its own block's
  * scales; the file is written at memory speed.
  */
+
 #include "tools/synth.h"
 
+#include "audio/mel.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "core/threadpool.h"
 #include "format/gguf.h"
 #include "tools/quantize.h"
@@ -73,6 +76,33 @@ static const synth_arch archs[] = {
     {.name = "nomic-embed", .arch = "nomic-bert", .source = "nomic-ai/nomic-embed-text-v1.5",
      .n_vocab = 30528, .n_ctx = 2048, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072,
      .rope_base = 1000.0f, .eps = 1e-12f, .kind = SYNTH_NOMIC_BERT, .pooling = SYNTH_POOL_MEAN, .n_token_types = 2},
+    /* Whisper: n_layer = the decoder's blocks, n_audio_layer the encoder's. Seeds and <|endoftext|> factors:
+     * micro, micro-v3 and tiny are make_random_whisper.py's VARIANTS (bit for bit); base, small and
+     * large-v3-turbo continue its seeds, with tiny's factor (chosen, not tuned). */
+    {.name = "whisper-micro", .arch = "whisper", .source = "../shared/whisper whisper-micro-random.bin",
+     .n_vocab = 51865, .n_ctx = 448, .n_embd = 128, .n_layer = 3, .n_head = 2, .n_head_kv = 2, .n_ff = 512,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 80, .n_audio_layer = 3, .n_audio_ctx = 1500,
+     .whisper_seed = 20261201, .eot_factor = 2.0},
+    {.name = "whisper-micro-v3", .arch = "whisper", .source = "make_random_whisper.py micro-v3 (v3 vocabulary, 128 mels)",
+     .n_vocab = 51866, .n_ctx = 448, .n_embd = 192, .n_layer = 2, .n_head = 3, .n_head_kv = 3, .n_ff = 768,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 128, .n_audio_layer = 4, .n_audio_ctx = 1500,
+     .whisper_seed = 20261203, .eot_factor = -2.0},
+    {.name = "whisper-tiny", .arch = "whisper", .source = "openai/whisper tiny (make_random_whisper.py tiny)",
+     .n_vocab = 51865, .n_ctx = 448, .n_embd = 384, .n_layer = 4, .n_head = 6, .n_head_kv = 6, .n_ff = 1536,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 80, .n_audio_layer = 4, .n_audio_ctx = 1500,
+     .whisper_seed = 20261202, .eot_factor = 2.5},
+    {.name = "whisper-base", .arch = "whisper", .source = "openai/whisper base",
+     .n_vocab = 51865, .n_ctx = 448, .n_embd = 512, .n_layer = 6, .n_head = 8, .n_head_kv = 8, .n_ff = 2048,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 80, .n_audio_layer = 6, .n_audio_ctx = 1500,
+     .whisper_seed = 20261204, .eot_factor = 2.5},
+    {.name = "whisper-small", .arch = "whisper", .source = "openai/whisper small",
+     .n_vocab = 51865, .n_ctx = 448, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 80, .n_audio_layer = 12, .n_audio_ctx = 1500,
+     .whisper_seed = 20261205, .eot_factor = 2.5},
+    {.name = "whisper-large-v3-turbo", .arch = "whisper", .source = "openai/whisper large-v3-turbo",
+     .n_vocab = 51866, .n_ctx = 448, .n_embd = 1280, .n_layer = 4, .n_head = 20, .n_head_kv = 20, .n_ff = 5120,
+     .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 128, .n_audio_layer = 32, .n_audio_ctx = 1500,
+     .whisper_seed = 20261206, .eot_factor = 2.5},
 };
 /* clang-format on */
 #define N_ARCHS ((int)(sizeof archs / sizeof archs[0]))
@@ -84,6 +114,10 @@ const synth_arch *synth_arch_find(const char *name) {
     for (int i = 0; name && i < N_ARCHS; i++)
         if (strcasecmp(archs[i].name, name) == 0) return &archs[i];
     return NULL;
+}
+
+int synth_arch_max_layers(const synth_arch *a) {
+    return a->kind == SYNTH_WHISPER && a->n_audio_layer > a->n_layer ? a->n_audio_layer : a->n_layer;
 }
 
 static int head_dim(const synth_arch *a) { return a->n_embd / a->n_head; }
@@ -172,12 +206,60 @@ static int encoder_tensors(const synth_arch *a, int n_layer, synth_tensor *out, 
     }
     return n;
 }
+/* Whisper's state dict (make_random_whisper.py's tensor_list) in whisper_vocab.h's GGUF shapes:
+ * the convolutions taps-major {3 C_in, S} with 1-D biases. */
+static int whisper_block(int n, const char *stack, int i, int64_t S, int cross, synth_tensor *out, int cap) {
+    static const char *const att[2] = {"attn", "cross_attn"};
+    for (int a = 0; a < 1 + cross; a++) {
+        ADD(S, S, "%s.blocks.%d.%s.query.weight", stack, i, att[a]);
+        ADD(S, 1, "%s.blocks.%d.%s.query.bias", stack, i, att[a]);
+        ADD(S, S, "%s.blocks.%d.%s.key.weight", stack, i, att[a]);
+        ADD(S, S, "%s.blocks.%d.%s.value.weight", stack, i, att[a]);
+        ADD(S, 1, "%s.blocks.%d.%s.value.bias", stack, i, att[a]);
+        ADD(S, S, "%s.blocks.%d.%s.out.weight", stack, i, att[a]);
+        ADD(S, 1, "%s.blocks.%d.%s.out.bias", stack, i, att[a]);
+        ADD(S, 1, "%s.blocks.%d.%s_ln.weight", stack, i, att[a]);
+        ADD(S, 1, "%s.blocks.%d.%s_ln.bias", stack, i, att[a]);
+    }
+    ADD(S, 4 * S, "%s.blocks.%d.mlp.0.weight", stack, i);
+    ADD(4 * S, 1, "%s.blocks.%d.mlp.0.bias", stack, i);
+    ADD(4 * S, S, "%s.blocks.%d.mlp.2.weight", stack, i);
+    ADD(S, 1, "%s.blocks.%d.mlp.2.bias", stack, i);
+    ADD(S, 1, "%s.blocks.%d.mlp_ln.weight", stack, i);
+    ADD(S, 1, "%s.blocks.%d.mlp_ln.bias", stack, i);
+    return n;
+}
+
+static int whisper_tensors(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    const int64_t S = a->n_embd;
+    const int enc = n_layer < a->n_audio_layer ? n_layer : a->n_audio_layer;
+    const int dec = n_layer < a->n_layer ? n_layer : a->n_layer;
+    int n = 0;
+    ADD(WGML_MEL_N_BINS, a->n_mels, "mel_filters");
+    ADD(S, a->n_audio_ctx, "encoder.positional_embedding");
+    ADD(3 * (int64_t)a->n_mels, S, "encoder.conv1.weight");
+    ADD(S, 1, "encoder.conv1.bias");
+    ADD(3 * S, S, "encoder.conv2.weight");
+    ADD(S, 1, "encoder.conv2.bias");
+    for (int i = 0; i < enc; i++)
+        n = whisper_block(n, "encoder", i, S, 0, out, cap);
+    ADD(S, 1, "encoder.ln_post.weight");
+    ADD(S, 1, "encoder.ln_post.bias");
+    ADD(S, a->n_ctx, "decoder.positional_embedding");
+    ADD(S, a->n_vocab, "decoder.token_embedding.weight");
+    for (int i = 0; i < dec; i++)
+        n = whisper_block(n, "decoder", i, S, 1, out, cap);
+    ADD(S, 1, "decoder.ln.weight");
+    ADD(S, 1, "decoder.ln.bias");
+    return n;
+}
 #undef ADD
 #undef MAT
 #undef ADD_DIMS
 
 int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
-    if (n_layer <= 0) n_layer = a->n_layer;
+    if (n_layer <= 0) n_layer = synth_arch_max_layers(a);
+    if (a->kind == SYNTH_WHISPER) return whisper_tensors(a, n_layer, out, cap);
     return a->kind == SYNTH_DECODER ? decoder_tensors(a, n_layer, out, cap) : encoder_tensors(a, n_layer, out, cap);
 }
 
@@ -456,6 +538,254 @@ static wgml_status write_tensor(gguf_writer *w, synth_state *S, const synth_arch
     return WGML_OK;
 }
 
+/* ---- Whisper (make_random_whisper.py, ../shared/whisper/README.md "Weights") ----
+ *
+ * Value i (row-major in PyTorch's shape) of a tensor: z = mix(seed ^ fnv1a64(name) + (i + 1) * golden),
+ * u = (z >> 11) 2^-53, x = c + (2u - 1) b in double (times a row's factor), rounded to f32, then
+ * to f16. Every operation is the script's, in the same order, so the bits are the same. */
+
+#define WHISPER_TS_ROWS  1501 /* <|0.00|> .. <|30.00|>: the last rows of the token embedding */
+#define WHISPER_TS_SCALE 1.15
+
+typedef struct whisper_gen {
+    uint64_t state0;
+    double b, c;
+    int64_t conv_c;   /* a convolution's input channels: rows permuted to taps-major */
+    int64_t ts_first; /* the token embedding: the first timestamp row (else -1) */
+    int64_t eot_row;
+    double eot_factor;
+    int sinus; /* encoder.positional_embedding: sinusoids, not random */
+} whisper_gen;
+
+static inline double whisper_uniform(uint64_t state0, uint64_t i) {
+    uint64_t z = state0 + (i + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0); /* 2^-53 */
+}
+
+/* 64-bit FNV-1a (offset basis 0xCBF29CE484222325; name_hash above starts elsewhere, and its streams stay) */
+static uint64_t fnv1a64(const char *s) {
+    uint64_t h = 0xCBF29CE484222325ull;
+    while (*s)
+        h = (h ^ (uint8_t)*s++) * 0x100000001B3ull;
+    return h;
+}
+
+static inline float whisper_round(double x) { return wgml_f16_to_f32(wgml_f32_to_f16((float)x)); }
+
+static inline float whisper_value(const whisper_gen *g, uint64_t i, double factor) {
+    double x = (2.0 * whisper_uniform(g->state0, i) - 1.0) * g->b;
+    if (g->c != 0) x = g->c + x;
+    if (factor != 1.0) x = x * factor;
+    return whisper_round(x);
+}
+
+static void whisper_row(void *arg, int64_t row, float *dst, int64_t n) {
+    const whisper_gen *g = arg;
+    if (g->sinus) { /* [sin(t f_j) | cos(t f_j)], f_j = exp(-j ln(1e4) / (n/2 - 1)) */
+        const int64_t h = n / 2;
+        const double inc = log(10000.0) / (double)(h - 1);
+        for (int64_t j = 0; j < h; j++) {
+            const double st = (double)row * exp(-inc * (double)j);
+            dst[j] = whisper_round(sin(st));
+            dst[h + j] = whisper_round(cos(st));
+        }
+    } else if (g->conv_c) { /* dst[j C + c] = w[row][c][j], PyTorch index (row C + c) 3 + j */
+        const int64_t C = g->conv_c;
+        for (int64_t c = 0; c < C; c++)
+            for (int j = 0; j < 3; j++)
+                dst[j * C + c] = whisper_value(g, (uint64_t)((row * C + c) * 3 + j), 1.0);
+    } else {
+        double f = 1.0;
+        if (g->ts_first >= 0 && row >= g->ts_first) f = WHISPER_TS_SCALE;
+        if (row == g->eot_row) f = g->eot_factor;
+        for (int64_t k = 0; k < n; k++)
+            dst[k] = whisper_value(g, (uint64_t)(row * n + k), f);
+    }
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* The draw of tensor t (make_random_whisper.py's half_width). */
+static void whisper_gen_init(whisper_gen *g, const synth_arch *a, const synth_tensor *t, uint64_t seed) {
+    memset(g, 0, sizeof *g);
+    g->state0 = seed ^ fnv1a64(t->name);
+    g->ts_first = -1;
+    g->eot_row = -1;
+    const double S = a->n_embd;
+    const char *name = t->name;
+    if (!strcmp(name, "encoder.positional_embedding")) {
+        g->sinus = 1;
+    } else if (!strcmp(name, "decoder.token_embedding.weight")) {
+        g->b = 7.0 / sqrt(S);
+        g->ts_first = a->n_vocab - WHISPER_TS_ROWS;
+        g->eot_row = a->n_vocab >= 51865 ? 50257 : 50256;
+        g->eot_factor = a->eot_factor;
+    } else if (!strcmp(name, "decoder.positional_embedding")) {
+        g->b = 1.75;
+    } else if (ends_with(name, "ln.weight") || ends_with(name, "ln_post.weight")) {
+        g->b = 0.25;
+        g->c = 1.0;
+    } else if (ends_with(name, ".bias")) {
+        g->b = 0.1;
+    } else if (!strcmp(name, "encoder.conv1.weight")) {
+        g->b = 4.0 / sqrt(3.0 * a->n_mels);
+        g->conv_c = a->n_mels;
+    } else if (!strcmp(name, "encoder.conv2.weight")) {
+        g->b = 4.0 / sqrt(3.0 * S);
+        g->conv_c = a->n_embd;
+    } else if (ends_with(name, ".query.weight") || ends_with(name, ".key.weight")) {
+        g->b = 3.5 / sqrt(S);
+    } else if (ends_with(name, ".value.weight") || ends_with(name, ".out.weight")) {
+        g->b = 2.0 / sqrt(S);
+    } else if (ends_with(name, ".mlp.0.weight")) {
+        g->b = 1.5 / sqrt(S);
+    } else { /* .mlp.2.weight: fan-in 4 S */
+        g->b = 1.5 / sqrt(4.0 * S);
+    }
+}
+
+/* The types whisper_vocab.h allows for the matrices. */
+static int whisper_type_ok(uint32_t t) {
+    return t == WGML_F32 || t == WGML_F16 || t == WGML_Q8_0 || t == WGML_Q5_0 || t == WGML_Q5_1 || t == WGML_Q4_0 ||
+           t == WGML_Q4_1;
+}
+
+/* F32: vectors, the positional embeddings, the mel filters; the convolutions F16 (F32 in an F32 file); every
+ * other matrix (the token embedding too: it is also the output projection) the recipe's type, or F16 when
+ * its rows fit no block. */
+static uint32_t whisper_tensor_type(const synth_tensor *t, uint32_t base) {
+    if (t->n_dims == 1 || !strcmp(t->name, "mel_filters") || ends_with(t->name, "positional_embedding"))
+        return WGML_F32;
+    if (!strcmp(t->name, "encoder.conv1.weight") || !strcmp(t->name, "encoder.conv2.weight"))
+        return base == WGML_F32 ? WGML_F32 : WGML_F16;
+    return t->ne[0] % wgml_dtype_get(base)->block_size ? WGML_F16 : base;
+}
+
+static wgml_status whisper_write(const char *out, const synth_arch *a, const quantize_recipe *rc, const synth_params *p,
+                                 synth_result *result, wgml_error *err) {
+    if (!whisper_type_ok(rc->base))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "type '%s': a Whisper model is F32, F16, Q8_0, Q5_0, Q5_1, Q4_0 or Q4_1", p->type);
+    const int max_layers = synth_arch_max_layers(a);
+    const int n_layer = p->n_layer ? p->n_layer : max_layers;
+    if (n_layer < 1 || n_layer > max_layers)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s has %d layers; cannot write %d", a->name, max_layers,
+                         p->n_layer);
+    if (!out) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "synth: the output path is required");
+    const uint64_t seed = p->seed ? p->seed : a->whisper_seed;
+    const int enc = n_layer < a->n_audio_layer ? n_layer : a->n_audio_layer;
+    const int dec = n_layer < a->n_layer ? n_layer : a->n_layer;
+    const int n_text = a->n_vocab >= 51865 ? 50257 : 50256;
+
+    gguf_writer *w = gguf_writer_create();
+    wgml_threadpool *pool = NULL;
+    const int n = synth_tensor_list(a, n_layer, NULL, 0);
+    synth_tensor *ts = wgml_calloc((size_t)n, sizeof *ts);
+    uint32_t *types = wgml_calloc((size_t)n, sizeof *types);
+    uint8_t *buf = NULL;
+    wgml_status st = WGML_OK;
+    if (!w || !ts || !types) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    synth_tensor_list(a, n_layer, ts, n);
+    uint64_t elements[WGML_DTYPE_COUNT] = {0}, total = 0, n_params = 0;
+    size_t max_bytes = 0, data_bytes = 0;
+    for (int i = 0; i < n; i++) {
+        types[i] = whisper_tensor_type(&ts[i], rc->base);
+        const uint64_t ne = (uint64_t)(ts[i].ne[0] * ts[i].ne[1]);
+        const int is_filters = !strcmp(ts[i].name, "mel_filters");
+        if (ts[i].n_dims == 2 && !is_filters && !ends_with(ts[i].name, "positional_embedding"))
+            elements[types[i]] += ne;
+        if (!is_filters) n_params += ne;
+        total += ne;
+        const size_t b = tensor_bytes(types[i], &ts[i]);
+        data_bytes += b;
+        if (b > max_bytes) max_bytes = b;
+    }
+    const uint32_t file_type = quantize_file_type(rc, elements);
+    char name[96];
+    snprintf(name, sizeof name, "synth %s", a->name);
+    if ((st = gguf_writer_set_str(w, "general.architecture", "whisper", err)) ||
+        (st = gguf_writer_set_str(w, "general.name", name, err)) ||
+        (st = gguf_writer_set_u32(w, "general.file_type", file_type, err)) ||
+        (st = gguf_writer_set_u32(w, "general.quantization_version", 2, err)) ||
+        (st = gguf_writer_set_u64(w, "wgml.synth.seed", seed, err)) ||
+        (st = gguf_writer_set_f32(w, "wgml.synth.eot_factor", (float)a->eot_factor, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.vocab_size", (uint32_t)a->n_vocab, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.audio.context_length", (uint32_t)a->n_audio_ctx, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.audio.embedding_length", (uint32_t)a->n_embd, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.audio.head_count", (uint32_t)a->n_head, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.audio.block_count", (uint32_t)enc, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.text.context_length", (uint32_t)a->n_ctx, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.text.embedding_length", (uint32_t)a->n_embd, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.text.head_count", (uint32_t)a->n_head, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.text.block_count", (uint32_t)dec, err)) ||
+        (st = gguf_writer_set_u32(w, "whisper.n_mels", (uint32_t)a->n_mels, err)) ||
+        (st = synth_whisper_tokens(w, p->vocab, n_text, p->log, p->log_user, err)))
+        goto done;
+    for (int i = 0; i < n; i++)
+        if ((st = gguf_writer_add_tensor(w, ts[i].name, types[i], ts[i].n_dims, ts[i].ne, err))) goto done;
+    if (!(buf = wgml_malloc(max_bytes))) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for one tensor", max_bytes);
+        goto done;
+    }
+    if ((st = wgml_threadpool_create(p->n_threads, &pool, err))) goto done;
+    if ((st = gguf_writer_begin(w, out, err))) goto done;
+    uint64_t done_elements = 0;
+    for (int i = 0; i < n; i++) {
+        const synth_tensor *t = &ts[i];
+        if (!strcmp(t->name, "mel_filters")) {
+            if (wgml_mel_filters_slaney(a->n_mels, WGML_MEL_SAMPLE_RATE, WGML_MEL_N_FFT, (float *)(void *)buf)) {
+                st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "mel filters for %d bands", a->n_mels);
+                goto done;
+            }
+            done_elements += (uint64_t)(t->ne[0] * t->ne[1]);
+        } else {
+            whisper_gen g;
+            whisper_gen_init(&g, a, t, seed);
+            const int64_t step = PROGRESS_ELEMENTS / t->ne[0] > 0 ? PROGRESS_ELEMENTS / t->ne[0] : 1;
+            for (int64_t r = 0; r < t->ne[1]; r += step) {
+                const int64_t r1 = r + step < t->ne[1] ? r + step : t->ne[1];
+                if ((st = quantize_rows(pool, types[i], t->ne[0], r, r1, whisper_row, &g, buf, err))) {
+                    wgml_error_prefix(err, "tensor '%s'", t->name);
+                    goto done;
+                }
+                done_elements += (uint64_t)((r1 - r) * t->ne[0]);
+                if (p->progress && r1 < t->ne[1] && p->progress(p->progress_user, "generating", done_elements, total)) {
+                    st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cancelled");
+                    goto done;
+                }
+            }
+        }
+        if ((st = gguf_writer_write_tensor(w, buf, tensor_bytes(types[i], t), err))) goto done;
+        if (p->progress && p->progress(p->progress_user, "generating", done_elements, total)) {
+            st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "cancelled");
+            goto done;
+        }
+    }
+    if ((st = gguf_writer_finish(w, err))) goto done;
+    if (result) {
+        result->n_tensors = n;
+        result->n_params = n_params;
+        result->data_bytes = data_bytes;
+        result->file_type = file_type;
+    }
+done:
+    gguf_writer_free(w);
+    wgml_threadpool_free(pool);
+    wgml_free(buf);
+    wgml_free(types);
+    wgml_free(ts);
+    return st;
+}
+
 wgml_status synth_write(const char *out, const synth_params *p, synth_result *result, wgml_error *err) {
     if (result) memset(result, 0, sizeof *result);
     const synth_arch *a = synth_arch_find(p->arch);
@@ -470,6 +800,7 @@ wgml_status synth_write(const char *out, const synth_params *p, synth_result *re
     if (!rc)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown type '%s' (known: %s)", p->type ? p->type : "(null)",
                          quantize_recipe_list());
+    if (a->kind == SYNTH_WHISPER) return whisper_write(out, a, rc, p, result, err);
     int n_layer = p->n_layer ? p->n_layer : a->n_layer;
     if (n_layer < 1 || n_layer > a->n_layer)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s has %d layers; cannot write %d", a->name, a->n_layer,

@@ -17,6 +17,20 @@
  * for a cross-encoder reranker the classification head (cls, cls.output).
  * Their vocabulary is a WordPiece ("bert") one.
  *
+ * Whisper (kind SYNTH_WHISPER: whisper-micro, whisper-micro-v3, whisper-tiny,
+ * whisper-base, whisper-small, whisper-large-v3-turbo) is written in the
+ * GGUF schema of model/whisper/whisper_vocab.h, its weights drawn exactly
+ * by ../shared/whisper/make_random_whisper.py (README "Weights": one
+ * splitmix64 stream per tensor from seed ^ fnv1a64(name), uniform half-widths
+ * per kind of tensor, the timestamp rows of the token embedding x 1.15 and
+ * its <|endoftext|> row x the variant's factor, the encoder positions as
+ * sinusoids; each value rounded to f32 then f16, the f16 numbers being the
+ * model). whisper-micro and whisper-tiny are bit for bit the shared
+ * whisper-micro-random.bin's and make_random_whisper.py tiny's tensors;
+ * synth.c's table gives the seeds and factors of the others. Its
+ * vocabulary (whisper.tokens) comes from a donor Whisper model (GGUF or
+ * whisper.cpp .bin, params.vocab) or is synthesized (see synth_vocab.h).
+ *
  * Weights are a deterministic function of the seed and the tensor's name and
  * row (not of the thread count or of --layers): matrices ~ N(0, 0.02) like
  * the usual initialisation, norms 1 + N(0, 0.02), biases N(0, 0.02). Each
@@ -37,6 +51,7 @@ typedef enum synth_kind {
     SYNTH_DECODER = 0, /* llama / qwen2: RMSNorm, RoPE, SwiGLU, causal */
     SYNTH_BERT,        /* bert: learned positions, LayerNorm with biases, GELU, biased projections */
     SYNTH_NOMIC_BERT,  /* nomic-bert: bert's norms, RoPE, fused QKV, SwiGLU, no biases */
+    SYNTH_WHISPER,     /* whisper: the official state dict's tensors (whisper_vocab.h's GGUF schema) */
 } synth_kind;
 
 /* llama.cpp's LLAMA_POOLING_TYPE_* (the ARCH.pooling_type key) */
@@ -61,11 +76,18 @@ typedef struct synth_arch {
     int pooling;       /* SYNTH_POOL_*: how the embedding is made from the token states */
     int n_token_types; /* rows of token_types.weight (segments A/B) */
     int cls_head;      /* reranker: cls.weight/bias (pooler dense) and cls.output.weight/bias (score) */
+    /* Whisper (kind SYNTH_WHISPER): n_embd = n_audio_state = n_text_state, n_head both stacks' heads,
+     * n_layer the decoder's blocks, n_ctx n_text_ctx (448), n_ff 4 n_embd, n_vocab 51865 (51866 v3) */
+    int n_mels, n_audio_layer, n_audio_ctx;
+    uint64_t whisper_seed; /* the weights' seed when params.seed is 0 */
+    double eot_factor;     /* on the <|endoftext|> row of decoder.token_embedding.weight */
 } synth_arch;
 
 int synth_arch_count(void);
 const synth_arch *synth_arch_at(int i);
 const synth_arch *synth_arch_find(const char *name); /* case-insensitive; NULL if unknown */
+/* The largest n_layer synth_write takes: n_layer, or for Whisper the larger stack's blocks. */
+int synth_arch_max_layers(const synth_arch *a);
 
 typedef struct synth_tensor {
     char name[48];
@@ -74,7 +96,10 @@ typedef struct synth_tensor {
 } synth_tensor;
 
 /* The tensors of `a` with n_layer layers (0 = all), in file order. Returns how
- * many there are; writes the first `cap` of them. */
+ * many there are; writes the first `cap` of them. Whisper: "mel_filters"
+ * first, then the state dict in its order (make_random_whisper.py's
+ * tensor_list) with whisper_vocab.h's shapes; n_layer caps each stack's
+ * blocks. */
 int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap);
 
 /* Llama 3 RoPE frequency factors (n_rot / 2 of them), as llama.cpp's
@@ -82,10 +107,12 @@ int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int c
 void synth_rope3_factors(const synth_arch *a, float *out);
 
 typedef struct synth_params {
-    const char *arch;  /* a name from the table */
-    const char *type;  /* a quantize recipe: "F16", "Q8_0", "Q4_K_M", ... */
-    const char *vocab; /* a GGUF whose tokenizer.* metadata is copied */
-    uint64_t seed;
+    const char *arch;          /* a name from the table */
+    const char *type;          /* a quantize recipe: "F16", "Q8_0", "Q4_K_M", ... (Whisper: F32, F16, Q8_0,
+                                  Q5_0, Q5_1, Q4_0, Q4_1, whisper_vocab.h's types) */
+    const char *vocab;         /* a GGUF whose tokenizer.* metadata is copied; Whisper: a Whisper model (GGUF or
+                                  whisper.cpp .bin) whose whisper.tokens are copied, NULL: a synthesized vocabulary */
+    uint64_t seed;             /* Whisper: 0 = the variant's own (whisper_seed) */
     int n_layer;               /* 0 = the architecture's own */
     int n_threads;             /* 0 = one per core */
     wgml_progress_fn progress; /* (user, "generating", elements done, total); non-zero cancels */

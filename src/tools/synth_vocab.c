@@ -10,6 +10,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "format/model_file.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -288,5 +289,103 @@ wgml_status synth_vocab_copy(gguf_writer *w, const gguf_file *f, int64_t n_vocab
             st = gguf_writer_copy_kv(w, kv, err);
     }
     vocab_free(&v);
+    return st;
+}
+
+/* ---- Whisper ---- */
+
+/* Token k >= 256 of the synthesized vocabulary: j = k - 256; bit 0 of j says
+ * whether a space leads, the rest (plus one) is written in bijective base 95,
+ * one consonant-vowel syllable per digit: distinct j, distinct strings. */
+static size_t whisper_synth_token(int k, char *out) {
+    static const char cons[] = "bcdfghjklmnprstvwyz", vow[] = "aeiou";
+    const int nc = (int)sizeof cons - 1, nv = (int)sizeof vow - 1;
+    unsigned j = (unsigned)(k - 256), v = (j >> 1) + 1;
+    size_t n = 0;
+    if (j & 1) out[n++] = ' ';
+    while (v) {
+        unsigned d = (v - 1) % (unsigned)(nc * nv);
+        out[n++] = cons[d / (unsigned)nv];
+        out[n++] = vow[d % (unsigned)nv];
+        v = (v - 1) / (unsigned)(nc * nv);
+    }
+    return n;
+}
+
+wgml_status synth_whisper_tokens(gguf_writer *w, const char *donor, int n_text,
+                                 void (*log)(void *user, const char *line), void *log_user, wgml_error *err) {
+    wgml_status st;
+    if (n_text < 256) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper vocabulary of %d tokens", n_text);
+    if (donor) {
+        gguf_file *f;
+        if ((st = wgml_model_file_open(donor, &f, err))) return st;
+        const gguf_value *toks;
+        int r = gguf_get_arr(f, "whisper.tokens", GGUF_TYPE_STRING, &toks, err);
+        if (r != 1) {
+            gguf_close(f);
+            if (r < 0) return err ? err->code : WGML_ERR_FORMAT;
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                             "%s: no whisper.tokens: the vocabulary must come from a Whisper model (GGUF or "
+                             "whisper.cpp .bin)",
+                             donor);
+        }
+        if (toks->v.arr.n != (uint64_t)n_text) {
+            st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s: %" PRIu64 " Whisper tokens; this model needs %d (%s)",
+                           donor, toks->v.arr.n, n_text,
+                           n_text == 50257 ? "a multilingual vocabulary" : "an English-only vocabulary");
+            gguf_close(f);
+            return st;
+        }
+        const char **p = wgml_malloc((size_t)n_text * sizeof *p);
+        uint64_t *len = wgml_malloc((size_t)n_text * sizeof *len);
+        if (!p || !len) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        } else {
+            for (int i = 0; i < n_text; i++) {
+                p[i] = toks->v.arr.items[i].v.str.ptr;
+                len[i] = toks->v.arr.items[i].v.str.len;
+            }
+            st = gguf_writer_set_arr_str(w, "whisper.tokens", p, len, (uint64_t)n_text, err);
+        }
+        wgml_free(p);
+        wgml_free(len);
+        gguf_close(f);
+        if (!st && log) {
+            char line[600];
+            snprintf(line, sizeof line, "vocabulary: the %d tokens of %s", n_text, donor);
+            log(log_user, line);
+        }
+        return st;
+    }
+    /* synthesized: 2 bytes per syllable, at most 4 syllables and a space */
+    char *text = wgml_malloc((size_t)n_text * 16);
+    const char **p = wgml_malloc((size_t)n_text * sizeof *p);
+    uint64_t *len = wgml_malloc((size_t)n_text * sizeof *len);
+    if (!text || !p || !len) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    } else {
+        for (int i = 0; i < n_text; i++) {
+            char *t = text + (size_t)i * 16;
+            if (i < 256) {
+                t[0] = (char)i;
+                len[i] = 1;
+            } else {
+                len[i] = whisper_synth_token(i, t);
+            }
+            p[i] = t;
+        }
+        st = gguf_writer_set_arr_str(w, "whisper.tokens", p, len, (uint64_t)n_text, err);
+        if (!st && log) {
+            char line[200];
+            snprintf(line, sizeof line,
+                     "vocabulary: %d synthesized tokens (bytes, then made-up syllables: decoded text is not words; "
+                     "--vocab takes a Whisper model's)",
+                     n_text);
+            log(log_user, line);
+        }
+    }
+    wgml_free(text);
+    wgml_free(p);
+    wgml_free(len);
     return st;
 }

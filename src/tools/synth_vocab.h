@@ -25,4 +25,18 @@
 wgml_status synth_vocab_copy(gguf_writer *w, const gguf_file *vocab, int64_t n_vocab,
                              void (*log)(void *user, const char *line), void *log_user, wgml_error *err);
 
+/* Whisper's vocabulary, the key whisper.tokens (model/whisper/whisper_vocab.h):
+ * n_text BPE tokens (50257; 50256 for an English-only model), raw bytes in
+ * rank order.
+ *   donor  a Whisper model (GGUF, or whisper.cpp .bin through
+ *          format/model_file.h) whose whisper.tokens are copied; it must
+ *          have n_text of them (a multilingual donor for a multilingual
+ *          model, an English-only one for English-only).
+ *   NULL   a synthesized list: the 256 single bytes 0..255 first (ids =
+ *          byte values), then distinct made-up syllable strings (" ka",
+ *          "lo", " mire", ...; every other one with a leading space), so
+ *          that decoded ids give readable text that is not real words. */
+wgml_status synth_whisper_tokens(gguf_writer *w, const char *donor, int n_text,
+                                 void (*log)(void *user, const char *line), void *log_user, wgml_error *err);
+
 #endif

@@ -13,10 +13,11 @@
 // embedding model (a one-layer `wgml synth` all-minilm-l6): the client's default base64
 // decoded to the floats of encoding_format "float", dimensions. client.audio.speech with
 // Kokoro (../shared's kokoro-tiny converted): the streamed WAV equals `wgml speak -o -`'s, byte for
-// byte. Exits 77 (skipped) when the
+// byte. client.audio.transcriptions (json, verbose_json, srt, a stream of text events) and
+// client.audio.translations with a `wgml synth` whisper-micro, against `wgml transcribe`. Exits 77 (skipped) when the
 // client is not installed and CI is not set (scripts/test.sh installs it).
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -202,6 +203,60 @@ try {
     es.p.kill('SIGTERM');
     await new Promise((r) => es.p.once('exit', r));
   }
+  // ---- transcriptions: a Whisper model's server (`wgml synth --arch whisper-micro`: random weights), the audio
+  // a 16-bit stereo WAV at 44.1 kHz made here; max_tokens and no_fallback (wgml's extensions) keep it quick
+  const wfile = path.join(dir, 'whisper.gguf');
+  execFileSync(CLI, ['synth', '--arch', 'whisper-micro', '--type', 'F16', '-o', wfile], { stdio: 'pipe' });
+  const rate = 44100, frames = rate;
+  const wav = Buffer.alloc(44 + frames * 4);
+  wav.write('RIFF', 0);
+  wav.writeUInt32LE(36 + frames * 4, 4);
+  wav.write('WAVEfmt ', 8);
+  wav.writeUInt32LE(16, 16);
+  wav.writeUInt16LE(1, 20); // PCM
+  wav.writeUInt16LE(2, 22); // stereo
+  wav.writeUInt32LE(rate, 24);
+  wav.writeUInt32LE(rate * 4, 28);
+  wav.writeUInt16LE(4, 32);
+  wav.writeUInt16LE(16, 34);
+  wav.write('data', 36);
+  wav.writeUInt32LE(frames * 4, 40);
+  for (let i = 0; i < frames; i++) wav.writeInt16LE(Math.round(12000 * Math.sin(2 * Math.PI * 440 * i / rate)), 44 + i * 4);
+  const wavPath = path.join(dir, 'a.wav');
+  writeFileSync(wavPath, wav);
+  const want = JSON.parse(execFileSync(CLI, ['transcribe', '-m', wfile, '--backend', 'cpu', '--max-tokens', '8',
+    '--no-fallback', '-f', 'verbose_json', wavPath], { stdio: ['ignore', 'pipe', 'pipe'] }).toString());
+  const ws = await startModel(wfile);
+  try {
+    const wc = new OpenAI({ apiKey: KEY, baseURL: `${ws.url}/v1`, maxRetries: 0 });
+    const { toFile } = createRequire(path.join(here, 'package.json'))('openai');
+    const quick = { max_tokens: 8, no_fallback: true };
+    const tr = await wc.audio.transcriptions.create({ file: await toFile(wav, 'a.wav'), model: 'whisper-1', ...quick });
+    check(tr.text === want.text && tr.usage.type === 'duration' && tr.usage.seconds === 1,
+      `transcription: ${JSON.stringify(tr)}, \`wgml transcribe\`: ${JSON.stringify(want.text)}`);
+    const verbose = await wc.audio.transcriptions.create({ file: await toFile(wav, 'a.wav'), model: 'whisper-1',
+      response_format: 'verbose_json', timestamp_granularities: ['segment'], ...quick });
+    check(verbose.duration === 1 && verbose.language === want.language &&
+      JSON.stringify(verbose.segments) === JSON.stringify(want.segments), `verbose_json: ${JSON.stringify(verbose)}`);
+    const srt = await wc.audio.transcriptions.create({ file: await toFile(wav, 'a.wav'), model: 'whisper-1',
+      response_format: 'srt', ...quick });
+    check(typeof srt === 'string' && srt.startsWith('1\n00:00:'), `srt: ${JSON.stringify(srt)}`);
+    let deltas = '', done = null;
+    for await (const ev of await wc.audio.transcriptions.create({ file: await toFile(wav, 'a.wav'), model: 'whisper-1',
+      stream: true, ...quick })) {
+      if (ev.type === 'transcript.text.delta') deltas += ev.delta;
+      else if (ev.type === 'transcript.text.done') done = ev.text;
+    }
+    check(done === want.text && deltas.trim() === done, `a stream: deltas ${JSON.stringify(deltas)}, done ${JSON.stringify(done)}`);
+    const tl = await wc.audio.translations.create({ file: await toFile(wav, 'a.wav'), model: 'whisper-1', ...quick });
+    check(typeof tl.text === 'string', `translation: ${JSON.stringify(tl)}`);
+    const e = await wc.audio.transcriptions.create({ file: await toFile(Buffer.from('not audio at all'), 'a.txt'),
+      model: 'whisper-1' }).then(() => null, (err) => err);
+    check(e instanceof OpenAI.BadRequestError && e.param === 'file', `a text file as audio: ${e}`);
+  } finally {
+    ws.p.kill('SIGTERM');
+    await new Promise((r) => ws.p.once('exit', r));
+  }
   // ---- speech: a Kokoro model's server (the shared tiny checkpoint, converted)
   const kdir = path.join(process.env.WGML_SHARED || path.join(here, '../../../shared'), 'kokoro');
   if (!existsSync(path.join(kdir, 'kokoro-tiny.pth'))) {
@@ -231,7 +286,7 @@ try {
     }
   }
 } catch (err) {
-  check(false, `embeddings / speech: unexpected: ${err && err.stack ? err.stack : err}`);
+  check(false, `embeddings / transcriptions / speech: unexpected: ${err && err.stack ? err.stack : err}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

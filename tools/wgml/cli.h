@@ -39,6 +39,7 @@ int cmd_rerank(int argc, char **argv);
 int cmd_phonemize(int argc, char **argv);
 int cmd_speak(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_transcribe(int argc, char **argv);
 
 extern const char *cli_cmd; /* the subcommand name, for messages */
 extern const char *cli_argv0;
@@ -264,6 +265,74 @@ struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n);
  * array of numbers, or with base64 its float32 bytes in base64 (encoding_format). */
 struct json_object *cli_embeddings_json(const float *vec, int n, int dim, const char *model, long long tokens,
                                         int base64);
+
+/* ---- audio files (audio_file.c: libsndfile, linked by the CLI only) ----
+ *
+ * A file (by path) or bytes in memory (an upload) decoded by libsndfile into mono
+ * float32 (the channels averaged) at the file's own rate: WAV, AIFF, FLAC, OGG
+ * Vorbis/Opus, MP3 and the rest libsndfile reads. Each returns 0, or -1 with a message
+ * in msg that names the input and the problem: it cannot be opened or is not a regular
+ * file, no format libsndfile knows, a WAV that ends before the length its header gives,
+ * no frames, more than CLI_AUDIO_MAX_CHANNELS channels, a rate outside
+ * 1 .. CLI_AUDIO_MAX_RATE, a sample that is not finite, longer than max_seconds. */
+#define CLI_AUDIO_MAX_CHANNELS 64
+#define CLI_AUDIO_MAX_RATE 1000000
+#define CLI_AUDIO_MAX_SECONDS (24.0 * 3600.0) /* what wgml_transcribe takes at most */
+typedef struct cli_audio {
+    float *pcm;      /* n mono samples, malloc'ed */
+    size_t n;
+    int sample_rate; /* Hz */
+    int channels;    /* the file's, before averaging */
+    char format[64]; /* the container's name, as libsndfile gives it ("WAV (Microsoft)") */
+} cli_audio;
+int cli_audio_read_file(const char *path, double max_seconds, cli_audio *a, char *msg, size_t msg_size);
+/* name: how messages call the input (the upload's file name), or NULL ("the audio") */
+int cli_audio_read_memory(const void *data, size_t size, const char *name, double max_seconds, cli_audio *a, char *msg,
+                          size_t msg_size);
+void cli_audio_free(cli_audio *a);
+
+/* ---- transcripts (cli_transcript.c): what wgml transcribe and the server write ----
+ *
+ * Segments as wgml_transcribe hands them out, copied, then written in a format:
+ * Whisper's own files (txt, srt, vtt, tsv: model/whisper/whisper_decode.h's writers)
+ * or OpenAI's responses (json {"text", "usage"}; verbose_json {"task", "language",
+ * "duration", "text", "segments", "usage"}; text: the text and a newline). */
+typedef struct cli_segment {
+    double start, end;
+    char *text;
+    int32_t *tokens;
+    int n_tokens;
+    float temperature, avg_logprob, compression_ratio, no_speech_prob;
+} cli_segment;
+typedef struct cli_transcript {
+    cli_segment *seg;
+    int n, cap;
+} cli_transcript;
+typedef enum cli_transcript_format {
+    CLI_TRANSCRIPT_TXT,
+    CLI_TRANSCRIPT_SRT,
+    CLI_TRANSCRIPT_VTT,
+    CLI_TRANSCRIPT_TSV,
+    CLI_TRANSCRIPT_JSON,
+    CLI_TRANSCRIPT_VERBOSE_JSON,
+    CLI_TRANSCRIPT_TEXT,
+} cli_transcript_format;
+/* Appends a copy of a segment: 0, or -1 when memory runs out. */
+int cli_transcript_add(cli_transcript *t, const wgml_transcript_segment *s);
+void cli_transcript_free(cli_transcript *t);
+/* The segments' texts joined, whitespace at both ends stripped (malloc'ed; NULL: out of memory). */
+char *cli_transcript_text(const cli_transcript *t);
+/* The whole transcript in fmt into *out (malloc'ed, NUL-terminated, *len bytes). task: "transcribe" or
+ * "translate"; language: the code decoded ("en"; verbose_json names it, "english", as OpenAI does);
+ * duration: seconds of audio. 0, or -1 with msg (out of memory, a time a writer refuses). */
+int cli_transcript_render(const cli_transcript *t, cli_transcript_format fmt, const char *task, const char *language,
+                          double duration, char **out, size_t *len, char *msg, size_t msg_size);
+/* One segment as Whisper's txt writer has it (its text stripped, a newline) into *out (malloc'ed). */
+int cli_transcript_txt_line(const wgml_transcript_segment *s, char **out, size_t *len);
+/* Whisper's languages: "en" -> "english" (NULL if none); a code or an English name in any case
+ * ("de", "German") -> the code (NULL if none). */
+const char *cli_language_name(const char *code);
+const char *cli_language_code(const char *code_or_name);
 
 /* Loads the model with a progress bar; prints the error and returns NULL on failure. */
 wgml_model *cli_load_model(const cli_model_opts *o, double *load_ms);

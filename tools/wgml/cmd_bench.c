@@ -22,6 +22,8 @@
 #include "cli.h"
 #include "tools_internal.h"
 
+int cmd_bench_transcribe(int argc, char **argv); /* cmd_bench_transcribe.c: a model that transcribes, or --transcribe */
+
 typedef struct {
     cli_model_opts mo;
     int pp, tg, ctx, repeat, json, profile, limits, other;
@@ -51,7 +53,8 @@ static const cli_spec spec = {
     .usage = "usage: wgml bench [options]\n",
     .about = "Measures prompt processing (pp) and generation (tg) speed.\n",
     .opts = options,
-    .more = "\nA speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help.\n",
+    .more = "\nA speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help;\n"
+            "a speech recognition model (whisper), the transcription benchmark: wgml bench --transcribe --help.\n",
 };
 
 typedef struct {
@@ -152,21 +155,21 @@ static int bench_once(wgml_model *m, wgml_session *s, int pp, int tg, int ctx, i
     return CLI_OK;
 }
 
-/* Whether the model named by -m/--model (or $WGML_MODEL) is of a family that
- * speaks: its header is enough (an unreadable file is left to the loader's
- * error). */
-static int model_speaks(int argc, char **argv) {
+/* The tasks (wgml_task bits) of the model named by -m/--model (or
+ * $WGML_MODEL): its header is enough (0 for an unreadable file, left to the
+ * loader's error). */
+static uint32_t model_tasks(int argc, char **argv) {
     const char *path = getenv("WGML_MODEL");
     for (int i = 0; i + 1 < argc; i++)
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) path = argv[++i];
     gguf_file *f;
     wgml_error err;
-    if (!path || gguf_open(path, &f, &err)) return 0;
+    if (!path || wgml_model_file_open(path, &f, &err)) return 0;
     char arch[64];
     const wgml_family *fam;
-    int speaks = !wgml_family_of(f, arch, sizeof arch, &fam, &err) && (fam->tasks & WGML_TASK_SPEECH);
+    uint32_t tasks = wgml_family_of(f, arch, sizeof arch, &fam, &err) ? 0 : fam->tasks;
     gguf_close(f);
-    return speaks;
+    return tasks;
 }
 
 /* The pipeline cache at the first token: its directory ("" when off, or not
@@ -196,7 +199,10 @@ int cmd_bench(int argc, char **argv) {
         if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
         else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
         else if (!strcmp(argv[i], "--parallel")) return cmd_bench_parallel(argc, argv);
-    if (model_speaks(argc, argv)) return cmd_bench_speech(argc, argv);
+        else if (!strcmp(argv[i], "--transcribe")) return cmd_bench_transcribe(argc, argv);
+    const uint32_t tasks = model_tasks(argc, argv);
+    if (tasks & WGML_TASK_SPEECH) return cmd_bench_speech(argc, argv);
+    if (tasks & WGML_TASK_TRANSCRIBE) return cmd_bench_transcribe(argc, argv);
     bench_opts opt = {.pp = 128, .tg = 128, .repeat = 1, .limits = 1};
     int rc = cli_parse(&spec, &opt, argc, argv, NULL);
     if (rc >= 0) return rc;

@@ -1,7 +1,8 @@
 /*
- * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf` and
+ * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf`,
  * `wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILES]
- * [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf`.
+ * [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf` and
+ * `wgml convert whisper MODEL.pt --vocab FILE [--type T] -o OUT.gguf`.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -11,35 +12,46 @@
 #include "tools_internal.h"
 
 typedef struct {
-    const char *out, *config, *voices, *type, *prosody_type;
+    const char *out, *config, *voices, *type, *prosody_type, *vocab;
 } convert_opts;
 
 static const cli_opt options[] = {
     CLI_STRING("--output", "-o", convert_opts, out, "OUT.gguf", "the GGUF file to write"),
+    CLI_STRING("--type", NULL, convert_opts, type, "T",
+               "the matrices' type. kokoro: F32 (default), F16, BF16 or Q8_0 (LSTM\n"
+               "recurrences at most F16, the generator's last convolution always F32);\n"
+               "whisper: F16 (default), F32, Q8_0, Q5_0, Q5_1, Q4_0 or Q4_1 (the\n"
+               "convolutions stay F16, vectors and positional embeddings F32)"),
     CLI_GROUP("kokoro:"),
     CLI_STRING("--config", NULL, convert_opts, config, "FILE", "its config.json (default: the v1.0 values)"),
     CLI_STRING("--voices", NULL, convert_opts, voices, "DIR|FILE,FILE...",
                "voice files (.bin from kokoro-js or the official .pt), or a folder\n"
                "of them, named after their files"),
-    CLI_STRING("--type", NULL, convert_opts, type, "T",
-               "the matrices' type: F32 (default), F16, BF16 or Q8_0 (LSTM\n"
-               "recurrences at most F16, the generator's last convolution always F32)"),
     CLI_STRING("--prosody-type", NULL, convert_opts, prosody_type, "T",
                "the type of the matrices that make F0 and N (ALBERT, the duration\n"
                "encoder, the shared LSTM, the F0/N blocks; default F32: rounding them\n"
                "moves the pitch, and with it the phase of the audio, far more than\n"
                "float32 does: docs/kokoro.md)"),
+    CLI_GROUP("whisper:"),
+    CLI_STRING("--vocab", NULL, convert_opts, vocab, "FILE",
+               "the vocabulary (required: a .pt has none): a whisper.cpp .bin or\n"
+               "Whisper GGUF of the same vocabulary, or openai/whisper's\n"
+               "multilingual.tiktoken (gpt2.tiktoken for an English-only model)"),
     CLI_END,
 };
 
 static const cli_spec spec = {
     .usage = "usage: wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf\n"
              "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
-             "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n",
+             "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n"
+             "       wgml convert whisper MODEL.pt --vocab FILE [--type F16|F32|Q8_0|Q5_0|Q5_1|Q4_0|Q4_1]\n"
+             "                            -o OUT.gguf\n",
     .about = "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
              "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
              "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
-             "'kokoro' (weight norm folded, voices as tensors).\n",
+             "'kokoro' (weight norm folded, voices as tensors).\n"
+             "whisper: the official Whisper checkpoint (openai/whisper's tiny.pt, ...) into the GGUF\n"
+             "that wgml reads whisper.cpp's .bin as (docs/whisper.md), with the vocabulary of --vocab.\n",
     .opts = options,
     .max_args = 3,
 };
@@ -166,24 +178,56 @@ static int convert_kokoro(const char *pth, const char *config, const char *voice
     return CLI_OK;
 }
 
+static int convert_whisper(const char *pt, const char *vocab, const char *type, const char *out) {
+    whisper_convert_options opt = {.type = WGML_F16, .vocab = vocab, .progress = progress};
+    if (type) {
+        int t = wgml_dtype_from_name(type);
+        if (t != WGML_F16 && t != WGML_F32 && t != WGML_Q8_0 && t != WGML_Q5_0 && t != WGML_Q5_1 && t != WGML_Q4_0 &&
+            t != WGML_Q4_1)
+            return cli_usage_error("--type: '%s' is not F16, F32, Q8_0, Q5_0, Q5_1, Q4_0 or Q4_1", type);
+        opt.type = (uint32_t)t;
+    }
+    if (!vocab)
+        return cli_usage_error("a Whisper checkpoint holds no vocabulary: give --vocab FILE (a whisper.cpp .bin or "
+                               "Whisper GGUF of the same vocabulary, or openai/whisper's whisper/assets/"
+                               "multilingual.tiktoken; gpt2.tiktoken for an English-only .en model)");
+    cli_progress bar;
+    cli_progress_begin(&bar, "converting");
+    opt.user = &bar;
+    wgml_error err;
+    wgml_status st = whisper_convert(pt, &opt, out, NULL, NULL, &err);
+    cli_progress_end(&bar);
+    if (st) return cli_fail_err(&err);
+    fprintf(stderr, "wgml convert: wrote %s (matrices %s)\n", out, wgml_dtype_name(opt.type));
+    return CLI_OK;
+}
+
 int cmd_convert(int argc, char **argv) {
     convert_opts opt = {0};
     int n_pos, rc = cli_parse(&spec, &opt, argc, argv, &n_pos);
     if (rc >= 0) return rc;
     char **pos = argv;
     const char *out = opt.out, *config = opt.config, *voices = opt.voices, *type = opt.type,
-               *prosody_type = opt.prosody_type;
-    if (n_pos == 0) return cli_usage_error("name the source format (llama2c or kokoro)");
-    const int kokoro = !strcmp(pos[0], "kokoro");
-    if (!kokoro && strcmp(pos[0], "llama2c") != 0)
-        return cli_usage_error("unknown source format '%s' (llama2c and kokoro are supported)", pos[0]);
+               *prosody_type = opt.prosody_type, *vocab = opt.vocab;
+    if (n_pos == 0) return cli_usage_error("name the source format (llama2c, kokoro or whisper)");
+    const int kokoro = !strcmp(pos[0], "kokoro"), whisper = !strcmp(pos[0], "whisper");
+    if (!kokoro && !whisper && strcmp(pos[0], "llama2c") != 0)
+        return cli_usage_error("unknown source format '%s' (llama2c, kokoro and whisper are supported)", pos[0]);
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
+    if (whisper) {
+        if (n_pos != 2)
+            return cli_usage_error("give the checkpoint: wgml convert whisper MODEL.pt --vocab FILE -o OUT.gguf");
+        if (config || voices || prosody_type)
+            return cli_usage_error("--config, --voices and --prosody-type are for kokoro");
+        return convert_whisper(pos[1], vocab, type, out);
+    }
+    if (vocab) return cli_usage_error("--vocab is for whisper");
     if (kokoro) {
         if (n_pos != 2) return cli_usage_error("give the checkpoint: wgml convert kokoro MODEL.pth -o OUT.gguf");
         return convert_kokoro(pos[1], config, voices, type, prosody_type, out);
     }
     if (config || voices || type || prosody_type)
-        return cli_usage_error("--config, --voices, --type and --prosody-type are for kokoro");
+        return cli_usage_error("--config, --voices, --type and --prosody-type are for kokoro (--type for whisper too)");
     if (n_pos != 3) return cli_usage_error("give CHECKPOINT and TOKENIZER");
     cli_progress bar;
     cli_progress_begin(&bar, "converting");

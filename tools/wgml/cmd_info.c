@@ -1,5 +1,6 @@
 /*
- * cmd_info.c - `wgml info MODEL`: what a GGUF file holds.
+ * cmd_info.c - `wgml info MODEL`: what a GGUF file (or a whisper.cpp ggml
+ * .bin, read as the GGUF it converts to) holds.
  *
  * Reads only the header (no backend is created): format version, the model
  * family (model/family.h) with its tasks and hyper-parameters, tokenizer, and
@@ -83,11 +84,16 @@ int cmd_info(int argc, char **argv) {
     if (!path && !(path = cli_default_model())) return CLI_FAIL;
     gguf_file *f;
     wgml_error err;
-    if (gguf_open(path, &f, &err)) return cli_fail_err(&err);
+    wgml_model_format fmt;
+    if (wgml_model_file_open_format(path, &f, &fmt, &err)) return cli_fail_err(&err);
     char sz[32];
     human((double)gguf_file_size(f), sz, sizeof sz);
-    printf("file:          %s (GGUF v%u, %s, %" PRId64 " tensors, %" PRId64 " metadata keys)\n", path, gguf_version(f),
-           sz, gguf_n_tensors(f), gguf_n_kv(f));
+    if (fmt == WGML_MODEL_FORMAT_WHISPER_BIN) /* converted in memory: the GGUF's figures */
+        printf("file:          %s (%s, read as GGUF v%u of %s, %" PRId64 " tensors, %" PRId64 " metadata keys)\n", path,
+               wgml_model_format_name(fmt), gguf_version(f), sz, gguf_n_tensors(f), gguf_n_kv(f));
+    else
+        printf("file:          %s (GGUF v%u, %s, %" PRId64 " tensors, %" PRId64 " metadata keys)\n", path,
+               gguf_version(f), sz, gguf_n_tensors(f), gguf_n_kv(f));
     gguf_str s;
     if (gguf_get_str(f, "general.name", &s, NULL) == 1) printf("name:          %.*s\n", (int)s.len, s.ptr);
     if (gguf_get_str(f, "general.architecture", &s, NULL) == 1) printf("architecture:  %.*s\n", (int)s.len, s.ptr);

@@ -21,7 +21,7 @@ typedef struct {
     const char *paths[SERVE_MAX_MODELS]; /* -m, once per task */
     int n_paths;
     const char *host, *api_key, *alias;
-    int port, parallel, ctx, queue, chunk, max_body, drain, keepalive, timeout, idle, per_client;
+    int port, parallel, ctx, queue, chunk, max_body, max_upload, max_audio, drain, keepalive, timeout, idle, per_client;
     wgml_kv_type kv;
     serve_http_opts ho;
 } serve_opts;
@@ -39,7 +39,7 @@ static int check_origin(void *base, const char *opt, const char *v) {
 static const cli_opt options[] = {
     CLI_LIST("--model", "-m", serve_opts, paths, n_paths, "FILE", NULL,
            "GGUF model (default: $WGML_MODEL, else the shipped stories260K.gguf);\n"
-           "up to 3, one per task: generate, embed, speak"),
+           "up to 4, one per task: generate, embed, speak, transcribe"),
     CLI_INCLUDE(cli_device_table, serve_opts, mo),
     CLI_GROUP("Server:"),
     CLI_STRING("--host", NULL, serve_opts, host, "ADDR", "address to listen on (default 127.0.0.1)"),
@@ -56,6 +56,11 @@ static const cli_opt options[] = {
             "prompt tokens evaluated per step beside the running streams (default 64)"),
     CLI_INT("--max-body", NULL, serve_opts, max_body, "BYTES", 1024, 1 << 30,
             "largest request body; beyond, 413 (default 1048576)"),
+    CLI_INT("--max-upload", NULL, serve_opts, max_upload, "BYTES", 1024, 1 << 30,
+            "largest audio upload (/v1/audio/transcriptions, translations);\n"
+            "beyond, 413 (default 26214400: 25 MiB, as OpenAI)"),
+    CLI_INT("--max-audio", NULL, serve_opts, max_audio, "S", 1, 24 * 3600,
+            "longest audio an upload may hold, in seconds (default 3600)"),
     CLI_STRING("--alias", NULL, serve_opts, alias, "NAME",
                "the model's id in /v1/models and responses (default: the file name)"),
     CLI_INT("--drain-timeout", NULL, serve_opts, drain, "S", 0, 3600,
@@ -87,8 +92,9 @@ static const cli_spec spec = {
              "GET /v1/models, GET /health, GET /metrics (Prometheus). Requests share --parallel slots\n"
              "decoded together in one batched step per token; others wait in a queue. An embedding\n"
              "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
-             "POST /v1/audio/speech (wav or pcm). -m may be given up to 3 times, one model per task:\n"
-             "an LLM, an embedding model and a speech model from one process.\n",
+             "POST /v1/audio/speech (wav or pcm), a Whisper model POST /v1/audio/transcriptions and\n"
+             "/v1/audio/translations (file uploads). -m may be given up to 4 times, one model per task:\n"
+             "an LLM, an embedding model, a speech model and a Whisper model from one process.\n",
     .opts = options,
 };
 
@@ -101,7 +107,7 @@ static void on_signal(int sig) {
 
 int cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .api_key = getenv("WGML_API_KEY"), .port = 8080, .parallel = 4,
-                    .queue = 64, .chunk = 64, .max_body = 1 << 20, .drain = 30, .keepalive = 1000, .timeout = 10,
+                    .queue = 64, .chunk = 64, .max_body = 1 << 20, .max_upload = 25 << 20, .max_audio = 3600, .drain = 30, .keepalive = 1000, .timeout = 10,
                     .idle = 5, .per_client = 32, .ho = serve_http_default_opts()};
     int rc = cli_parse(&spec, &o, argc, argv, NULL);
     if (rc >= 0) return rc;
@@ -134,10 +140,11 @@ int cmd_serve(int argc, char **argv) {
         wgml_model_get_info(models[k], &infos[k]);
         const char *base = strrchr(paths[k], '/');
         ids[k] = base ? base + 1 : paths[k];
-        uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH);
+        uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH | WGML_TASK_TRANSCRIBE);
         if (n_paths > 1 && (!t || (t & seen))) {
             for (int j = 0; j <= k; j++) wgml_model_free(models[j]);
-            return cli_fail("%s: %s; with several --model each must do what the others do not (generate, embed, speak)",
+            return cli_fail("%s: %s; with several --model each must do what the others do not (generate, embed, speak, "
+                            "transcribe)",
                             paths[k], t ? "a second model for the same task" : "a model that does none of the tasks served");
         }
         seen |= t;
@@ -151,6 +158,8 @@ int cmd_serve(int argc, char **argv) {
     s.max_queue = queue;
     s.api_key = api_key;
     s.max_body = (size_t)o.max_body;
+    s.max_upload = (size_t)o.max_upload;
+    s.max_audio_s = o.max_audio;
     s.keepalive_ms = o.keepalive;
     s.created = (double)time(NULL);
     s.model_id = alias ? alias : ids[main_i];
@@ -195,11 +204,15 @@ int cmd_serve(int argc, char **argv) {
     else if (s.info.tasks & WGML_TASK_EMBED)
         fprintf(stderr, "wgml serve: %s on %s (%s), embeddings of texts up to %d tokens\n", s.model_id,
                 s.info.backend, s.info.adapter, s.n_ctx);
+    else if (s.info.tasks & WGML_TASK_TRANSCRIBE)
+        fprintf(stderr, "wgml serve: %s on %s (%s), speech recognition\n", s.model_id, s.info.backend, s.info.adapter);
     else
         fprintf(stderr, "wgml serve: %s on %s (%s), speech\n", s.model_id, s.info.backend, s.info.adapter);
     for (int k = 0; k < s.n_extra; k++)
         fprintf(stderr, "wgml serve: also %s (%s) for %s\n", s.extra[k].id, s.extra[k].info.architecture,
-                s.extra[k].info.tasks & WGML_TASK_EMBED ? "/v1/embeddings" : "/v1/audio/speech");
+                s.extra[k].info.tasks & WGML_TASK_EMBED        ? "/v1/embeddings"
+                : s.extra[k].info.tasks & WGML_TASK_TRANSCRIBE ? "/v1/audio/transcriptions, /v1/audio/translations"
+                                                               : "/v1/audio/speech");
     printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
     fflush(stdout);
     while (!signals_seen) usleep(50 * 1000);
@@ -212,6 +225,7 @@ int cmd_serve(int argc, char **argv) {
         int busy, queued;
         pthread_mutex_lock(&s.mu);
         serve_load(&s, &busy, &queued);
+        busy += s.transcribe_busy; /* transcriptions run beside the slots */
         pthread_mutex_unlock(&s.mu);
         if ((!busy && !queued) || cli_now_ms() - t0 > (double)o.drain * 1e3) break;
         usleep(50 * 1000);

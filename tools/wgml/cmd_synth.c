@@ -1,6 +1,6 @@
 /*
  * cmd_synth.c - `wgml synth --arch NAME --type TYPE -o OUT.gguf [--vocab V] [--seed S] [--layers N]`:
- * the transformer architectures of tools/synth.h, and Kokoro (kokoro_synth).
+ * the transformer architectures of tools/synth.h (Whisper's too), and Kokoro (kokoro_synth).
  */
 #include "cli.h"
 #include "tools_internal.h"
@@ -29,7 +29,10 @@ static const cli_opt options[] = {
                "(--list shows their hyper-parameters); speech: kokoro-82m (Kokoro v1.0's\n"
                "shapes; --type F32, F16, BF16 or Q8_0 and --prosody-type as wgml convert\n"
                "kokoro) and kokoro-tiny\n"
-               "(../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth'"),
+               "(../shared/kokoro/kokoro-tiny.pth's widths), with one random voice 'synth';\n"
+               "Whisper: whisper-micro, whisper-micro-v3, whisper-tiny, whisper-base, whisper-small,\n"
+               "whisper-large-v3-turbo (../shared/whisper/README.md's random weights; micro and tiny\n"
+               "bit for bit make_random_whisper.py's; --type F32, F16, Q8_0, Q5_0, Q5_1, Q4_0, Q4_1)"),
     CLI_STRING("--type", NULL, synth_opts, type, "TYPE", "F32, F16, BF16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, ... as for 'wgml quantize'"),
     CLI_STRING("--prosody-type", NULL, synth_opts, prosody_type, "T",
                "Kokoro: the type of the matrices that make F0 and N (default F32)"),
@@ -40,9 +43,12 @@ static const cli_opt options[] = {
                "512-token SentencePiece vocabulary of " SYNTH_VOCAB_SPM " for SentencePiece\n"
                "models, the GPT-2 byte-level BPE vocabulary " SYNTH_VOCAB_BPE "\n"
                "for BPE ones and bert-base-uncased's WordPiece vocabulary\n"
-               SYNTH_VOCAB_WORDPIECE " for the encoders"),
-    CLI_U64("--seed", NULL, synth_opts, seed, "S", "random seed (default 42)"),
-    CLI_INT("--layers", NULL, synth_opts, layers, "N", 1, 4096, "keep only the first N layers (same shapes; for fast tests)"),
+               SYNTH_VOCAB_WORDPIECE " for the encoders. Whisper: a Whisper model (GGUF or\n"
+               "whisper.cpp .bin) whose tokens are copied; default: a made-up vocabulary (bytes, then\n"
+               "syllables: decoded text is not words)"),
+    CLI_U64("--seed", NULL, synth_opts, seed, "S", "random seed (default 42; Whisper: the variant's own, --list)"),
+    CLI_INT("--layers", NULL, synth_opts, layers, "N", 1, 4096,
+            "keep only the first N layers (same shapes; for fast tests; Whisper: of each stack)"),
     CLI_INT("--threads", "-t", synth_opts, threads, "N", 1, 512, "threads (default: one per core)"),
     CLI_FLAG("--list", NULL, synth_opts, list, "list the architectures with their hyper-parameters"),
     CLI_END,
@@ -71,10 +77,21 @@ static void list_archs(void) {
            "heads", "kv", "ffn", "theta", "eps", "source");
     for (int i = 0; i < synth_arch_count(); i++) {
         const synth_arch *a = synth_arch_at(i);
+        if (a->kind == SYNTH_WHISPER) continue;
         printf("%-18s %-10s %7d %7d %6d %6d %6d %6d %9d %6g %-5g %s%s%s%s%s\n", a->name, a->arch, a->n_vocab, a->n_ctx,
                a->n_embd, a->n_layer, a->n_head, a->n_head_kv, a->n_ff, a->rope_base, a->eps, a->source,
                a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
                a->rope3_factor > 0 ? ", llama3 rope scaling" : "", pooling_name(a->pooling));
+    }
+    printf("\n%-22s %-10s %7s %5s %6s %9s %6s %9s %10s %6s %s\n", "name", "arch", "vocab", "mels", "width", "enc+dec",
+           "heads", "text ctx", "seed", "EOT x", "source");
+    for (int i = 0; i < synth_arch_count(); i++) {
+        const synth_arch *a = synth_arch_at(i);
+        if (a->kind != SYNTH_WHISPER) continue;
+        char layers[32];
+        snprintf(layers, sizeof layers, "%d+%d", a->n_audio_layer, a->n_layer);
+        printf("%-22s %-10s %7d %5d %6d %9s %6d %9d %10llu %6g %s\n", a->name, a->arch, a->n_vocab, a->n_mels,
+               a->n_embd, layers, a->n_head, a->n_ctx, (unsigned long long)a->whisper_seed, a->eot_factor, a->source);
     }
 }
 
@@ -120,7 +137,7 @@ static void log_line(void *user, const char *line) {
 }
 
 int cmd_synth(int argc, char **argv) {
-    synth_opts opt = {.seed = 42};
+    synth_opts opt = {.seed = UINT64_MAX}; /* not given: 42, or a Whisper variant's own seed */
     int rc = cli_parse(&spec, &opt, argc, argv, NULL);
     if (rc >= 0) return rc;
     if (opt.list) {
@@ -128,7 +145,7 @@ int cmd_synth(int argc, char **argv) {
         return CLI_OK;
     }
     const char *arch = opt.arch, *type = opt.type, *out = opt.out, *vocab = opt.vocab, *prosody_type = opt.prosody_type;
-    const uint64_t seed = opt.seed;
+    uint64_t seed = opt.seed == UINT64_MAX ? 42 : opt.seed;
     const int layers = opt.layers;
     if (!arch) return cli_usage_error("give the architecture with --arch NAME (--list shows them)");
     if (!strcmp(arch, "kokoro-82m") || !strcmp(arch, "kokoro-tiny"))
@@ -140,11 +157,16 @@ int cmd_synth(int argc, char **argv) {
     if (!quantize_recipe_find(type))
         return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
-    if (layers > sa->n_layer) return cli_usage_error("--layers %d: %s has %d layers", layers, sa->name, sa->n_layer);
-    const char *default_vocab = sa->kind != SYNTH_DECODER ? SYNTH_VOCAB_WORDPIECE
-                                : sa->bpe                 ? SYNTH_VOCAB_BPE
-                                                          : SYNTH_VOCAB_SPM;
-    if (!vocab && !(vocab = cli_data_file(default_vocab))) return CLI_FAIL;
+    if (layers > synth_arch_max_layers(sa))
+        return cli_usage_error("--layers %d: %s has %d layers", layers, sa->name, synth_arch_max_layers(sa));
+    if (sa->kind == SYNTH_WHISPER) {
+        if (opt.seed == UINT64_MAX) seed = 0; /* the variant's own */
+    } else {
+        const char *default_vocab = sa->kind != SYNTH_DECODER ? SYNTH_VOCAB_WORDPIECE
+                                    : sa->bpe                 ? SYNTH_VOCAB_BPE
+                                                              : SYNTH_VOCAB_SPM;
+        if (!vocab && !(vocab = cli_data_file(default_vocab))) return CLI_FAIL;
+    }
 
     cli_progress bar;
     cli_progress_begin(&bar, "generating");
@@ -170,7 +192,7 @@ int cmd_synth(int argc, char **argv) {
     fprintf(stderr,
             "wgml synth: wrote %s: %s, %d layers, %d tensors, %.1f M parameters, file type %u (%s), %.1f MiB in %.1f s "
             "(%.0f MB/s)\n",
-            out, sa->name, layers ? layers : sa->n_layer, r.n_tensors, r.n_params / 1e6, r.file_type,
+            out, sa->name, layers ? layers : synth_arch_max_layers(sa), r.n_tensors, r.n_params / 1e6, r.file_type,
             quantize_ftype_name(r.file_type), mib, s, s > 0 ? mib * 1.048576 / s : 0.0);
     return CLI_OK;
 }

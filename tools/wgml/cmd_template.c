@@ -105,7 +105,7 @@ int cmd_template(int argc, char **argv) {
         if (!model && !(model = cli_default_model())) goto done;
         const wgml_family *fam = NULL;
         char arch[64];
-        if (gguf_open(model, &g, &err) || wgml_family_of(g, arch, sizeof arch, &fam, &err)) {
+        if (wgml_model_file_open(model, &g, &err) || wgml_family_of(g, arch, sizeof arch, &fam, &err)) {
             rc = cli_fail_err(&err);
             goto done;
         }

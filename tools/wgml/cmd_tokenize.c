@@ -67,7 +67,7 @@ int cmd_tokenize(int argc, char **argv) {
         rc = CLI_FAIL;
         goto done;
     }
-    if (gguf_open(model, &f, &err) || wgml_tokenizer_load(f, &tok, &err)) {
+    if (wgml_model_file_open(model, &f, &err) || wgml_tokenizer_load(f, &tok, &err)) {
         rc = cli_fail_err(&err);
         goto done;
     }

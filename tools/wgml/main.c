@@ -26,6 +26,7 @@ static const struct {
     {"rerank", cmd_rerank, "score documents against a query (cross-encoder rerankers)"},
     {"phonemize", cmd_phonemize, "print the phonemes of English text (Kokoro's G2P, needs espeak-ng)"},
     {"speak", cmd_speak, "text to speech (Kokoro models): a WAV file"},
+    {"transcribe", cmd_transcribe, "speech to text (Whisper models): txt, srt, vtt, json"},
     {"template", cmd_template, "render a conversation (JSON on stdin) through a chat template"},
 #ifdef WGML_HAVE_SERVE
     {"serve", cmd_serve, "an OpenAI-compatible HTTP server with parallel slots"},

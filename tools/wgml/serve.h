@@ -18,6 +18,8 @@
  *   serve_generate.c  /v1/chat/completions and /v1/completions (serve_chat.c:
  *                     the prompt through the model's chat template).
  *   serve_embed.c     /v1/embeddings.      serve_speech.c  /v1/audio/speech.
+ *   serve_transcribe.c  /v1/audio/transcriptions and /v1/audio/translations
+ *                     (multipart/form-data uploads, audio through libsndfile).
  *   serve_info.c      /v1/models, /health and /metrics.
  *   cmd_serve.c       the command: options, the models, signals and draining.
  *
@@ -82,7 +84,8 @@ typedef struct serve_hist {
     uint64_t n;
 } serve_hist;
 
-#define SERVE_N_ENDPOINTS 8 /* chat, completions, embeddings, audio_speech, models, health, metrics, other (serve_http.c) */
+#define SERVE_N_ENDPOINTS 10 /* chat, completions, embeddings, audio_speech, audio_transcriptions, audio_translations,
+                               models, health, metrics, other (serve_http.c) */
 #define SERVE_N_STATUS 13
 extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
 typedef struct serve_metrics {
@@ -100,8 +103,9 @@ typedef struct serve_slot {
 } serve_slot;
 
 /* A model the server holds: the main one (serve_server.model) and, with
- * several --model, one that embeds and one that speaks beside it. */
-#define SERVE_MAX_MODELS 3
+ * several --model, one that embeds, one that speaks and one that transcribes
+ * beside it. */
+#define SERVE_MAX_MODELS 4
 typedef struct serve_model {
     wgml_model *model;
     wgml_model_info info;
@@ -118,6 +122,12 @@ typedef struct serve_server {
     /* one /v1/embeddings and one /v1/audio/speech request at a time on their models (with several
      * --model they are different models and run side by side) */
     pthread_mutex_t embed_mu, speech_mu;
+    /* one transcription at a time on the model; transcribe_busy (under mu): requests in the server (reading,
+     * waiting or running; serve_transcribe.c bounds it) */
+    pthread_mutex_t transcribe_mu;
+    int transcribe_busy;
+    size_t max_upload;  /* the largest multipart body (an audio upload) */
+    double max_audio_s; /* the longest audio an upload may hold */
     int n_slots, n_ctx, chunk, max_queue;
     const char *api_key; /* NULL: none */
     size_t max_body;
@@ -225,6 +235,11 @@ typedef struct serve_http {
     int port; /* the port bound */
 } serve_http; /* civetweb's user data: mg_get_user_data(mg_get_context(c)) in every handler */
 extern const char *const serve_endpoint_names[SERVE_N_ENDPOINTS];
+/* The body, NUL-terminated, into *out (malloc'ed): 0, or the HTTP status of the failure (after
+ * answering: 413 over limit bytes, 408 not in within --timeout, 400 cut short). */
+int serve_read_body(struct mg_connection *c, serve_server *s, size_t limit, char **out, size_t *len);
+/* Whether s[0..n) is UTF-8: no overlong forms, surrogates or values past U+10FFFF. */
+int serve_utf8_valid(const unsigned char *s, size_t n);
 /* Listens (*bound_port gets the port). NULL after printing why. */
 serve_http *serve_http_start(serve_server *s, const serve_http_opts *o, int *bound_port);
 void serve_http_stop(serve_http *h);
@@ -254,11 +269,13 @@ int serve_is_number(struct json_object *v);
 /* Whether a string anywhere in v holds U+0000 (texts go on as C strings: such a request gets 400). */
 int serve_has_nul(struct json_object *v, int depth);
 
-/* ---- the endpoints: serve_generate.c, serve_embed.c, serve_speech.c, serve_info.c ---- */
+/* ---- the endpoints: serve_generate.c, serve_embed.c, serve_speech.c, serve_transcribe.c, serve_info.c ---- */
 int serve_ep_chat(struct mg_connection *c, serve_server *s, struct json_object *req);
 int serve_ep_completions(struct mg_connection *c, serve_server *s, struct json_object *req);
 int serve_ep_embeddings(struct mg_connection *c, serve_server *s, struct json_object *req);
 int serve_ep_speech(struct mg_connection *c, serve_server *s, struct json_object *req);
+/* a multipart/form-data upload: the endpoint checks the content type and reads the body itself */
+int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate);
 int serve_ep_models(struct mg_connection *c, serve_server *s);
 int serve_ep_health(struct mg_connection *c, serve_server *s);
 int serve_ep_metrics(struct mg_connection *c, serve_server *s);

@@ -10,11 +10,13 @@
  *   (OPTIONS) answered, route unknown 404, method not allowed 405 (with
  *   Allow), API key missing or wrong 401 (/v1/ routes; /health and /metrics
  *   stay open for monitors), draining 503, a POST body that is not
- *   application/json 415, body over the limit 413, a body not in within the
- *   time limit 408, malformed JSON or a bad parameter 400, prompt longer than
- *   the context 400 (context_length_exceeded), queue full 503.
+ *   application/json 415 (an audio upload's: not multipart/form-data, checked
+ *   by serve_transcribe.c, which reads those bodies itself), body over the
+ *   limit 413, a body not in within the time limit 408, malformed JSON or a
+ *   bad parameter 400, prompt longer than the context 400
+ *   (context_length_exceeded), queue full 503.
  * Then the endpoint answers (serve_generate.c, serve_embed.c, serve_speech.c,
- * serve_info.c), writing through serve_reply.c.
+ * serve_transcribe.c, serve_info.c), writing through serve_reply.c.
  */
 #include <civetweb.h>
 #include <errno.h>
@@ -29,9 +31,21 @@
 #include "cli.h"
 #include "serve.h"
 
-enum { EP_CHAT, EP_COMPLETIONS, EP_EMBEDDINGS, EP_SPEECH, EP_MODELS, EP_HEALTH, EP_METRICS, EP_OTHER };
-const char *const serve_endpoint_names[SERVE_N_ENDPOINTS] = {"chat_completions", "completions", "embeddings",
-                                                             "audio_speech", "models", "health", "metrics", "other"};
+enum {
+    EP_CHAT,
+    EP_COMPLETIONS,
+    EP_EMBEDDINGS,
+    EP_SPEECH,
+    EP_TRANSCRIBE,
+    EP_TRANSLATE,
+    EP_MODELS,
+    EP_HEALTH,
+    EP_METRICS,
+    EP_OTHER
+};
+const char *const serve_endpoint_names[SERVE_N_ENDPOINTS] = {
+    "chat_completions",     "completions",        "embeddings", "audio_speech", "audio_transcriptions",
+    "audio_translations",   "models",             "health",     "metrics",      "other"};
 
 const int serve_status_codes[SERVE_N_STATUS] = {200, 400, 401, 403, 404, 405, 408, 413, 415, 429, 499, 500, 503};
 
@@ -47,7 +61,7 @@ static void count(serve_server *s, int ep, int status) {
 /* ---- routing ---- */
 
 /* Whether s[0..n) is UTF-8 (JSON text must be): no overlong forms, surrogates or values past U+10FFFF. */
-static int utf8_valid(const unsigned char *s, size_t n) {
+int serve_utf8_valid(const unsigned char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         unsigned c = s[i];
         size_t k = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
@@ -79,19 +93,19 @@ static int key_ok(serve_server *s, struct mg_connection *c) {
 /* The body, NUL-terminated, into *out: 0, or the HTTP status of the failure (after answering).
  * A body that does not arrive within the time limit (the guard's reaper then ends our reads)
  * gets 408. */
-static int read_body(struct mg_connection *c, serve_server *s, char **out, size_t *len) {
+int serve_read_body(struct mg_connection *c, serve_server *s, size_t limit, char **out, size_t *len) {
     const struct mg_request_info *ri = mg_get_request_info(c);
     serve_http *h = mg_get_user_data(mg_get_context(c));
     *out = NULL;
-    if (ri->content_length > (long long)s->max_body)
+    if (ri->content_length > (long long)limit)
         return serve_send_error(c, 413, NULL, NULL, "the body has %lld bytes; the limit is %zu", ri->content_length,
-                          s->max_body);
+                                limit);
     size_t cap = ri->content_length >= 0 ? (size_t)ri->content_length + 1 : 65536, n = 0;
     char *b = malloc(cap);
     if (!b) return serve_send_error(c, 500, NULL, NULL, "out of memory");
     for (;;) {
         if (n + 1 >= cap) {
-            if (cap > s->max_body + 1) break;
+            if (cap > limit + 1) break;
             char *nb = realloc(b, cap * 2);
             if (!nb) {
                 free(b);
@@ -118,9 +132,9 @@ static int read_body(struct mg_connection *c, serve_server *s, char **out, size_
         free(b);
         return serve_send_error(c, 400, NULL, NULL, "the body ended after %zu of its %lld bytes", n, ri->content_length);
     }
-    if (n > s->max_body) {
+    if (n > limit) {
         free(b);
-        return serve_send_error(c, 413, NULL, NULL, "the body exceeds the limit of %zu bytes", s->max_body);
+        return serve_send_error(c, 413, NULL, NULL, "the body exceeds the limit of %zu bytes", limit);
     }
     b[n] = 0;
     *out = b;
@@ -148,6 +162,8 @@ static int handle(struct mg_connection *c, void *user) {
         int ep;
     } routes[] = {{"/v1/chat/completions", "POST", EP_CHAT}, {"/v1/completions", "POST", EP_COMPLETIONS},
                   {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/v1/audio/speech", "POST", EP_SPEECH},
+                  {"/v1/audio/transcriptions", "POST", EP_TRANSCRIBE},
+                  {"/v1/audio/translations", "POST", EP_TRANSLATE},
                   {"/v1/models", "GET", EP_MODELS},
                   {"/health", "GET", EP_HEALTH},             {"/metrics", "GET", EP_METRICS}};
     int ep = EP_OTHER, status;
@@ -197,6 +213,9 @@ static int handle(struct mg_connection *c, void *user) {
         status = serve_ep_metrics(c, s);
     } else if (s->draining) {
         status = serve_send_error(c, 503, NULL, NULL, "the server is shutting down");
+    } else if (ep == EP_TRANSCRIBE || ep == EP_TRANSLATE) {
+        /* an audio upload (multipart/form-data): its own content type, body limit and parser */
+        status = serve_ep_transcribe(c, s, ep == EP_TRANSLATE);
     } else if (!is_json_type(mg_get_header(c, "Content-Type"))) {
         /* text/plain and form bodies are what a web page may send without a CORS preflight */
         mg_disable_connection_keep_alive(c); /* its body is not read */
@@ -206,7 +225,7 @@ static int handle(struct mg_connection *c, void *user) {
     } else {
         char *body = NULL;
         size_t len = 0;
-        status = read_body(c, s, &body, &len);
+        status = serve_read_body(c, s, s->max_body, &body, &len);
         if (!status) {
             json_tokener *tok = json_tokener_new_ex(64); /* nesting deeper than 64 is refused */
             json_object *req = tok && len <= (size_t)INT32_MAX ? json_tokener_parse_ex(tok, body, (int)len) : NULL;
@@ -215,7 +234,7 @@ static int handle(struct mg_connection *c, void *user) {
             while (req && used < len && strchr(" \t\r\n", body[used])) used++;
             if (!tok) {
                 status = serve_send_error(c, 500, NULL, NULL, "out of memory");
-            } else if (!utf8_valid((const unsigned char *)body, len)) {
+            } else if (!serve_utf8_valid((const unsigned char *)body, len)) {
                 status = serve_send_error(c, 400, NULL, NULL, "the body is not valid UTF-8");
             } else if (!req || je != json_tokener_success || used != len) {
                 status = serve_send_error(c, 400, NULL, NULL, "the body is not valid JSON: %s",

@@ -33,6 +33,10 @@ static json_object *model_entry(serve_server *s, const wgml_model *model, const 
             json_object_array_add(voices, json_object_new_string(wgml_speech_voice(model, i)));
         json_object_object_add(m, "voices", voices);
     }
+    if (info->tasks & WGML_TASK_TRANSCRIBE) {
+        json_object_array_add(caps, json_object_new_string("audio.transcriptions"));
+        json_object_array_add(caps, json_object_new_string("audio.translations"));
+    }
     json_object *meta = json_object_new_object();
     json_object_object_add(meta, "capabilities", caps);
     json_object_object_add(meta, "architecture", json_object_new_string(info->architecture));

@@ -170,10 +170,11 @@ int serve_sse(struct mg_connection *c, json_object *o) {
 int serve_no_task(struct mg_connection *c, serve_server *s, const char *what) {
     uint32_t tasks = s->info.tasks;
     for (int i = 0; i < s->n_extra; i++) tasks |= s->extra[i].info.tasks;
-    char served[160] = "";
+    char served[224] = "";
     if (tasks & WGML_TASK_GENERATE) strcat(served, " /v1/chat/completions /v1/completions");
     if (tasks & WGML_TASK_EMBED) strcat(served, " /v1/embeddings");
     if (tasks & WGML_TASK_SPEECH) strcat(served, " /v1/audio/speech");
+    if (tasks & WGML_TASK_TRANSCRIBE) strcat(served, " /v1/audio/transcriptions /v1/audio/translations");
     return serve_send_error(c, 400, "model", "model_not_supported", "no model of this server can %s (it serves:%s)", what,
                       served);
 }

@@ -84,6 +84,7 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     if (!s->slots || !s->queue || !s->items || !s->slot_of || pthread_mutex_init(&s->mu, NULL) ||
         pthread_mutex_init(&s->embed_mu, NULL) ||
         pthread_mutex_init(&s->speech_mu, NULL) ||
+        pthread_mutex_init(&s->transcribe_mu, NULL) ||
         pthread_cond_init(&s->wake, NULL)) {
         wgml_batch_free(s->batch);
         s->batch = NULL;
@@ -115,6 +116,7 @@ void serve_free(serve_server *s) {
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->embed_mu);
     pthread_mutex_destroy(&s->speech_mu);
+    pthread_mutex_destroy(&s->transcribe_mu);
     pthread_cond_destroy(&s->wake);
     wgml_batch_free(s->batch);
     free(s->slots);

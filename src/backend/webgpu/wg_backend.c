@@ -399,6 +399,7 @@ wgml_status wgml_backend_webgpu_create(const wgml_webgpu_options *opt, wgml_back
     b->device_name = wb->device_label;
     b->kv_type = wb->tier_f16 ? WGML_F16 : WGML_F32;
     b->kv_types = 1u << b->kv_type; /* the kernels are composed for the tier's KVT */
+    b->max_buffer_size = binding_limit(wb);
     b->free = wg_free;
     b->buffer_create = buffer_create;
     b->weight_create = weight_create;

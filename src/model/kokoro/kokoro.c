@@ -38,21 +38,48 @@ typedef struct {
 typedef struct {
     char name[48];
     wgml_tensor t;
-    wgml_buffer *buf; /* its own, or NULL: a view of a scratch buffer */
 } act;
 
-/* A scratch buffer: every temporary of one role ("~dec.cat", "~rb.t") in a call
- * shares it, as each is used up before the next of its role is made (ops
- * run in order on every backend). It grows between calls: a larger need
- * mid-call makes a new one, and the old one waits (its ops may still be
- * recorded) until the next call. */
-#define MAX_SCRATCH 24
-#define MAX_RETIRED 64
+/* ---- the arena ----
+ * A state's activations live in one arena: chunks of device memory, each at
+ * most what one buffer of the backend may be (be->max_buffer_size: WebGPU's
+ * storage binding limit), grown only between steps by appending chunks, so
+ * that what step 1 leaves for step 2 (d, t_en, the style) never moves.
+ * Before each step the step is built once against a measuring backend that
+ * runs nothing (measure_run): it learns each region's size and which regions
+ * an op writes while reading others. Then the plan: every named activation
+ * is a region of its own; every temporary of one role ("~dec.cat", "~rb.t")
+ * in a step shares its role's region (each is used up before the next of its
+ * role is made: ops run in order on every backend), sized to the largest.
+ * Regions an op writes and reads are put in different banks (a greedy
+ * colouring of those conflicts: WebGPU binds no written buffer twice), each
+ * bank a list of its own chunks filled from its cursor forward (first fit,
+ * 256-byte offsets), new chunks made where none has room. The step is then
+ * built for real, each region taken from the plan in the order measured. */
+#define MAX_NODES MAX_ACTS /* regions: each is some activation's */
+#define MAX_CHUNKS 64
+#define MAX_BANKS 32
+#define ARENA_ALIGN 256
+
 typedef struct {
-    char role[24];
-    wgml_buffer *buf;
+    wgml_buffer *buf; /* NULL while only planned */
+    size_t size, used; /* used: what the plan put in a planned one */
+    int bank;
+} chunk;
+
+/* A region of the arena: a named activation, or a role's temporaries in one step. */
+typedef struct {
+    char role[24]; /* the role's name ("~rb.t"); "" for a named activation */
     size_t size;
-} scratch;
+    int bank, chunk; /* where the plan put it */
+    size_t offset;
+} node;
+
+/* The backend a step is measured on: records nothing but conflicts. */
+typedef struct {
+    wgml_backend base;
+    kokoro_state *s;
+} measure_backend;
 
 /* The model: read-only once loaded, shared by every state. */
 struct kokoro_model {
@@ -69,18 +96,28 @@ struct kokoro_model {
     wgml_mutex step_mu; /* one step at a time on the backend (any state's) */
 };
 
-/* One request's state: the activations of its last step (freed at its next),
- * what step 1 leaves for step 2, and the step's error. */
+/* One request's state: the activations of its last step (overwritten by its
+ * next), what step 1 leaves for step 2, the arena they live in, and the
+ * step's error. */
 struct kokoro_state {
     kokoro_model *m;
+    wgml_backend *be; /* what the step is built on: m->be, or &mbe while measuring */
+    measure_backend mbe;
+    int measuring;
     act acts[MAX_ACTS];
     int n_acts;
-    scratch scr[MAX_SCRATCH];
-    int n_scr;
-    wgml_buffer *retired[MAX_RETIRED];
-    int n_retired;
-    int text_acts; /* acts of kokoro_text, kept for kokoro_audio */
-    int T;         /* tokens of the last kokoro_text */
+    node nodes[MAX_NODES];
+    int n_nodes;
+    int step_node0;  /* the first region of the step being built */
+    int node_cursor; /* the next region the step takes */
+    chunk chunks[MAX_CHUNKS];
+    int n_chunks;
+    int (*edges)[2]; /* conflicts measured: regions (hi, lo) an op writes and reads */
+    int n_edges, cap_edges;
+    char tags[MAX_NODES]; /* while measuring, region i's tensors point at tags + i */
+    int text_acts;  /* acts of kokoro_text, kept for kokoro_audio */
+    int text_nodes; /* their regions */
+    int T;          /* tokens of the last kokoro_text */
     int d_act, t_en_act; /* its prosody and text features (indices in acts) */
     int in_step;
     int bf16_decoder; /* kokoro_set_bf16: the decoder's products may round to bf16 */
@@ -88,10 +125,31 @@ struct kokoro_state {
     wgml_sticky sk;   /* the first error of the step being built */
 };
 
+static void measure_run(wgml_backend *be, wgml_op op, const void *args);
+static void measure_begin(wgml_backend *be, const wgml_step *step) { (void)be, (void)step; }
+static wgml_status measure_end(wgml_backend *be, wgml_error *err) { return (void)be, (void)err, WGML_OK; }
+static void measure_copy(wgml_backend *be, const wgml_tensor *t, const void *src, size_t size) {
+    (void)be, (void)t, (void)src, (void)size;
+}
+static void measure_download(wgml_backend *be, const wgml_tensor *t, void *dst, size_t size) {
+    (void)be, (void)t, (void)dst, (void)size;
+}
+
 wgml_status kokoro_state_create(kokoro_model *m, kokoro_state **out, wgml_error *err) {
-    *out = wgml_calloc(1, sizeof **out);
-    if (!*out) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a Kokoro state");
-    (*out)->m = m;
+    kokoro_state *s = *out = wgml_calloc(1, sizeof **out);
+    if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a Kokoro state");
+    s->m = m;
+    s->be = m->be;
+    s->mbe.s = s;
+    wgml_backend *mb = &s->mbe.base;
+    mb->name = "kokoro-measure";
+    mb->device_name = m->be->device_name;
+    mb->max_buffer_size = m->be->max_buffer_size;
+    mb->begin = measure_begin;
+    mb->end = measure_end;
+    mb->upload = measure_copy;
+    mb->download = measure_download;
+    mb->run = measure_run;
     return WGML_OK;
 }
 
@@ -99,11 +157,10 @@ void kokoro_state_free(kokoro_state *s) {
     if (!s) return;
     wgml_backend *be = s->m->be;
     wgml_mutex_lock(&s->m->step_mu);
-    for (int i = 0; i < s->n_acts; i++)
-        if (s->acts[i].buf) be->buffer_free(be, s->acts[i].buf);
-    for (int i = 0; i < s->n_scr; i++) be->buffer_free(be, s->scr[i].buf);
-    for (int i = 0; i < s->n_retired; i++) be->buffer_free(be, s->retired[i]);
+    for (int i = 0; i < s->n_chunks; i++)
+        if (s->chunks[i].buf) be->buffer_free(be, s->chunks[i].buf);
     wgml_mutex_unlock(&s->m->step_mu);
+    wgml_free(s->edges);
     wgml_free(s);
 }
 
@@ -261,55 +318,41 @@ wgml_weights *kokoro_model_weights(kokoro_model *m) { return &m->w; }
 
 /* ---- activations ---- */
 
-/* Frees the activations from index `keep` on. */
-static void acts_drop(kokoro_state *s, int keep) {
-    kokoro_model *m = s->m;
-    for (int i = keep; i < s->n_acts; i++)
-        if (s->acts[i].buf) m->be->buffer_free(m->be, s->acts[i].buf);
-    s->n_acts = keep < s->n_acts ? keep : s->n_acts;
-    for (int i = 0; i < s->n_retired; i++) m->be->buffer_free(m->be, s->retired[i]);
-    s->n_retired = 0;
+/* The region of a new activation named `name` of size bytes (a temporary's
+ * role region when the name starts with '~'): made while measuring, taken in
+ * the same order from the plan when built for real; -1 with the error kept. */
+static int node_get(kokoro_state *s, const char *name, size_t size) {
+    const int role = name[0] == '~';
+    if (role)
+        for (int i = s->step_node0; i < s->node_cursor; i++) {
+            node *n = &s->nodes[i];
+            if (strcmp(n->role, name)) continue;
+            if (s->measuring) n->size = size > n->size ? size : n->size;
+            else if (size > n->size) break;
+            return i;
+        }
+    if (s->measuring) {
+        if (s->n_nodes == MAX_NODES) {
+            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many activations in a step");
+            return -1;
+        }
+        node *n = &s->nodes[s->n_nodes];
+        memset(n, 0, sizeof *n);
+        if (role) snprintf(n->role, sizeof n->role, "%s", name);
+        n->size = size;
+        s->node_cursor = ++s->n_nodes;
+        return s->n_nodes - 1;
+    }
+    const int i = s->node_cursor++;
+    if (i < s->n_nodes && !strcmp(s->nodes[i].role, role ? name : "") && size <= s->nodes[i].size) return i;
+    wgml_sticky_fail(&s->sk, WGML_ERR_UNSUPPORTED, "kokoro: the step asks for '%s' (%zu bytes), which its measure did not",
+                     name, size);
+    return -1;
 }
 
-/* The scratch buffer of `role` with room for size bytes; NULL with the error kept. */
-static wgml_buffer *scratch_get(kokoro_state *s, const char *role, size_t size) {
-    wgml_backend *be = s->m->be;
-    scratch *sc = NULL;
-    for (int i = 0; i < s->n_scr && !sc; i++)
-        if (!strcmp(s->scr[i].role, role)) sc = &s->scr[i];
-    if (!sc) {
-        if (s->n_scr == MAX_SCRATCH) {
-            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many scratch roles");
-            return NULL;
-        }
-        sc = &s->scr[s->n_scr++];
-        memset(sc, 0, sizeof *sc);
-        snprintf(sc->role, sizeof sc->role, "%s", role);
-    }
-    if (sc->buf && sc->size >= size) return sc->buf;
-    if (sc->buf) {
-        if (s->n_retired == MAX_RETIRED) {
-            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "kokoro: too many retired scratch buffers");
-            return NULL;
-        }
-        s->retired[s->n_retired++] = sc->buf;
-        sc->buf = NULL, sc->size = 0;
-    }
-    size_t want = size + size / 4; /* room to grow a little without a new one */
-    wgml_error e;
-    if (be->buffer_create(be, want, WGML_BUFFER_ACTIVATIONS, &sc->buf, &e)) {
-        wgml_error_prefix(&e, "kokoro: scratch '%s' (%zu bytes)", role, want);
-        wgml_sticky_set(&s->sk, &e);
-        sc->buf = NULL;
-        return NULL;
-    }
-    sc->size = want;
-    return sc->buf;
-}
-
-/* A new activation [rows][cols] named `name` (a buffer of its own). */
+/* A new activation [rows][cols] named `name`: a region of the arena of its
+ * own, or of its role ('~'), which the temporaries of the role share. */
 static wgml_tensor *A(kokoro_state *s, const char *name, int64_t cols, int64_t rows) {
-    kokoro_model *m = s->m;
     static wgml_tensor none;
     if (s->sk.status) return &none;
     if (s->n_acts == MAX_ACTS) {
@@ -318,23 +361,17 @@ static wgml_tensor *A(kokoro_state *s, const char *name, int64_t cols, int64_t r
     }
     act *a = &s->acts[s->n_acts];
     snprintf(a->name, sizeof a->name, "%s", name);
-    size_t size = (size_t)(cols * rows) * 4;
-    if (name[0] == '~') { /* a temporary: a view of its role's scratch buffer */
-        wgml_buffer *b = scratch_get(s, name, size ? size : 4);
-        if (!b) return &none;
-        a->buf = NULL;
-        s->n_acts++;
-        a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = b, .name = a->name};
-        return &a->t;
-    }
-    wgml_error e;
-    if (m->be->buffer_create(m->be, size ? size : 4, WGML_BUFFER_ACTIVATIONS, &a->buf, &e)) {
-        wgml_error_prefix(&e, "kokoro: activation '%s' (%zu bytes)", name, size);
-        wgml_sticky_set(&s->sk, &e);
-        return &none;
+    const size_t size = (size_t)(cols * rows) * 4;
+    const int i = node_get(s, name, size ? size : 4);
+    if (i < 0) return &none;
+    a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .name = a->name};
+    if (s->measuring) {
+        a->t.buf = (wgml_buffer *)(void *)(s->tags + i); /* never read: the measure runs nothing */
+    } else {
+        a->t.buf = s->chunks[s->nodes[i].chunk].buf;
+        a->t.offset = s->nodes[i].offset;
     }
     s->n_acts++;
-    a->t = (wgml_tensor){.type = WGML_F32, .ne = {cols, rows, 1, 1}, .buf = a->buf, .name = a->name};
     return &a->t;
 }
 
@@ -347,6 +384,279 @@ const wgml_tensor *kokoro_act(const kokoro_state *s, const char *name) {
 int kokoro_act_count(const kokoro_state *s) { return s->n_acts; }
 const wgml_tensor *kokoro_act_at(const kokoro_state *s, int i) {
     return i >= 0 && i < s->n_acts ? &s->acts[i].t : NULL;
+}
+
+/* ---- measuring and planning a step ---- */
+
+/* The region a tensor of the step being measured views: one made in this
+ * step (its tag), one an earlier step placed, or -1 (a weight, the window). */
+static int node_of(const kokoro_state *s, const wgml_tensor *t) {
+    if (!t || !t->buf) return -1;
+    const uintptr_t p = (uintptr_t)(const void *)t->buf, tags = (uintptr_t)(const void *)s->tags;
+    if (p >= tags && p < tags + MAX_NODES) return (int)(p - tags);
+    int c = 0;
+    while (c < s->n_chunks && s->chunks[c].buf != t->buf) c++;
+    if (c == s->n_chunks) return -1;
+    for (int i = 0; i < s->step_node0; i++) {
+        const node *n = &s->nodes[i];
+        if (n->chunk == c && t->offset >= n->offset && t->offset < n->offset + n->size) return i;
+    }
+    return -1;
+}
+
+static void add_edge(kokoro_state *s, int a, int b) {
+    if (a < 0 || b < 0 || a == b) return;
+    if (s->n_edges == s->cap_edges) {
+        int cap = s->cap_edges ? 2 * s->cap_edges : 1024;
+        int (*e)[2] = wgml_realloc(s->edges, (size_t)cap * sizeof *e);
+        if (!e) {
+            wgml_sticky_fail(&s->sk, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            return;
+        }
+        s->edges = e, s->cap_edges = cap;
+    }
+    s->edges[s->n_edges][0] = a > b ? a : b;
+    s->edges[s->n_edges][1] = a > b ? b : a;
+    s->n_edges++;
+}
+
+/* The measuring backend's run: op writes the regions of its outputs while
+ * reading those of its inputs, so each output is a conflict of every other
+ * region the op names (its own, in place, is not). Every op of ops.h is
+ * listed: what a backend may refuse to share a buffer, this never shares. */
+static void measure_run(wgml_backend *be, wgml_op op, const void *args) {
+    kokoro_state *s = ((measure_backend *)(void *)be)->s;
+    const wgml_tensor *w[8] = {0}, *r[16] = {0};
+    int nw = 0, nr = 0;
+#define W(t) (w[nw++] = (t))
+#define R(t) (r[nr++] = (t))
+    switch (op) {
+    case WGML_OP_MATMUL: {
+        const wgml_matmul_args *a = args;
+        R(a->x), R(a->norm);
+        for (int k = 0; k < a->n_w && k < WGML_MATMUL_MAX; k++) R(a->w[k]), R(a->bias[k]), W(a->out[k]);
+        break;
+    }
+    case WGML_OP_GET_ROWS: {
+        const wgml_get_rows_args *a = args;
+        W(a->out), R(a->table), R(a->ids);
+        break;
+    }
+    case WGML_OP_ATTENTION: {
+        const wgml_attention_args *a = args;
+        W(a->out), W(a->k_cache), W(a->v_cache);
+        if (a->rope) W(a->q), W(a->k), R(a->rope->freq_factors); /* rotated in place */
+        else R(a->q), R(a->k);
+        R(a->v), R(a->seq), R(a->kv_seq), R(a->pos), R(a->mask), R(a->kv_range);
+        break;
+    }
+    case WGML_OP_RMS_NORM: {
+        const wgml_rms_norm_args *a = args;
+        W(a->out), R(a->x), R(a->w);
+        break;
+    }
+    case WGML_OP_SOFTMAX: W(((const wgml_softmax_args *)args)->out), R(((const wgml_softmax_args *)args)->x); break;
+    case WGML_OP_ADD: {
+        const wgml_add_args *a = args;
+        W(a->out), R(a->a), R(a->b);
+        break;
+    }
+    case WGML_OP_SWIGLU: {
+        const wgml_swiglu_args *a = args;
+        W(a->out), R(a->gate), R(a->up);
+        break;
+    }
+    case WGML_OP_ARGMAX: W(((const wgml_argmax_args *)args)->out), R(((const wgml_argmax_args *)args)->x); break;
+    case WGML_OP_ROPE: {
+        const wgml_rope_args *a = args;
+        W(a->x);
+        if (a->rope) R(a->rope->freq_factors);
+        break;
+    }
+    case WGML_OP_LAYER_NORM: {
+        const wgml_layer_norm_args *a = args;
+        W(a->out), R(a->x), R(a->w), R(a->b);
+        break;
+    }
+    case WGML_OP_L2_NORM: W(((const wgml_l2_norm_args *)args)->out), R(((const wgml_l2_norm_args *)args)->x); break;
+    case WGML_OP_UNARY: {
+        const wgml_unary_args *a = args;
+        W(a->out), R(a->x), R(a->v);
+        break;
+    }
+    case WGML_OP_MUL: {
+        const wgml_mul_args *a = args;
+        W(a->out), R(a->a), R(a->b);
+        break;
+    }
+    case WGML_OP_POOL: {
+        const wgml_pool_args *a = args;
+        W(a->out), R(a->x), R(a->seq);
+        break;
+    }
+    case WGML_OP_COPY: W(((const wgml_copy_args *)args)->out), R(((const wgml_copy_args *)args)->x); break;
+    case WGML_OP_IM2COL: W(((const wgml_im2col_args *)args)->out), R(((const wgml_im2col_args *)args)->x); break;
+    case WGML_OP_COL2IM: {
+        const wgml_col2im_args *a = args;
+        W(a->out), R(a->y), R(a->bias);
+        break;
+    }
+    case WGML_OP_INSTANCE_NORM: {
+        const wgml_instance_norm_args *a = args;
+        W(a->out), R(a->x), R(a->w), R(a->b);
+        break;
+    }
+    case WGML_OP_LSTM: {
+        const wgml_lstm_args *a = args;
+        W(a->out), R(a->gx), R(a->w_hh);
+        break;
+    }
+    case WGML_OP_STFT: {
+        const wgml_stft_args *a = args;
+        W(a->out), R(a->x), R(a->window);
+        break;
+    }
+    case WGML_OP_ISTFT: {
+        const wgml_istft_args *a = args;
+        W(a->out), R(a->mag), R(a->phase), R(a->window);
+        break;
+    }
+    case WGML_OP_NSF_SOURCE: {
+        const wgml_nsf_source_args *a = args;
+        W(a->out), R(a->f0), R(a->w), R(a->b);
+        break;
+    }
+    default:
+        wgml_sticky_fail(&s->sk, WGML_ERR_UNSUPPORTED, "kokoro: the arena's measure does not know op %d", (int)op);
+        return;
+    }
+#undef W
+#undef R
+    for (int i = 0; i < nw; i++) {
+        const int o = node_of(s, w[i]);
+        for (int j = i + 1; j < nw; j++) add_edge(s, o, node_of(s, w[j]));
+        for (int j = 0; j < nr; j++) add_edge(s, o, node_of(s, r[j]));
+    }
+}
+
+static int cmp_edge(const void *a, const void *b) {
+    const int *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1); }
+
+/* The chunk of bank b after chunk c (-1: its first); n_chunks when there is none. */
+static int next_chunk(const kokoro_state *s, int b, int c) {
+    for (c++; c < s->n_chunks && s->chunks[c].bank != b; c++) {}
+    return c;
+}
+
+/* Places regions keep.. in their banks' chunks: each from its bank's cursor
+ * (where the region before it in the bank ended, or where the step before
+ * left it) forward, in the first chunk of the bank with room, appending
+ * planned chunks (no buffer yet, at most cap bytes) where none has. */
+static wgml_status place(kokoro_state *s, int keep, size_t cap, wgml_error *err) {
+    int cur_c[MAX_BANKS];
+    size_t cur_o[MAX_BANKS];
+    for (int b = 0; b < MAX_BANKS; b++) cur_c[b] = -1, cur_o[b] = 0;
+    for (int i = 0; i < keep; i++) {
+        const node *n = &s->nodes[i];
+        cur_c[n->bank] = n->chunk, cur_o[n->bank] = n->offset + n->size;
+    }
+    for (int i = keep; i < s->n_nodes; i++) {
+        node *n = &s->nodes[i];
+        const int b = n->bank;
+        const size_t size = align_up(n->size);
+        if (size > cap)
+            return wgml_fail(err, WGML_ERR_CONTEXT_FULL,
+                             "kokoro: an activation of %zu bytes is more than one buffer of %s may hold (%zu)",
+                             n->size, s->m->be->device_name ? s->m->be->device_name : s->m->be->name, cap);
+        int c = cur_c[b];
+        size_t o = c < 0 ? 0 : align_up(cur_o[b]);
+        if (c < 0) c = next_chunk(s, b, -1);
+        for (;;) {
+            if (c == s->n_chunks) {
+                if (s->n_chunks == MAX_CHUNKS)
+                    return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "kokoro: the activations need more than %d chunks",
+                                     MAX_CHUNKS);
+                s->chunks[s->n_chunks++] = (chunk){.size = cap, .bank = b};
+                o = 0;
+            }
+            if (o <= s->chunks[c].size && size <= s->chunks[c].size - o) break;
+            c = next_chunk(s, b, c), o = 0;
+        }
+        n->chunk = c, n->offset = o;
+        cur_c[b] = c, cur_o[b] = o + size;
+        if (o + size > s->chunks[c].used) s->chunks[c].used = o + size;
+    }
+    return WGML_OK;
+}
+
+/* Frees the chunks that no region before `keep` lies in (every chunk when
+ * keep is 0), keeping the others in order. */
+static void release_unused(kokoro_state *s, int keep) {
+    wgml_backend *be = s->m->be;
+    int live[MAX_CHUNKS] = {0}, map[MAX_CHUNKS], n = 0;
+    for (int i = 0; i < keep; i++) live[s->nodes[i].chunk] = 1;
+    for (int c = 0; c < s->n_chunks; c++) {
+        if (!live[c]) {
+            be->buffer_free(be, s->chunks[c].buf);
+            continue;
+        }
+        map[c] = n;
+        s->chunks[n++] = s->chunks[c];
+    }
+    s->n_chunks = n;
+    for (int i = 0; i < keep; i++) s->nodes[i].chunk = map[s->nodes[i].chunk];
+}
+
+/* Plans the regions the step just measured (from `keep` on: those before
+ * belong to the step before and stay where they are): a bank each, then a
+ * place in the bank's chunks. Where the chunks have no room, the arena
+ * grows: the chunks that hold nothing kept are let go and the regions
+ * placed again, in new chunks of a quarter more than they need. Fails
+ * without a chunk more when one cannot be made. */
+static wgml_status plan(kokoro_state *s, int keep, wgml_error *err) {
+    const uint64_t maxb = s->m->be->max_buffer_size;
+    const size_t cap = maxb && maxb < SIZE_MAX ? (size_t)maxb & ~(size_t)(ARENA_ALIGN - 1) : SIZE_MAX;
+    /* banks: a greedy colouring, in the order the step made its regions, of the conflicts */
+    if (s->n_edges) qsort(s->edges, (size_t)s->n_edges, sizeof *s->edges, cmp_edge);
+    for (int i = keep, e = 0; i < s->n_nodes; i++) {
+        uint64_t used = 0;
+        while (e < s->n_edges && s->edges[e][0] < i) e++;
+        for (; e < s->n_edges && s->edges[e][0] == i; e++) used |= 1ull << s->nodes[s->edges[e][1]].bank;
+        int b = 0;
+        while (b < MAX_BANKS && (used >> b & 1)) b++;
+        if (b == MAX_BANKS)
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "kokoro: the step's activations need more than %d banks",
+                             MAX_BANKS);
+        s->nodes[i].bank = b;
+    }
+    int n_old = s->n_chunks;
+    wgml_status st = place(s, keep, cap, err);
+    if (st || s->n_chunks > n_old) { /* growth */
+        s->n_chunks = n_old;
+        release_unused(s, keep);
+        n_old = s->n_chunks;
+        st = place(s, keep, cap, err);
+    }
+    wgml_backend *be = s->m->be;
+    for (int c = n_old; c < s->n_chunks && !st; c++) {
+        chunk *k = &s->chunks[c];
+        const size_t want = align_up(k->used + k->used / 4);
+        k->size = want < cap ? want : cap;
+        if ((st = be->buffer_create(be, k->size, WGML_BUFFER_ACTIVATIONS, &k->buf, err))) {
+            k->buf = NULL;
+            wgml_error_prefix(err, "kokoro: activations (%zu bytes)", k->size);
+        }
+    }
+    if (st) /* nothing of this step's plan stays */
+        for (int c = s->n_chunks - 1; c >= n_old; c--) {
+            if (s->chunks[c].buf) be->buffer_free(be, s->chunks[c].buf);
+            s->n_chunks = c;
+        }
+    return st;
 }
 
 /* Columns [c0, c0+n) of a one-row tensor: a contiguous piece of it. */
@@ -373,14 +683,14 @@ static wgml_tensor *conv(kokoro_state *s, const char *name, const wgml_tensor *x
                          "kokoro: weight '%s' has rows of %lld, not a convolution's of %d taps x %lld channels",
                          w->name ? w->name : "?", (long long)w->ne[0], K, (long long)C);
     wgml_tensor *y = into ? into : A(s, name, w->ne[1], wgml_conv1d_len(x->ne[1], K, stride, dil, pad));
-    wgml_block_conv1d(s->m->be, x, w, b, K, stride, dil, pad, epi, 1, s->bf16, y);
+    wgml_block_conv1d(s->be, x, w, b, K, stride, dil, pad, epi, 1, s->bf16, y);
     return y;
 }
 
 /* The style's share of an AdaIN / AdaLayerNorm: fc(style) = [1 + gamma ; beta] (one row of 2C). */
 static wgml_tensor *ada(kokoro_state *s, const kokoro_lin *fc, const wgml_tensor *style) {
     wgml_tensor *gb = A(s, "~ada", fc->w->ne[1], 1);
-    wgml_op_matmul(s->m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = style, .n_w = 1,
+    wgml_op_matmul(s->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = style, .n_w = 1,
                                                  .w = {fc->w}, .bias = {fc->b}, .out = {gb}});
     return gb;
 }
@@ -390,40 +700,36 @@ static void adain(kokoro_state *s, const kokoro_lin *fc, wgml_tensor *x, const w
     wgml_tensor *gb = ada(s, fc, style);
     const int64_t C = x->ne[0];
     wgml_tensor g = piece(gb, 0, C), b = piece(gb, C, C);
-    wgml_op_instance_norm(s->m->be, &(wgml_instance_norm_args){.out = x, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
+    wgml_op_instance_norm(s->be, &(wgml_instance_norm_args){.out = x, .x = x, .w = &g, .b = &b, .eps = 1e-5f});
 }
 
 static void leaky(kokoro_state *s, wgml_tensor *x, float slope) {
-    kokoro_model *m = s->m;
-    wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = slope});
+    wgml_op_unary(s->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_LEAKY_RELU, .a = slope});
 }
 
 static void snake(kokoro_state *s, wgml_tensor *x, const wgml_tensor *alpha) {
-    kokoro_model *m = s->m;
-    wgml_op_unary(m->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_SNAKE, .v = alpha});
+    wgml_op_unary(s->be, &(wgml_unary_args){.out = x, .x = x, .kind = WGML_UNARY_SNAKE, .v = alpha});
 }
 
 /* x repeated twice in time (nearest upsampling): a copy of a broadcast view. */
 static wgml_tensor *upsample2(kokoro_state *s, const wgml_tensor *x) {
-    kokoro_model *m = s->m;
     const int64_t C = x->ne[0], T = x->ne[1];
     int64_t ne[4] = {C, 2, T, 1};
     size_t nb[4] = {4, 0, (size_t)C * 4, (size_t)(C * T) * 4};
     wgml_tensor v = wgml_tensor_view(x, ne, nb, 0);
     wgml_tensor *y = A(s, "~up2", C, 2 * T);
-    wgml_op_copy(m->be, &(wgml_copy_args){.out = y, .x = &v});
+    wgml_op_copy(s->be, &(wgml_copy_args){.out = y, .x = &v});
     return y;
 }
 
 /* ConvTranspose1d of x by matmul (weight [K][Co][Ci]) and col2im. */
 static wgml_tensor *conv_t(kokoro_state *s, const char *name, const wgml_tensor *x, const wgml_tensor *w,
                            const wgml_tensor *b, int K, int stride, int pad, int out_pad) {
-    kokoro_model *m = s->m;
     const int64_t T = x->ne[1], Co = w->ne[1] / K, T_out = (T - 1) * stride - 2 * pad + K + out_pad;
     wgml_tensor *y = A(s, "~convt.y", K * Co, T);
-    wgml_op_matmul(m->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = x, .n_w = 1, .w = {w}, .out = {y}});
+    wgml_op_matmul(s->be, &(wgml_matmul_args){.f32_act = 1, .bf16_act = s->bf16, .x = x, .n_w = 1, .w = {w}, .out = {y}});
     wgml_tensor *o = A(s, name, Co, T_out);
-    wgml_op_col2im(m->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
+    wgml_op_col2im(s->be, &(wgml_col2im_args){.out = o, .y = y, .bias = b, .kernel = K, .stride = stride, .pad = pad});
     return o;
 }
 
@@ -431,7 +737,7 @@ static wgml_tensor *conv_t(kokoro_state *s, const char *name, const wgml_tensor 
  * encode): (residual + shortcut) / sqrt(2). */
 static wgml_tensor *adain_resblk(kokoro_state *s, const kokoro_resblk *wb, const char *name, const wgml_tensor *x,
                                  const wgml_tensor *style, int upsample) {
-    wgml_backend *be = s->m->be;
+    wgml_backend *be = s->be;
     const int64_t Ci = x->ne[0], T = x->ne[1];
     /* residual: norm1 -> leaky 0.2 -> (pool) -> conv1 -> norm2 -> leaky 0.2 -> conv2 */
     wgml_tensor *t = A(s, "~res.t", Ci, T);
@@ -475,7 +781,7 @@ static void adain_resblock1(kokoro_state *s, const kokoro_resblock1 *wb, wgml_te
     const int64_t C = x->ne[0], T = x->ne[1];
     for (int j = 0; j < 3; j++) {
         wgml_tensor *t = A(s, "~rb.t", C, T);
-        wgml_op_copy(s->m->be, &(wgml_copy_args){.out = t, .x = x});
+        wgml_op_copy(s->be, &(wgml_copy_args){.out = t, .x = x});
         adain(s, &wb->adain1[j], t, style);
         snake(s, t, wb->alpha1[j]);
         wgml_tensor *u = conv(s, "~rb.u", t, wb->convs1[j].w, wb->convs1[j].b, k, 1, dil[j], dil[j] * (k - 1) / 2,
@@ -490,7 +796,7 @@ static void adain_resblock1(kokoro_state *s, const kokoro_resblock1 *wb, wgml_te
  * bias when `style` is given: the predictor's cat(x, s)). */
 static wgml_tensor *bilstm(kokoro_state *s, const kokoro_lstm *wl, const char *name, const wgml_tensor *x,
                            const wgml_tensor *style) {
-    wgml_backend *be = s->m->be;
+    wgml_backend *be = s->be;
     const int64_t G2 = wl->w_ih->ne[1], H = wl->w_hh->ne[0], T = x->ne[1];
     const wgml_tensor *b = wl->bias;
     if (style) { /* bias + W_s s: one row */
@@ -506,12 +812,11 @@ static wgml_tensor *bilstm(kokoro_state *s, const kokoro_lstm *wl, const char *n
     return out;
 }
 
-/* ---- step 1: text -> durations ---- */
+/* ---- a step: measured, planned, built ---- */
 
 /* Starts the call's step. */
 static void begin_step(kokoro_state *s, int n) {
-    kokoro_model *m = s->m;
-    m->be->begin(m->be, &(wgml_step){.pos = 0, .n_tokens = n});
+    s->be->begin(s->be, &(wgml_step){.pos = 0, .n_tokens = n});
     s->in_step = 1;
 }
 
@@ -520,44 +825,68 @@ static wgml_status finish_step(kokoro_state *s, wgml_error *err) {
     if (s->in_step) {
         s->in_step = 0;
         wgml_error e;
-        if (s->m->be->end(s->m->be, &e)) wgml_sticky_set(&s->sk, &e);
+        if (s->be->end(s->be, &e)) wgml_sticky_set(&s->sk, &e);
     }
     return wgml_sticky_report(&s->sk, err);
 }
 
-static wgml_status text_step(kokoro_state *s, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
-                        wgml_error *err) {
+/* Builds (records, or runs on the CPU) a step's ops, from begin_step to its downloads. */
+typedef void (*step_build_fn)(kokoro_state *s, const void *ctx);
+
+/* Runs step `build` on the activations and regions from `keep` (those of the
+ * step before, kept: kokoro_text's for kokoro_audio): measured on the
+ * measuring backend, its regions planned (chunks appended to the arena where
+ * it has no room: between steps, never during one), then built on the
+ * model's backend over the arena. */
+static wgml_status run_step(kokoro_state *s, int keep_acts, int keep_nodes, step_build_fn build, const void *ctx,
+                            wgml_error *err) {
+    s->n_acts = keep_acts, s->n_nodes = keep_nodes;
+    s->step_node0 = s->node_cursor = keep_nodes;
+    s->n_edges = 0;
+    s->measuring = 1, s->be = &s->mbe.base;
+    wgml_sticky_clear(&s->sk), s->bf16 = 0;
+    build(s, ctx);
+    wgml_status st = finish_step(s, err);
+    s->measuring = 0, s->be = s->m->be;
+    if (!st) st = plan(s, keep_nodes, err);
+    s->n_acts = keep_acts, s->node_cursor = keep_nodes;
+    if (st) {
+        s->n_nodes = keep_nodes;
+        return st;
+    }
+    wgml_sticky_clear(&s->sk), s->bf16 = 0;
+    build(s, ctx);
+    if (!s->sk.status && s->node_cursor != s->n_nodes)
+        wgml_sticky_fail(&s->sk, WGML_ERR_UNSUPPORTED, "kokoro: the step took %d of the %d activations it measured",
+                         s->node_cursor - keep_nodes, s->n_nodes - keep_nodes);
+    return finish_step(s, err);
+}
+
+/* ---- step 1: text -> durations ---- */
+
+typedef struct {
+    const int32_t *ids, *host; /* host: T positions 0..T-1, then T token types 0 */
+    int T;
+    const float *style;
+    float *logits;
+} text_ctx;
+
+static void text_build(kokoro_state *s, const void *ctx) {
+    const text_ctx *c = ctx;
     kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
-    wgml_backend *be = m->be;
-    if (T < 3 || T > hp->bert_ctx || T > KOKORO_MAX_PHONEMES + 2)
-        return wgml_fail(err, T < 3 ? WGML_ERR_INVALID_ARGUMENT : WGML_ERR_CONTEXT_FULL,
-                         "kokoro: %d tokens (3..%d with the two pads)", T,
-                         hp->bert_ctx < KOKORO_MAX_PHONEMES + 2 ? hp->bert_ctx : KOKORO_MAX_PHONEMES + 2);
-    if (!(speed > 0) || !isfinite(speed)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: speed %g", speed);
-    for (int i = 0; i < T; i++)
-        if (ids[i] < 0 || ids[i] >= hp->n_token)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: token id %d is outside 0..%d", ids[i],
-                             hp->n_token - 1);
-    acts_drop(s, 0);
-    wgml_sticky_clear(&s->sk), s->T = T, s->bf16 = 0;
+    wgml_backend *be = s->be;
+    const int T = c->T;
     const int64_t E = hp->bert_embd, H = hp->bert_hidden, D = hp->hidden, S = hp->style;
-    int32_t *host = wgml_malloc((size_t)T * 2 * sizeof *host);
-    float *logits = wgml_malloc((size_t)T * hp->max_dur * sizeof *logits);
-    if (!host || !logits) {
-        wgml_free(host), wgml_free(logits);
-        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    for (int i = 0; i < T; i++) host[i] = i, host[T + i] = 0;
     wgml_tensor *tid = A(s, "ids", T, 1), *tpos = A(s, "pos", T, 1), *ttyp = A(s, "types", T, 1);
     wgml_tensor *sty = A(s, "style", 2 * S, 1);
     if (!s->sk.status) {
         tid->type = tpos->type = ttyp->type = WGML_I32;
         begin_step(s, T);
-        be->upload(be, tid, ids, (size_t)T * 4);
-        be->upload(be, tpos, host, (size_t)T * 4);
-        be->upload(be, ttyp, host + T, (size_t)T * 4);
-        be->upload(be, sty, style, (size_t)(2 * S) * 4);
+        be->upload(be, tid, c->ids, (size_t)T * 4);
+        be->upload(be, tpos, c->host, (size_t)T * 4);
+        be->upload(be, ttyp, c->host + T, (size_t)T * 4);
+        be->upload(be, sty, c->style, (size_t)(2 * S) * 4);
     }
     wgml_tensor s_pred = piece(sty, S, S);
     /* ALBERT: embeddings, mapping in, one shared layer applied bert_layers times */
@@ -617,16 +946,40 @@ static wgml_status text_step(kokoro_state *s, const int32_t *ids, int T, const f
     }
     bilstm(s, &kw->te_lstm, "t_en", te, NULL);
     s->t_en_act = s->n_acts - 1;
-    if (!s->sk.status) be->download(be, lg, logits, (size_t)T * hp->max_dur * 4);
-    wgml_status st = finish_step(s, err);
-    if (!st) /* duration = sum of sigmoid(logits) / speed, rounded half to even, at least 1 */
+    if (!s->sk.status) be->download(be, lg, c->logits, (size_t)T * hp->max_dur * 4);
+}
+
+static wgml_status text_step(kokoro_state *s, const int32_t *ids, int T, const float *style, float speed, int32_t *dur,
+                             wgml_error *err) {
+    const kokoro_hparams *hp = &s->m->hp;
+    if (T < 3 || T > hp->bert_ctx || T > KOKORO_MAX_PHONEMES + 2)
+        return wgml_fail(err, T < 3 ? WGML_ERR_INVALID_ARGUMENT : WGML_ERR_CONTEXT_FULL,
+                         "kokoro: %d tokens (3..%d with the two pads)", T,
+                         hp->bert_ctx < KOKORO_MAX_PHONEMES + 2 ? hp->bert_ctx : KOKORO_MAX_PHONEMES + 2);
+    if (!(speed > 0) || !isfinite(speed)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: speed %g", speed);
+    for (int i = 0; i < T; i++)
+        if (ids[i] < 0 || ids[i] >= hp->n_token)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: token id %d is outside 0..%d", ids[i],
+                             hp->n_token - 1);
+    s->text_acts = s->text_nodes = 0, s->T = T;
+    int32_t *host = wgml_malloc((size_t)T * 2 * sizeof *host);
+    float *logits = wgml_malloc((size_t)T * hp->max_dur * sizeof *logits);
+    if (!host || !logits) {
+        wgml_free(host), wgml_free(logits);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < T; i++) host[i] = i, host[T + i] = 0;
+    const text_ctx c = {.ids = ids, .host = host, .T = T, .style = style, .logits = logits};
+    wgml_status st = run_step(s, 0, 0, text_build, &c, err);
+    if (!st) { /* duration = sum of sigmoid(logits) / speed, rounded half to even, at least 1 */
         for (int t = 0; t < T; t++) {
             double sum = 0;
             for (int j = 0; j < hp->max_dur; j++) sum += 1.0 / (1.0 + exp(-(double)logits[t * hp->max_dur + j]));
             double r = rint(sum / speed);
             dur[t] = r < 1 ? 1 : r > 1e6 ? 1000000 : (int32_t)r;
         }
-    s->text_acts = s->n_acts;
+        s->text_acts = s->n_acts, s->text_nodes = s->n_nodes;
+    }
     wgml_free(host), wgml_free(logits);
     return st;
 }
@@ -644,7 +997,7 @@ static void decoder(kokoro_state *s, const wgml_tensor *asr, const wgml_tensor *
                     const wgml_tensor *style, uint64_t seed, wgml_tensor **audio) {
     kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
-    wgml_backend *be = m->be;
+    wgml_backend *be = s->be;
     const int64_t F = asr->ne[1], D = asr->ne[0], R = hp->asr_res_dim, Dd = hp->dec_dim;
     /* bf16 products from here to conv_post (kokoro_set_bf16): the prosody (F0, N, the
      * durations) is already computed in f32, so no rounding here moves the source's phase */
@@ -756,33 +1109,25 @@ static void decoder(kokoro_state *s, const wgml_tensor *asr, const wgml_tensor *
                                          .n_fft = hp->n_fft, .hop = hp->hop});
 }
 
-static wgml_status audio_step(kokoro_state *s, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+typedef struct {
+    const int32_t *idx; /* each frame's token */
+    int64_t F;
+    uint64_t seed;
+    float *audio; /* NULL: the prosody alone */
+} audio_ctx;
+
+static void audio_build(kokoro_state *s, const void *ctx) {
+    const audio_ctx *c = ctx;
     kokoro_model *m = s->m;
     const kokoro_hparams *hp = &m->hp;
-    wgml_backend *be = m->be;
-    if (!s->text_acts || T != s->T)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: kokoro_audio needs the kokoro_text of its %d tokens",
-                         T);
-    acts_drop(s, s->text_acts);
-    wgml_sticky_clear(&s->sk), s->bf16 = 0;
-    int64_t F = 0;
-    for (int t = 0; t < T; t++) {
-        if (dur[t] < 1 || dur[t] > 100000)
-            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: duration %d of token %d", dur[t], t);
-        F += dur[t];
-    }
-    if (F > (1 << 20)) return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "kokoro: %lld frames are too many", (long long)F);
-    int32_t *idx = wgml_malloc((size_t)F * sizeof *idx);
-    if (!idx) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
-    for (int t = 0, f = 0; t < T; t++)
-        for (int j = 0; j < dur[t]; j++) idx[f++] = t;
-    const int64_t D = hp->hidden, S = hp->style;
+    wgml_backend *be = s->be;
+    const int64_t F = c->F, D = hp->hidden, S = hp->style;
     wgml_tensor *tidx = A(s, "frame_token", F, 1);
     const wgml_tensor *sty = kokoro_act(s, "style");
     if (!s->sk.status) {
         tidx->type = WGML_I32;
         begin_step(s, (int)F);
-        be->upload(be, tidx, idx, (size_t)F * 4);
+        be->upload(be, tidx, c->idx, (size_t)F * 4);
     }
     wgml_tensor s_pred = piece(sty, S, S), s_dec = piece(sty, 0, S);
     /* the frames: each token's rows of d and t_en, repeated by its duration */
@@ -805,49 +1150,73 @@ static wgml_status audio_step(kokoro_state *s, const int32_t *dur, int T, uint64
         outs[br] = conv(s, br ? "N_pred" : "F0_pred", y, proj->w, proj->b, 1, 1, 1, 0,
                         WGML_EPI_STORE, NULL);
     }
-    if (!audio) { /* the prosody alone */
-        wgml_status st = finish_step(s, err);
-        wgml_free(idx);
-        return st;
-    }
+    if (!c->audio) return; /* the prosody alone */
     wgml_tensor *aud = NULL;
-    decoder(s, asr, outs[0], outs[1], &s_dec, seed, &aud);
+    decoder(s, asr, outs[0], outs[1], &s_dec, c->seed, &aud);
     const int64_t L = kokoro_audio_len(s->m, F);
     if (!s->sk.status && aud->ne[0] != L)
         wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
                          (long long)aud->ne[0], (long long)L);
-    if (!s->sk.status) be->download(be, aud, audio, (size_t)L * 4);
-    wgml_status st = finish_step(s, err);
+    if (!s->sk.status) be->download(be, aud, c->audio, (size_t)L * 4);
+}
+
+static wgml_status audio_step(kokoro_state *s, const int32_t *dur, int T, uint64_t seed, float *audio, wgml_error *err) {
+    if (!s->text_acts || T != s->T)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: kokoro_audio needs the kokoro_text of its %d tokens",
+                         T);
+    int64_t F = 0;
+    for (int t = 0; t < T; t++) {
+        if (dur[t] < 1 || dur[t] > 100000)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: duration %d of token %d", dur[t], t);
+        F += dur[t];
+    }
+    if (F > (1 << 20)) return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "kokoro: %lld frames are too many", (long long)F);
+    int32_t *idx = wgml_malloc((size_t)F * sizeof *idx);
+    if (!idx) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    for (int t = 0, f = 0; t < T; t++)
+        for (int j = 0; j < dur[t]; j++) idx[f++] = t;
+    const audio_ctx c = {.idx = idx, .F = F, .seed = seed, .audio = audio};
+    wgml_status st = run_step(s, s->text_acts, s->text_nodes, audio_build, &c, err);
     wgml_free(idx);
     return st;
 }
 
-static wgml_status decode_step(kokoro_state *s, const float *asr, const float *f0, const float *n, int F, const float *style,
-                          uint64_t seed, float *audio, wgml_error *err) {
-    kokoro_model *m = s->m;
-    const kokoro_hparams *hp = &m->hp;
-    wgml_backend *be = m->be;
-    if (F < 1 || F > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: %d frames", F);
-    acts_drop(s, 0);
-    s->text_acts = 0;
-    wgml_sticky_clear(&s->sk);
+typedef struct {
+    const float *asr, *f0, *n, *style;
+    int F;
+    uint64_t seed;
+    float *audio;
+} decode_ctx;
+
+static void decode_build(kokoro_state *s, const void *ctx) {
+    const decode_ctx *c = ctx;
+    const kokoro_hparams *hp = &s->m->hp;
+    wgml_backend *be = s->be;
+    const int F = c->F;
     wgml_tensor *ta = A(s, "asr", hp->hidden, F), *tf = A(s, "F0_pred", 2 * F, 1), *tn = A(s, "N_pred", 2 * F, 1),
                 *ts = A(s, "style", hp->style, 1);
     if (!s->sk.status) {
         begin_step(s, F);
-        be->upload(be, ta, asr, (size_t)F * hp->hidden * 4);
-        be->upload(be, tf, f0, (size_t)F * 8);
-        be->upload(be, tn, n, (size_t)F * 8);
-        be->upload(be, ts, style, (size_t)hp->style * 4);
+        be->upload(be, ta, c->asr, (size_t)F * hp->hidden * 4);
+        be->upload(be, tf, c->f0, (size_t)F * 8);
+        be->upload(be, tn, c->n, (size_t)F * 8);
+        be->upload(be, ts, c->style, (size_t)hp->style * 4);
     }
     wgml_tensor *aud = NULL;
-    decoder(s, ta, tf, tn, ts, seed, &aud);
+    decoder(s, ta, tf, tn, ts, c->seed, &aud);
     const int64_t L = kokoro_audio_len(s->m, F);
     if (!s->sk.status && aud->ne[0] != L)
         wgml_sticky_fail(&s->sk, WGML_ERR_FORMAT, "kokoro: the generator made %lld samples, %lld expected",
                          (long long)aud->ne[0], (long long)L);
-    if (!s->sk.status) be->download(be, aud, audio, (size_t)L * 4);
-    return finish_step(s, err);
+    if (!s->sk.status) be->download(be, aud, c->audio, (size_t)L * 4);
+}
+
+static wgml_status decode_step(kokoro_state *s, const float *asr, const float *f0, const float *n, int F, const float *style,
+                          uint64_t seed, float *audio, wgml_error *err) {
+    if (F < 1 || F > (1 << 20)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "kokoro: %d frames", F);
+    s->text_acts = s->text_nodes = 0;
+    const decode_ctx c = {.asr = asr, .f0 = f0, .n = n, .style = style, .F = F, .seed = seed, .audio = audio};
+    return run_step(s, 0, 0, decode_build, &c, err);
 }
 
 /* ---- the steps, one at a time per model (its backend records one step at a time) ---- */

@@ -20,9 +20,11 @@
 
 typedef struct kokoro_model kokoro_model;
 /* A request's state (the family's speaker state, model/family.h): the
- * activations of its steps and what step 1 leaves for step 2. The model is
- * read-only while states use it: two states may run from two threads at
- * once, their steps taking turns on the backend. */
+ * activations of its steps and what step 1 leaves for step 2, in one arena
+ * of device memory reserved before each step and grown only between steps
+ * (a second utterance no longer than the first makes no buffer; kokoro.c).
+ * The model is read-only while states use it: two states may run from two
+ * threads at once, their steps taking turns on the backend. */
 typedef struct kokoro_state kokoro_state;
 
 wgml_status kokoro_read_hparams(const gguf_file *f, kokoro_hparams *hp, wgml_error *err);
