@@ -172,6 +172,9 @@ void whisper_median_filter(const float *x, int n, int width, float *out) {
             out[i] = x[i];
         return;
     }
+    int has_nan = 0;
+    for (int i = 0; i < n; i++)
+        has_nan |= isnan(x[i]);
     float v[63];
     for (int i = 0; i < n; i++) {
         for (int k = 0; k < width; k++) {
@@ -181,11 +184,13 @@ void whisper_median_filter(const float *x, int n, int width, float *out) {
             else if (p > n - 1)
                 p = 2 * (n - 1) - p; /* x[n - 1 + k] = x[n - 1 - k] */
             float val = x[p];
-            int j = k; /* insertion sort */
-            while (j > 0 && sorts_after(v[j - 1], val)) {
-                v[j] = v[j - 1];
-                j--;
-            }
+            int j = k; /* insertion sort (without NaN, plain comparisons: the same order) */
+            if (has_nan)
+                for (; j > 0 && sorts_after(v[j - 1], val); j--)
+                    v[j] = v[j - 1];
+            else
+                for (; j > 0 && v[j - 1] > val; j--)
+                    v[j] = v[j - 1];
             v[j] = val;
         }
         out[i] = v[pad];
@@ -479,8 +484,8 @@ static wgml_status check_alignment(const whisper_alignment *a, wgml_error *err) 
     return WGML_OK;
 }
 
-/* One head's rows, softmaxed over the kept frames, into w[n_rows][n_frames]. */
-static void head_softmax(const whisper_alignment *a, int h, float *w) {
+/* One head's rows, softmaxed over the kept frames, into w[n_rows][n_frames]; e: n_frames of scratch. */
+static void head_softmax(const whisper_alignment *a, int h, float *w, double *e) {
     int R = a->n_rows, F = a->n_frames;
     float scale = a->qk_scale != 0.0f ? a->qk_scale : 1.0f;
     for (int r = 0; r < R; r++) {
@@ -500,9 +505,9 @@ static void head_softmax(const whisper_alignment *a, int h, float *w) {
             }
             double s = 0;
             for (int f = 0; f < F; f++)
-                s += exp((double)o[f] - mx);
+                s += e[f] = exp((double)o[f] - mx);
             for (int f = 0; f < F; f++)
-                o[f] = (float)(exp((double)o[f] - mx) / s);
+                o[f] = (float)(e[f] / s);
         }
     }
 }
@@ -516,20 +521,20 @@ wgml_status whisper_find_alignment(const whisper_alignment *a, whisper_words *ou
 
     float *w = wgml_malloc(((size_t)R * F + 1) * sizeof *w);
     float *row = wgml_malloc(((size_t)F + 1) * sizeof *row);
-    double *acc = wgml_calloc((size_t)N * F + 1, sizeof *acc);
+    double *acc = wgml_calloc((size_t)N * F + 1, sizeof *acc), *e = wgml_malloc(((size_t)F + 1) * sizeof *e);
     float *matrix = wgml_malloc(((size_t)N * F + 1) * sizeof *matrix);
     int *ti = wgml_malloc(((size_t)N + F + 1) * sizeof *ti), *tj = wgml_malloc(((size_t)N + F + 1) * sizeof *tj);
     double *jump = wgml_malloc(((size_t)N + F + 1) * sizeof *jump);
     int32_t *tokens = wgml_malloc(((size_t)N) * sizeof *tokens);
     whisper_words words = {0};
-    if (!w || !row || !acc || !matrix || !ti || !tj || !jump || !tokens) {
+    if (!w || !row || !acc || !e || !matrix || !ti || !tj || !jump || !tokens) {
         st = oom(err);
         goto done;
     }
 
     /* per head: softmax, z-score over the tokens, median filter of the rows kept; the mean over heads */
     for (int h = 0; h < a->n_heads; h++) {
-        head_softmax(a, h, w);
+        head_softmax(a, h, w, e);
         whisper_zscore_tokens(w, R, F);
         for (int r = 0; r < N; r++) {
             whisper_median_filter(w + (size_t)(r0 + r) * F, F, width, row);
@@ -586,6 +591,7 @@ done:
     wgml_free(w);
     wgml_free(row);
     wgml_free(acc);
+    wgml_free(e);
     wgml_free(matrix);
     wgml_free(ti);
     wgml_free(tj);

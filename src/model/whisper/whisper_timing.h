@@ -15,7 +15,10 @@
  *     num_frames / 2 audio positions (num_frames = the window's segment_size
  *     in mel frames): the pre-softmax scores q.k / sqrt(head_dim) (what the
  *     official hook records, `qk`), or the softmax over all 1500 positions
- *     (see whisper_alignment.probabilities);
+ *     (see whisper_alignment.probabilities). whisper_cross_weights
+ *     (whisper.h) gives the latter, out[n_heads][n][n_audio_ctx]: pass it
+ *     with probabilities = 1, n_rows = n, row_stride = n_audio_ctx,
+ *     n_frames = segment_size / 2;
  *   - text_token_probs[i] = softmax(logits[n_sot + i][0 .. EOT))[text_tokens[i]]
  *     of the same pass's unfiltered logits (whisper_text_token_prob).
  *
