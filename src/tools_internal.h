@@ -61,6 +61,10 @@
 /* English text to Kokoro's phonemes through espeak-ng (`wgml phonemize`). */
 #include "text/g2p.h"
 
+/* Whisper's transcript writers (txt, srt, vtt, tsv, as the official ones) for
+ * `wgml transcribe` and the server's /v1/audio/transcriptions. */
+#include "model/whisper/whisper_decode.h"
+
 /* Writers of model files: llama2.c checkpoints and the Kokoro checkpoint to
  * GGUF (`wgml convert`), quantization recipes (`wgml quantize`), models with
  * random weights of real architectures (`wgml synth`, Kokoro's through

@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "cli.h"
-#include "model/whisper/whisper_decode.h"
+#include "tools_internal.h"
 
 /* openai/whisper's LANGUAGES (whisper/tokenizer.py), code and name, in its order */
 static const char *const languages[][2] = {

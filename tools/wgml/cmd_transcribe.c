@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "model/whisper/whisper_decode.h"
+#include "tools_internal.h"
 
 typedef struct {
     cli_model_opts mo;
