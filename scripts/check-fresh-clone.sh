@@ -33,14 +33,20 @@ printf '%s\n' "$text" | head -n 3
 [ "${#text}" -gt 40 ] || die "too little text: $text"
 
 wgml=./build/wgml
-for arch in $($wgml synth --list | awk 'NR > 1 {print $1}'); do
+# one second of a tone, for the transcribers
+python3 -c 'import math, struct, wave, sys
+w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+w.writeframes(b"".join(struct.pack("<h", int(3000 * math.sin(i * 0.05))) for i in range(16000)))' "$tmp/tone.wav"
+# every table of `synth --list`: its rows, without the header lines
+for arch in $($wgml synth --list | awk 'NF > 0 && $1 != "name" {print $1}'); do
     $wgml synth --arch "$arch" --type Q8_0 --layers 1 -o "$tmp/$arch.gguf" 2>"$tmp/stderr" ||
         { cat "$tmp/stderr" >&2; die "synth --arch $arch"; }
-    # each with its task: generate, embed or rerank (wgml info names it)
+    # each with its task: generate, embed, rerank or transcribe (wgml info names it)
     task=$($wgml info "$tmp/$arch.gguf" | awk '$1 == "tasks:" {print $2}')
     case $task in
     embed) cmd=(embed -m "$tmp/$arch.gguf" --backend cpu "Hello" "world") ;;
     rerank) cmd=(rerank -m "$tmp/$arch.gguf" --backend cpu -q "Hello" "world") ;;
+    transcribe) cmd=(transcribe -m "$tmp/$arch.gguf" --backend cpu -l en --max-tokens 4 --no-fallback "$tmp/tone.wav") ;;
     *) cmd=(run -m "$tmp/$arch.gguf" --backend cpu -n 4 --temp 0 -p "Hello") ;;
     esac
     $wgml "${cmd[@]}" >/dev/null 2>"$tmp/stderr" ||
