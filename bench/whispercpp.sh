@@ -22,7 +22,7 @@
 #       tokens each decoded are printed: random weights decode gibberish, and the two
 #       decoders' rules differ, so the time per window and per token are given too.
 #
-# Environment: N rounds (default 5), THREADS (2), R runs inside each process (1; the process
+# Environment: CMAKE_ARGS (build: more cmake options), N rounds (default 5), THREADS (2), R runs inside each process (1; the process
 # reports the median), STEPS (64), CLIP_SECONDS (90), BEAM (0: greedy), MAX_TOKENS (224),
 # FA (1: whisper.cpp's flash attention, its default; 0: -nfa), TIMESTAMPS (0; 1: both decode
 # timestamp tokens, and each window advances as they say).
@@ -65,8 +65,9 @@ case $cmd in
 build)
   [ $# -eq 2 ] || usage
   src=$(realpath "$1") out=$(realpath -m "$2")
+  # shellcheck disable=SC2086 # CMAKE_ARGS: more options, e.g. -DGGML_LLAMAFILE=ON (tinyBLAS, off upstream)
   cmake -S "$src" -B "$out" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_CUDA=OFF -DGGML_VULKAN=OFF \
-    -DGGML_METAL=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_SDL2=OFF >/dev/null
+    -DGGML_METAL=OFF -DWHISPER_BUILD_TESTS=OFF -DWHISPER_SDL2=OFF ${CMAKE_ARGS:-} >/dev/null
   cmake --build "$out" -j "${JOBS:-2}" --target whisper-cli whisper-bench whisper-quantize
   g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" "$here/whispercpp/wbench.cpp" -o "$out/bin/wbench" \
     -L"$out/bin" -lwhisper -lggml -lggml-base -Wl,-rpath,"$out/bin"
@@ -122,6 +123,9 @@ print("encode_ms_per_window %.1f %.1f" % (W("encode_ms") / W("windows"), c["enco
 if k == "greedy":  # a greedy window: its tokens, then the step that gives EOT (or max tokens)
     print("rest_ms_per_step %.3f %.3f" % (W("decode_ms") / (W("tokens") + W("windows")),
                                           (c["transcribe_ms"] - c["encode_ms"]) / c["decoder_steps"]))
+else:  # a beam step decodes B hypotheses; wgml: at least one step per kept token (a lower bound on steps)
+    print("rest_ms_per_beam_step %.3f %.3f" % (W("decode_ms") / W("tokens"),
+                                               (c["transcribe_ms"] - c["encode_ms"]) / (c["decoder_steps"] / c["beam_size"])))
 print("# wgml %d windows %d tokens; whisper.cpp %d windows %d tokens %d decoder steps" %
       (W("windows"), W("tokens"), c["windows"], c["tokens"], c["decoder_steps"]), file=sys.stderr)
 ' "$w" "$c" "$only"

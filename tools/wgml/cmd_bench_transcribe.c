@@ -23,9 +23,12 @@
  *               window's text, at most --max-tokens tokens per window; a
  *               window still ends at the model's EOT, so the tokens decoded
  *               are reported with the times.
- * The peak RSS is the process's after the runs. --profile adds the per-op
- * time (CPU op time, or GPU timestamps) of the last encoder run, the last
- * decoder run and the last greedy transcription.
+ * --only steps|greedy|beam runs one of the three parts (bench/whispercpp.sh
+ * pairs each with whisper.cpp). The peak RSS is the process's after the runs
+ * (with the steps' own state when they run). --profile adds the per-op time
+ * (CPU op time, or GPU timestamps) of the last encoder run, decoder run,
+ * greedy and beam transcription. The steps reach behind the public API
+ * through tools_internal.h (src/api_transcribe_bench.c).
  */
 #include <json-c/json.h>
 #include <math.h>
