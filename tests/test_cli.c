@@ -503,6 +503,30 @@ static void test_transcribe(void **state) {
     run(&r, args);
     expect_exit(&r, 0);
     assert_true(!strncmp(r.out, "start\tend\ttext\n", 15));
+    /* --word-timestamps: each segment's words in verbose_json (the official result's keys) and OpenAI's "words" */
+    snprintf(args, sizeof args, "transcribe -m '%s' %s --word-timestamps -f verbose_json '%s'", model_bin, quick, wav);
+    run(&r, args);
+    expect_exit(&r, 0);
+    v = json_tokener_parse(r.out);
+    assert_non_null(v);
+    json_object *all;
+    assert_true(json_object_object_get_ex(v, "words", &all) && json_object_is_type(all, json_type_array));
+    assert_true(json_object_object_get_ex(v, "segments", &segs));
+    size_t n_seg_words = 0;
+    for (size_t i = 0; i < json_object_array_length(segs); i++) {
+        json_object *g = json_object_array_get_idx(segs, i), *ws;
+        if (!json_object_object_get_ex(g, "words", &ws)) continue;
+        for (size_t k = 0; k < json_object_array_length(ws); k++, n_seg_words++) {
+            json_object *w = json_object_array_get_idx(ws, k), *a = json_object_array_get_idx(all, n_seg_words), *y;
+            const char *keys[] = {"word", "start", "end", "probability"};
+            for (size_t j = 0; j < 4; j++) assert_true(json_object_object_get_ex(w, keys[j], &x));
+            assert_non_null(a);
+            assert_true(json_object_object_get_ex(a, "word", &x));
+            assert_true(json_object_object_get_ex(w, "word", &y) && !strcmp(json_object_get_string(x), json_object_get_string(y)));
+        }
+    }
+    assert_int_equal(n_seg_words, json_object_array_length(all));
+    json_object_put(v);
     /* the same audio as 16 kHz mono, and (when sox is there) as FLAC: the FLAC's samples are the WAV's */
     if (system("command -v sox >/dev/null 2>&1") == 0) {
         char flac[4096], cmd[9000];
@@ -542,7 +566,6 @@ static void test_transcribe(void **state) {
 #undef BYTES
         {"", 0, "", NULL, 1, "is empty"},
         {NULL, 0, "", "/", 1, "is not a regular file"},
-        {NULL, 0, "--word-timestamps", "WAV", 1, "word timestamps are not implemented yet"},
         {NULL, 0, "--language klingon", "WAV", 2, "is not a Whisper language"},
         {NULL, 0, "--format docx", "WAV", 2, "--format"},
         {NULL, 0, "--beam-size 99", "WAV", 2, "--beam-size"},

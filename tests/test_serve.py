@@ -897,6 +897,16 @@ def transcription():
             check(s == 200 and o["language"] == "german", "language de: %s %s" % (s, str(o)[:200]))
             s, o, r, _ = tr([("temperature", "0.5"), ("timestamp_granularities[]", "segment"), ("prompt", "Hello.")])
             check(s == 200 and isinstance(o.get("text"), str), "temperature, segment granularity, prompt: %s %s" % (s, o))
+            # word timestamps: "words" ({word, start, end}); "segments" only when asked for too
+            vj = [("response_format", "verbose_json")]
+            s, o, r, _ = tr(vj + [("timestamp_granularities[]", "word")])
+            check(s == 200 and isinstance(o.get("words"), list) and "segments" not in o and
+                  all(set(w) == {"word", "start", "end"} and w["start"] <= w["end"] for w in o["words"]),
+                  "word granularity: %s %s" % (s, str(o)[:300]))
+            s, o2, r, _ = tr(vj + [("timestamp_granularities[]", "word"), ("timestamp_granularities[]", "segment")])
+            check(s == 200 and o2.get("words") == o.get("words") and len(o2.get("segments", [])) >= 1 and
+                  sum(len(g.get("words", [])) for g in o2["segments"]) == len(o2["words"]),
+                  "word and segment granularity: %s %s" % (s, str(o2)[:300]))
             # a 16 kHz mono file of another format (libsndfile: FLAC needs no encoder here, so a float WAV)
             mono = wav_bytes(0.5, 16000, 1)
             s, o, r, _ = tr([], [("file", "mono.wav", mono)])
@@ -930,7 +940,9 @@ def transcription():
             err(400, [("temperature", "x")], param="temperature")
             err(400, [("language", "klingon")], param="language")
             err(400, [("timestamp_granularities[]", "word")], param="timestamp_granularities[]",
-                words="not implemented yet")
+                words="verbose_json")
+            err(400, [("response_format", "verbose_json"), ("timestamp_granularities[]", "letter")],
+                param="timestamp_granularities[]")
             err(400, [("max_tokens", "0")], param="max_tokens")
             err(400, [("prompt", "a\u0000b")], param="prompt")
             err(400, [("prompt", b"\xff\xfe")], param="prompt")

@@ -342,6 +342,22 @@ static void test_cross_weights(void **state) {
         }
         assert_true(fabs(sum - 1) < 1e-4);
     }
+    /* every row's logits after that pass (word timestamps' token probabilities): each row's as a step that
+     * ends there gives it */
+    const size_t V = (size_t)hp->n_vocab;
+    float *rl = malloc(6 * V * sizeof *rl), *one = malloc(V * sizeof *one);
+    OK(whisper_row_logits(model, st1, 0, 6, rl, &err));
+    assert_int_equal(whisper_row_logits(model, st1, 2, 5, rl, &err), WGML_ERR_INVALID_ARGUMENT);
+    double dl = 0;
+    for (int i = 0; i < 6; i++) {
+        OK(whisper_decode(model, st1, toks, 0, i + 1, one, NULL, &err));
+        const double d = max_abs_diff(rl + (size_t)i * V, one, V);
+        dl = d > dl ? d : dl;
+    }
+    fprintf(stderr, "row logits: max |row - last row of a step| %.3g\n", dl);
+    assert_true(dl < 2e-4);
+    free(rl);
+    free(one);
     if (strcmp(backend_name, "cpu")) {
         wgml_backend *cpu = NULL;
         whisper_model *cm = NULL;
@@ -502,6 +518,87 @@ static void test_api(void **state) {
     wgml_model_free(m);
 }
 
+/* ---- word timestamps through the public API (CPU) ---- */
+
+typedef struct {
+    seg_sink s;
+    int n_words, ok, whole; /* whole: segments whose words joined are their text */
+    double last_start;
+    char words[4096];
+} word_sink;
+
+static int centi(double t) { return fabs(t * 100 - nearbyint(t * 100)) < 1e-6; } /* round(t, 2) */
+
+static int on_word_seg(void *user, const wgml_transcript_segment *s) {
+    word_sink *k = user;
+    on_seg(&k->s, s);
+    if ((s->n_words > 0) != (s->words != NULL)) k->ok = 0;
+    for (int i = 0; i < s->n_words; i++) {
+        const wgml_transcript_word *w = &s->words[i];
+        if (!w->text || w->start > w->end || w->start < k->last_start || !centi(w->start) || !centi(w->end) ||
+            !(w->probability > 0 && w->probability <= 1))
+            k->ok = 0;
+        k->last_start = w->start;
+        strncat(k->words, w->text, sizeof k->words - strlen(k->words) - 1);
+        k->n_words++;
+    }
+    char joined[4096] = "";
+    for (int i = 0; i < s->n_words; i++) strncat(joined, s->words[i].text, sizeof joined - strlen(joined) - 1);
+    k->whole += s->n_words > 0 && !strcmp(joined, s->text);
+    return 0;
+}
+
+static float *case_audio(const char *name, size_t *n) {
+    char path[256];
+    snprintf(path, sizeof path, REF "%s/audio.npy", name);
+    npy_array a;
+    assert_int_equal(npy_read(tu_shared(path), &a), 0);
+    float *f = malloc((size_t)a.n * sizeof *f);
+    for (int64_t i = 0; i < a.n; i++) f[i] = (float)a.v[i];
+    *n = (size_t)a.n;
+    npy_free(&a);
+    return f;
+}
+
+/* Words come in order, at the official precision, and their texts are their
+ * segments' (but where a word runs into the next segment: random weights
+ * make such words; a segment then takes words by their count of tokens, as
+ * the official code does); they do not change what a window decodes (jfk:
+ * one window), and long audio seeks by them (long). */
+static void test_words(void **state) {
+    (void)state;
+    if (!have_backend || strcmp(backend_name, "cpu")) skip();
+    wgml_model *m = NULL;
+    wgml_error err;
+    wgml_model_params mp = wgml_model_default_params();
+    mp.n_threads = 2;
+    OK(wgml_model_load(tu_shared("whisper/whisper-micro-random.bin"), &mp, &m, &err));
+    wgml_transcribe_params p = wgml_transcribe_default_params();
+    p.language = "en";
+    p.no_fallback = 1;
+    p.max_tokens = 64;
+    const char *cases[] = {"jfk", "long"};
+    for (int c = 0; c < 2; c++) {
+        size_t n;
+        float *pcm = case_audio(cases[c], &n);
+        word_sink plain = {.s = {.tokens_ok = 1}, .ok = 1}, words = plain;
+        p.word_timestamps = 0;
+        OK(wgml_transcribe(m, pcm, n, 16000, &p, on_word_seg, &plain, NULL, &err));
+        p.word_timestamps = 1;
+        OK(wgml_transcribe(m, pcm, n, 16000, &p, on_word_seg, &words, NULL, &err));
+        fprintf(stderr, "%s: %d segments, %d words: %.60s\n", cases[c], words.s.n, words.n_words, words.words);
+        assert_int_equal(plain.n_words, 0);
+        assert_true(words.ok && words.n_words > 0 && words.whole > 0);
+        if (c == 0) { /* one window: the same tokens and text */
+            assert_int_equal(words.s.n_toks, plain.s.n_toks);
+            assert_memory_equal(words.s.toks, plain.s.toks, (size_t)plain.s.n_toks * sizeof(int32_t));
+            assert_string_equal(words.s.text, plain.s.text);
+        }
+        free(pcm);
+    }
+    wgml_model_free(m);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) backend_name = argv[1];
     if (argc > 3 && sscanf(argv[3], "%d-%d", &win_lo, &win_hi) != 2) {
@@ -511,6 +608,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest all[] = {
         cmocka_unit_test(test_encoder),       cmocka_unit_test(test_decoder), cmocka_unit_test(test_sequences),
         cmocka_unit_test(test_rules),         cmocka_unit_test(test_cross_weights), cmocka_unit_test(test_api),
+        cmocka_unit_test(test_words),
     };
     /* argument 2: the tests to run, by name, comma-separated ("": all): a ctest part each */
     struct CMUnitTest tests[sizeof all / sizeof *all];

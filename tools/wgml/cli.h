@@ -296,17 +296,29 @@ void cli_audio_free(cli_audio *a);
  * Segments as wgml_transcribe hands them out, copied, then written in a format:
  * Whisper's own files (txt, srt, vtt, tsv: model/whisper/whisper_decode.h's writers)
  * or OpenAI's responses (json {"text", "usage"}; verbose_json {"task", "language",
- * "duration", "text", "segments", "usage"}; text: the text and a newline). */
+ * "duration", "text", "segments", "words", "usage"}; text: the text and a newline). With word
+ * timestamps, verbose_json's segments carry their "words" as the official result does ({"word",
+ * "start", "end", "probability"}) and the top level every word as OpenAI's "words" ({"word",
+ * "start", "end"}). */
+typedef struct cli_word {
+    char *word;
+    double start, end;
+    float probability;
+} cli_word;
 typedef struct cli_segment {
     double start, end;
     char *text;
     int32_t *tokens;
     int n_tokens;
     float temperature, avg_logprob, compression_ratio, no_speech_prob;
+    cli_word *words;
+    int n_words;
 } cli_segment;
 typedef struct cli_transcript {
     cli_segment *seg;
     int n, cap;
+    int with_words;  /* word timestamps were asked for: verbose_json has "words" (perhaps empty) */
+    int no_segments; /* verbose_json without "segments" (OpenAI's timestamp_granularities[]=word alone) */
 } cli_transcript;
 typedef enum cli_transcript_format {
     CLI_TRANSCRIPT_TXT,

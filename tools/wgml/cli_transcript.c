@@ -74,14 +74,32 @@ int cli_transcript_add(cli_transcript *t, const wgml_transcript_segment *s) {
     }
     memcpy(c.text, text, tl + 1);
     if (nt) memcpy(c.tokens, s->tokens, (size_t)nt * sizeof *c.tokens);
+    if (s->n_words > 0 && s->words) {
+        if (!(c.words = calloc((size_t)s->n_words, sizeof *c.words))) goto oom;
+        for (int i = 0; i < s->n_words; i++, c.n_words++) {
+            const char *w = s->words[i].text ? s->words[i].text : "";
+            if (!(c.words[i].word = strdup(w))) goto oom;
+            c.words[i].start = s->words[i].start;
+            c.words[i].end = s->words[i].end;
+            c.words[i].probability = s->words[i].probability;
+        }
+    }
     t->seg[t->n++] = c;
     return 0;
+oom:
+    for (int i = 0; i < c.n_words; i++) free(c.words[i].word);
+    free(c.words);
+    free(c.text);
+    free(c.tokens);
+    return -1;
 }
 
 void cli_transcript_free(cli_transcript *t) {
     for (int i = 0; t && i < t->n; i++) {
         free(t->seg[i].text);
         free(t->seg[i].tokens);
+        for (int k = 0; k < t->seg[i].n_words; k++) free(t->seg[i].words[k].word);
+        free(t->seg[i].words);
     }
     if (t) {
         free(t->seg);
@@ -201,7 +219,7 @@ int cli_transcript_render(const cli_transcript *t, cli_transcript_format fmt, co
         json_object_object_add(o, "language", json_object_new_string(name ? name : language ? language : ""));
         json_object_object_add(o, "duration", num(duration));
         json_object_object_add(o, "text", json_object_new_string(text));
-        json_object *segs = json_object_new_array_ext(t->n);
+        json_object *segs = json_object_new_array_ext(t->n), *all = NULL;
         for (int i = 0; i < t->n; i++) {
             const cli_segment *g = &t->seg[i];
             json_object *e = json_object_new_object(), *tok = json_object_new_array_ext(g->n_tokens);
@@ -215,9 +233,30 @@ int cli_transcript_render(const cli_transcript *t, cli_transcript_format fmt, co
             json_object_object_add(e, "avg_logprob", num(g->avg_logprob));
             json_object_object_add(e, "compression_ratio", num(g->compression_ratio));
             json_object_object_add(e, "no_speech_prob", num(g->no_speech_prob));
+            if (g->n_words) {
+                json_object *ws = json_object_new_array_ext(g->n_words);
+                if (!all) all = json_object_new_array();
+                for (int k = 0; k < g->n_words; k++) {
+                    const cli_word *w = &g->words[k];
+                    json_object *a = json_object_new_object(), *b = json_object_new_object();
+                    json_object_object_add(a, "word", json_object_new_string(w->word));
+                    json_object_object_add(a, "start", num(w->start));
+                    json_object_object_add(a, "end", num(w->end));
+                    json_object_object_add(a, "probability", num(w->probability));
+                    json_object_array_add(ws, a);
+                    json_object_object_add(b, "word", json_object_new_string(w->word));
+                    json_object_object_add(b, "start", num(w->start));
+                    json_object_object_add(b, "end", num(w->end));
+                    json_object_array_add(all, b);
+                }
+                json_object_object_add(e, "words", ws);
+            }
             json_object_array_add(segs, e);
         }
-        json_object_object_add(o, "segments", segs);
+        if (t->no_segments) json_object_put(segs);
+        else json_object_object_add(o, "segments", segs);
+        if (!all && t->with_words) all = json_object_new_array();
+        if (all) json_object_object_add(o, "words", all);
     } else {
         json_object_object_add(o, "text", json_object_new_string(text));
     }

@@ -23,7 +23,7 @@ typedef struct {
     cli_model_opts mo;
     wgml_transcribe_params tp;
     const char *language, *out;
-    int format, word_timestamps;
+    int format;
 } transcribe_opts;
 
 static const cli_choice formats[] = {{"txt", CLI_TRANSCRIPT_TXT},
@@ -45,7 +45,9 @@ static const cli_opt options[] = {
                "txt (default), srt, vtt, tsv (Whisper's files), json or verbose_json\n"
                "(OpenAI's response bodies)"),
     CLI_STRING("--output", "-o", transcribe_opts, out, "FILE", "write the transcript here (default: standard output)"),
-    CLI_FLAG("--word-timestamps", NULL, transcribe_opts, word_timestamps, "the time of each word (not implemented yet)"),
+    CLI_FLAG("--word-timestamps", NULL, transcribe_opts, tp.word_timestamps,
+             "the time of each word (cross-attention alignment): verbose_json lists\n"
+             "them, and segments' times follow their words"),
     CLI_GROUP("Decoding:"),
     CLI_INT("--beam-size", NULL, transcribe_opts, tp.beam_size, "N", 0, 16,
             "beam search with N hypotheses at temperature 0 (default 0: greedy;\n"
@@ -130,8 +132,6 @@ int cmd_transcribe(int argc, char **argv) {
     if (!mo.model) return cli_usage_error("-m MODEL is required (a Whisper model: GGUF or whisper.cpp's .bin)");
     if (n_args != 1) return cli_usage_error("give the audio file: wgml transcribe -m MODEL AUDIO");
     const char *path = argv[0];
-    if (opt.word_timestamps)
-        return cli_fail("--word-timestamps: word timestamps are not implemented yet (segments carry their times)");
     if (opt.language && strcmp(opt.language, "auto")) {
         if (!(tp.language = cli_language_code(opt.language)))
             return cli_usage_error("--language '%s' is not a Whisper language: give a code (en, de, ja, ...), its "
@@ -148,6 +148,7 @@ int cmd_transcribe(int argc, char **argv) {
     sink k;
     memset(&k, 0, sizeof k);
     k.total = secs;
+    k.t.with_words = tp.word_timestamps;
     FILE *f = NULL;
     char tmp[4200] = "";
     wgml_model *m = cli_load_model(&mo, NULL);

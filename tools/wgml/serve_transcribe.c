@@ -6,8 +6,9 @@
  * name; absent, "" or "auto": detected), `prompt`, `response_format` (json, the
  * default; text, srt, verbose_json, vtt), `temperature` (0-1; at 0 the
  * official fallback raises it when a window fails, as OpenAI documents),
- * `timestamp_granularities[]` ("segment"; "word" is refused: not computed
- * yet) and `stream` ("true": server-sent events, OpenAI's
+ * `timestamp_granularities[]` ("segment", "word" or both, with verbose_json:
+ * "word" computes word timestamps, the body's "words"; "word" alone leaves
+ * "segments" out, as OpenAI does) and `stream` ("true": server-sent events, OpenAI's
  * {"type": "transcript.text.delta", "delta"} per segment as its window is
  * decoded, then {"type": "transcript.text.done", "text"}; with
  * response_format json or text only); wgml's extensions `max_tokens` (per 30 s
@@ -384,7 +385,7 @@ static int field_text(struct mg_connection *c, const form_part *f, char *out, si
 /* The request's fields into the job; 0, or the status of the 400 sent. */
 static int read_fields(struct mg_connection *c, const form_part *parts, int n, tr_job *k, tr_format *fmt,
                        char *language, char *prompt) {
-    int status = 0, seen_file = 0;
+    int status = 0, seen_file = 0, want_words = 0, want_segments = 0;
     static const char *const once[] = {"model",  "language",  "prompt",     "response_format",
                                        "temperature", "stream", "max_tokens", "no_fallback"};
     int seen[sizeof once / sizeof once[0]] = {0};
@@ -454,15 +455,20 @@ static int read_fields(struct mg_connection *c, const form_part *parts, int n, t
                 return serve_send_error(c, 400, "max_tokens", NULL, "'max_tokens' must be an integer from 1 to 448");
             k->p.max_tokens = (int)t;
         } else { /* timestamp_granularities[] */
-            if (!strcmp(v, "word"))
-                return serve_send_error(c, 400, "timestamp_granularities[]", NULL,
-                                        "word timestamps are not implemented yet: ask for \"segment\"");
-            if (strcmp(v, "segment"))
+            if (!strcmp(v, "word")) want_words = 1;
+            else if (!strcmp(v, "segment")) want_segments = 1;
+            else
                 return serve_send_error(c, 400, "timestamp_granularities[]", NULL,
                                         "'timestamp_granularities[]' %s is not \"segment\" or \"word\"",
                                         clip(v, 32, shown, sizeof shown));
         }
     }
+    if (want_words && *fmt != FMT_VERBOSE_JSON)
+        return serve_send_error(c, 400, "timestamp_granularities[]", NULL,
+                                "word timestamps come in response_format verbose_json");
+    k->p.word_timestamps = want_words;
+    k->t.with_words = want_words;
+    k->t.no_segments = want_words && !want_segments;
     if (!seen_file || !k->audio_len)
         return serve_send_error(c, 400, "file", NULL, "'file' is required: the audio, as a file part of the form");
     if (k->stream && *fmt != FMT_JSON && *fmt != FMT_TEXT)
@@ -498,7 +504,7 @@ int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate)
     char *body = NULL, *prompt = NULL;
     size_t len = 0;
     form_part *parts = NULL;
-    int n_parts = 0, status = serve_read_body(c, s, s->max_upload, &body, &len);
+    int n_parts = 0, released = 0, status = serve_read_body(c, s, s->max_upload, &body, &len);
     if (status) goto done;
     char msg[512];
     parts = malloc(FORM_MAX_PARTS * sizeof *parts);
@@ -521,6 +527,17 @@ int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate)
     char language[8];
     if ((status = read_fields(c, parts, n_parts, &k, &fmt, language, prompt))) goto done;
     const int sent = run(c, &k);
+    /* the transcription is over: its place (and its body's memory) is free before the answer goes out, so
+     * that a client sending its next upload once it has this answer finds the place free */
+    free(body);
+    free(parts);
+    body = NULL;
+    parts = NULL;
+    k.audio = NULL;
+    pthread_mutex_lock(&s->mu);
+    s->transcribe_busy--;
+    pthread_mutex_unlock(&s->mu);
+    released = 1;
     if (sent < 0) {
         status = serve_send_error(c, 500, NULL, NULL, "cannot start a thread for the transcription");
     } else if (k.gone) {
@@ -575,9 +592,11 @@ int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate)
     }
     cli_transcript_free(&k.t);
 done:
-    pthread_mutex_lock(&s->mu);
-    s->transcribe_busy--;
-    pthread_mutex_unlock(&s->mu);
+    if (!released) {
+        pthread_mutex_lock(&s->mu);
+        s->transcribe_busy--;
+        pthread_mutex_unlock(&s->mu);
+    }
     free(prompt);
     free(parts);
     free(body);

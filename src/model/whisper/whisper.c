@@ -34,6 +34,7 @@ struct whisper_state {
     whisper_model *m;
     int n_seq, n_batch;
     int have_audio; /* the window's cross keys and values are set */
+    int x_rows;     /* rows of the last decoder step (x holds their final activations) */
     wgml_buffer *bufs[WHISPER_MAX_BUFS];
     int n_bufs;
     /* encoder: the window's log-mel time-major, conv1's output, a block's activations */
@@ -51,6 +52,9 @@ struct whisper_state {
     /* alignment heads (word timestamps): a head's q and keys made contiguous, the weights */
     wgml_tensor qh, kh, aw;
     int aw_slot;
+    /* every row's logits (word timestamps' token probabilities): WHISPER_ROW_LOGITS rows normalized, their
+     * logits; made at the first whisper_row_logits */
+    wgml_tensor lr_rows, lr_logits;
     wgml_tensor ids, pos, seq, kv_seq, range, gather; /* i32 tables */
     int32_t *host;        /* staging for the tables */
     int32_t *kv_seq_host; /* the cache rows' sequences: row r is sequence r % n_seq */
@@ -372,7 +376,9 @@ static wgml_status decode_step(whisper_model *m, whisper_state *s, const int32_t
         wgml_tensor all = wgml_tensor_rows(&s->aw, 0, (int64_t)ch->n_heads * rows);
         be->download(be, &all, ch->out, (size_t)ch->n_heads * rows * hp->n_audio_ctx * sizeof(float));
     }
-    return step_end(m, err);
+    wgml_status st_end = step_end(m, err);
+    s->x_rows = st_end ? 0 : rows;
+    return st_end;
 }
 
 wgml_status whisper_decode(whisper_model *m, whisper_state *s, const int32_t *tokens, int pos, int n,
@@ -452,5 +458,42 @@ wgml_status whisper_reorder(whisper_model *m, whisper_state *s, const int *src, 
     }
     if ((st = step_end(m, err))) return st;
     s->bank = to;
+    return WGML_OK;
+}
+
+/* Rows of logits per backend step in whisper_row_logits. */
+#define WHISPER_ROW_LOGITS 64
+
+wgml_status whisper_row_logits(whisper_model *m, whisper_state *s, int row0, int n, float *out, wgml_error *err) {
+    const whisper_hparams *hp = &m->hp;
+    wgml_backend *be = m->be;
+    if (s->n_seq != 1)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper: the logits of every row need a one-sequence state");
+    if (row0 < 0 || n < 0 || row0 + n > s->x_rows)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper: logits of rows %d..%d of a step of %d", row0,
+                         row0 + n - 1, s->x_rows);
+    const int K = WHISPER_ROW_LOGITS < s->n_batch ? WHISPER_ROW_LOGITS : s->n_batch;
+    if (!s->lr_rows.buf && n > 0) { /* made between steps, while no other state steps */
+        wgml_mutex_lock(&m->step_mu);
+        wgml_status st = new_tensors(s, &s->lr_rows, 1, "row_norm", WGML_F32, hp->n_text_state, K,
+                                     WGML_BUFFER_ACTIVATIONS, err);
+        if (!st) st = new_tensors(s, &s->lr_logits, 1, "row_logits", WGML_F32, hp->n_vocab, K, WGML_BUFFER_ACTIVATIONS, err);
+        wgml_mutex_unlock(&m->step_mu);
+        if (st) {
+            s->lr_rows.buf = NULL; /* freed with the state */
+            return st;
+        }
+    }
+    for (int a = 0; a < n; a += K) {
+        const int k = n - a < K ? n - a : K;
+        wgml_tensor x = wgml_tensor_rows(&s->x, row0 + a, k), nr = wgml_tensor_rows(&s->lr_rows, 0, k);
+        wgml_tensor lg = wgml_tensor_rows(&s->lr_logits, 0, k);
+        step_begin(m, k);
+        wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &nr, .x = &x, .w = &m->ln_w, .b = &m->ln_b, .eps = 1e-5f});
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &nr, .n_w = 1, .w = {&m->tok_embd}, .out = {&lg}});
+        be->download(be, &lg, out + (size_t)a * hp->n_vocab, (size_t)k * hp->n_vocab * sizeof(float));
+        wgml_status st = step_end(m, err);
+        if (st) return st;
+    }
     return WGML_OK;
 }

@@ -112,6 +112,11 @@ wgml_status whisper_decode(whisper_model *m, whisper_state *s, const int32_t *to
 wgml_status whisper_cross_weights(whisper_model *m, whisper_state *s, const int32_t *tokens, int n,
                                   const int (*heads)[2], int n_heads, float *out, wgml_error *err);
 
+/* The logits [n][n_vocab] of rows row0 .. row0 + n of the last decoder
+ * step (whisper_decode or whisper_cross_weights) of a one-sequence state:
+ * their final activations normalized and projected again (a step returns the
+ * last row's only). For word timestamps' token probabilities. */
+wgml_status whisper_row_logits(whisper_model *m, whisper_state *s, int row0, int n, float *out, wgml_error *err);
 /* Beam search: sequence i's cache rows of positions [0, len) become those
  * of sequence src[i] (every i < n_seq at once; src[i] == i keeps it). */
 wgml_status whisper_reorder(whisper_model *m, whisper_state *s, const int *src, int len, wgml_error *err);

@@ -29,6 +29,9 @@
 #include "model/whisper/whisper.h"
 #include "model/whisper/whisper_decode.h"
 #include "model/whisper/whisper_run.h"
+#include "model/whisper/whisper_timing.h"
+
+#define WHISPER_MAX_ALIGN_HEADS 512
 
 struct whisper_run {
     whisper_model *m;
@@ -41,6 +44,11 @@ struct whisper_run {
     size_t cap_logits;
     int32_t *all;        /* every token of the transcript so far (the prompt of later windows) */
     int n_all, cap_all;
+    /* word timestamps: the alignment heads, the words of the window, the end of the last word so far */
+    int (*heads)[2];
+    int n_heads;
+    whisper_words words;
+    double last_speech;
 };
 
 static double now_ms(void) {
@@ -57,6 +65,8 @@ void whisper_run_free(whisper_run *r) {
     wgml_free(r->logits);
     wgml_free(r->lp);
     wgml_free(r->all);
+    wgml_free(r->heads);
+    whisper_words_free(&r->words);
     wgml_free(r);
 }
 
@@ -72,9 +82,11 @@ static wgml_status use_state(whisper_run *r, int n_seq, wgml_error *err) {
         whisper_state_free(*sp);
         *sp = NULL;
         *enc = -1;
-        /* a step holds the initial tokens of every sequence: at most n_text_ctx / 2 + 4 each */
-        const int rows = n_seq * (m->hp.n_text_ctx / 2 + 4 < m->hp.n_text_ctx ? m->hp.n_text_ctx / 2 + 4
-                                                                               : m->hp.n_text_ctx);
+        /* a step holds the initial tokens of every sequence: at most n_text_ctx / 2 + 4 each; one
+         * sequence's steps hold the whole context (word timestamps' alignment pass) */
+        const int rows = n_seq == 1 ? m->hp.n_text_ctx
+                                    : n_seq * (m->hp.n_text_ctx / 2 + 4 < m->hp.n_text_ctx ? m->hp.n_text_ctx / 2 + 4
+                                                                                          : m->hp.n_text_ctx);
         if ((st = whisper_state_create(m, n_seq, rows, sp, err))) return st;
     }
     if ((size_t)n_seq * V > r->cap_logits) {
@@ -244,49 +256,6 @@ static wgml_status detect_language(whisper_run *r, const float *pcm, size_t n, f
     return WGML_OK;
 }
 
-/* Emits the segments of one window's result; appends their tokens to the transcript. */
-static wgml_status emit_segments(whisper_run *r, const whisper_window_result *res, const whisper_window *w, int *index,
-                                 int *advance, wgml_segment_fn on_segment, void *user, int *stopped,
-                                 wgml_error *err) {
-    whisper_model *m = r->m;
-    whisper_segment segs[WHISPER_MAX_TEXT_CTX];
-    int n = whisper_segments(&m->sp, res->tokens, res->n_tokens, w, segs, WHISPER_MAX_TEXT_CTX, advance);
-    if (n > WHISPER_MAX_TEXT_CTX) n = WHISPER_MAX_TEXT_CTX;
-    wgml_status st = WGML_OK;
-    for (int i = 0; i < n && !st && !*stopped; i++) {
-        const int32_t *t = res->tokens + segs[i].begin;
-        int nt = segs[i].end - segs[i].begin;
-        int len = whisper_text_decode(m->tok, t, nt, NULL, 0);
-        if (len < 0) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "whisper: a segment's text could not be decoded");
-        char *text = wgml_malloc((size_t)len + 1);
-        if (!text) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a segment's text");
-        whisper_text_decode(m->tok, t, nt, text, len + 1);
-        text[len] = 0;
-        /* an instantaneous segment, or one without text, is emptied (transcribe()) */
-        size_t b, e;
-        whisper_strip(text, &b, &e);
-        if (segs[i].start == segs[i].end_time || b == e) {
-            text[0] = 0;
-            nt = 0;
-        }
-        st = push_tokens(r, t, nt, err);
-        wgml_transcript_segment s = {.index = (*index)++,
-                                     .start = segs[i].start,
-                                     .end = segs[i].end_time,
-                                     .text = text,
-                                     .tokens = t,
-                                     .n_tokens = nt,
-                                     .temperature = res->temperature,
-                                     .avg_logprob = (float)res->avg_logprob,
-                                     .compression_ratio = isnan(res->compression_ratio) ? 0.0f
-                                                                                         : (float)res->compression_ratio,
-                                     .no_speech_prob = (float)res->no_speech_prob};
-        if (!st && on_segment && on_segment(user, &s)) *stopped = 1;
-        wgml_free(text);
-    }
-    return st;
-}
-
 /* The compression ratio of a result's text (DecodingResult: the decoded
  * text of its tokens, timestamps dropped). */
 static double window_ratio(const whisper_run *r, const whisper_window_result *res) {
@@ -308,6 +277,7 @@ static double window_ratio(const whisper_run *r, const whisper_window_result *re
 typedef struct run_plan {
     int32_t sot[4];
     int n_sot, sample_len, beam;
+    int lang, translate; /* the language's token (-1: English-only), 1: translating */
     whisper_filter_params fp;
     float temps[WHISPER_N_TEMPERATURES + 8];
     int n_temps;
@@ -318,6 +288,8 @@ static void make_plan(const whisper_run *r, const wgml_transcribe_params *p, int
     const whisper_model *m = r->m;
     memset(pl, 0, sizeof *pl);
     pl->n_sot = whisper_sot_sequence(&m->sp, lang, p->translate, p->without_timestamps, pl->sot);
+    pl->lang = lang;
+    pl->translate = p->translate;
     const int32_t *suppress;
     const int n_suppress = whisper_suppress_tokens_default(m->tok, &suppress);
     pl->fp = (whisper_filter_params){.sp = &m->sp,
@@ -338,6 +310,161 @@ static void make_plan(const whisper_run *r, const wgml_transcribe_params *p, int
         .no_speech_threshold = p->no_speech_threshold > 0 ? p->no_speech_threshold : NAN};
     pl->sample_len = p->max_tokens > 0 ? p->max_tokens : m->hp.n_text_ctx / 2;
     pl->beam = p->beam_size > 1 ? p->beam_size : 1;
+}
+
+/* Word timestamps of one window's segments (add_word_timestamps): the
+ * alignment pass (the SOT sequence, <|notimestamps|>, the text tokens, EOT)
+ * on the one-sequence state gives the alignment heads' cross-attention and
+ * each text token's probability; whisper_timing turns them into words, and
+ * ws[i] (tokens and times in) gets segment i's words and adjusted times.
+ * r->words holds the words. */
+static wgml_status window_words(whisper_run *r, const run_plan *pl, const whisper_window *w, whisper_word_segment *ws,
+                                int n, wgml_error *err) {
+    whisper_model *m = r->m;
+    const whisper_specials *sp = &m->sp;
+    const int V = m->hp.n_vocab, A = m->hp.n_audio_ctx;
+    whisper_words_free(&r->words);
+    if (!r->heads) {
+        int tmp[1][2];
+        const int nh = whisper_alignment_heads(m->hp.n_mels, V, m->hp.n_audio_layer, m->hp.n_text_layer,
+                                               m->hp.n_text_state, m->hp.n_text_head, tmp, 0, NULL);
+        if (nh < 1 || nh > WHISPER_MAX_ALIGN_HEADS)
+            return wgml_fail(err, WGML_ERR_FORMAT, "whisper: %d alignment heads for word timestamps", nh);
+        if (!(r->heads = wgml_malloc((size_t)nh * sizeof *r->heads)))
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the alignment heads");
+        r->n_heads = whisper_alignment_heads(m->hp.n_mels, V, m->hp.n_audio_layer, m->hp.n_text_layer,
+                                             m->hp.n_text_state, m->hp.n_text_head, r->heads, nh, NULL);
+    }
+    /* the text tokens of every segment, in order */
+    int32_t text[WHISPER_MAX_TEXT_CTX], toks[WHISPER_MAX_TEXT_CTX + 8], sot[4];
+    int n_text = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < ws[i].n_tokens; k++)
+            if (ws[i].tokens[k] < sp->eot && n_text < WHISPER_MAX_TEXT_CTX) text[n_text++] = ws[i].tokens[k];
+    if (n_text == 0) return WGML_OK; /* find_alignment: no words; the segments keep their times */
+    const int n_sot = whisper_sot_sequence(sp, pl->lang, pl->translate, 0, sot);
+    const int n_tok = whisper_alignment_tokens(sp, sot, n_sot, text, n_text, toks, WHISPER_MAX_TEXT_CTX + 8);
+    if (n_tok > m->hp.n_text_ctx)
+        return wgml_fail(err, WGML_ERR_CONTEXT_FULL, "whisper: %d tokens to align, the decoder holds %d", n_tok,
+                         m->hp.n_text_ctx);
+    wgml_status st = use_state(r, 1, err);
+    if (st) return st;
+    float *weights = wgml_malloc((size_t)r->n_heads * n_tok * A * sizeof(float));
+    float *probs = wgml_malloc((size_t)n_text * sizeof(float));
+    const int chunk = 64;
+    float *rows = wgml_malloc((size_t)chunk * V * sizeof(float));
+    if (!weights || !probs || !rows) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for word timestamps");
+    if (!st) st = whisper_cross_weights(m, r->st, toks, n_tok, (const int (*)[2])r->heads, r->n_heads, weights, err);
+    /* the row of <|notimestamps|> predicts the first text token, ... */
+    for (int a = 0; !st && a < n_text; a += chunk) {
+        const int k = n_text - a < chunk ? n_text - a : chunk;
+        st = whisper_row_logits(m, r->st, n_sot + a, k, rows, err);
+        for (int i = 0; !st && i < k; i++) probs[a + i] = whisper_text_token_prob(rows + (size_t)i * V, sp->eot, text[a + i]);
+    }
+    wgml_free(rows);
+    if (!st) {
+        const whisper_alignment al = {.tok = m->tok,
+                                      .language = pl->lang >= 0 ? whisper_lang_code(pl->lang - sp->lang0) : NULL,
+                                      .n_sot = n_sot,
+                                      .text_tokens = text,
+                                      .n_text = n_text,
+                                      .text_token_probs = probs,
+                                      .weights = weights,
+                                      .n_heads = r->n_heads,
+                                      .n_rows = n_tok,
+                                      .n_frames = w->segment_size / 2,
+                                      .row_stride = A,
+                                      .probabilities = 1};
+        st = whisper_add_word_timestamps(&al, ws, n, w->time_offset, r->last_speech, &r->words, err);
+    }
+    wgml_free(weights);
+    wgml_free(probs);
+    return st;
+}
+
+/* get_end: the end of the last word of the segments, else of the last segment. */
+static double segments_end(const whisper_run *r, const whisper_word_segment *ws, int n) {
+    for (int i = n - 1; i >= 0; i--)
+        if (ws[i].n_words > 0) return r->words.w[ws[i].word_begin + ws[i].n_words - 1].end;
+    return ws[n - 1].end;
+}
+
+/* Emits the segments of one window's result; appends their tokens to the
+ * transcript. *advance: in, the frames whisper_segments moves the window by;
+ * out, as the last word says (word timestamps). */
+static wgml_status emit_segments(whisper_run *r, const run_plan *pl, const wgml_transcribe_params *p,
+                                 const whisper_window_result *res, const whisper_window *w, int *index, int *advance,
+                                 wgml_segment_fn on_segment, void *user, int *stopped, wgml_error *err) {
+    whisper_model *m = r->m;
+    whisper_segment segs[WHISPER_MAX_TEXT_CTX];
+    whisper_word_segment ws[WHISPER_MAX_TEXT_CTX];
+    int n = whisper_segments(&m->sp, res->tokens, res->n_tokens, w, segs, WHISPER_MAX_TEXT_CTX, advance);
+    if (n > WHISPER_MAX_TEXT_CTX) n = WHISPER_MAX_TEXT_CTX;
+    for (int i = 0; i < n; i++)
+        ws[i] = (whisper_word_segment){.tokens = res->tokens + segs[i].begin,
+                                       .n_tokens = segs[i].end - segs[i].begin,
+                                       .start = segs[i].start,
+                                       .end = segs[i].end_time};
+    wgml_status st = WGML_OK;
+    wgml_transcript_word *words = NULL;
+    if (p->word_timestamps && n > 0) {
+        if ((st = window_words(r, pl, w, ws, n, err))) return st;
+        const int nt = res->n_tokens, tsb = m->sp.ts_begin;
+        const int single_ending = nt >= 2 && res->tokens[nt - 2] < tsb && res->tokens[nt - 1] >= tsb;
+        const double last_end = segments_end(r, ws, n);
+        if (!single_ending && last_end > w->time_offset) *advance = (int)nearbyint(last_end * 100.0) - w->seek;
+        r->last_speech = last_end;
+        if (r->words.n > 0 && !(words = wgml_malloc((size_t)r->words.n * sizeof *words)))
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a segment's words");
+        for (int i = 0; i < r->words.n; i++)
+            words[i] = (wgml_transcript_word){.text = r->words.w[i].text,
+                                              .start = r->words.w[i].start,
+                                              .end = r->words.w[i].end,
+                                              .probability = (float)r->words.w[i].probability};
+    }
+    for (int i = 0; i < n && !st && !*stopped; i++) {
+        const int32_t *t = ws[i].tokens;
+        int nt = ws[i].n_tokens;
+        int len = whisper_text_decode(m->tok, t, nt, NULL, 0);
+        if (len < 0) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "whisper: a segment's text could not be decoded");
+            break;
+        }
+        char *text = wgml_malloc((size_t)len + 1);
+        if (!text) {
+            st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a segment's text");
+            break;
+        }
+        whisper_text_decode(m->tok, t, nt, text, len + 1);
+        text[len] = 0;
+        /* an instantaneous segment, or one without text, is emptied (transcribe(), after the words) */
+        size_t b, e;
+        whisper_strip(text, &b, &e);
+        int n_words = p->word_timestamps ? ws[i].n_words : 0;
+        if (ws[i].start == ws[i].end || b == e) {
+            text[0] = 0;
+            nt = 0;
+            n_words = 0;
+        }
+        st = push_tokens(r, t, nt, err);
+        wgml_transcript_segment s = {.index = (*index)++,
+                                     .start = ws[i].start,
+                                     .end = ws[i].end,
+                                     .text = text,
+                                     .tokens = t,
+                                     .n_tokens = nt,
+                                     .temperature = res->temperature,
+                                     .avg_logprob = (float)res->avg_logprob,
+                                     .compression_ratio = isnan(res->compression_ratio) ? 0.0f
+                                                                                         : (float)res->compression_ratio,
+                                     .no_speech_prob = (float)res->no_speech_prob,
+                                     .words = n_words ? words + ws[i].word_begin : NULL,
+                                     .n_words = n_words};
+        if (!st && on_segment && on_segment(user, &s)) *stopped = 1;
+        wgml_free(text);
+    }
+    wgml_free(words);
+    return st;
 }
 
 /* Decodes the window in r->win (encoded on first use) with the fallback
@@ -391,6 +518,7 @@ wgml_status whisper_run_transcribe(whisper_run *r, const float *pcm, size_t n, c
     const float *filters = whisper_mel_filters(m);
     if (!filters) return wgml_fail(err, WGML_ERR_FORMAT, "whisper: the model's mel filters are not loaded");
     r->n_all = 0;
+    r->last_speech = 0;
     wgml_status st;
     /* the maximum of the whole log-mel (its padding included), window by window */
     const size_t frames = wgml_log_mel_frames(n, WGML_MEL_PAD_SAMPLES), content = wgml_log_mel_content_frames(n);
@@ -475,7 +603,7 @@ wgml_status whisper_run_transcribe(whisper_run *r, const float *pcm, size_t n, c
             continue;
         }
         int advance = w.segment_size;
-        st = emit_segments(r, res, &w, &index, &advance, on_segment, user, &stopped, err);
+        st = emit_segments(r, &pl, p, res, &w, &index, &advance, on_segment, user, &stopped, err);
         if (whisper_prompt_reset(p->condition_on_previous_text, res->temperature)) prompt_reset_since = r->n_all;
         seek += advance;
     }
