@@ -470,6 +470,7 @@ typedef struct wgml_transcript_segment {
     float no_speech_prob;     /* of its window */
     const wgml_transcript_word *words; /* word_timestamps: its words, else NULL */
     int n_words;
+    int seek; /* its window's first mel frame (10 ms each: seek / 100.0 seconds) */
 } wgml_transcript_segment;
 
 /* Receives each segment as soon as its window is decoded; non-zero stops. */

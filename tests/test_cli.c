@@ -460,7 +460,7 @@ static void test_transcribe(void **state) {
         assert_true(json_object_get_double(st) >= prev && json_object_get_double(en) >= json_object_get_double(st));
         prev = json_object_get_double(st);
         assert_true(json_object_object_get_ex(g, "tokens", &tok) && json_object_array_length(tok) >= 1);
-        const char *keys[] = {"id", "text", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob"};
+        const char *keys[] = {"id", "seek", "text", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob"};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) assert_true(json_object_object_get_ex(g, keys[k], &x));
     }
     json_object_put(v);

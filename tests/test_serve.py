@@ -856,7 +856,7 @@ def transcription():
             check(s == 200 and r.getheader("Content-Type") == "application/json" and o["task"] == "transcribe" and
                   set(o) == {"task", "language", "duration", "text", "segments", "usage"} and o["duration"] == 1.0,
                   "verbose_json: %s %s" % (s, o))
-            seg_keys = {"id", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio",
+            seg_keys = {"id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio",
                         "no_speech_prob"}
             check(s == 200 and len(o["segments"]) >= 1 and all(set(g) == seg_keys for g in o["segments"]) and
                   [g["id"] for g in o["segments"]] == list(range(len(o["segments"]))), "segments: %s" % o)

@@ -523,6 +523,7 @@ static void test_api(void **state) {
 typedef struct {
     seg_sink s;
     int n_words, ok, whole; /* whole: segments whose words joined are their text */
+    int seek;               /* the last segment's window */
     double last_start;
     char words[4096];
 } word_sink;
@@ -532,6 +533,8 @@ static int centi(double t) { return fabs(t * 100 - nearbyint(t * 100)) < 1e-6; }
 static int on_word_seg(void *user, const wgml_transcript_segment *s) {
     word_sink *k = user;
     on_seg(&k->s, s);
+    if (s->seek < k->seek || s->seek < 0) k->ok = 0;
+    k->seek = s->seek;
     if ((s->n_words > 0) != (s->words != NULL)) k->ok = 0;
     for (int i = 0; i < s->n_words; i++) {
         const wgml_transcript_word *w = &s->words[i];
@@ -589,6 +592,7 @@ static void test_words(void **state) {
         fprintf(stderr, "%s: %d segments, %d words: %.60s\n", cases[c], words.s.n, words.n_words, words.words);
         assert_int_equal(plain.n_words, 0);
         assert_true(words.ok && words.n_words > 0 && words.whole > 0);
+        assert_true(plain.ok && (c == 0 || (words.seek > 0 && plain.seek > 0))); /* long: 3327 frames, 2 windows at least */
         if (c == 0) { /* one window: the same tokens and text */
             assert_int_equal(words.s.n_toks, plain.s.n_toks);
             assert_memory_equal(words.s.toks, plain.s.toks, (size_t)plain.s.n_toks * sizeof(int32_t));

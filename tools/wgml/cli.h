@@ -296,7 +296,7 @@ void cli_audio_free(cli_audio *a);
  * Segments as wgml_transcribe hands them out, copied, then written in a format:
  * Whisper's own files (txt, srt, vtt, tsv: model/whisper/whisper_decode.h's writers)
  * or OpenAI's responses (json {"text", "usage"}; verbose_json {"task", "language",
- * "duration", "text", "segments", "words", "usage"}; text: the text and a newline). With word
+ * "duration", "text", "segments" (each with OpenAI's "seek"), "words", "usage"}; text: the text and a newline). With word
  * timestamps, verbose_json's segments carry their "words" as the official result does ({"word",
  * "start", "end", "probability"}) and the top level every word as OpenAI's "words" ({"word",
  * "start", "end"}). */
@@ -313,6 +313,7 @@ typedef struct cli_segment {
     float temperature, avg_logprob, compression_ratio, no_speech_prob;
     cli_word *words;
     int n_words;
+    int seek;
 } cli_segment;
 typedef struct cli_transcript {
     cli_segment *seg;

@@ -64,7 +64,7 @@ int cli_transcript_add(cli_transcript *t, const wgml_transcript_segment *s) {
     const int nt = s->n_tokens > 0 && s->tokens ? s->n_tokens : 0;
     cli_segment c = {.start = s->start, .end = s->end, .n_tokens = nt, .temperature = s->temperature,
                      .avg_logprob = s->avg_logprob, .compression_ratio = s->compression_ratio,
-                     .no_speech_prob = s->no_speech_prob};
+                     .no_speech_prob = s->no_speech_prob, .seek = s->seek};
     c.text = malloc(tl + 1);
     c.tokens = malloc((size_t)(nt ? nt : 1) * sizeof *c.tokens);
     if (!c.text || !c.tokens) {
@@ -224,6 +224,7 @@ int cli_transcript_render(const cli_transcript *t, cli_transcript_format fmt, co
             const cli_segment *g = &t->seg[i];
             json_object *e = json_object_new_object(), *tok = json_object_new_array_ext(g->n_tokens);
             json_object_object_add(e, "id", json_object_new_int(i));
+            json_object_object_add(e, "seek", json_object_new_int(g->seek));
             json_object_object_add(e, "start", num(g->start));
             json_object_object_add(e, "end", num(g->end));
             json_object_object_add(e, "text", json_object_new_string(g->text));

@@ -459,7 +459,8 @@ static wgml_status emit_segments(whisper_run *r, const run_plan *pl, const wgml_
                                                                                          : (float)res->compression_ratio,
                                      .no_speech_prob = (float)res->no_speech_prob,
                                      .words = n_words ? words + ws[i].word_begin : NULL,
-                                     .n_words = n_words};
+                                     .n_words = n_words,
+                                     .seek = w->seek};
         if (!st && on_segment && on_segment(user, &s)) *stopped = 1;
         wgml_free(text);
     }
