@@ -38,9 +38,11 @@ struct gguf_writer {
     size_t alignment;
     FILE *fp;
     char *path, *tmp_path;
-    char *mem;      /* gguf_writer_begin_memory: the stream's buffer (open_memstream) */
+    char *mem;      /* gguf_writer_begin_memory: the file's bytes, malloc'ed at their final size (fmemopen) */
     size_t mem_size;
     int to_memory;
+    size_t mem_pos;  /* memory: the bytes written so far */
+    int begun;       /* begin or begin_memory was called, finish not yet */
     size_t next_tensor;
     uint64_t written;
 };
@@ -57,7 +59,7 @@ void gguf_writer_free(gguf_writer *w) {
         fclose(w->fp);
         if (!w->to_memory) remove(w->tmp_path);
     }
-    free(w->mem); /* open_memstream's buffer comes from malloc */
+    free(w->mem); /* from malloc, as take_memory's callers free it */
     for (uint64_t i = 0; i < w->n_kv; i++) wgml_free(w->keys[i]);
     wgml_free(w->keys);
     for (size_t i = 0; i < w->n_tensors; i++) wgml_free(w->tensors[i].name);
@@ -100,7 +102,7 @@ int gguf_writer_has_key(const gguf_writer *w, const char *key) {
 
 /* Starts a key/value: checks for duplicates, records the key, writes key + type. */
 static wgml_status begin_kv(gguf_writer *w, const char *key, gguf_type type, wgml_error *err) {
-    if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: metadata '%s' set after begin", key);
+    if (w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: metadata '%s' set after begin", key);
     if (gguf_writer_has_key(w, key))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: duplicate metadata key '%s'", key);
     /* the writer pads with this value, so it must be one the reader accepts */
@@ -206,7 +208,7 @@ wgml_status gguf_writer_copy_kv(gguf_writer *w, const gguf_kv *kv, wgml_error *e
 
 wgml_status gguf_writer_add_tensor(gguf_writer *w, const char *name, uint32_t type, int n_dims, const int64_t *ne,
                                    wgml_error *err) {
-    if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: tensor '%s' added after begin", name);
+    if (w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: tensor '%s' added after begin", name);
     if (n_dims < 1 || n_dims > GGUF_MAX_DIMS)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: tensor '%s' has %d dims", name, n_dims);
     for (size_t i = 0; i < w->n_tensors; i++)
@@ -246,12 +248,21 @@ static wgml_status io_fail(gguf_writer *w, wgml_error *err) {
     return wgml_fail(err, WGML_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
 }
 
+/* n bytes to the file, or into the memory buffer (never past its laid-out size): the bytes written. */
+static size_t emit(gguf_writer *w, const void *p, size_t n) {
+    if (!w->to_memory) return fwrite(p, 1, n, w->fp);
+    if (n > w->mem_size - w->mem_pos) return 0;
+    if (n) memcpy(w->mem + w->mem_pos, p, n);
+    w->mem_pos += n;
+    return n;
+}
+
 static wgml_status pad(gguf_writer *w, uint64_t pos, wgml_error *err) {
     static const uint8_t zeros[64];
     size_t n = (size_t)((w->alignment - pos % w->alignment) % w->alignment);
     while (n) {
         size_t k = n < sizeof zeros ? n : sizeof zeros;
-        if (fwrite(zeros, 1, k, w->fp) != k) return io_fail(w, err);
+        if (emit(w, zeros, k) != k) return io_fail(w, err);
         n -= k;
     }
     return WGML_OK;
@@ -260,7 +271,7 @@ static wgml_status pad(gguf_writer *w, uint64_t pos, wgml_error *err) {
 static wgml_status write_header(gguf_writer *w, wgml_error *err);
 
 wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err) {
-    if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
+    if (w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
     size_t n = strlen(path);
     wgml_free(w->path); /* from an earlier begin that failed */
     wgml_free(w->tmp_path);
@@ -272,17 +283,28 @@ wgml_status gguf_writer_begin(gguf_writer *w, const char *path, wgml_error *err)
     memcpy(w->tmp_path + n, ".tmp", 5);
     w->fp = fopen(w->tmp_path, "wb");
     if (!w->fp) return wgml_fail(err, WGML_ERR_IO, "%s: cannot create: %s", w->tmp_path, strerror(errno));
+    w->begun = 1;
     return write_header(w, err);
 }
 
 wgml_status gguf_writer_begin_memory(gguf_writer *w, wgml_error *err) {
-    if (w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
+    if (w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: begin called twice");
     wgml_free(w->path);
     w->path = wgml_strdup("(memory)");
     if (!w->path) return oom(err);
-    w->fp = open_memstream(&w->mem, &w->mem_size);
-    if (!w->fp) return oom(err);
+    /* the whole file's size is known now: one buffer of that size, written in place (a growing stream
+     * would copy and clear it over and over) */
+    uint64_t head = 4 + 4 + 8 + 8 + (uint64_t)w->kv_len, data = 0;
+    for (size_t i = 0; i < w->n_tensors; i++) {
+        head += 8 + strlen(w->tensors[i].name) + 4 + 8 * (uint64_t)w->tensors[i].n_dims + 4 + 8;
+        data += (w->tensors[i].size + w->alignment - 1) / w->alignment * w->alignment;
+    }
+    const uint64_t total = (head + w->alignment - 1) / w->alignment * w->alignment + data;
+    if (total > SIZE_MAX / 2 || !(w->mem = malloc(total ? (size_t)total : 1))) return oom(err);
+    w->mem_size = (size_t)total;
+    w->mem_pos = 0;
     w->to_memory = 1;
+    w->begun = 1;
     return write_header(w, err);
 }
 
@@ -298,7 +320,7 @@ static wgml_status write_header(gguf_writer *w, wgml_error *err) {
     uint64_t pos = 0;
 #define W(p, sz)                                                          \
     do {                                                                  \
-        if (fwrite((p), 1, (sz), w->fp) != (size_t)(sz)) return io_fail(w, err); \
+        if (emit(w, (p), (sz)) != (size_t)(sz)) return io_fail(w, err);        \
         pos += (sz);                                                      \
     } while (0)
     W(&magic, 4);
@@ -325,23 +347,28 @@ static wgml_status write_header(gguf_writer *w, wgml_error *err) {
 }
 
 wgml_status gguf_writer_write_tensor(gguf_writer *w, const void *data, size_t size, wgml_error *err) {
-    if (!w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: write_tensor before begin");
+    if (!w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: write_tensor before begin");
     if (w->next_tensor >= w->n_tensors)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: more tensor data than tensors declared");
     const wtensor *t = &w->tensors[w->next_tensor];
     if (size != t->size)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: tensor '%s' needs %zu bytes, got %zu", t->name,
                          t->size, size);
-    if (fwrite(data, 1, size, w->fp) != size) return io_fail(w, err);
+    if (emit(w, data, size) != size) return io_fail(w, err);
     w->next_tensor++;
     return pad(w, size, err);
 }
 
 wgml_status gguf_writer_finish(gguf_writer *w, wgml_error *err) {
-    if (!w->fp) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: finish before begin");
+    if (!w->begun) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: finish before begin");
     if (w->next_tensor != w->n_tensors)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: %zu of %zu tensors written", w->next_tensor,
                          w->n_tensors);
+    w->begun = 0;
+    if (w->to_memory) { /* every byte laid out was written */
+        if (w->mem_pos != w->mem_size) return wgml_fail(err, WGML_ERR_IO, "%s: write failed", w->path);
+        return WGML_OK;
+    }
     int bad = fflush(w->fp) != 0 || ferror(w->fp);
     bad |= fclose(w->fp) != 0;
     w->fp = NULL;
@@ -359,7 +386,7 @@ wgml_status gguf_writer_finish(gguf_writer *w, wgml_error *err) {
 }
 
 wgml_status gguf_writer_take_memory(gguf_writer *w, void **data, size_t *size, wgml_error *err) {
-    if (!w->to_memory || w->fp || !w->mem)
+    if (!w->to_memory || w->begun || !w->mem)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "GGUF writer: no finished file in memory");
     *data = w->mem;
     *size = w->mem_size;
