@@ -579,7 +579,7 @@ static void test_words(void **state) {
     wgml_transcribe_params p = wgml_transcribe_default_params();
     p.language = "en";
     p.no_fallback = 1;
-    p.max_tokens = 64;
+    p.max_tokens = 32;
     const char *cases[] = {"jfk", "long"};
     for (int c = 0; c < 2; c++) {
         size_t n;
