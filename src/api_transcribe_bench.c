@@ -114,3 +114,23 @@ wgml_status wgml_whisper_bench_decode(wgml_whisper_bench *b, int n_steps, double
     }
     return WGML_OK;
 }
+
+void wgml_whisper_bench_sizes(const wgml_whisper_bench *b, int *n_vocab, int *n_audio_ctx, int *n_audio_state,
+                              int *n_layers, int *n_ff, int *sot) {
+    const whisper_hparams *hp = &b->m->hp;
+    *n_vocab = hp->n_vocab;
+    *n_audio_ctx = hp->n_audio_ctx;
+    *n_audio_state = hp->n_audio_state;
+    *n_layers = hp->n_audio_layer + hp->n_text_layer;
+    *n_ff = 4 * hp->n_audio_state;
+    *sot = b->m->sp.sot;
+}
+
+wgml_status wgml_whisper_bench_encode_read(wgml_whisper_bench *b, float *xa, wgml_error *err) {
+    return whisper_encode(b->m, b->st, b->mel, WHISPER_WINDOW_FRAMES, xa, err);
+}
+
+wgml_status wgml_whisper_bench_step(wgml_whisper_bench *b, int32_t token, int pos, float *logits, wgml_error *err) {
+    if (b->n_seq != 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "a step of one sequence on a bench of %d", b->n_seq);
+    return whisper_decode(b->m, b->st, &token, pos, 1, logits, NULL, err);
+}

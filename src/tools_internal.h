@@ -90,6 +90,16 @@ void wgml_whisper_bench_free(wgml_whisper_bench *b);
 wgml_status wgml_whisper_bench_encode(wgml_whisper_bench *b, double *ms, wgml_error *err);
 wgml_status wgml_whisper_bench_decode(wgml_whisper_bench *b, int n_steps, double *ms, wgml_error *err);
 int wgml_whisper_bench_max_steps(const wgml_whisper_bench *b);
+/* For `wgml verify` (two models of one file, one per backend, in lock step):
+ * the sizes of what the two calls below read back; _encode_read: the encode
+ * above with the encoder's output xa [n_audio_ctx][n_audio_state] read back;
+ * _step (after an encode, a one-sequence bench): token at position pos (0 ..
+ * max_steps - 1, each position after the ones before it), logits [n_vocab]
+ * read back. */
+void wgml_whisper_bench_sizes(const wgml_whisper_bench *b, int *n_vocab, int *n_audio_ctx, int *n_audio_state,
+                              int *n_layers, int *n_ff, int *sot);
+wgml_status wgml_whisper_bench_encode_read(wgml_whisper_bench *b, float *xa, wgml_error *err);
+wgml_status wgml_whisper_bench_step(wgml_whisper_bench *b, int32_t token, int pos, float *logits, wgml_error *err);
 
 /* The GPU layer's adapter list (wgml_gpu_list_adapters: `wgml devices`). */
 #include "gpu/gpu.h"

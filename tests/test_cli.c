@@ -1047,6 +1047,29 @@ static void test_verify_quantized(void **state) {
     assert_non_null(strstr(r.out, "verify: 0 passed, 1 failed"));
 }
 
+/* A transcriber: the micro Whisper's encoder output and teacher-forced decoder
+ * logits on lavapipe against the exact CPU reference; a weight of the encoder's
+ * first block 5% off in one block on the device fails both (the decoder reads the
+ * encoder's output). */
+static void test_verify_whisper(void **state) {
+    (void)state;
+    if (!tu_shared_present()) skip();
+    need_lavapipe();
+    result r;
+    char args[4400];
+    snprintf(args, sizeof args, "verify --adapter llvmpipe -m '%s' --no-ops -n 8",
+             tu_shared("whisper/whisper-micro-random.bin"));
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "a 30 s window encoded"));
+    assert_non_null(strstr(r.out, "8 decoder steps over the window"));
+    assert_non_null(strstr(r.out, "top-1 8/8"));
+    assert_non_null(strstr(r.out, "verify: 2 passed, 0 failed"));
+    run_env(&r, "WGML_VERIFY_FAULT=encoder.blocks.0.attn.query.weight:1.05", args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.out, "verify: 0 passed, 2 failed"));
+}
+
 /* The fast CPU backend as the device, against the exact one: the op grid and the
  * model pass with tolerances for its 8-bit activations, and a bug large enough to
  * stand out from them fails (one block of the head's weights at twice its scale). */
@@ -1240,7 +1263,8 @@ int main(void) {
         cmocka_unit_test(test_no_driver),     cmocka_unit_test(test_gpu_out_of_memory),
         cmocka_unit_test(test_bench_pipeline_cache),
         cmocka_unit_test(test_verify_wide_simd), cmocka_unit_test(test_verify_quantized),
-        cmocka_unit_test(test_verify_cpu),       cmocka_unit_test(test_chat_pipe),
+        cmocka_unit_test(test_verify_cpu),       cmocka_unit_test(test_verify_whisper),
+        cmocka_unit_test(test_chat_pipe),
         cmocka_unit_test(test_bench_parallel),
         cmocka_unit_test(test_template),
     };

@@ -303,6 +303,86 @@ static int end_to_end_encoder(wgml_model *rm, wgml_model *dm, const char *base, 
     return ok;
 }
 
+/* A transcriber (Whisper): one 30 s window of a fixed log-mel through the
+ * encoder on both (its output compared as the logits are), then n_tokens
+ * decoder steps over it from <|startoftranscript|>, the device following the
+ * reference's greedy tokens, logits compared at every step. The tolerance is
+ * e2e_tolerance's over both stacks' layers (the encoder's f32 products and
+ * attention over 1500 positions are sums of at most 4 S terms as well). */
+static int end_to_end_transcriber(wgml_model *rm, wgml_model *dm, const char *base, const device_opts *o, table *t) {
+    wgml_whisper_bench *rb = NULL, *db = NULL;
+    wgml_error err;
+    char cfg[300], why[200];
+    float *rx = NULL, *dx = NULL, *rl = NULL, *dl = NULL;
+    int ok = 0, V = 0, A = 0, S = 0, L = 0, FF = 0, sot = 0;
+    snprintf(cfg, sizeof cfg, "%s: a 30 s window encoded", base);
+    if (wgml_whisper_bench_create(rm, 1, &rb, &err) || wgml_whisper_bench_create(dm, 1, &db, &err)) {
+        e2e_error(cfg, &err);
+        t->failed++;
+        goto done;
+    }
+    wgml_whisper_bench_sizes(rb, &V, &A, &S, &L, &FF, &sot);
+    wgml_model_info info = {.n_layer = L, .n_ff = FF, .n_embd = S};
+    const double tol = e2e_tolerance(o->cpu && wgml_model_quantized_matmuls(dm), WGML_F32, &info, why, sizeof why);
+    rx = malloc((size_t)A * S * sizeof *rx);
+    dx = malloc((size_t)A * S * sizeof *dx);
+    rl = malloc((size_t)V * sizeof *rl);
+    dl = malloc((size_t)V * sizeof *dl);
+    if (!rx || !dx || !rl || !dl) {
+        snprintf(err.message, sizeof err.message, "out of memory");
+        e2e_error(cfg, &err);
+        t->failed++;
+        goto done;
+    }
+    /* the encoder */
+    if (wgml_whisper_bench_encode_read(rb, rx, &err) || wgml_whisper_bench_encode_read(db, dx, &err)) {
+        e2e_error(cfg, &err);
+        t->failed++;
+        goto done;
+    }
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < (size_t)A * S; i++) {
+        double e = fabs((double)dx[i] - rx[i]);
+        diff = isnan(e) ? INFINITY : fmax(diff, e);
+        scale = fmax(scale, fabs((double)rx[i]));
+    }
+    const double rel = diff / (1 + scale);
+    const int enc_ok = rel <= tol;
+    printf("           tolerance %.1e: %s\n", tol, why);
+    printf("           encoder output [%d][%d]: max |diff| %.2e, largest value %.2e\n", A, S, diff, scale);
+    printf("%-10s %-58s %9.2e %8.0e %s\n", "e2e", cfg, rel, tol, enc_ok ? "PASS" : "FAIL");
+    enc_ok ? t->passed++ : t->failed++;
+    /* the decoder, teacher-forced by the reference */
+    const int steps = o->n_tokens < wgml_whisper_bench_max_steps(rb) ? o->n_tokens : wgml_whisper_bench_max_steps(rb);
+    snprintf(cfg, sizeof cfg, "%s: %d decoder steps over the window", base, steps);
+    e2e_stats s = {.tol = tol};
+    int32_t tok = sot;
+    for (int pos = 0; pos < steps; pos++) {
+        if (wgml_whisper_bench_step(rb, tok, pos, rl, &err) || wgml_whisper_bench_step(db, tok, pos, dl, &err)) {
+            e2e_error(cfg, &err);
+            t->failed++;
+            goto done;
+        }
+        compare_logits(&s, rl, dl, V, pos);
+        tok = argmax(rl, V);
+    }
+    ok = enc_ok && s.worst_rel <= s.tol && s.decisive_agree == s.decisive;
+    const int dec_ok = s.worst_rel <= s.tol && s.decisive_agree == s.decisive;
+    printf("           top-1 %d/%d, %d/%d where the reference's margin > tol; max |logit diff| %.2e "
+           "(worst at position %d)\n",
+           s.agree, s.positions, s.decisive_agree, s.decisive, s.worst_abs, s.worst_pos);
+    printf("%-10s %-58s %9.2e %8.0e %s\n", "e2e", cfg, s.worst_rel, s.tol, dec_ok ? "PASS" : "FAIL");
+    dec_ok ? t->passed++ : t->failed++;
+done:
+    free(rx);
+    free(dx);
+    free(rl);
+    free(dl);
+    wgml_whisper_bench_free(rb);
+    wgml_whisper_bench_free(db);
+    return ok;
+}
+
 /* The prompt in one batch, then greedy decoding on the reference with the
  * device following token by token; logits compared at every step. */
 static int end_to_end(const char *model_path, const device_opts *o, table *t) {
@@ -328,6 +408,12 @@ static int end_to_end(const char *model_path, const device_opts *o, table *t) {
     }
     wgml_model_info mi;
     wgml_model_get_info(rm, &mi);
+    if (mi.tasks & WGML_TASK_TRANSCRIBE) {
+        ok = end_to_end_transcriber(rm, dm, base, o, t);
+        wgml_model_free(rm);
+        wgml_model_free(dm);
+        return ok;
+    }
     if (!(mi.tasks & WGML_TASK_GENERATE)) {
         ok = end_to_end_encoder(rm, dm, base, o, t);
         wgml_model_free(rm);
