@@ -51,13 +51,13 @@ if(WGML_WASM)
                       -Wl,--no-check-features -Wl,--export=__stack_pointer)
 
   # Asyncify: rewrites the module so that the imports JS answers asynchronously
-  # (GPU waits, stream reads, the per-token and per-audio-chunk yields) can unwind and rewind the
+  # (GPU waits, stream reads, the per-token, per-audio-chunk and per-segment yields) can unwind and rewind the
   # wasm stack. The list must match the suspending imports of web/engine.js.
   find_program(WGML_WASM_OPT wasm-opt)
   if(WGML_WASM_OPT)
     set(_async_imports
       wgml.gpu_create wgml.gpu_buffer_create wgml.gpu_kernel_create wgml.gpu_bindgroup_create
-      wgml.gpu_submit wgml.read wgml.token wgml.audio)
+      wgml.gpu_submit wgml.read wgml.token wgml.audio wgml.segment)
     string(REPLACE ";" "," _async_imports "${_async_imports}")
     add_custom_command(TARGET wgml_wasm POST_BUILD
       COMMAND "${WGML_WASM_OPT}" -O2 --enable-simd --enable-bulk-memory --enable-sign-ext --enable-threads

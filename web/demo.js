@@ -6,17 +6,22 @@
 // (Web Audio, back to back) as soon as it arrives, its words shown with their
 // times (highlighted while spoken); then the real-time factor and a WAV file.
 // The chat tab: turns through the model's chat template
-// (model.chat.completions.create, streamed), stop, new chat.
+// (model.chat.completions.create, streamed), stop, new chat. The transcribe
+// tab (Whisper models, .bin or .gguf): record from the microphone (PCM from
+// an AudioWorklet, or a ScriptProcessor where there is none) or choose/drop
+// an audio file; segments appear with [start --> end] as each 30 s window is
+// decoded (model.transcribe); language, translate, word times.
 //
 // For tests and the curious, window.wgmlDemo holds the state: the model, its
 // info(), the status ('idle', 'loading', 'ready', 'generating', 'speaking',
-// 'error'), how many loads, generations and speeches have finished
-// (successfully or not), and the last speech (its chunks as they arrived).
+// 'error', 'recording', 'transcribing'), how many loads, generations, speeches
+// and transcriptions have finished (successfully or not), the last speech (its
+// chunks as they arrived) and the last transcript (its segments).
 import wgml, { STATUS } from './wgml.js';
 
 const $ = (id) => document.getElementById(id);
 const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0, speeches: 0, speech: null,
-  chat: [], chats: 0 };
+  chat: [], chats: 0, transcripts: 0, transcript: null, audio: null, transcribeOptions: {} };
 window.wgmlDemo = demo;
 
 const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).includes(task));
@@ -24,7 +29,8 @@ const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).
 function setStatus(s) {
   demo.status = s;
   document.body.dataset.status = s;
-  const busy = s === 'loading' || s === 'generating' || s === 'speaking' || s === 'chatting';
+  const busy = s === 'loading' || s === 'generating' || s === 'speaking' || s === 'chatting' || s === 'recording' ||
+    s === 'transcribing';
   $('load').disabled = busy;
   $('unload').disabled = busy || !demo.model;
   $('generate').disabled = busy || !demo.model || (demo.info && !hasTask('generate'));
@@ -33,10 +39,14 @@ function setStatus(s) {
   $('chat-stop').disabled = s !== 'chatting';
   $('speak').disabled = busy || !hasTask('speech');
   $('speak-stop').disabled = s !== 'speaking';
+  $('record').disabled = busy;
+  $('record-stop').disabled = s !== 'recording';
+  $('transcribe').disabled = busy || !hasTask('transcribe') || !demo.audio;
+  $('transcribe-stop').disabled = s !== 'transcribing';
 }
 
 function showTab(name) {
-  for (const t of ['generate', 'chat', 'speech']) {
+  for (const t of ['generate', 'chat', 'speech', 'transcribe']) {
     $(`tab-${t}`).setAttribute('aria-selected', String(t === name));
     $(`${t}-section`).hidden = t !== name;
   }
@@ -73,7 +83,7 @@ function explain(e) {
     case STATUS.IO:
       return `The model could not be read: ${msg}`;
     case STATUS.UNSUPPORTED:
-      if (/espeak|does not (speak|generate|embed)/.test(msg)) return msg;
+      if (/espeak|does not (speak|generate|embed|transcribe)|Web Audio/.test(msg)) return msg;
       return `This model is not supported: ${msg}`;
     case STATUS.NO_ADAPTER:
       return `No WebGPU adapter: ${msg}. Choose the CPU backend.`;
@@ -118,7 +128,7 @@ async function loadModel() {
   const url = $('model-url').value.trim();
   const source = file || url;
   if (!source) {
-    showError('Choose a model: a URL or a .gguf file.');
+    showError('Choose a model: a URL or a .gguf (or Whisper .bin) file.');
     return;
   }
   setStatus('loading');
@@ -145,7 +155,8 @@ async function loadModel() {
     if (hasTask('speech')) {
       showVoices(demo.model.voices);
       showTab('speech');
-    } else if (hasTask('generate')) showTab('generate');
+    } else if (hasTask('transcribe')) showTab('transcribe');
+    else if (hasTask('generate')) showTab('generate');
     const fallback = demo.info.notes.find((n) => /webgpu unavailable/i.test(n));
     if (demo.info.backend === 'cpu' && fallback)
       showNotice(`WebGPU could not be used, so wgml runs on the CPU (WebAssembly SIMD), which is slower. Why: ${fallback.replace(/^webgpu unavailable \((.*)\); using the CPU$/, '$1')}`);
@@ -434,6 +445,170 @@ async function speak() {
   }
 }
 
+// ---- transcription (Whisper) ----
+
+// Seconds as 00:01.234 (and 1:02:03.456 past an hour), as Whisper's files show them.
+function clock(t) {
+  const ms = Math.max(0, Math.round(t * 1000));
+  const h = Math.floor(ms / 3600000);
+  const m = Math.floor(ms / 60000) % 60;
+  const s = ((ms % 60000) / 1000).toFixed(3).padStart(6, '0');
+  return `${h ? `${h}:` : ''}${String(m).padStart(2, '0')}:${s}`;
+}
+
+// The audio to transcribe: a File/Blob (decoded by model.transcribe) or the
+// recording ({ samples, sampleRate }); shown with a player.
+let audioUrl = '';
+function setAudio(audio, label, blob) {
+  demo.audio = audio;
+  $('audio-info').textContent = label;
+  if (audioUrl) URL.revokeObjectURL(audioUrl);
+  audioUrl = blob ? URL.createObjectURL(blob) : '';
+  $('stt-audio').hidden = !audioUrl;
+  if (audioUrl) $('stt-audio').src = audioUrl;
+  setStatus(demo.status);
+}
+
+function chooseAudio(file) {
+  if (!file) return;
+  setAudio(file, `${file.name} (${(file.size / 1024).toFixed(0)} KiB)`, file);
+}
+
+// Recording: the microphone's PCM, collected by an AudioWorklet (or a
+// ScriptProcessor where there is none) at the AudioContext's rate.
+let recorder = null;
+const WORKLET = `registerProcessor('wgml-pcm', class extends AudioWorkletProcessor {
+  process(inputs) { const ch = inputs[0][0]; if (ch) this.port.postMessage(ch.slice(0)); return true; }
+});`;
+
+async function startRecording() {
+  showError('');
+  if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+    showError('This browser gives no microphone here (getUserMedia needs a secure context: https:// or http://127.0.0.1).');
+    return;
+  }
+  let stream;
+  try {
+    stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: false, noiseSuppression: false } });
+  } catch (e) {
+    showError(`The microphone could not be opened: ${e.message || e}`);
+    return;
+  }
+  const ctx = new AudioContext();
+  if (ctx.state === 'suspended') await ctx.resume().catch(() => {});
+  const source = ctx.createMediaStreamSource(stream);
+  const parts = [];
+  let node;
+  if (ctx.audioWorklet) {
+    const url = URL.createObjectURL(new Blob([WORKLET], { type: 'text/javascript' }));
+    await ctx.audioWorklet.addModule(url);
+    URL.revokeObjectURL(url);
+    node = new AudioWorkletNode(ctx, 'wgml-pcm');
+    node.port.onmessage = (ev) => parts.push(ev.data);
+  } else {
+    node = ctx.createScriptProcessor(4096, 1, 1);
+    node.onaudioprocess = (ev) => parts.push(ev.inputBuffer.getChannelData(0).slice(0));
+  }
+  source.connect(node);
+  node.connect(ctx.destination); // a processor runs only when connected (it outputs silence)
+  const t0 = performance.now();
+  const tick = setInterval(() => ($('audio-info').textContent = `recording... ${((performance.now() - t0) / 1e3).toFixed(1)} s`), 200);
+  recorder = { stream, ctx, node, source, parts, tick };
+  setStatus('recording');
+}
+
+async function stopRecording() {
+  if (!recorder) return;
+  const { stream, ctx, node, source, parts, tick } = recorder;
+  recorder = null;
+  clearInterval(tick);
+  source.disconnect();
+  node.disconnect();
+  for (const t of stream.getTracks()) t.stop();
+  const rate = ctx.sampleRate;
+  await ctx.close();
+  const n = parts.reduce((k, a) => k + a.length, 0);
+  const samples = new Float32Array(n);
+  let at = 0;
+  for (const a of parts) samples.set(a, (at += a.length) - a.length);
+  setStatus(demo.model ? 'ready' : 'idle');
+  setAudio({ samples, sampleRate: rate }, `recording: ${(n / rate).toFixed(1)} s at ${rate} Hz`, wavBlob([samples], rate));
+}
+
+function showSegment(s) {
+  const li = document.createElement('li');
+  li.className = 'segment';
+  const ts = document.createElement('span');
+  ts.className = 'ts';
+  ts.textContent = `[${clock(s.start)} --> ${clock(s.end)}]`;
+  li.append(ts, ' ');
+  if (s.words) {
+    for (const w of s.words) {
+      const span = document.createElement('span');
+      span.className = 'word';
+      span.title = `${w.start.toFixed(2)}-${w.end.toFixed(2)} s, p ${w.probability.toFixed(2)}`;
+      span.textContent = w.word;
+      const t = document.createElement('small');
+      t.textContent = `(${w.start.toFixed(2)})`;
+      span.append(t);
+      li.append(span);
+    }
+  } else {
+    const text = document.createElement('span');
+    text.className = 'text';
+    text.textContent = s.text;
+    li.append(text);
+  }
+  $('stt-segments').append(li);
+}
+
+async function transcribe() {
+  if (!hasTask('transcribe') || !demo.audio) return;
+  showError('');
+  setStatus('transcribing');
+  $('stt-segments').textContent = '';
+  $('stt-rtf').textContent = '';
+  $('stt-status').textContent = 'decoding the audio...';
+  const record = { segments: [], done: false };
+  demo.transcript = record;
+  const input = demo.audio.samples || demo.audio;
+  const t0 = performance.now();
+  const it = demo.model.transcribe(input, {
+    sampleRate: demo.audio.sampleRate || 16000,
+    language: $('stt-language').value,
+    translate: $('stt-translate').checked,
+    wordTimestamps: $('stt-words').checked,
+    ...demo.transcribeOptions, // more options, for tests and the curious (noFallback, maxTokens, beamSize, ...)
+  });
+  demo.currentTranscript = it;
+  $('stt-status').textContent = 'transcribing...';
+  try {
+    for await (const s of it) {
+      const at = performance.now() - t0;
+      record.segments.push({ ...s, atMs: at });
+      showSegment(s);
+      $('stt-status').textContent = `${record.segments.length} segment${record.segments.length === 1 ? '' : 's'}, ` +
+        `first after ${record.segments[0].atMs.toFixed(0)} ms; transcribing...`;
+    }
+    const r = demo.model.info().last;
+    record.done = true;
+    record.result = r;
+    $('stt-rtf').textContent = `${r.duration.toFixed(2)} s of audio in ${(r.total_ms / 1e3).toFixed(2)} s: real-time factor ${r.rtf.toFixed(2)};`;
+    $('stt-status').textContent = `language ${r.language}, ${r.n_segments} segment${r.n_segments === 1 ? '' : 's'}, ` +
+      `${r.n_windows} window${r.n_windows === 1 ? '' : 's'}, ${r.n_tokens} tokens`;
+    setStatus('ready');
+  } catch (e) {
+    record.error = e.message;
+    showError(explain(e));
+    $('stt-status').textContent = '';
+    if (e.code === STATUS.DEVICE_LOST) await unload().catch(() => {});
+    setStatus(demo.model ? 'ready' : 'error');
+  } finally {
+    demo.currentTranscript = null;
+    demo.transcripts++;
+  }
+}
+
 $('load').addEventListener('click', loadModel);
 $('unload').addEventListener('click', async () => {
   setStatus('loading');
@@ -463,6 +638,24 @@ $('speak').addEventListener('click', speak);
 $('speak-stop').addEventListener('click', () => {
   if (demo.currentSpeech) demo.currentSpeech.stop();
   stopPlayback();
+});
+
+$('tab-transcribe').addEventListener('click', () => showTab('transcribe'));
+$('record').addEventListener('click', startRecording);
+$('record-stop').addEventListener('click', stopRecording);
+$('audio-file').addEventListener('change', () => chooseAudio($('audio-file').files[0]));
+$('transcribe').addEventListener('click', transcribe);
+$('transcribe-stop').addEventListener('click', () => demo.currentTranscript && demo.currentTranscript.stop());
+const drop = $('audio-drop');
+drop.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  drop.classList.add('over');
+});
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (e) => {
+  e.preventDefault();
+  drop.classList.remove('over');
+  chooseAudio(e.dataTransfer.files[0]);
 });
 
 setStatus('idle');

@@ -2,7 +2,7 @@
 // GPU layer of gpu.js, model reads, token callbacks, a few WASI functions) and
 // makes the asynchronous imports look synchronous to C. Models of every task:
 // generate, embed, rerank, speak (Kokoro; text through a G2P function the
-// caller gives, see web/g2p.js).
+// caller gives, see web/g2p.js), transcribe (Whisper).
 //
 // Three ways to wait, picked once (Engine.create({ mode })):
 //  - 'jspi': JavaScript Promise Integration (Chromium 137+). Async imports are
@@ -29,7 +29,7 @@
 // drives it, and Node can too (tests/web/cpu.mjs).
 import { createGpuImports, ASYNC_IMPORTS as GPU_ASYNC } from './gpu.js';
 
-const ASYNC_IMPORTS = [...GPU_ASYNC, 'read', 'token', 'audio'];
+const ASYNC_IMPORTS = [...GPU_ASYNC, 'read', 'token', 'audio', 'segment'];
 const ASYNCIFY_DATA_SIZE = 256 * 1024;
 
 export const jspiSupported = () =>
@@ -161,6 +161,7 @@ export class Engine {
   #readers = new Map();
   #tokenSinks = new Map();
   #audioSinks = new Map();
+  #segmentSinks = new Map();
   #nextId = 1;
   #async = null; // Asyncify state
 
@@ -178,6 +179,7 @@ export class Engine {
       read: (src, offset, buf, len) => this.#read(src, offset, buf, len),
       token: (user, token, text, len) => this.#token(user, token, text, len),
       audio: (user, samples, n, meta, len) => this.#audio(user, samples, n, meta, len),
+      segment: (user, json, len) => this.#segment(user, json, len),
       log: (ptr, len) => log(utf8(mem(), ptr, len)),
     };
     const wrapped = {};
@@ -391,6 +393,13 @@ export class Engine {
     return r instanceof Promise ? r.then((stop) => (stop ? 1 : 0)) : r ? 1 : 0;
   }
 
+  // A transcript segment (C's JSON).
+  #segment(user, json, len) {
+    const sink = this.#segmentSinks.get(user);
+    const r = sink(JSON.parse(utf8(this.memory, json, len)));
+    return r instanceof Promise ? r.then((stop) => (stop ? 1 : 0)) : r ? 1 : 0;
+  }
+
   // ---- the API ----
 
   // reader: { size, read(offset, len) -> Uint8Array | Promise<Uint8Array> }.
@@ -413,6 +422,21 @@ export class Engine {
     } finally {
       this.#readers.delete(id);
     }
+  }
+
+  // A whole model file in memory: bytes (a Uint8Array), e.g. whisper.cpp's ggml
+  // .bin, which load()'s stream cannot read. Resolves to a model handle.
+  async loadMemory(bytes, { backend = 'auto', webgpuFlags = 0 } = {}) {
+    const kind = { auto: 0, cpu: 1, webgpu: 2 }[backend];
+    if (kind === undefined) throw new WgmlError(1, `unknown backend '${backend}' (auto, cpu or webgpu)`);
+    return this.#exclusive(async () => {
+      const p = this.#x.wgmlw_malloc(bytes.length);
+      if (!p) throw new WgmlError(5, `out of memory: the model file (${bytes.length} bytes) does not fit in wasm memory`);
+      new Uint8Array(this.memory, p, bytes.length).set(bytes);
+      const m = await this.#call('wgmlw_load_memory', [p, bytes.length, kind, webgpuFlags]); // owns p
+      if (!m) throw this.lastError();
+      return m;
+    });
   }
 
   info(model) {
@@ -653,6 +677,54 @@ export class Engine {
       });
     } finally {
       this.#audioSinks.delete(id);
+    }
+  }
+
+  // ---- speech recognition (the whisper family) ----
+
+  // Transcribes pcm (a Float32Array of mono samples in [-1, 1]) at sampleRate
+  // Hz (resampled to 16 kHz in C). Options: language ('auto' or a code: 'en', ...),
+  // translate, timestamps (false: no timestamp tokens), wordTimestamps,
+  // beamSize, patience, temperature, noFallback, conditionOnPreviousText,
+  // prompt, maxTokens (per window, 0: 224), seed. onSegment({ index, start,
+  // end, text, tokens, temperature, avg_logprob, compression_ratio,
+  // no_speech_prob, words? }) gets each segment as its window is decoded; it
+  // returns true to stop, or a promise of that. Resolves to { language,
+  // duration, n_segments, n_windows, n_tokens, encode_ms, decode_ms, total_ms }.
+  async transcribe(model, pcm, sampleRate, { language = 'auto', translate = false, timestamps = true, wordTimestamps = false,
+    beamSize = 0, patience = 1, temperature = 0, noFallback = false, conditionOnPreviousText = true, prompt = '',
+    maxTokens = 0, seed = 0 } = {}, onSegment) {
+    if (!(pcm instanceof Float32Array)) throw new WgmlError(1, 'transcribe: the samples must be a Float32Array');
+    if (!Number.isInteger(sampleRate)) throw new WgmlError(1, `transcribe: sample rate ${sampleRate} is not an integer`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 53) throw new WgmlError(1, `transcribe: seed ${seed} is not an integer in 0 .. 2^53`);
+    for (const [k, v] of Object.entries({ beamSize, maxTokens }))
+      if (!Number.isInteger(v)) throw new WgmlError(1, `transcribe: ${k} ${v} is not an integer`);
+    for (const [k, v] of Object.entries({ patience, temperature }))
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new WgmlError(1, `transcribe: ${k} ${v} is not a number`);
+    const id = this.#nextId++;
+    this.#segmentSinks.set(id, onSegment);
+    try {
+      return await this.#exclusive(async () => {
+        const x = this.#x;
+        const a = x.wgmlw_malloc(4 * Math.max(1, pcm.length));
+        if (!a) throw new WgmlError(5, `out of memory: ${pcm.length} samples do not fit in wasm memory`);
+        new Float32Array(this.memory, a, pcm.length).set(pcm);
+        const l = this.#alloc(String(language || 'auto'));
+        const p = this.#alloc(String(prompt || ''));
+        try {
+          const st = await this.#call('wgmlw_transcribe', [model, a, pcm.length, sampleRate, l, translate ? 1 : 0,
+            timestamps ? 1 : 0, wordTimestamps ? 1 : 0, beamSize, patience, temperature, noFallback ? 1 : 0,
+            conditionOnPreviousText ? 1 : 0, p, maxTokens, seed, id]);
+          if (st) throw this.lastError();
+          return JSON.parse(this.cstring(x.wgmlw_transcribe_result()));
+        } finally {
+          x.wgmlw_free(a);
+          x.wgmlw_free(l);
+          x.wgmlw_free(p);
+        }
+      });
+    } finally {
+      this.#segmentSinks.delete(id);
     }
   }
 }

@@ -12,6 +12,8 @@
 //   await model.rerank('query', ['doc 1', 'doc 2']);  // rerankers: Float32Array of scores
 //   for await (const chunk of tts.speak('Hello there. How are you?', { voice: 'af_heart' }))
 //     play(chunk.audio, chunk.sampleRate);       // Kokoro: one chunk per sentence, as it is made
+//   for await (const s of stt.transcribe(file, { language: 'auto' }))
+//     log(`[${s.start} --> ${s.end}] ${s.text}`); // Whisper: segments as each 30 s window is decoded
 //   await model.dispose();                        // frees the GPU buffers, ends the worker
 //
 // The source is a URL (string or URL; downloaded models are kept in the Cache
@@ -41,6 +43,55 @@ export async function webgpuAvailable() {
   } catch (e) {
     return { ok: false, reason: `WebGPU adapter request failed: ${e.message || e}` };
   }
+}
+
+// The mono samples and their rate of what transcribe() takes: a Float32Array
+// (at rate), an AudioBuffer, or an encoded file (Blob, File, ArrayBuffer or a
+// typed array's bytes other than Float32Array) decoded by the browser.
+const WHISPER_RATE = 16000;
+
+// What model.transcribe() does with its input, for a page that wants the
+// samples itself: resolves to { samples: Float32Array (mono), sampleRate }.
+export async function decodeAudio(input, { sampleRate = WHISPER_RATE } = {}) {
+  const { samples, rate } = await audioSamples(input, Number(sampleRate));
+  return { samples, sampleRate: rate };
+}
+
+async function audioSamples(input, rate) {
+  const bad = (what) => new WgmlError(STATUS.INVALID_ARGUMENT, `transcribe: ${what}`);
+  if (input instanceof Float32Array) {
+    if (!Number.isInteger(rate) || rate < 1) throw bad(`sampleRate ${rate} is not a positive integer (Hz)`);
+    return { samples: input, rate };
+  }
+  if (Array.isArray(input)) return audioSamples(Float32Array.from(input, Number), rate);
+  // an AudioBuffer (or anything shaped like one): the channels averaged
+  if (input && typeof input.getChannelData === 'function' && typeof input.numberOfChannels === 'number') {
+    const n = input.length;
+    const out = new Float32Array(n);
+    for (let c = 0; c < input.numberOfChannels; c++) {
+      const ch = input.getChannelData(c);
+      for (let i = 0; i < n; i++) out[i] += ch[i];
+    }
+    if (input.numberOfChannels > 1) for (let i = 0; i < n; i++) out[i] /= input.numberOfChannels;
+    return { samples: out, rate: Math.round(input.sampleRate) };
+  }
+  let bytes;
+  if (typeof Blob !== 'undefined' && input instanceof Blob) bytes = await input.arrayBuffer();
+  else if (input instanceof ArrayBuffer) bytes = input.slice(0);
+  else if (ArrayBuffer.isView(input)) bytes = input.buffer.slice(input.byteOffset, input.byteOffset + input.byteLength);
+  else throw bad('the input must be a Float32Array of mono samples (with { sampleRate }), an AudioBuffer, or a Blob/File/ArrayBuffer of an audio file');
+  const Offline = globalThis.OfflineAudioContext || globalThis.webkitOfflineAudioContext;
+  if (!Offline)
+    throw new WgmlError(STATUS.UNSUPPORTED, 'transcribe: decoding an audio file needs the Web Audio API (OfflineAudioContext.decodeAudioData), ' +
+      'which this context (a worker?) does not have: decode it on the page and pass a Float32Array of mono samples with { sampleRate }, or an AudioBuffer');
+  let decoded;
+  try {
+    // decoded at Whisper's rate: the browser resamples (a 16 kHz file's samples stay as they are)
+    decoded = await new Offline(1, 1, WHISPER_RATE).decodeAudioData(bytes);
+  } catch (e) {
+    throw new WgmlError(STATUS.FORMAT, `transcribe: the browser could not decode the audio file: ${(e && e.message) || e}`);
+  }
+  return audioSamples(decoded, rate);
 }
 
 class Model {
@@ -101,7 +152,10 @@ class Model {
     const i = { ...this.#info, notes: [...this.#notes] };
     if (this.#lastResult) {
       i.last = this.#lastResult;
-      if ('rtf' in this.#lastResult) {
+      if ('n_windows' in this.#lastResult) {
+        i.realTimeFactor = this.#lastResult.rtf;
+        i.language = this.#lastResult.language;
+      } else if ('rtf' in this.#lastResult) {
         i.realTimeFactor = this.#lastResult.rtf;
         i.firstAudioMs = this.#lastResult.first_audio_ms;
       } else {
@@ -212,8 +266,49 @@ class Model {
       phonemizer: phonemizer ? String(new URL(phonemizer, globalThis.location ? location.href : undefined)) : undefined } });
   }
 
+  // Speech recognition (Whisper; info().tasks has 'transcribe'): an async
+  // iterable of segments, each as soon as its 30 s window is decoded:
+  //   { index, start, end (s from the start of the audio), text, tokens (ids,
+  //     timestamps included), temperature (of the try that gave it),
+  //     avgLogprob, compressionRatio, noSpeechProb, words (wordTimestamps:
+  //     [{ word, start, end, probability }]) }
+  // input: a Float32Array of mono samples in [-1, 1] (at options.sampleRate,
+  // default 16000; other rates are resampled in C), an AudioBuffer (channels
+  // averaged, at its own rate), or a Blob/File/ArrayBuffer holding an audio
+  // file (decoded by the browser, decodeAudioData at 16 kHz: needs the Web
+  // Audio API, which workers do not have). Options: language ('auto' (default,
+  // detected on the first 30 s) or a code: 'en', 'de', ...), translate
+  // (into English), timestamps (true; false: a segment per window),
+  // wordTimestamps, beamSize (0: greedy; 5: the official beam search),
+  // patience (1), temperature (0), noFallback (keep the first try),
+  // conditionOnPreviousText (true), prompt (text before the first window),
+  // maxTokens (per window; 0 = 224), seed. Breaking out of the loop or
+  // .stop() stops after the segment being decoded; info().last then has
+  // language, duration, n_segments, n_windows, n_tokens, encode_ms,
+  // decode_ms, total_ms and rtf (realTimeFactor).
+  transcribe(input, { sampleRate = 16000, language = 'auto', translate = false, timestamps = true, wordTimestamps = false,
+    beamSize = 0, patience = 1, temperature = 0, noFallback = false, conditionOnPreviousText = true, prompt = '',
+    maxTokens = 0, seed = 0 } = {}) {
+    const options = { language: String(language || 'auto'), translate: !!translate, timestamps: !!timestamps,
+      wordTimestamps: !!wordTimestamps, beamSize: Number(beamSize), patience: Number(patience), temperature: Number(temperature),
+      noFallback: !!noFallback, conditionOnPreviousText: !!conditionOnPreviousText, prompt: String(prompt || ''),
+      maxTokens: Number(maxTokens), seed: Number(seed) };
+    const msg = async () => {
+      const { samples, rate } = await audioSamples(input, Number(sampleRate));
+      return { op: 'transcribe', audio: samples, sampleRate: rate, options };
+    };
+    return this.#stream(msg, (s) => {
+      const seg = { index: s.index, start: s.start, end: s.end, text: s.text, tokens: s.tokens, temperature: s.temperature,
+        avgLogprob: s.avg_logprob, compressionRatio: s.compression_ratio, noSpeechProb: s.no_speech_prob };
+      if (s.words) seg.words = s.words;
+      return seg;
+    });
+  }
+
   // An async iterable of what the worker streams for msg (pieces of text,
-  // speech chunks), each passed through shape; .stop() or leaving the loop stops it.
+  // speech chunks, transcript segments), each passed through shape; .stop()
+  // or leaving the loop stops it. msg may be a function giving a promise of
+  // it (the audio to transcribe, decoded first), called in turn.
   #stream(msg, shape) {
     const queue = [];
     let wake = null;
@@ -227,8 +322,10 @@ class Model {
       }
     };
     const start = () => {
-      const turn = this.#busy.then(() => {
-        req = this.#request(msg, (item) => {
+      const turn = this.#busy.then(async () => {
+        const m = typeof msg === 'function' ? await msg() : msg;
+        if (stopped) return { result: this.#lastResult, info: this.#info }; // stopped before it began
+        req = this.#request(m, (item) => {
           queue.push(shape(item));
           notify();
         });
@@ -248,7 +345,9 @@ class Model {
         notify();
       });
     };
+    let stopped = false;
     const stop = () => {
+      stopped = true;
       if (req && !finished) this.#worker.postMessage({ op: 'stop', id: req.id });
     };
     let started = false;
@@ -363,4 +462,4 @@ export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cac
   }
 }
 
-export default { load, webgpuAvailable, WgmlError, STATUS };
+export default { load, webgpuAvailable, decodeAudio, WgmlError, STATUS };

@@ -14,6 +14,9 @@
 //   {op:'speak', id, input, options}       {type:'chunk', id, chunk: {audio, sample_rate, start, phonemes, words, index}} ...
 //                                          {type:'done', id, result, info}
 //   {op:'phonemize', id, text, options}    {type:'done', id, result: 'phonemes', info}
+//   {op:'transcribe', id, audio, sampleRate, options}
+//                                          {type:'chunk', id, chunk: {index, start, end, text, tokens, ...}} ...
+//                                          {type:'done', id, result, info}
 //   {op:'stop', id}
 //   {op:'info', id}                        {type:'info', id, info}
 //   {op:'dispose', id}                     {type:'disposed', id, live}
@@ -23,6 +26,8 @@
 // once), a File/Blob (read in slices) or an ArrayBuffer. The loader pulls the
 // file in order: the header first, then each tensor straight into GPU buffers
 // (wgml_model_load_stream), so the model is never whole in wasm memory.
+// Except whisper.cpp's ggml .bin (Whisper), which the stream loader does not
+// read: it is read whole into wasm memory and converted there (wgmlw_load_memory).
 //
 // Speech: text goes through espeak-ng (web/g2p.js: the npm package phonemizer,
 // GPL-3.0 inside), imported here only when text (not phonemes) is spoken.
@@ -30,6 +35,7 @@ import { Engine, WgmlError, jspiSupported } from './engine.js';
 
 const CACHE_NAME = 'wgml-models-v1';
 const YIELD_MS = 20; // CPU generation lets stop messages in this often
+const GGML_MAGIC = 0x67676d6c; // whisper.cpp's ggml .bin
 
 let engine = null;
 let model = 0;
@@ -231,7 +237,14 @@ async function load(source, options) {
   }
   let ok = false;
   try {
-    model = await engine.load(withProgress(reader), { backend, webgpuFlags: options.webgpuFlags || 0 });
+    const magic = reader.size >= 4 ? await reader.read(0, 4) : new Uint8Array(0);
+    if (magic.length === 4 && new DataView(magic.buffer, magic.byteOffset, 4).getUint32(0, true) === GGML_MAGIC) {
+      // whisper.cpp's ggml .bin: converted to a GGUF in memory, so read it whole first
+      const all = new Uint8Array(reader.size);
+      const progress = withProgress(reader);
+      for (let off = 0; off < reader.size; off += 4 << 20) all.set(await progress.read(off, Math.min(4 << 20, reader.size - off)), off);
+      model = await engine.loadMemory(all, { backend, webgpuFlags: options.webgpuFlags || 0 });
+    } else model = await engine.load(withProgress(reader), { backend, webgpuFlags: options.webgpuFlags || 0 });
     nCtx = options.nCtx || 0;
     // a session (the KV cache) only for models that generate; embedding models have none
     if ((await engine.info(model)).tasks.includes('generate')) session = await engine.createSession(model, nCtx);
@@ -341,6 +354,24 @@ async function phonemize(text, options) {
   return engine.phonemize(text, options, await g2pFor(options));
 }
 
+// Whisper: each segment to the page as it comes; after each, a stop gets in.
+async function transcribe(id, audio, sampleRate, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  let result;
+  try {
+    result = await engine.transcribe(model, audio, sampleRate, options, (segment) => {
+      post({ type: 'chunk', id, chunk: segment });
+      return maybeYield(id, true);
+    });
+  } catch (e) {
+    throw await withTasks(e);
+  } finally {
+    stops.delete(id);
+  }
+  result.rtf = result.duration > 0 ? result.total_ms / 1e3 / result.duration : 0;
+  return result;
+}
+
 async function dispose() {
   if (engine && session) await engine.freeSession(session);
   if (engine && model) await engine.freeModel(model);
@@ -385,6 +416,11 @@ self.onmessage = async (ev) => {
       }
       case 'phonemize': {
         const result = await phonemize(m.text, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() });
+        break;
+      }
+      case 'transcribe': {
+        const result = await transcribe(m.id, m.audio, m.sampleRate, m.options || {});
         post({ type: 'done', id: m.id, result, info: await info() });
         break;
       }

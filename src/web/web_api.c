@@ -26,6 +26,15 @@
  *               n_words, user)                wgml_speak; each chunk goes to the import
  *                                             wgml.audio(user, samples, n, meta, len) (non-zero stops)
  *   wgmlw_speak_result()                      JSON: the last wgml_speak_result
+ *   wgmlw_load_memory(data, size, backend, flags)
+ *                                             wgml_model_load_memory of a wgmlw_malloc'ed copy of
+ *                                             the whole file (whisper.cpp's ggml .bin, which the
+ *                                             stream loader does not read); freed with the model
+ *   wgmlw_transcribe(m, pcm, n, rate, language, translate, timestamps, word_timestamps, beam_size,
+ *                    patience, temperature, no_fallback, condition, prompt, max_tokens, seed, user)
+ *                                             wgml_transcribe; each segment goes to the import
+ *                                             wgml.segment(user, json, len) (non-zero stops)
+ *   wgmlw_transcribe_result()                 JSON: the last wgml_transcribe_result
  *   wgmlw_error_code() / wgmlw_error_message()   the last failure of any call
  *
  * Text to speech: espeak-ng (GPL) is not part of this module. JS asks
@@ -45,6 +54,7 @@
 #include "text/g2p.h"
 #include "wgml.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +67,12 @@ JS(read) double js_read(int src, double offset, void *buf, int len);
 JS(token) int js_token(int user, int token, const char *text, int len);
 JS(log) void js_log(const char *text, int len);
 JS(audio) int js_audio(int user, const float *samples, int n, const char *meta, int len);
+JS(segment) int js_segment(int user, const char *json, int len);
 
 static wgml_error last_error;
 static wgml_generate_result last_result;
 static wgml_speak_result last_speech;
+static wgml_transcribe_result last_transcript;
 
 EXPORT(wgmlw_malloc) void *wgmlw_malloc(int size) { return wgml_malloc(size > 0 ? (size_t)size : 1); }
 EXPORT(wgmlw_free) void wgmlw_free(void *p) { wgml_free(p); }
@@ -95,7 +107,59 @@ EXPORT(wgmlw_load) wgml_model *wgmlw_load(double size, int backend, int flags, i
     return m;
 }
 
-EXPORT(wgmlw_model_free) void wgmlw_model_free(wgml_model *m) { wgml_model_free(m); }
+/* Models loaded from memory, with the bytes they keep (freed with the model). */
+typedef struct {
+    wgml_model *model;
+    void *data;
+} owned_bytes;
+static owned_bytes *owned;
+static int n_owned, cap_owned;
+
+/* A whole model file in memory (data: from wgmlw_malloc; this call owns it,
+ * also on failure, and frees it with the model): wgml_model_load_memory, which
+ * also reads whisper.cpp's ggml .bin (converted to a GGUF in memory), which
+ * wgmlw_load's stream cannot. */
+EXPORT(wgmlw_load_memory) wgml_model *wgmlw_load_memory(void *data, double size, int backend, int flags) {
+    wgml_error_clear(&last_error);
+    if (!data || backend < WGML_BACKEND_AUTO || backend > WGML_BACKEND_WEBGPU || !(size > 0)) {
+        wgml_free(data);
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_load_memory: bad backend %d or size %g", backend,
+                  size);
+        return NULL;
+    }
+    if (n_owned == cap_owned) {
+        int cap = cap_owned ? 2 * cap_owned : 4;
+        owned_bytes *o = wgml_realloc(owned, (size_t)cap * sizeof *o);
+        if (!o) {
+            wgml_free(data);
+            wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            return NULL;
+        }
+        owned = o;
+        cap_owned = cap;
+    }
+    wgml_model_params mp = wgml_model_default_params();
+    mp.backend = (wgml_backend_kind)backend;
+    mp.webgpu_flags = (unsigned)flags;
+    mp.log = log_line;
+    wgml_model *m = NULL;
+    if (wgml_model_load_memory(data, (size_t)size, &mp, &m, &last_error)) {
+        wgml_free(data);
+        return NULL;
+    }
+    owned[n_owned++] = (owned_bytes){m, data};
+    return m;
+}
+
+EXPORT(wgmlw_model_free) void wgmlw_model_free(wgml_model *m) {
+    wgml_model_free(m);
+    for (int i = 0; m && i < n_owned; i++)
+        if (owned[i].model == m) {
+            wgml_free(owned[i].data);
+            owned[i] = owned[--n_owned];
+            break;
+        }
+}
 
 /* The JSON answers are built in one buffer by appending; it grows as needed
  * (a speech chunk's phonemes and words, the pieces of a long text). When it
@@ -187,6 +251,7 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
         append("\"pooling\":\"%s\",\"causal\":%s,", i.pooling >= 0 && i.pooling <= 4 ? pools[i.pooling] : "none",
                i.causal ? "true" : "false");
     }
+    if (i.tasks & WGML_TASK_TRANSCRIBE) append("\"sample_rate\":%d,", i.sample_rate);
     if (i.tasks & WGML_TASK_SPEECH) {
         append("\"sample_rate\":%d,\"voices\":[", i.sample_rate);
         for (int v = 0; v < i.n_voices; v++) {
@@ -544,5 +609,99 @@ EXPORT(wgmlw_speak_result) const char *wgmlw_speak_result(void) {
     json_start();
     append("{\"n_samples\":%lld,\"n_chunks\":%d,\"first_audio_ms\":%.6g,\"total_ms\":%.6g}", (long long)r->n_samples,
            r->n_chunks, r->first_audio_ms, r->total_ms);
+    return json_done();
+}
+
+/* ---- speech recognition (the whisper family) ---------------------------------------- */
+
+/* A float as JSON: a number, or null when it is not finite. */
+static void append_num(double v) {
+    if (isfinite(v))
+        append("%.9g", v);
+    else
+        append("null");
+}
+
+/* A segment to JS, as JSON. */
+static int on_segment(void *user, const wgml_transcript_segment *s) {
+    json_start();
+    append("{\"index\":%d,\"start\":%.17g,\"end\":%.17g,\"text\":", s->index, s->start, s->end);
+    append_str(s->text);
+    append(",\"tokens\":[");
+    for (int i = 0; i < s->n_tokens; i++) append("%s%d", i ? "," : "", (int)s->tokens[i]);
+    append("],\"temperature\":");
+    append_num(s->temperature);
+    append(",\"avg_logprob\":");
+    append_num(s->avg_logprob);
+    append(",\"compression_ratio\":");
+    append_num(s->compression_ratio);
+    append(",\"no_speech_prob\":");
+    append_num(s->no_speech_prob);
+    if (s->words) {
+        append(",\"words\":[");
+        for (int i = 0; i < s->n_words; i++) {
+            append("%s{\"word\":", i ? "," : "");
+            append_str(s->words[i].text);
+            append(",\"start\":%.17g,\"end\":%.17g,\"probability\":", s->words[i].start, s->words[i].end);
+            append_num(s->words[i].probability);
+            append("}");
+        }
+        append("]");
+    }
+    append("}");
+    if (json_cut) return 1; /* out of memory: stop rather than lose the segment */
+    return js_segment((int)(intptr_t)user, json, (int)json_at);
+}
+
+/* Transcribes (translate 1: into English) n mono float samples at rate Hz.
+ * language: a code ("en"), NULL/"" or "auto": detected; timestamps 0: no
+ * timestamp tokens (a segment per 30 s window); beam_size 0/1 greedy;
+ * temperature the first try's; no_fallback 1: no retries at higher
+ * temperatures; condition 0: windows do not see the text before them;
+ * prompt: text before the first window, or NULL; max_tokens per window, 0:
+ * 224; seed: sampling's (0 .. 2^53). Each segment goes to wgml.segment.
+ * Returns a wgml_status. */
+EXPORT(wgmlw_transcribe)
+int wgmlw_transcribe(wgml_model *m, const float *pcm, int n, int rate, const char *language, int translate,
+                     int timestamps, int word_timestamps, int beam_size, double patience, double temperature,
+                     int no_fallback, int condition, const char *prompt, int max_tokens, double seed, int user) {
+    wgml_error_clear(&last_error);
+    memset(&last_transcript, 0, sizeof last_transcript);
+    if (!m || n < 0 || (!pcm && n))
+        return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_transcribe: NULL argument");
+    if (!(seed >= 0 && seed <= 9007199254740992.0))
+        return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "seed %g is outside 0 .. 2^53", seed);
+    wgml_model_info info;
+    wgml_model_get_info(m, &info);
+    if (!(info.tasks & WGML_TASK_TRANSCRIBE)) /* the library's message */
+        return (int)wgml_transcribe(m, NULL, 0, 16000, NULL, NULL, NULL, NULL, &last_error);
+    if (!n) /* natively an empty transcript; here most likely a recording that caught nothing */
+        return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT,
+                              "there is no audio to transcribe (0 samples): nothing was recorded or decoded");
+    wgml_transcribe_params p = wgml_transcribe_default_params();
+    p.language = language && *language && strcmp(language, "auto") ? language : NULL;
+    p.translate = translate != 0;
+    p.without_timestamps = !timestamps;
+    p.word_timestamps = word_timestamps != 0;
+    p.beam_size = beam_size;
+    p.patience = (float)patience;
+    p.temperature = (float)temperature;
+    p.no_fallback = no_fallback != 0;
+    p.condition_on_previous_text = condition != 0;
+    p.prompt = prompt && *prompt ? prompt : NULL;
+    p.max_tokens = max_tokens;
+    p.seed = (uint64_t)seed;
+    return (int)wgml_transcribe(m, pcm, (size_t)n, rate, &p, on_segment, (void *)(intptr_t)user, &last_transcript,
+                                &last_error);
+}
+
+EXPORT(wgmlw_transcribe_result) const char *wgmlw_transcribe_result(void) {
+    const wgml_transcribe_result *r = &last_transcript;
+    json_start();
+    append("{\"language\":");
+    append_str(r->language);
+    append(",\"duration\":%.17g,\"n_segments\":%d,\"n_windows\":%d,\"n_tokens\":%d,\"encode_ms\":%.6g,"
+           "\"decode_ms\":%.6g,\"total_ms\":%.6g}",
+           r->duration, r->n_segments, r->n_windows, r->n_tokens, r->encode_ms, r->decode_ms, r->total_ms);
     return json_done();
 }

@@ -13,7 +13,11 @@
 // and Kokoro text to speech (the tiny checkpoint of ../shared/kokoro converted by
 // the native CLI): audio against `wgml speak` on WebGPU and the CPU wasm, G2P in
 // the page (espeak-ng from web/node_modules/phonemizer) against `wgml phonemize`
-// and the shared G2P vectors, chunks streamed per sentence, the demo's speech tab.
+// and the shared G2P vectors, chunks streamed per sentence, the demo's speech tab;
+// Whisper transcription (the shared random-weight micro model, whisper.cpp .bin
+// and GGUF) of the reference `jfk` clip against `wgml transcribe` and the
+// reference kit's greedy tokens, on the CPU wasm (samples, word times, a WAV Blob
+// the browser decodes, an AudioBuffer) and WebGPU, and the demo's transcribe tab.
 // Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
 // and are checked (the DOM text at that moment, and the PNG is not blank).
 // Prints one line per test and then "N passed, N failed"; exits 1 on failure.
@@ -46,7 +50,9 @@ const PROMPT = 'Once upon a time';
 const REFERENCE = readFileSync(path.join(opt.models, 'reference/stories260K.llama2c-run.t0.n64.once.txt'), 'utf8').replace(/\n$/, '');
 const CHROMIUM = process.env.WGML_CHROMIUM || '/usr/bin/chromium';
 const BASE_FLAGS = ['--no-sandbox', '--disable-gpu-sandbox', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic'];
+  '--disable-sync', '--no-first-run', '--disable-quic',
+  // a microphone for the transcribe tab's recording: Chromium's fake device (a beep), allowed without asking
+  '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream'];
 const WEBGPU_FLAGS = ['--enable-unsafe-webgpu', '--enable-unsafe-swiftshader', '--use-webgpu-adapter=swiftshader'];
 
 const results = [];
@@ -299,6 +305,81 @@ const concat = (parts) => {
 };
 const speechStats = {};
 
+// ---- speech recognition (the whisper family) ----
+// ../shared/whisper's random-weight micro model (whisper.cpp .bin; for WebGPU a
+// GGUF of it, `wgml synth --arch whisper-micro`, bit for bit the same weights,
+// streamed in), the reference kit's `jfk` clip (11 s, 16 kHz) as a float WAV,
+// and what `wgml transcribe` says for it. Greedy, English, no fallback, 48
+// tokens per window as the kit decodes: the segments' tokens are then the
+// start of the kit's `rules` list (official transcribe() keeps the tokens up
+// to the last timestamp pair; the rest would be decoded again from there).
+// WebGPU on SwiftShader takes ~15 s per encoder layer of a 30 s window here,
+// so it runs a 1-layer cut of the model (`--layers 1`), 8 tokens, against the
+// native CLI for that model.
+const WHISPER_DIR = path.resolve(opt.models, '../whisper');
+const WHISPER_OPTIONS = { language: 'en', noFallback: true, maxTokens: 48 };
+const WHISPER_CLI_OPTIONS = ['-l', 'en', '--no-fallback', '--max-tokens', '48'];
+const WHISPER_GPU_OPTIONS = { language: 'en', noFallback: true, maxTokens: 8 };
+let whisperCache = null;
+function whisperFiles() {
+  if (whisperCache) return whisperCache;
+  const cli = path.join(repo, 'build/wgml');
+  check(existsSync(cli), 'build/wgml is missing (the native build makes it)');
+  const bin = path.join(WHISPER_DIR, 'whisper-micro-random.bin');
+  check(existsSync(bin), `${bin} is missing`);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'wgml-web-whisper-'));
+  profiles.push(dir);
+  const run = (a) => execFileSync(cli, a, { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+  const gguf = path.join(dir, 'whisper-micro-l1.gguf');
+  run(['synth', '--arch', 'whisper-micro', '--type', 'F16', '--layers', '1', '--vocab', bin, '-o', gguf]);
+  const npy = readFileSync(path.join(WHISPER_DIR, 'reference/whisper-micro-random/jfk/audio.npy'));
+  const audio = new Float32Array(npy.buffer.slice(npy.byteOffset + 10 + npy.readUInt16LE(8)));
+  const wav = path.join(dir, 'jfk.wav');
+  writeFileSync(wav, floatWav(audio, 16000));
+  writeFileSync(path.join(dir, 'jfk.f32'), Buffer.from(audio.buffer));
+  const transcribe = (model, extra) => JSON.parse(run(['transcribe', '-m', model, wav, '--backend', 'cpu', '--threads', '1',
+    '-l', 'en', '--no-fallback', ...extra, '-f', 'verbose_json'])).segments;
+  const native = transcribe(bin, ['--max-tokens', '48']);
+  const words = transcribe(bin, ['--max-tokens', '48', '--word-timestamps']);
+  const gpu = transcribe(gguf, ['--max-tokens', '8']);
+  const manifest = JSON.parse(readFileSync(path.join(WHISPER_DIR, 'reference/whisper-micro-random/manifest.json'), 'utf8'));
+  const rules = manifest.cases.find((c) => c.name === 'jfk').windows[0].rules.tokens;
+  return (whisperCache = { dir, bin, gguf, wav, audio, native, words, gpu, rules });
+}
+// A mono WAV of float32 samples (format 3).
+function floatWav(samples, rate) {
+  const n = samples.length;
+  const b = Buffer.alloc(44 + 4 * n);
+  b.write('RIFF', 0);
+  b.writeUInt32LE(36 + 4 * n, 4);
+  b.write('WAVEfmt ', 8);
+  b.writeUInt32LE(16, 16);
+  b.writeUInt16LE(3, 20);
+  b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(rate, 24);
+  b.writeUInt32LE(4 * rate, 28);
+  b.writeUInt16LE(4, 32);
+  b.writeUInt16LE(32, 34);
+  b.write('data', 36);
+  b.writeUInt32LE(4 * n, 40);
+  Buffer.from(samples.buffer, samples.byteOffset, 4 * n).copy(b, 44);
+  return b;
+}
+// The segments equal the native CLI's (text, times, tokens), and their tokens
+// are the start of the reference kit's greedy list (rules; null: not that model).
+function checkTranscript(segs, want, rules, what) {
+  const brief = (list) => JSON.stringify(list.map((s) => [s.start, s.end, s.text, s.tokens.join(' ')]));
+  check(segs.length === want.length && segs.every((s, i) => s.index === i && s.text === want[i].text &&
+    Math.abs(s.start - want[i].start) < 1e-9 && Math.abs(s.end - want[i].end) < 1e-9 &&
+    s.tokens.join(' ') === want[i].tokens.join(' ')),
+  `${what}: segments ${brief(segs)} differ from \`wgml transcribe\`'s ${brief(want)}`);
+  const tokens = segs.flatMap((s) => s.tokens);
+  if (rules)
+    check(tokens.length > 0 && tokens.join(' ') === rules.slice(0, tokens.length).join(' '),
+      `${what}: tokens ${tokens} are not the start of the reference list ${rules}`);
+}
+const transcribeStats = {};
+
 // ---- the tests ----
 
 const wasmPath = path.join(repo, 'web/dist/wgml.wasm');
@@ -370,6 +451,47 @@ await test('node: Kokoro on the CPU wasm, stream-loaded with its voices: phoneme
   const notTts = await fail(e.speak(llama, 'Hello.', {}, null, () => {})); // text: no G2P is asked for
   check(/^WgmlError 4: a llama model does not speak/.test(notTts), `speak on llama: ${notTts}`);
   await e.freeModel(llama);
+  await e.freeModel(m);
+});
+
+await test('node: Whisper on the CPU wasm, from whisper.cpp\'s .bin: jfk transcribes as `wgml transcribe` and the reference tokens; errors', async () => {
+  const w = whisperFiles();
+  const e = await Engine.create({ wasm: readFileSync(wasmPath), mode: 'sync', log: () => {} });
+  const m = await e.loadMemory(readFileSync(w.bin), { backend: 'cpu' });
+  const info = await e.info(m);
+  check(info.family === 'whisper' && JSON.stringify(info.tasks) === '["transcribe"]' && info.sample_rate === 16000,
+    `info ${JSON.stringify(info)}`);
+  const segs = [];
+  const r = await e.transcribe(m, w.audio, 16000, WHISPER_OPTIONS, (s) => { segs.push(s); });
+  checkTranscript(segs, w.native, w.rules, 'node CPU');
+  check(r.language === 'en' && r.duration === 11 && r.n_windows === 1 && r.n_segments === segs.length && r.n_tokens === 48,
+    `result ${JSON.stringify(r)}`);
+  transcribeStats.node_cpu = { total_ms: r.total_ms, encode_ms: r.encode_ms, decode_ms: r.decode_ms };
+  // word times (cross-attention alignment), as the native CLI's
+  const withWords = [];
+  await e.transcribe(m, w.audio, 16000, { ...WHISPER_OPTIONS, wordTimestamps: true }, (s) => { withWords.push(s); });
+  checkTranscript(withWords, w.words, null, 'node CPU, word times');
+  const words = withWords.flatMap((s) => s.words || []);
+  const wantWords = w.words.flatMap((s) => s.words || []);
+  check(words.length === wantWords.length && words.length > 0 && words.every((x, i) => x.word === wantWords[i].word &&
+    Math.abs(x.start - wantWords[i].start) < 1e-6 && Math.abs(x.end - wantWords[i].end) < 1e-6 &&
+    Math.abs(x.probability - wantWords[i].probability) < 1e-3),
+  `node CPU: words ${JSON.stringify(words)} differ from the native CLI's ${JSON.stringify(wantWords)}`);
+  const fail = (p) => p.then(() => 'no error', (err) => `${err.name} ${err.code}: ${err.message}`);
+  const empty = await fail(e.transcribe(m, new Float32Array(0), 16000, {}, () => {}));
+  check(/^WgmlError 1: there is no audio to transcribe \(0 samples\)/.test(empty), `empty audio: ${empty}`);
+  const rate = await fail(e.transcribe(m, w.audio, 0, {}, () => {}));
+  check(/^WgmlError 1: sample rate 0 Hz is outside/.test(rate), `rate 0: ${rate}`);
+  const lang = await fail(e.transcribe(m, w.audio, 16000, { language: 'xx' }, () => {}));
+  check(/^WgmlError 1: .*xx/.test(lang), `language xx: ${lang}`);
+  const llama = await e.load({ size: modelBytes.length, read: (o, n) => modelBytes.subarray(o, o + n) }, { backend: 'cpu' });
+  const notStt = await fail(e.transcribe(llama, w.audio, 16000, {}, () => {}));
+  check(/^WgmlError 4: a llama model does not transcribe/.test(notStt), `transcribe on llama: ${notStt}`);
+  await e.freeModel(llama);
+  // stopped from the callback after the first segment
+  let n = 0;
+  const stopped = await e.transcribe(m, w.audio, 16000, WHISPER_OPTIONS, () => ++n >= 1);
+  check(n === 1 && stopped.n_segments === 1, `stop after one segment: ${n} segments, ${JSON.stringify(stopped)}`);
   await e.freeModel(m);
 });
 
@@ -629,6 +751,36 @@ await test('API (WebGPU, SwiftShader): Kokoro speaks phonemes as native SwiftSha
   check(r.asyncify.info.mode === 'asyncify' && r.asyncify.chunks.length === 2, `Asyncify: ${r.asyncify.info.mode}, ${r.asyncify.chunks.length} chunks`);
   const da = checkCpuSpeech(concat(r.asyncify.chunks.map((c) => Float32Array.from(c.audio))), r.asyncify.chunks.flatMap((c) => c.words), k, 'Asyncify CPU');
   speechStats.asyncify_cpu = { snr_db: da.snr, median_rel: da.median };
+  await page.close();
+});
+
+await test('API (WebGPU, SwiftShader): Whisper (GGUF, streamed in) transcribes samples as `wgml transcribe`, segment by segment', async () => {
+  const w = whisperFiles();
+  const page = await openDemo(gpuCtx, demoUrl);
+  await page.route('**/wgml-whisper/*', (route) => route.fulfill({ path: path.join(w.dir, path.basename(new URL(route.request().url()).pathname)),
+    headers: { 'content-type': 'application/octet-stream' } }));
+  const r = await page.evaluate(async ({ base, options }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const stt = await wgml.load(`${base}whisper-micro-l1.gguf`, { backend: 'webgpu', cache: false });
+    const out = { info: stt.info() };
+    const samples = new Float32Array(await (await fetch(`${base}jfk.f32`)).arrayBuffer());
+    const t0 = performance.now();
+    out.segments = [];
+    for await (const s of stt.transcribe(samples, { ...options, sampleRate: 16000 })) out.segments.push({ ...s, at: performance.now() - t0 });
+    out.total = performance.now() - t0;
+    out.last = stt.info();
+    out.live = await stt.dispose();
+    return out;
+  }, { base: `${base}wgml-whisper/`, options: WHISPER_GPU_OPTIONS });
+  check(r.info.backend === 'webgpu' && /swiftshader/i.test(r.info.adapter) && r.info.family === 'whisper' &&
+    JSON.stringify(r.info.tasks) === '["transcribe"]' && r.info.sample_rate === 16000, `info ${JSON.stringify(r.info)}`);
+  checkTranscript(r.segments, w.gpu, null, 'WebGPU, Float32Array');
+  check(r.segments.every((s) => typeof s.avgLogprob === 'number' && typeof s.noSpeechProb === 'number' && s.temperature === 0 &&
+    s.at <= r.total), `segments: ${JSON.stringify(r.segments)}`);
+  check(r.last.language === 'en' && r.last.realTimeFactor > 0 && r.last.last.n_tokens === 8 && r.last.last.duration === 11,
+    `info after: ${JSON.stringify(r.last.last)}`);
+  transcribeStats.webgpu = { rtf: r.last.realTimeFactor, encode_ms: r.last.last.encode_ms, decode_ms: r.last.last.decode_ms, total_ms: r.total };
+  check(r.live.buffers === 0 && r.live.devices === 0, `after dispose the GPU layer holds ${JSON.stringify(r.live)}`);
   await page.close();
 });
 
@@ -947,6 +1099,117 @@ await test('API (CPU wasm): G2P in the page equals `wgml phonemize` and the shar
   await page.close();
 });
 
+await test('page, transcribe tab (CPU wasm): a whisper.cpp .bin from the file picker, a WAV file, segments with their times, a recording; API: WAV Blob, AudioBuffer, errors, Asyncify; screenshot', async () => {
+  const w = whisperFiles();
+  const page = await openDemo(cpuCtx, demoUrl);
+  const l = await demoLoad(page, { backend: 'auto', file: w.bin });
+  check(l.status === 'ready' && l.info.backend === 'cpu' && l.info.family === 'whisper', `load: ${l.status} ${l.error} ${l.info && l.info.backend}`);
+  const tab = await page.evaluate(() => ({ shown: !document.getElementById('transcribe-section').hidden,
+    button: document.getElementById('transcribe').disabled }));
+  check(tab.shown && tab.button, `transcribe tab: ${JSON.stringify(tab)} (shown, and disabled until there is audio)`);
+  await page.setInputFiles('#audio-file', w.wav);
+  await page.selectOption('#stt-language', 'en');
+  // the demo's own options are the defaults (fallback on, 224 tokens): the test's are added
+  const shownSegments = async () => page.evaluate(() => [...document.querySelectorAll('#stt-segments li')].map((li) => li.textContent));
+  await page.evaluate((o) => (window.wgmlDemo.transcribeOptions = o), { noFallback: true, maxTokens: 48 });
+  await page.click('#transcribe');
+  await page.waitForFunction(() => window.wgmlDemo.transcripts > 0, null, { timeout: 120000, polling: 100 });
+  const r = await page.evaluate(() => ({ error: window.wgmlDemo.error, t: window.wgmlDemo.transcript,
+    stats: document.getElementById('stt-stats').textContent }));
+  check(!r.error && r.t.done, `transcribe failed: ${r.error}`);
+  checkTranscript(r.t.segments, w.native, w.rules, 'demo tab, WAV file');
+  const lines = await shownSegments();
+  const clock = (t) => `${String(Math.floor(t / 60)).padStart(2, '0')}:${(t % 60).toFixed(3).padStart(6, '0')}`;
+  check(lines.length === w.native.length && lines.every((x, i) => x === `[${clock(w.native[i].start)} --> ${clock(w.native[i].end)}] ${w.native[i].text}`),
+    `shown: ${JSON.stringify(lines)}`);
+  check(/real-time factor \d/.test(r.stats) && /language en/.test(r.stats), `stats: ${r.stats}`);
+  transcribeStats.page_cpu = { rtf: r.t.result.rtf, total_ms: r.t.result.total_ms };
+  const file = path.join(artifacts, 'demo-transcribe.png');
+  await page.screenshot({ path: file, fullPage: true });
+  const st = imageStats(decodePng(readFileSync(file)));
+  check(st.distinctColors > 50 && st.lumaStdDev > 20, `demo-transcribe.png looks blank: ${JSON.stringify(st)}`);
+  // Record: the (fake) microphone's PCM for about a second, then transcribed
+  await page.click('#record');
+  await page.waitForFunction(() => window.wgmlDemo.status === 'recording', null, { timeout: 10000, polling: 50 });
+  await page.waitForTimeout(1500);
+  await page.click('#record-stop');
+  await page.waitForFunction(() => window.wgmlDemo.status === 'ready' && window.wgmlDemo.audio && window.wgmlDemo.audio.samples,
+    null, { timeout: 10000, polling: 50 });
+  await page.evaluate(() => (window.wgmlDemo.transcribeOptions = { noFallback: true, maxTokens: 4 }));
+  await page.click('#transcribe');
+  await page.waitForFunction(() => window.wgmlDemo.transcripts > 1, null, { timeout: 120000, polling: 100 });
+  const rec = await page.evaluate(() => {
+    const { samples, sampleRate } = window.wgmlDemo.audio;
+    let peak = 0;
+    for (const x of samples) peak = Math.max(peak, Math.abs(x));
+    return { n: samples.length, sampleRate, peak, error: window.wgmlDemo.error, t: window.wgmlDemo.transcript,
+      info: document.getElementById('audio-info').textContent, player: !document.getElementById('stt-audio').hidden };
+  });
+  check(rec.sampleRate >= 8000 && rec.n > 0.5 * rec.sampleRate && rec.n < 10 * rec.sampleRate && rec.peak > 0.01 && rec.player &&
+    /^recording: \d/.test(rec.info), `recording: ${JSON.stringify({ ...rec, t: undefined })}`);
+  check(!rec.error && rec.t.done && Math.abs(rec.t.result.duration - rec.n / rec.sampleRate) < 1e-6,
+    `transcribing the recording: ${rec.error} ${JSON.stringify(rec.t.result)}`);
+  // the API on the same model: a WAV Blob the browser decodes, an AudioBuffer (two channels, averaged) at 8 kHz,
+  // errors; then the .bin from a URL on the Asyncify build
+  await page.route('**/wgml-whisper/*', (route) => {
+    const name = path.basename(new URL(route.request().url()).pathname);
+    route.fulfill({ path: name === path.basename(w.bin) ? w.bin : path.join(w.dir, name), headers: { 'content-type': 'application/octet-stream' } });
+  });
+  const a = await page.evaluate(async ({ url, binUrl, options }) => {
+    const m = window.wgmlDemo.model;
+    const fail = async (it) => {
+      try {
+        for await (const s of it) void s;
+        return 'no error';
+      } catch (e) {
+        return `${e.name} ${e.code}: ${e.message}`;
+      }
+    };
+    const buf = new AudioBuffer({ numberOfChannels: 2, length: 8000, sampleRate: 8000 });
+    for (let i = 0; i < 8000; i++) {
+      buf.getChannelData(0)[i] = 0.5 * Math.sin(i * 0.3);
+      buf.getChannelData(1)[i] = 0.1 * Math.sin(i * 0.7);
+    }
+    const out = { buffer: [], blob: [] };
+    const blob = new Blob([await (await fetch(url)).arrayBuffer()], { type: 'audio/wav' });
+    for await (const s of m.transcribe(blob, options)) out.blob.push(s);
+    for await (const s of m.transcribe(buf, { language: 'en', noFallback: true, maxTokens: 8 })) out.buffer.push(s);
+    out.bufferInfo = m.info().last;
+    out.empty = await fail(m.transcribe(new Float32Array(0)));
+    out.notAudio = await fail(m.transcribe(new Blob(['not audio at all'])));
+    out.badInput = await fail(m.transcribe('hello'));
+    // the Asyncify build (browsers without JSPI) unwinds through the segment callback; the .bin from a URL
+    const wgml = (await import('./wgml.js')).default;
+    const { samples, sampleRate } = await wgml.decodeAudio(blob);
+    const am = await wgml.load(binUrl, { backend: 'cpu', mode: 'asyncify', cache: false });
+    out.asyncify = { mode: am.info().mode, segments: [] };
+    for await (const s of am.transcribe(samples, { ...options, sampleRate })) out.asyncify.segments.push(s);
+    await am.dispose();
+    return out;
+  }, { url: `${base}wgml-whisper/jfk.wav`, binUrl: `${base}wgml-whisper/whisper-micro-random.bin`, options: WHISPER_OPTIONS });
+  checkTranscript(a.blob, w.native, w.rules, 'WAV Blob decoded by the browser');
+  check(a.asyncify.mode === 'asyncify', `Asyncify: mode ${a.asyncify.mode}`);
+  checkTranscript(a.asyncify.segments, w.native, w.rules, 'Asyncify CPU, .bin from a URL');
+  check(Math.abs(a.bufferInfo.duration - 1) < 1e-9 && a.bufferInfo.n_windows === 1, `AudioBuffer: ${JSON.stringify(a.bufferInfo)}`);
+  check(/^WgmlError 1: there is no audio to transcribe \(0 samples\)/.test(a.empty), `empty samples: ${a.empty}`);
+  check(/^WgmlError 3: transcribe: the browser could not decode the audio file/.test(a.notAudio), `not audio: ${a.notAudio}`);
+  check(/^WgmlError 1: transcribe: the input must be a Float32Array/.test(a.badInput), `a string: ${a.badInput}`);
+  // in a worker there is no Web Audio: a Blob gets an error that says what to pass instead
+  const inWorker = await page.evaluate(async () => {
+    const src = `import('${new URL('./wgml.js', location.href)}').then(async (w) => {
+      try {
+        await w.decodeAudio(new Blob(['x']));
+        postMessage('no error');
+      } catch (e) { postMessage(e.name + ' ' + e.code + ': ' + e.message); }
+    });`;
+    const wk = new Worker(URL.createObjectURL(new Blob([src], { type: 'text/javascript' })), { type: 'module' });
+    return new Promise((resolve) => (wk.onmessage = (ev) => resolve(ev.data)));
+  });
+  check(/^WgmlError 4: transcribe: decoding an audio file needs the Web Audio API.*Float32Array.*sampleRate/.test(inWorker), `in a worker: ${inWorker}`);
+  check(page.errors.length === 0, `page errors: ${page.errors}`);
+  await page.close();
+});
+
 await cpuCtx.close();
 server.close();
 for (const d of profiles) rmSync(d, { recursive: true, force: true });
@@ -956,7 +1219,11 @@ console.log(`speeds (stories260K, 60 greedy tokens): WebGPU SwiftShader ${fmt(sp
 const rtf = (s) => (s && s.rtf ? `RTF ${s.rtf.toFixed(2)}, first audio ${s.first_audio_ms.toFixed(0)} ms` : 'n/a');
 if (Object.keys(speechStats).length)
   console.log(`speech (kokoro-tiny): WebGPU SwiftShader ${rtf(speechStats.webgpu)}, CPU wasm in Chromium ${rtf(speechStats.page_cpu)}`);
+if (Object.keys(transcribeStats).length)
+  console.log(`transcription (whisper-micro, jfk 11 s; WebGPU 1 layer, 8 tokens): ${Object.entries(transcribeStats).map(([k, v]) =>
+    `${k} ${(v.total_ms / 1e3).toFixed(2)} s${v.rtf ? ` (RTF ${v.rtf.toFixed(2)})` : ''}`).join(', ')}`);
 speeds.speech = speechStats;
+speeds.transcribe = transcribeStats;
 writeFileSync(path.join(artifacts, 'speeds.json'), JSON.stringify(speeds, null, 2));
 const passed = results.filter(Boolean).length;
 const failed = results.length - passed;

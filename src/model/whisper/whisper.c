@@ -28,7 +28,7 @@
 #include "model/whisper/whisper.h"
 
 #define WHISPER_MAX_SEQ 64
-#define WHISPER_MAX_BUFS 32
+#define WHISPER_MAX_BUFS 48
 
 struct whisper_state {
     whisper_model *m;
