@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpu/gpu.h"
 #include "testutil.h"
@@ -605,6 +606,25 @@ static void test_transcribe(void **state) {
     run(&r, args);
     expect_exit(&r, 1);
     assert_non_null(strstr(r.err, "holds no audio"));
+    /* 25 hours of 8 kHz audio by its header (a sparse file of 1.4 GB): refused before a sample is read */
+    {
+        write_wav(bad, 0, 8000, 1);
+        unsigned char *h = tu_read_file(bad, &n);
+        assert_non_null(h);
+        const uint32_t data = 25u * 3600u * 8000u * 2u;
+        for (int k = 0; k < 4; k++) h[40 + k] = (unsigned char)(data >> (8 * k)), h[4 + k] = (unsigned char)((36 + data) >> (8 * k));
+        FILE *f = fopen(bad, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(h, 1, 44, f), 44);
+        assert_int_equal(fclose(f), 0);
+        free(h);
+        assert_int_equal(truncate(bad, 44 + (off_t)data), 0);
+        snprintf(args, sizeof args, "transcribe -m '%s' %s '%s'", model_bin, quick, bad);
+        run(&r, args);
+        expect_exit(&r, 1);
+        if (!strstr(r.err, "is 90000 s long; the limit is 86400 s")) fail_msg("25 h: %s", r.err);
+        assert_int_equal(truncate(bad, 0), 0);
+    }
     /* models that do not transcribe: a llama, a Kokoro, no file at all, not a model */
     snprintf(args, sizeof args, "transcribe %s %s '%s'", model(), quick, wav);
     run(&r, args);
