@@ -998,6 +998,15 @@ def transcription():
             check(s == 200 and o["text"] == text, "the place is free again: %s %s" % (s, o))
         finally:
             stop_server(p)
+        # --max-audio: longer audio is a 400 naming the limit, before any decoding
+        p, port = serve(model, "--max-audio", "1")
+        try:
+            body, ct = multipart(quick, [("file", "a.wav", wav_bytes(2.5, 16000, 1))])
+            s, o, r, _ = upload(port, "/v1/audio/transcriptions", body, ct)
+            check(s == 400 and o["error"]["param"] == "file" and "limit" in o["error"]["message"],
+                  "audio over --max-audio: %s %s" % (s, o))
+        finally:
+            stop_server(p)
     # a model that does not transcribe: 400 model_not_supported
     p, port = start()
     try:
