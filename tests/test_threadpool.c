@@ -2,10 +2,13 @@
  * test_threadpool.c - the worker pool (core/threadpool.h): run() calls every
  * thread index once; run_range() covers every item exactly once, in chunks
  * that start at multiples of the chunk size, for ragged and tiny ranges, and
- * hands a slow thread's untouched chunks to the others.
+ * hands a slow thread's untouched chunks to the others; a range of one chunk
+ * runs on the calling thread alone, also among many small jobs.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -115,11 +118,90 @@ static void test_range_slow_thread(void **state) {
     wgml_threadpool_free(p);
 }
 
+/* ---- single-chunk jobs: inline on the caller ---- */
+
+typedef struct {
+    pthread_t caller;
+    atomic_int calls, off_caller, bad;
+    int64_t n;
+} inline_ctx;
+
+static void inline_range(void *p, int64_t lo, int64_t hi, int ith) {
+    inline_ctx *c = p;
+    atomic_fetch_add(&c->calls, 1);
+    if (!pthread_equal(pthread_self(), c->caller)) atomic_fetch_add(&c->off_caller, 1);
+    if (lo != 0 || hi != c->n || ith != 0) atomic_fetch_add(&c->bad, 1);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A range of one chunk (n <= chunk) is one call [0, n) as thread 0 on the
+ * calling thread, however many threads the pool has; from two chunks on the
+ * pool shares it out as before. */
+static void test_range_single_chunk(void **state) {
+    (void)state;
+    static const int64_t cases[][2] = {{1, 1}, {1, 0}, {1, 16}, {5, 5}, {5, 1000}, {16384, 16384}};
+    for (int threads = 2; threads <= 4; threads += 2) {
+        wgml_threadpool *p = make_pool(threads);
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            inline_ctx c;
+            memset(&c, 0, sizeof c);
+            c.caller = pthread_self();
+            c.n = cases[k][0];
+            wgml_threadpool_run_range(p, inline_range, &c, cases[k][0], cases[k][1]);
+            assert_int_equal(atomic_load(&c.calls), 1);
+            assert_int_equal(atomic_load(&c.off_caller), 0);
+            assert_int_equal(atomic_load(&c.bad), 0);
+        }
+        /* two chunks: still shared out, every item once */
+        range_ctx r;
+        run_and_check(p, 2, 1, -1, &r);
+        run_and_check(p, 17, 16, -1, &r);
+        wgml_threadpool_free(p);
+    }
+}
+
+/* Many small jobs, as a decoder step issues them: single-chunk ones (inline)
+ * between shared ones, with pauses that let the workers fall asleep, so that
+ * a shared job after inline ones must wake them; every item once throughout.
+ * Prints the time per job of each kind (no bound: the machine may be shared). */
+static void test_range_many_small(void **state) {
+    (void)state;
+    wgml_threadpool *p = make_pool(2);
+    range_ctx r;
+    double t_inline = 0, t_shared = 0;
+    int n_inline = 0, n_shared = 0;
+    for (int rep = 0; rep < 20000; rep++) {
+        if (rep % 5000 == 4999) { /* the workers spin 20000 times, yield, then sleep */
+            struct timespec ts = {0, 30 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        const int shared = rep % 4 == 3;
+        const double t0 = now_s();
+        if (shared)
+            run_and_check(p, 64, 16, -1, &r); /* four chunks */
+        else
+            run_and_check(p, 1 + rep % 32, 32, -1, &r); /* one chunk */
+        const double dt = now_s() - t0;
+        if (shared) t_shared += dt, n_shared++;
+        else t_inline += dt, n_inline++;
+    }
+    printf("threadpool: %.2f us per single-chunk job (inline), %.2f us per 4-chunk job (shared)\n",
+           t_inline / n_inline * 1e6, t_shared / n_shared * 1e6);
+    wgml_threadpool_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_every_index),
         cmocka_unit_test(test_range_covers_once),
         cmocka_unit_test(test_range_slow_thread),
+        cmocka_unit_test(test_range_single_chunk),
+        cmocka_unit_test(test_range_many_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

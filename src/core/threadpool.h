@@ -33,8 +33,10 @@ void wgml_threadpool_run(wgml_threadpool *pool, wgml_task_fn fn, void *ctx);
 /* fn(ctx, lo, hi, ith): items [lo, hi), on thread ith; called once per chunk. */
 typedef void (*wgml_range_fn)(void *ctx, int64_t lo, int64_t hi, int ith);
 /* Calls fn over [0, n) in chunks of `chunk` items (the last may be shorter);
- * chunk boundaries are multiples of `chunk`. A pool of one thread makes a
- * single call for all of [0, n). Returns when all are done. */
+ * chunk boundaries are multiples of `chunk`. A pool of one thread, or a range
+ * of one chunk (n <= chunk), makes a single call for all of [0, n) on the
+ * calling thread, as ith 0, without waking the workers. Returns when all are
+ * done. */
 void wgml_threadpool_run_range(wgml_threadpool *pool, wgml_range_fn fn, void *ctx, int64_t n, int64_t chunk);
 
 /* Number of CPUs this process may run on (WebAssembly: 1 + the idle worker

@@ -58,6 +58,32 @@ void cpu_gemm_avx2(int64_t kc, const float *x, size_t ldx, const float *wp, floa
                    int add);
 #endif
 
+/*
+ * GELU in its exact (erf) form over n contiguous floats, out[i] =
+ * 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x) for x = in[i] (out may be in), in
+ * float (cpu_ops_nn.c, kernels_act_x86.c): Q(t) = Phi(-t) = erfc(t / sqrt 2) / 2
+ * for t = |x| < 6 from a degree-7 polynomial on each of 8 intervals of width
+ * 3/4 (cpu_gelu_q, a table lookup per coefficient: vpermps), 0 beyond, then
+ * x Q(|x|) for x <= 0 and x - x Q(x) in one rounding for x > 0. Within 1e-7
+ * of the double formula everywhere (absolute below |GELU| = 1, relative
+ * above); -0 stays -0, NaN and -inf give NaN and +inf gives +inf, as the
+ * double formula does. The exact backend keeps libm's erf in double.
+ */
+typedef void (*cpu_gelu_erf_fn)(float *out, const float *in, int64_t n);
+#define CPU_GELU_Q_DEGREE 7
+/* [coefficient of u^j][interval k]: Q(0.75 k + 0.375 + u) for |u| <= 0.375 */
+extern const float cpu_gelu_q[CPU_GELU_Q_DEGREE + 1][8];
+void cpu_gelu_erf_scalar(float *out, const float *in, int64_t n);
+#if defined(__x86_64__) || defined(__i386__)
+void cpu_gelu_erf_avx2(float *out, const float *in, int64_t n);   /* AVX2 + FMA */
+void cpu_gelu_erf_avx512(float *out, const float *in, int64_t n); /* AVX-512 F */
+#endif
+/* The kernel for this CPU (cpu_kernels_isa(): the scalar one when forced or
+ * capped by WGML_CPU_ISA), and the one of a given instruction set ("avx512",
+ * "avx2", "scalar"; NULL when this CPU or build lacks it). */
+cpu_gelu_erf_fn cpu_kernels_gelu_erf(void);
+cpu_gelu_erf_fn cpu_kernels_gelu_erf_isa(const char *isa);
+
 /* The portable attention kernel (kernels.c): the reference the SIMD one is
  * tested against, and the one used without x86 SIMD. */
 void cpu_attn_scalar(const cpu_attn_job *job);
