@@ -13,6 +13,8 @@
  * job: the reference every GPU is compared with. The fast backend runs it in
  * f32 on blocks of query rows that share their key rows (gf_run, with the
  * SIMD kernel cpu_attn_rows_job): encoders' packed batches are its main use.
+ * Cross-attention of a few query rows over long keys (a decoder step's rows
+ * over an encoder's output) takes its decode mode instead (att_decode).
  * Today's arguments never reach either.
  */
 #include "backend/cpu/cpu_internal.h"
@@ -449,6 +451,180 @@ static void gf_run(void *p, int ith, int nth) {
     }
 }
 
+/* ---- general attention, decode mode: a few query rows over long keys ----
+ *
+ * Cross-attention of up to DEC_MAX_ROWS query rows (a decoder step's row, a
+ * beam's rows) over
+ * the union [lo, end) of their windows: per KV head, the (row, head of the
+ * group) pairs go by CPU_ATTN_DEC_ROWS through the decode kernel, which
+ * reads each K and V row once for all of them. What a row may not see inside
+ * the union (its own window, another sequence, a later position, the mask)
+ * is a bias per (row, key), built once; none when nothing is hidden. Jobs
+ * are (KV head, batch of pairs, key chunk); too few for the threads split
+ * the keys into chunks whose (m, l, o) are merged afterwards. */
+
+#define DEC_MAX_ROWS 8
+
+typedef struct {
+    const float *q;
+    float *out;
+    const uint8_t *kb, *vb;
+    size_t krow;
+    int f16, n, n_head, n_kv, hd, group;
+    int lo, end;       /* the union of the rows' windows */
+    const float *bias; /* NULL or [n][end - lo] */
+    float scale;
+    cpu_attn_dec_fn fn;
+    int nbat, nchunk, clen; /* batches of pairs per KV head; key chunks of clen */
+    float *work;            /* per thread: the kernel's scratch and 2 CPU_ATTN_DEC_ROWS m, l */
+    size_t work_len;
+    float *part; /* nchunk > 1: per (KV head, batch, chunk): m, l, then o of each pair */
+} dec_task;
+
+static size_t dec_part_len(const dec_task *t) { return (size_t)CPU_ATTN_DEC_ROWS * (size_t)(t->hd + 2); }
+
+/* pair p of KV head g: query row p / group, head g * group + p % group; its q and out offset */
+static size_t dec_off(const dec_task *t, int g, int p) {
+    return ((size_t)(p / t->group) * t->n_head + (size_t)g * t->group + (size_t)(p % t->group)) * t->hd;
+}
+
+static void dec_run(void *p, int ith, int nth) {
+    const dec_task *t = p;
+    float *w = t->work + (size_t)ith * t->work_len;
+    const int total = t->n_kv * t->nbat * t->nchunk, npair = t->n * t->group, span = t->end - t->lo;
+    const size_t es = t->f16 ? 2 : 4;
+    for (int job = ith; job < total; job += nth) {
+        const int c = job % t->nchunk, b = job / t->nchunk % t->nbat, g = job / t->nchunk / t->nbat;
+        const int j0 = c * t->clen, len = span - j0 < t->clen ? span - j0 : t->clen;
+        const int p0 = b * CPU_ATTN_DEC_ROWS, nr = npair - p0 < CPU_ATTN_DEC_ROWS ? npair - p0 : CPU_ATTN_DEC_ROWS;
+        float *pm = t->nchunk > 1 ? t->part + ((size_t)(g * t->nbat + b) * t->nchunk + c) * dec_part_len(t)
+                                  : w + t->work_len - 2 * CPU_ATTN_DEC_ROWS;
+        cpu_attn_dec_job j = {
+            .hd = t->hd,
+            .nr = nr,
+            .len = len,
+            .f16 = t->f16,
+            .k = t->kb + (size_t)(t->lo + j0) * t->krow + (size_t)g * t->hd * es,
+            .v = t->vb + (size_t)(t->lo + j0) * t->krow + (size_t)g * t->hd * es,
+            .stride = t->krow,
+            .scale = t->scale,
+            .s = w,
+            .m = pm,
+            .l = pm + CPU_ATTN_DEC_ROWS,
+        };
+        for (int i = 0; i < nr; i++) {
+            const size_t off = dec_off(t, g, p0 + i);
+            j.q[i] = t->q + off;
+            j.bias[i] = t->bias ? t->bias + (size_t)((p0 + i) / t->group) * span + j0 : NULL;
+            j.o[i] = t->nchunk > 1 ? pm + 2 * CPU_ATTN_DEC_ROWS + (size_t)i * t->hd : t->out + off;
+        }
+        if (len <= 0) { /* a chunk past the keys (none today: chunks cover the span) */
+            for (int i = 0; i < nr; i++) {
+                j.m[i] = -INFINITY, j.l[i] = 0;
+                memset(j.o[i], 0, (size_t)t->hd * sizeof(float));
+            }
+            continue;
+        }
+        t->fn(&j);
+        if (t->nchunk == 1)
+            for (int i = 0; i < nr; i++) {
+                const float inv = j.l[i] > 0 ? 1.0f / j.l[i] : 0.0f; /* every key hidden: zeros */
+                for (int d = 0; d < t->hd; d++)
+                    j.o[i][d] *= inv;
+            }
+    }
+}
+
+/* split-K: each pair's out = sum_c o_c e^(m_c - M) / sum_c l_c e^(m_c - M), M = max_c m_c */
+static void dec_merge(void *p, int ith, int nth) {
+    const dec_task *t = p;
+    const int npair = t->n * t->group;
+    for (int job = ith; job < t->n_kv * t->nbat; job += nth) {
+        const int g = job / t->nbat, b = job % t->nbat, p0 = b * CPU_ATTN_DEC_ROWS;
+        const float *base = t->part + (size_t)job * t->nchunk * dec_part_len(t);
+        for (int i = 0; i < CPU_ATTN_DEC_ROWS && p0 + i < npair; i++) {
+            float mx = -INFINITY, sum = 0;
+            for (int c = 0; c < t->nchunk; c++)
+                mx = fmaxf(mx, base[c * dec_part_len(t) + i]);
+            float *out = t->out + dec_off(t, g, p0 + i);
+            memset(out, 0, (size_t)t->hd * sizeof(float));
+            if (mx == -INFINITY) continue; /* every key hidden: zeros */
+            for (int c = 0; c < t->nchunk; c++) {
+                const float *pc = base + c * dec_part_len(t);
+                if (pc[CPU_ATTN_DEC_ROWS + i] == 0) continue; /* nothing visible in the chunk */
+                const float f = expf(pc[i] - mx);
+                sum += pc[CPU_ATTN_DEC_ROWS + i] * f;
+                const float *o = pc + 2 * CPU_ATTN_DEC_ROWS + (size_t)i * t->hd;
+                for (int d = 0; d < t->hd; d++)
+                    out[d] += f * o[d];
+            }
+            const float inv = 1.0f / sum;
+            for (int d = 0; d < t->hd; d++)
+                out[d] *= inv;
+        }
+    }
+}
+
+/* query row r's window of key rows [*lo, *end), as gen_run computes it */
+static void gen_window(const gen_task *t, int r, int *lo, int *end) {
+    int e = t->n_keys, l = 0;
+    if (t->causal && t->cache && t->qpos[r] + 1 < e) e = t->qpos[r] + 1;
+    if (t->range) {
+        int64_t a = t->range[2 * r], b = t->range[2 * r + 1];
+        l = a < 0 ? 0 : a > e ? e : (int)a;
+        if (b < e) e = b < l ? l : (int)b;
+    }
+    *lo = l, *end = e;
+}
+
+/* The decode mode's jobs for g's rows; d has nbat, nchunk (at most), work and
+ * work_len set, bias_mem room for [n][n_keys] floats. */
+static void att_decode(cpu_backend *cb, const gen_task *g, dec_task *d, float *bias_mem) {
+    int wl[DEC_MAX_ROWS], we[DEC_MAX_ROWS], lo = g->n_keys, end = 0;
+    for (int r = 0; r < g->n; r++) {
+        gen_window(g, r, &wl[r], &we[r]);
+        if (wl[r] < we[r]) {
+            lo = wl[r] < lo ? wl[r] : lo;
+            end = we[r] > end ? we[r] : end;
+        }
+    }
+    if (lo >= end) { /* no row sees a key: zeros */
+        memset(g->out, 0, (size_t)g->n * g->n_head * g->hd * sizeof(float));
+        return;
+    }
+    const int span = end - lo;
+    int hides = (g->causal && !g->cache) || g->mask;
+    for (int r = 0; r < g->n && !hides; r++) {
+        hides |= wl[r] != lo || we[r] != end;
+        for (int j = lo; j < end && g->seq && !hides; j++)
+            hides |= g->kv_seq[j] != g->seq[r];
+    }
+    d->bias = NULL;
+    if (hides) { /* as gen_run decides what a row sees */
+        for (int r = 0; r < g->n; r++) {
+            float *b = bias_mem + (size_t)r * span;
+            for (int j = lo; j < end; j++) {
+                int vis = j >= wl[r] && j < we[r];
+                if (vis && g->seq && g->kv_seq[j] != g->seq[r]) vis = 0;
+                if (vis && g->causal && !g->cache && g->qpos[j] > g->qpos[r]) vis = 0;
+                const float mk = g->mask ? g->mask[(size_t)r * g->n_keys + j] : 0.0f;
+                if (mk < WGML_ATTN_MASK_HIDE) vis = 0;
+                b[j - lo] = vis ? mk : -INFINITY;
+            }
+        }
+        d->bias = bias_mem;
+    }
+    d->lo = lo, d->end = end;
+    if (d->nchunk > 1) {
+        const int most = (span + ATT_MIN_CHUNK - 1) / ATT_MIN_CHUNK;
+        if (d->nchunk > most) d->nchunk = most;
+    }
+    d->clen = (span + d->nchunk - 1) / d->nchunk;
+    d->nchunk = (span + d->clen - 1) / d->clen; /* no empty chunk */
+    wgml_threadpool_run(cb->pool, dec_run, d);
+    if (d->nchunk > 1) wgml_threadpool_run(cb->pool, dec_merge, d);
+}
+
 /* prepared: the caller has rotated q and k and stored this step's rows in the
  * cache already (a causal prompt over the cache, cpu_op_attention). */
 static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepared) {
@@ -484,14 +660,34 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepa
         .scale = a->scale,
         .work_len = (size_t)group * ((size_t)n_keys + (size_t)hd) + (size_t)hd / 2 + 9,
     };
-    /* fast mode: the per-thread work and the blocks' table (at most n) */
-    size_t span = 0, fwork = 0;
-    if (!cb->exact) {
+    /* fast mode: the per-thread work and the blocks' table (at most n); decode
+     * mode (few rows): the kernel's work, the split-K partials, the bias */
+    /* decode mode only for cross-attention (key rows that are not the query rows': no cache,
+     * n_k != n): elsewhere a row's bits do not depend on the rows beside it in the step (a
+     * sequence packed with others gets what it gets alone, gf_run lane by lane), which a
+     * mode chosen by the row count would break */
+    const cpu_attn_dec_fn dfn = cb->exact || n > DEC_MAX_ROWS || cache || n_k == n ? NULL : cpu_kernels_attn_dec();
+    dec_task d = {.fn = dfn, .hd = hd, .group = group, .n = n, .n_head = a->n_head, .n_kv = a->n_head_kv};
+    size_t span = 0, fwork = 0, dec_parts = 0;
+    if (dfn) {
+        d.nbat = (n * group + CPU_ATTN_DEC_ROWS - 1) / CPU_ATTN_DEC_ROWS;
+        const int jobs = a->n_head_kv * d.nbat;
+        d.nchunk = 1;
+        if (jobs < 2 * nth) { /* at most: att_decode lowers it for short spans */
+            d.nchunk = (2 * nth + jobs - 1) / jobs;
+            const int most = (n_keys + ATT_MIN_CHUNK - 1) / ATT_MIN_CHUNK;
+            if (d.nchunk > most) d.nchunk = most;
+            if (d.nchunk < 1) d.nchunk = 1;
+        }
+        d.work_len = (cpu_attn_dec_scratch(n_keys, hd) + 2 * CPU_ATTN_DEC_ROWS + 15) / 16 * 16;
+        dec_parts = d.nchunk > 1 ? (size_t)jobs * (size_t)d.nchunk * dec_part_len(&d) : 0;
+    } else if (!cb->exact) {
         span = gf_span_bound(t.range, n, n_keys);
         fwork = gf_work_len(span, hd, t.f16);
     }
-    const size_t gen_bytes = cb->exact ? (size_t)nth * t.work_len * sizeof(double)
-                                       : (size_t)nth * fwork * sizeof(float) + (size_t)n * sizeof(gf_block);
+    const size_t gen_bytes = dfn        ? ((size_t)nth * d.work_len + dec_parts + (size_t)n * n_keys) * sizeof(float)
+                             : cb->exact ? (size_t)nth * t.work_len * sizeof(double)
+                                        : (size_t)nth * fwork * sizeof(float) + (size_t)n * sizeof(gf_block);
     double *scratch = cpu_scratch(cb, gen_bytes + (size_t)n * sizeof(int32_t));
     if (!scratch) return;
     t.work = scratch;
@@ -530,6 +726,13 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepa
     }
     if (cb->exact) {
         wgml_threadpool_run(cb->pool, gen_run, &t);
+        return;
+    }
+    if (dfn) {
+        d.q = t.q, d.out = t.out, d.kb = t.kb, d.vb = t.vb, d.krow = t.krow, d.f16 = t.f16, d.scale = a->scale;
+        d.work = (float *)scratch;
+        d.part = d.work + (size_t)nth * d.work_len;
+        att_decode(cb, &t, &d, d.part + dec_parts);
         return;
     }
     gf_task f = {

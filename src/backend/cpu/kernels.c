@@ -377,6 +377,39 @@ void cpu_attn_rows_scalar(const cpu_attn_rows_job *a) {
     }
 }
 
+/* The decode kernel (cpu_attn_dec_job), vector by vector in float: the
+ * reference for the SIMD one and the one used for head sizes it lacks. */
+void cpu_attn_dec_scalar(const cpu_attn_dec_job *a) {
+    const int hd = a->hd, len = a->len;
+    float *tmp = a->s + (size_t)len;
+    for (int r = 0; r < a->nr; r++) {
+        const float *q = a->q[r], *b = a->bias[r];
+        float *s = a->s, *o = a->o[r], mx = -INFINITY;
+        for (int j = 0; j < len; j++) {
+            const float *k = attn_row(a->k + (size_t)j * a->stride, a->f16, hd, tmp);
+            float acc = 0;
+            for (int d = 0; d < hd; d++)
+                acc += q[d] * k[d];
+            s[j] = acc * a->scale + (b ? b[j] : 0.0f);
+            if (b && b[j] == -INFINITY) s[j] = -INFINITY;
+            mx = s[j] > mx ? s[j] : mx;
+        }
+        memset(o, 0, (size_t)hd * sizeof(float));
+        a->m[r] = mx, a->l[r] = 0;
+        if (mx == -INFINITY) continue; /* every key hidden */
+        float sum = 0;
+        for (int j = 0; j < len; j++)
+            sum += s[j] = s[j] == -INFINITY ? 0 : expf(s[j] - mx);
+        a->l[r] = sum;
+        for (int j = 0; j < len; j++) {
+            if (s[j] == 0) continue;
+            const float *v = attn_row(a->v + (size_t)j * a->stride, a->f16, hd, tmp);
+            for (int d = 0; d < hd; d++)
+                o[d] += s[j] * v[d];
+        }
+    }
+}
+
 /* ---- the table ---- */
 
 static void fill_scalar(cpu_type_kernels t[WGML_DTYPE_COUNT]) {
@@ -616,6 +649,7 @@ static cpu_gemm_bf16_fn best_gemm_bf16; /* NULL: none (BF16 weights take the f32
 static cpu_qgemm_fn best_qgemm;         /* NULL: none (quantized prompts take the dot products) */
 static cpu_attn_fn best_attn = cpu_attn_scalar;
 static cpu_attn_rows_fn best_attn_rows = cpu_attn_rows_scalar;
+static cpu_attn_dec_fn best_attn_dec; /* NULL: none (decode takes the block kernel) */
 static cpu_type_kernels best_table[WGML_DTYPE_COUNT];
 static const char *best_isa = "scalar";
 #if defined(WGML_CPU_X86)
@@ -686,6 +720,7 @@ static void select_table(void) {
             best_gemm = cpu_gemm_avx512;
             best_qgemm = cpu_qgemm_avx512;
             best_attn_rows = cpu_attn_rows_avx512;
+            best_attn_dec = cpu_attn_dec_avx512;
             best_snake = cpu_snake_avx512;
             best_swiglu = cpu_swiglu_avx512;
             if (x86_bf16()) {
@@ -772,6 +807,11 @@ cpu_attn_fn cpu_kernels_attn(void) {
 cpu_attn_rows_fn cpu_kernels_attn_rows(void) {
     ensure_init();
     return atomic_load(&force_scalar) ? cpu_attn_rows_scalar : best_attn_rows;
+}
+
+cpu_attn_dec_fn cpu_kernels_attn_dec(void) {
+    ensure_init();
+    return atomic_load(&force_scalar) ? cpu_attn_dec_scalar : best_attn_dec;
 }
 
 cpu_gemm_fn cpu_kernels_gemm(void) {

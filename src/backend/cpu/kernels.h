@@ -196,6 +196,46 @@ typedef void (*cpu_attn_rows_fn)(const cpu_attn_rows_job *job);
 cpu_attn_rows_fn cpu_kernels_attn_rows(void);
 
 /*
+ * Attention of a few query vectors (decode: one query row, a beam's rows, or
+ * the heads of a grouped-query group) over the same key rows 0..len-1 of one
+ * KV head, each K and V row streamed once for all of them. For each r < nr:
+ *   s_j  = scale * q_r . K_j + bias_r[j]     (bias_r NULL: + 0; -INFINITY hides the key)
+ *   m[r] = max_j s_j over the keys not hidden (-INFINITY if every key is hidden),
+ *   l[r] = sum_j exp(s_j - m[r]),  o_r = sum_j exp(s_j - m[r]) V_j  (not divided by l;
+ *   l = 0 and o_r zeros when every key is hidden)
+ * so that a caller can split the keys into chunks and merge (m, l, o) (split-K).
+ */
+#define CPU_ATTN_DEC_ROWS 4
+typedef struct cpu_attn_dec_job {
+    int hd;               /* head dimension */
+    int nr;               /* query vectors, 1..CPU_ATTN_DEC_ROWS */
+    int len;              /* key rows, >= 1 */
+    int f16;              /* K and V rows hold fp16 (else f32) */
+    const uint8_t *k, *v; /* this KV head's slice of key row 0 */
+    size_t stride;        /* bytes from one key row to the next */
+    const float *q[CPU_ATTN_DEC_ROWS];    /* hd floats each */
+    const float *bias[CPU_ATTN_DEC_ROWS]; /* NULL or len floats each */
+    float scale;
+    float *s;                          /* scratch: cpu_attn_dec_scratch(len, hd) floats */
+    float *m, *l;                      /* out: nr floats each */
+    float *o[CPU_ATTN_DEC_ROWS];       /* out: hd floats each */
+} cpu_attn_dec_job;
+typedef void (*cpu_attn_dec_fn)(const cpu_attn_dec_job *job);
+
+/* Floats of scratch a cpu_attn_dec_job over len keys needs. */
+static inline size_t cpu_attn_dec_scratch(int len, int hd) {
+    return (size_t)CPU_ATTN_DEC_ROWS * ((size_t)len + (size_t)hd) + 64;
+}
+
+/* The decode attention kernel for this CPU (the scalar one when forced);
+ * NULL where there is no SIMD one (callers take the block kernel). */
+cpu_attn_dec_fn cpu_kernels_attn_dec(void);
+/* The portable one (kernels.c) and the AVX-512 one (kernels_attn_x86.c, x86
+ * only; hd % 16 != 0 goes to the portable one). */
+void cpu_attn_dec_scalar(const cpu_attn_dec_job *job);
+void cpu_attn_dec_avx512(const cpu_attn_dec_job *job);
+
+/*
  * The GEMM micro-kernel behind matmuls of many token rows (cpu_gemm.c): for
  * rows r < mr (1..CPU_GEMM_MR) and columns j < nc (1..CPU_GEMM_NR),
  *   c[r*ldc + j] = (add ? c[r*ldc + j] : 0) + sum_{k < kc} x[r*ldx + k] * wp[k*CPU_GEMM_NR + j]

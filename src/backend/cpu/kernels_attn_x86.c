@@ -494,6 +494,155 @@ void cpu_attn_rows_avx512(const cpu_attn_rows_job *a) {
     }
     kz_rows(a);
 }
+
+/* ---- a few query vectors over long keys (cpu_attn_dec_job) with AVX-512 ----
+ *
+ * Decode: each K row (hd / 16 registers, converted from fp16 once) meets the
+ * NR query vectors (NR = 1, 2 or 4; 3 runs as 4 with a zero vector), and the
+ * 16 / NR keys x NR vectors of a batch leave 16 accumulators, summed
+ * horizontally all at once (kd_reduce16: 46 instructions for 16 dot
+ * products) into one register of scores laid out s[NR j + r]. The softmax
+ * runs over that layout with a period-NR vector of maxima; the values pass
+ * broadcasts the NR weights of a V row into NR x (up to 4) accumulators,
+ * 64 columns at a time. Needs hd % 16 == 0 (others: the scalar kernel). */
+
+#define KD_AHEAD 12 /* key rows prefetched ahead */
+
+/* lane t of the result = the sum of a[t]'s 16 lanes */
+static KZ_INLINE __m512 kd_reduce16(__m512 *a) {
+    __m512 v[8], w[4], u[2];
+    for (int i = 0; i < 8; i++) /* 256-bit halves: lanes 0-7 a[2i], 8-15 a[2i+1] */
+        v[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+                             _mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+    for (int i = 0; i < 4; i++) /* quarter k of w[i]: a[4i + k] */
+        w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x88),
+                             _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xDD));
+    for (int i = 0; i < 2; i++) /* quarter k: two partials of a[8i + k], two of a[8i + 4 + k] */
+        u[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0x44),
+                             _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], 0xEE));
+    /* lane 4k + i: a[4i + k] */
+    const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], 0x88), _mm512_shuffle_ps(u[0], u[1], 0xDD));
+    const __m512i idx = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(idx, f);
+}
+
+/* 16 consecutive elements from p as floats */
+static KZ_INLINE __m512 kd_load(const uint8_t *p, const int f16) {
+    return f16 ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)) : _mm512_loadu_ps((const float *)p);
+}
+
+/* scores s[NR j + r] for keys j0 .. j0 + nk - 1 (nk <= 16 / NR), stored as 16 floats */
+static KZ_INLINE void kd_scores(const cpu_attn_dec_job *a, const float *qs, int j0, int nk, float *s, const int NR,
+                                const int f16) {
+    const int KB = 16 / NR, hd = a->hd, es = f16 ? 2 : 4;
+    const size_t st = a->stride;
+    __m512 acc[16];
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < KB; i++) {
+        if (i >= nk) break;
+        const uint8_t *kr = a->k + (size_t)(j0 + i) * st;
+        ka_prefetch(kr + KD_AHEAD * st, hd * es);
+        for (int d = 0; d < hd; d += 16) {
+            const __m512 kv = kd_load(kr + (size_t)d * es, f16);
+            for (int r = 0; r < NR; r++)
+                acc[i * NR + r] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(qs + (size_t)r * hd + d), acc[i * NR + r]);
+        }
+    }
+    _mm512_storeu_ps(s + (size_t)j0 * NR, kd_reduce16(acc));
+}
+
+/* o_r[d .. d + 16 DC) += sum_j p[NR j + r] V_j[d ..] for all r < nr */
+static KZ_INLINE void kd_values(const cpu_attn_dec_job *a, const float *p, int d, const int DC, const int NR,
+                                const int f16) {
+    const int es = f16 ? 2 : 4, len = a->len;
+    const size_t st = a->stride;
+    __m512 acc[4][4];
+    for (int r = 0; r < NR; r++)
+        for (int c = 0; c < DC; c++) acc[r][c] = _mm512_setzero_ps();
+    const uint8_t *vr = a->v + (size_t)d * es;
+    for (int j = 0; j < len; j++, vr += st) {
+        if (d == 0) ka_prefetch(vr + KD_AHEAD * st, a->hd * es);
+        __m512 v[4];
+        for (int c = 0; c < DC; c++) v[c] = kd_load(vr + (size_t)16 * c * es, f16);
+        for (int r = 0; r < NR; r++) {
+            const __m512 pb = _mm512_set1_ps(p[(size_t)NR * j + r]);
+            for (int c = 0; c < DC; c++) acc[r][c] = _mm512_fmadd_ps(pb, v[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < NR && r < a->nr; r++)
+        for (int c = 0; c < DC; c++) _mm512_storeu_ps(a->o[r] + d + 16 * c, acc[r][c]);
+}
+
+static KZ_INLINE void kd_attn(const cpu_attn_dec_job *a, const int NR, const int f16) {
+    const int hd = a->hd, len = a->len, KB = 16 / NR, n = NR * len;
+    float *s = a->s, *qs = s + (size_t)CPU_ATTN_DEC_ROWS * len + 32; /* scores, slack for a batch, then q */
+    int biased = 0;
+    for (int r = 0; r < NR; r++) {
+        const int live = r < a->nr;
+        biased |= live && a->bias[r];
+        for (int d = 0; d < hd; d++) qs[(size_t)r * hd + d] = live ? a->q[r][d] * a->scale : 0.0f;
+    }
+    for (int j = 0; j < len; j += KB) kd_scores(a, qs, j, len - j < KB ? len - j : KB, s, NR, f16);
+    if (biased)
+        for (int r = 0; r < a->nr; r++)
+            if (a->bias[r])
+                for (int j = 0; j < len; j++) s[(size_t)NR * j + r] += a->bias[r][j];
+    /* maxima per vector: lanes of one residue mod NR */
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + i));
+    const __mmask16 tail = (__mmask16)((1u << (n - i)) - 1);
+    if (i < n) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, s + i));
+    float lanes[16], m[CPU_ATTN_DEC_ROWS] = {0}, l[CPU_ATTN_DEC_ROWS] = {0};
+    _mm512_storeu_ps(lanes, mx);
+    for (int r = 0; r < NR; r++) {
+        m[r] = -INFINITY;
+        for (int t = r; t < 16; t += NR) m[r] = lanes[t] > m[r] ? lanes[t] : m[r];
+    }
+    for (int t = 0; t < 16; t++) lanes[t] = m[t % NR] == -INFINITY ? 0.0f : m[t % NR]; /* all hidden: l = 0 */
+    const __m512 mv = _mm512_loadu_ps(lanes), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 sum = _mm512_setzero_ps();
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = i + 16 <= n ? (__mmask16)0xFFFF : tail;
+        const __m512 x = _mm512_maskz_loadu_ps(k, s + i);
+        __m512 e = kx_exp16(_mm512_sub_ps(x, mv));
+        /* a hidden key's -inf must give exactly 0, which kx_exp16 (clamped at -87.3) does not */
+        e = _mm512_maskz_mov_ps(biased ? k & _mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_OQ) : k, e);
+        _mm512_mask_storeu_ps(s + i, k, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    _mm512_storeu_ps(lanes, sum);
+    for (int t = 0; t < 16; t++) l[t % NR] += lanes[t];
+    for (int r = 0; r < a->nr && r < NR; r++) a->m[r] = m[r], a->l[r] = m[r] == -INFINITY ? 0.0f : l[r];
+    int d = 0;
+    for (; d + 64 <= hd; d += 64) kd_values(a, s, d, 4, NR, f16);
+    if (hd - d == 48) kd_values(a, s, d, 3, NR, f16);
+    else if (hd - d == 32) kd_values(a, s, d, 2, NR, f16);
+    else if (hd - d == 16) kd_values(a, s, d, 1, NR, f16);
+}
+
+static KZ_TARGET void kd_attn1_f16(const cpu_attn_dec_job *a) { kd_attn(a, 1, 1); }
+static KZ_TARGET void kd_attn2_f16(const cpu_attn_dec_job *a) { kd_attn(a, 2, 1); }
+static KZ_TARGET void kd_attn4_f16(const cpu_attn_dec_job *a) { kd_attn(a, 4, 1); }
+static KZ_TARGET void kd_attn1_f32(const cpu_attn_dec_job *a) { kd_attn(a, 1, 0); }
+static KZ_TARGET void kd_attn2_f32(const cpu_attn_dec_job *a) { kd_attn(a, 2, 0); }
+static KZ_TARGET void kd_attn4_f32(const cpu_attn_dec_job *a) { kd_attn(a, 4, 0); }
+
+void cpu_attn_dec_avx512(const cpu_attn_dec_job *a) {
+    if (a->hd % 16 != 0) {
+        cpu_attn_dec_scalar(a);
+        return;
+    }
+    if (a->f16) {
+        if (a->nr == 1) kd_attn1_f16(a);
+        else if (a->nr == 2) kd_attn2_f16(a);
+        else kd_attn4_f16(a);
+    } else {
+        if (a->nr == 1) kd_attn1_f32(a);
+        else if (a->nr == 2) kd_attn2_f32(a);
+        else kd_attn4_f32(a);
+    }
+}
 #else
 typedef int cpu_kernels_attn_x86_unused; /* not x86: nothing to build */
 #endif
