@@ -493,6 +493,9 @@ typedef struct wgml_transcribe_params {
     int word_timestamps;      /* 1: each segment's words with times */
     int max_tokens;           /* per window: 0 = 224 (the official sample_len) */
     uint64_t seed;            /* sampling at temperature > 0 */
+    wgml_kv_type kv_type;     /* how a window's cross-attention keys and values are kept (what every
+                                 decoder step reads): default f16 where the backend can (the CPU: half
+                                 the bytes; logits move by ~1e-3), f32 on WebGPU; F32: exact f32 */
 } wgml_transcribe_params;
 
 typedef struct wgml_transcribe_result {

@@ -46,7 +46,15 @@ void wgml_whisper_bench_free(wgml_whisper_bench *b) {
     wgml_free(b);
 }
 
-wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_whisper_bench **out, wgml_error *err) {
+wgml_status wgml_whisper_kv_f16(wgml_model *model, wgml_kv_type kv, int *f16, wgml_error *err) {
+    *f16 = 0;
+    if (!model || model->fam != &wgml_family_whisper)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "not a Whisper model");
+    return whisper_kv_f16(model->impl, kv, f16, err);
+}
+
+wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_kv_type kv, wgml_whisper_bench **out,
+                                      wgml_error *err) {
     *out = NULL;
     if (!model) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_whisper_bench_create: NULL model");
     if (model->fam != &wgml_family_whisper)
@@ -75,7 +83,7 @@ wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_whisper
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
         b->mel[i] = (float)((x >> 8) * (1.0 / 16777216.0) * 3.0 - 1.5);
     }
-    wgml_status st = whisper_state_create(m, n_seq, n_seq, &b->st, err);
+    wgml_status st = whisper_state_create(m, n_seq, n_seq, kv, &b->st, err);
     if (st) {
         wgml_whisper_bench_free(b);
         return st;

@@ -77,7 +77,8 @@
 
 /* Whisper's two forward passes one at a time (src/api_transcribe_bench.c),
  * for `wgml bench` on a transcription model: a state of n_seq sequences
- * (1 .. 16) on a Whisper model (another family: WGML_ERR_UNSUPPORTED);
+ * (1 .. 16) on a Whisper model (another family: WGML_ERR_UNSUPPORTED), its
+ * cross keys and values kept as kv says (wgml_transcribe_params.kv_type);
  * _encode: one 30 s window of a fixed log-mel through the encoder and every
  * decoder layer's cross keys and values, *ms its wall time; _decode (after
  * an encode): n_steps steps of one token per sequence at positions 0 ..
@@ -85,8 +86,12 @@
  * back, as a greedy transcription), ms[i] each step's wall time (may be
  * NULL); n_steps <= _max_steps (the decoder's positions). */
 typedef struct wgml_whisper_bench wgml_whisper_bench;
-wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_whisper_bench **out, wgml_error *err);
+wgml_status wgml_whisper_bench_create(wgml_model *model, int n_seq, wgml_kv_type kv, wgml_whisper_bench **out,
+                                      wgml_error *err);
 void wgml_whisper_bench_free(wgml_whisper_bench *b);
+/* What kv resolves to on this model's backend: *f16 = 1 for f16 cross keys
+ * and values (an error where f16 is asked and the backend cannot). */
+wgml_status wgml_whisper_kv_f16(wgml_model *model, wgml_kv_type kv, int *f16, wgml_error *err);
 wgml_status wgml_whisper_bench_encode(wgml_whisper_bench *b, double *ms, wgml_error *err);
 wgml_status wgml_whisper_bench_decode(wgml_whisper_bench *b, int n_steps, double *ms, wgml_error *err);
 int wgml_whisper_bench_max_steps(const wgml_whisper_bench *b);

@@ -3,7 +3,7 @@
  * query rows over long keys: cpu_attention.c att_decode, the kernel
  * cpu_attn_dec_job) against the exact reference backend (plain C in double),
  * over the shapes a decoder meets: 1..5 query rows, 1..1600 key rows, f32
- * key rows (cross-attention) and f16 or f32 caches (a window stored in a
+ * and f16 key rows (cross-attention) and f16 or f32 caches (a window stored in a
  * cache, seen through kv_range), grouped heads, head sizes off the SIMD
  * width, sequence ids (beams), masks, causal steps without a cache, and
  * the split-K merge (few heads, many threads); with the SIMD kernel and the
@@ -30,6 +30,7 @@ typedef struct {
     int mask;       /* 1: random additive mask with hidden entries; 2: and row 0 all hidden */
     int range;      /* 1: a window of key rows per query row */
     int threads;
+    int kv16;       /* no cache: k and v in f16 (cross-attention keys kept in f16) */
 } dcase;
 
 typedef struct {
@@ -115,8 +116,16 @@ static tbuf make(wgml_backend *be, uint32_t type, int64_t ne0, int64_t ne1, cons
 /* the case on be; out: n x n_head*hd floats */
 static void run(wgml_backend *be, const dcase *c, const inputs *in, float *out) {
     const int qd = c->n_head * c->hd, kvd = c->n_kv * c->hd, n = c->n, rows_k = c->cache ? n : c->n_k;
-    tbuf Q = make(be, WGML_F32, qd, n, in->q), K = make(be, WGML_F32, kvd, rows_k, in->k),
-         V = make(be, WGML_F32, kvd, rows_k, in->v), O = make(be, WGML_F32, qd, n, NULL);
+    tbuf Q = make(be, WGML_F32, qd, n, in->q), K, V, O = make(be, WGML_F32, qd, n, NULL);
+    if (c->kv16) { /* the key rows rounded to f16 */
+        uint16_t *k16 = malloc(sizeof(uint16_t) * (size_t)kvd * rows_k), *v16 = malloc(sizeof(uint16_t) * (size_t)kvd * rows_k);
+        wgml_quantize_row(WGML_F16, in->k, k16, (int64_t)kvd * rows_k);
+        wgml_quantize_row(WGML_F16, in->v, v16, (int64_t)kvd * rows_k);
+        K = make(be, WGML_F16, kvd, rows_k, k16), V = make(be, WGML_F16, kvd, rows_k, v16);
+        free(k16), free(v16);
+    } else {
+        K = make(be, WGML_F32, kvd, rows_k, in->k), V = make(be, WGML_F32, kvd, rows_k, in->v);
+    }
     tbuf KC = {0}, VC = {0}, P = {0}, R = {0}, S = {0}, KS = {0}, M = {0};
     if (c->cache) {
         KC = make(be, c->cache, kvd, in->n_ctx, in->kc);
@@ -191,23 +200,27 @@ static void check_all(void) {
                 const int big = keys[k] >= 1500;
                 if (big && (i % 3 != 0)) continue; /* the long windows on a third of the shapes */
                 const int threads = 1 + i % 3;
-                /* cross-attention: f32 key rows, every row sees every key */
-                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 0, 0, 0, threads});
+                /* cross-attention: f32 and f16 key rows, every row sees every key */
+                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 0, 0, 0, threads, 0});
+                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 0, 0, 0, threads, 1});
                 /* the window in a cache (f16 and f32), through kv_range */
                 check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], i % 2 ? WGML_F32 : WGML_F16, 0, 0, 0, i % 4 == 1,
-                               threads});
+                               threads, 0});
                 if (big) continue;
                 /* beams' rows over their own sequences' key rows, windows, masks */
-                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 1, 0, i % 2, threads});
-                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 0, 1 + (i % 5 == 0), i % 3 == 0, threads});
+                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 1, 0, i % 2, threads, i % 2});
+                check(&(dcase){hh[0], hh[1], hh[2], n, keys[k], 0, 0, 0, 1 + (i % 5 == 0), i % 3 == 0, threads, 0});
                 if (keys[k] == n) /* causal without a cache */
-                    check(&(dcase){hh[0], hh[1], hh[2], n, n, 0, 1, 0, i % 2, 0, threads});
+                    check(&(dcase){hh[0], hh[1], hh[2], n, n, 0, 1, 0, i % 2, 0, threads, 0});
             }
+    /* more rows than decode mode takes (a prompt over f16 cross keys: the block kernel) */
+    check(&(dcase){8, 8, 64, 12, 1500, 0, 0, 0, 0, 0, 2, 1});
+    check(&(dcase){6, 2, 64, 20, 300, 0, 0, 1, 1, 1, 3, 1});
     /* split-K: one KV head of one head, eight threads; with and without windows */
     for (int n = 1; n <= 5; n++) {
-        check(&(dcase){1, 1, 64, n, 1500, WGML_F16, 0, 0, 0, n % 2, 8});
-        check(&(dcase){2, 1, 64, n, 700, 0, 0, 1, 1, 0, 8});
-        check(&(dcase){1, 1, 7, n, 300, 0, 0, 0, 2, 1, 5});
+        check(&(dcase){1, 1, 64, n, 1500, WGML_F16, 0, 0, 0, n % 2, 8, 0});
+        check(&(dcase){2, 1, 64, n, 700, 0, 0, 1, 1, 0, 8, 0});
+        check(&(dcase){1, 1, 7, n, 300, 0, 0, 0, 2, 1, 5, 0});
     }
 }
 

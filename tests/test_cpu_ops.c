@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_qgemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
+#include "core/fp16.h"
 #include "core/quant.h"
 #include "testutil.h"
 
@@ -1357,6 +1358,62 @@ static void test_nn_errors(void **state) {
     drop(&X), drop(&W), drop(&O);
 }
 
+/* copy with f16 on either side: f32 -> f16 rounds to nearest even (the bits of wgml_f32_to_f16; contiguous
+ * rows through the SIMD conversion, strided ones element by element), f16 -> f32 and f16 -> f16 exact. */
+static void test_copy_f16(void **state) {
+    (void)state;
+    enum { R = 5, C = 40 }; /* rows longer than a SIMD register, with a tail */
+    float xv[R * C];
+    const float edge[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65520.0f, -65520.0f, 0x1p-25f,
+                          0x1.8p-25f, -0.0f, 6.1e-5f, 3.0e-8f, 2049.0f, 2051.0f, INFINITY, 1.0f / 3};
+    for (int i = 0; i < R * C; i++) xv[i] = i < (int)(sizeof edge / sizeof *edge) ? edge[i] : tu_normal(&rng) * 100;
+    tbuf X = make(WGML_F32, C, R, xv), H = make(WGML_F16, C, R, NULL), T = make(WGML_F16, R, C, NULL),
+         F = make(WGML_F32, 1, C, NULL), G = make(WGML_F16, 1, C, NULL);
+    wgml_error err;
+    uint16_t h[R * C], t[R * C], g[C];
+    float f[C];
+    step(0, R);
+    wgml_op_copy(be, &(wgml_copy_args){&H.t, &X.t}); /* contiguous rows */
+    wgml_tensor xt = wgml_tensor_transpose(&X.t);
+    wgml_op_copy(be, &(wgml_copy_args){&T.t, &xt}); /* strided: [C][R] */
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    assert_int_equal(be->buffer_read(be, H.b, 0, h, sizeof h, &err), WGML_OK);
+    assert_int_equal(be->buffer_read(be, T.b, 0, t, sizeof t, &err), WGML_OK);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            assert_int_equal(h[r * C + c], wgml_f32_to_f16(xv[r * C + c]));
+            assert_int_equal(t[c * R + r], wgml_f32_to_f16(xv[r * C + c]));
+        }
+    assert_int_equal(h[0], 0x3C00); /* a tie to even: 1 */
+    assert_int_equal(h[1], 0x3C02);
+    assert_int_equal(h[3], 0x7C00); /* past the largest f16: infinity */
+    /* column 3 of the f16 rows (a 2-byte element, C * 2 bytes apart) into f32 and into f16 */
+    wgml_tensor hc = wgml_tensor_transpose(&H.t);
+    hc = wgml_tensor_rows(&hc, 3, 1);
+    hc.ne[0] = R;
+    wgml_tensor fo = {.type = WGML_F32, .ne = {R, 1, 1, 1}, .buf = F.b, .name = "f"};
+    wgml_tensor go = {.type = WGML_F16, .ne = {R, 1, 1, 1}, .buf = G.b, .name = "g"};
+    step(0, 1);
+    wgml_op_copy(be, &(wgml_copy_args){&fo, &hc});
+    wgml_op_copy(be, &(wgml_copy_args){&go, &hc});
+    assert_int_equal(be->end(be, &err), WGML_OK);
+    assert_int_equal(be->buffer_read(be, F.b, 0, f, R * sizeof *f, &err), WGML_OK);
+    assert_int_equal(be->buffer_read(be, G.b, 0, g, R * sizeof *g, &err), WGML_OK);
+    for (int r = 0; r < R; r++) {
+        assert_int_equal(g[r], h[r * C + 3]);
+        const float want = wgml_f16_to_f32(h[r * C + 3]);
+        assert_memory_equal(&f[r], &want, sizeof want);
+    }
+    /* an f16 view needs strides of whole f16 elements */
+    wgml_tensor odd = wgml_tensor_view(&H.t, (const int64_t[4]){3, 2, 1, 1}, (const size_t[4]){3, 2 * C, 0, 0}, 0);
+    wgml_tensor o3 = {.type = WGML_F32, .ne = {3, 2, 1, 1}, .buf = F.b, .name = "f"};
+    step(0, 2);
+    wgml_op_copy(be, &(wgml_copy_args){&o3, &odd});
+    assert_int_equal(be->end(be, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "multiple of 2"));
+    drop(&X), drop(&H), drop(&T), drop(&F), drop(&G);
+}
+
 /* Strided views (tensor.h): the helpers' strides and spans, copy through them, the ops that refuse them. */
 static void test_views(void **state) {
     (void)state;
@@ -1473,6 +1530,7 @@ int main(void) {
         cmocka_unit_test(test_unary),         cmocka_unit_test(test_broadcast),
         cmocka_unit_test(test_pool),          cmocka_unit_test(test_nn_errors),
         cmocka_unit_test(test_views),
+        cmocka_unit_test(test_copy_f16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

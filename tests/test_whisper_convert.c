@@ -125,7 +125,7 @@ static double encode_diff(const gguf_file *g, double *rms) {
     whisper_state *s = NULL;
     OK(wgml_backend_cpu_create(2, &be, &err));
     OK(whisper_model_load(g, be, NULL, &m, &err));
-    OK(whisper_state_create(m, 1, 8, &s, &err));
+    OK(whisper_state_create(m, 1, 8, WGML_KV_F32, &s, &err));
     const size_t nx = (size_t)m->hp.n_audio_ctx * (size_t)m->hp.n_audio_state;
     float *mel = ref_f32("mel", (int64_t)m->hp.n_mels * WHISPER_WINDOW_FRAMES);
     float *ref = ref_f32("encoder_out", (int64_t)nx);

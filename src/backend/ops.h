@@ -161,6 +161,8 @@ typedef struct wgml_matmul_args {
  *   - cross-attention: without a cache, k and v may have n_k != n rows (keys
  *     from another sequence: an encoder's output); it must be bidirectional,
  *     without rope and pos (kv_seq pairs queries with key rows by id).
+ *   - f16 k and v (both; no cache, no rope): read as f32 exactly (cross-
+ *     attention's keys rounded once by a copy: Whisper's window).
  * A query row that sees no key row gets zeros. The CPU reports positions
  * out of range; a GPU gives unspecified values for them (no access outside
  * the tensors). Positions repeated within one step's cache writes race. */
@@ -168,7 +170,10 @@ typedef struct wgml_matmul_args {
 #define WGML_ATTN_MASK_HIDE (-1e30f) /* mask entries below it hide the key */
 typedef struct wgml_attention_args {
     const wgml_tensor *q;       /* f32 [n][n_head*head_dim] */
-    const wgml_tensor *k, *v;   /* f32 [n_k][n_head_kv*head_dim]; n_k = n except cross-attention */
+    const wgml_tensor *k, *v;   /* f32 [n_k][n_head_kv*head_dim]; n_k = n except cross-attention.
+                                   Without a cache and rope both may be f16 (cross-attention's keys
+                                   computed once and read every step at half the bytes; where a
+                                   backend takes them: supports(), the CPU) */
     const wgml_tensor *k_cache; /* [n_ctx][n_head_kv*head_dim], f32 or f16; NULL (with v_cache): no cache */
     const wgml_tensor *v_cache;
     const wgml_tensor *out;     /* f32 [n][n_head*head_dim], apart from every input (general path) */
@@ -310,7 +315,10 @@ typedef struct wgml_pool_args {
  * slices, permutations and broadcasts (stride 0) that no other op takes.
  * x: f32, strides multiples of 4 bytes, an activation on a GPU (which lays
  * weights out its own way); out: f32 with x's shape (ne[0] and the rows
- * ne[1] ne[2] ne[3], in x's order), apart from x (it may share its buffer). */
+ * ne[1] ne[2] ne[3], in x's order), apart from x (it may share its buffer).
+ * Either may instead be f16 (strides multiples of 2 bytes): f32 -> f16 rounds
+ * to nearest even (wgml_f32_to_f16), f16 -> f32 is exact; where a backend
+ * converts is said by supports() (the CPU: every pair; WebGPU: f32 only). */
 typedef struct wgml_copy_args {
     const wgml_tensor *out, *x;
 } wgml_copy_args;

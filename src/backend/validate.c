@@ -208,12 +208,14 @@ static wgml_status check_att_table(const char *what, const wgml_tensor *t, uint3
 wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_error *err) {
     wgml_status st;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "attention: no arguments");
+    const int cache = a->k_cache || a->v_cache, general = wgml_attention_is_general(a);
+    /* f16 keys and values: cross-attention's (no cache), both alike */
+    const uint32_t kvt = !cache && a->k && a->k->type == WGML_F16 ? WGML_F16 : WGML_F32;
     if ((st = check_arg("attention", "q", a->q, WGML_F32, 0, err)) ||
-        (st = check_arg("attention", "k", a->k, WGML_F32, 0, err)) ||
-        (st = check_arg("attention", "v", a->v, WGML_F32, 0, err)) ||
+        (st = check_arg("attention", "k", a->k, kvt, 0, err)) ||
+        (st = check_arg("attention", "v", a->v, kvt, 0, err)) ||
         (st = check_arg("attention", "out", a->out, WGML_F32, 0, err)))
         return st;
-    const int cache = a->k_cache || a->v_cache, general = wgml_attention_is_general(a);
     if (cache && (!a->k_cache || !a->v_cache || !a->k_cache->buf || !a->v_cache->buf))
         return wgml_fail(
             err, WGML_ERR_INVALID_ARGUMENT,
@@ -274,6 +276,9 @@ wgml_status wgml_validate_attention(const wgml_attention_args *a, int pos, wgml_
                          "attention: cross-attention (k and v with %lld rows, q with %lld) must be bidirectional, "
                          "without rope and pos",
                          (long long)n_k, (long long)n);
+    if (kvt == WGML_F16 && a->rope)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
+                         "attention: f16 k and v cannot be rotated (rope rotates k in place): f32 k with rope");
     /* the key rows: the cache's with a cache, else k's */
     const int64_t n_keys = cache ? n_ctx : n_k;
     if (a->kv_seq && !a->seq)
@@ -337,20 +342,23 @@ wgml_status wgml_validate_copy(const wgml_copy_args *a, int pos, wgml_error *err
     (void)pos;
     if (!a) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: no arguments");
     wgml_status st;
-    if ((st = check_arg("copy", "out", a->out, WGML_F32, 0, err)) ||
-        (st = check_arg("copy", "x", a->x, WGML_F32, 1, err)))
+    /* f32 or f16 on either side (a backend says by supports() which pairs it converts) */
+    const uint32_t ot = a->out && a->out->type == WGML_F16 ? WGML_F16 : WGML_F32,
+                   xt = a->x && a->x->type == WGML_F16 ? WGML_F16 : WGML_F32;
+    if ((st = check_arg("copy", "out", a->out, ot, 0, err)) || (st = check_arg("copy", "x", a->x, xt, 1, err)))
         return st;
+    const size_t es = xt == WGML_F16 ? 2 : 4;
     for (int d = 0; d < 4; d++) {
         if (a->x->ne[d] < 0 || a->out->ne[d] < 0) {
             const wgml_tensor *t = a->x->ne[d] < 0 ? a->x : a->out;
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "copy: %s '%s' has dimension %d of %lld; needs >= 0",
                              t == a->x ? "x" : "out", nm(t), d, (long long)t->ne[d]);
         }
-        /* the GPU addresses f32 elements: strides in whole ones */
-        if (wgml_tensor_stride(a->x, d) % 4)
+        /* the GPU addresses whole elements: strides in whole ones */
+        if (wgml_tensor_stride(a->x, d) % es)
             return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT,
-                             "copy: stride %d of x '%s' is %zu bytes, not a multiple of 4", d, nm(a->x),
-                             wgml_tensor_stride(a->x, d));
+                             "copy: stride %d of x '%s' is %zu bytes, not a multiple of %zu", d, nm(a->x),
+                             wgml_tensor_stride(a->x, d), es);
     }
     /* out holds x's rows (ne[1..3] flattened, as same_shape compares) */
     if ((st = same_shape("copy", "out", a->out, "x", a->x, err))) return st;

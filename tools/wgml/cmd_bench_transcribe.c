@@ -46,6 +46,7 @@
 typedef struct {
     cli_model_opts mo;
     int repeat, steps, max_tokens, beam, json, profile, transcribe, timestamps, only;
+    wgml_kv_type kv;
     float seconds;
     const char *save_audio;
 } bench_tr_opts;
@@ -68,6 +69,8 @@ static const cli_opt options[] = {
     CLI_CHOICE("--only", NULL, bench_tr_opts, only, "WHAT", only_choices,
                "run only the encoder and decoder steps (steps), the greedy transcription\n"
                "(greedy) or the beam search one (beam); default all"),
+    CLI_CHOICE("--kv-type", NULL, bench_tr_opts, kv, "T", cli_kv_types,
+               "the cross-attention keys and values: auto, f16 or f32 (default auto: f16 on the CPU)"),
     CLI_FLAG("--timestamps", NULL, bench_tr_opts, timestamps,
              "decode timestamps too (the windows then advance as the random model says)"),
     CLI_STRING("--save-audio", NULL, bench_tr_opts, save_audio, "FILE",
@@ -285,8 +288,14 @@ int cmd_bench_transcribe(int argc, char **argv) {
         rc = cli_fail("a %s model (%s) does not transcribe", info.family, info.architecture);
         goto done;
     }
+    int f16 = 0;
+    if (wgml_whisper_kv_f16(m, opt.kv, &f16, &err)) {
+        rc = cli_fail_err(&err);
+        goto done;
+    }
+    const char *cross_kv = f16 ? "f16" : "f32";
     if (do_steps) {
-        if (wgml_whisper_bench_create(m, 1, &wb, &err)) {
+        if (wgml_whisper_bench_create(m, 1, opt.kv, &wb, &err)) {
             rc = cli_fail_err(&err);
             goto done;
         }
@@ -309,6 +318,7 @@ int cmd_bench_transcribe(int argc, char **argv) {
     tp.without_timestamps = !opt.timestamps;
     tp.condition_on_previous_text = 0;
     tp.max_tokens = opt.max_tokens;
+    tp.kv_type = opt.kv;
     wgml_transcribe_params bp = tp;
     bp.beam_size = opt.beam;
     /* warm-up: the encoder, decoder steps, and each transcription's state on a short clip */
@@ -379,6 +389,7 @@ int cmd_bench_transcribe(int argc, char **argv) {
         json_object_object_add(o, "n_params", json_object_new_int64((int64_t)info.n_params));
         json_object_object_add(o, "weights_bytes", json_object_new_int64((int64_t)info.weights_bytes));
         json_object_object_add(o, "matmul_type", json_object_new_string(info.matmul_type));
+        json_object_object_add(o, "cross_kv", json_object_new_string(cross_kv));
         json_object_object_add(o, "file_mb", json_object_new_double(file_mb));
         json_object_object_add(o, "repeat", json_object_new_int(R));
         json_object_object_add(o, "load_ms", json_object_new_double(load_ms));
@@ -414,6 +425,7 @@ int cmd_bench_transcribe(int argc, char **argv) {
                info.matmul_type, file_mb);
         printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
+        printf("; cross keys and values %s", cross_kv);
         printf("\nload         %.1f ms; %d runs (medians)\n", load_ms, R);
         if (do_steps) {
             printf("encoder      %.1f ms per 30 s window (min %.1f)\n", enc_med, enc_min);

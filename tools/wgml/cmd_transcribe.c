@@ -56,6 +56,9 @@ static const cli_opt options[] = {
               "beam search: stop once N x P hypotheses have finished (default 1)"),
     CLI_FLOAT("--temperature", NULL, transcribe_opts, tp.temperature, "T", 0, 2,
               "the first try's sampling temperature (default 0: greedy or beam)"),
+    CLI_CHOICE("--kv-type", NULL, transcribe_opts, tp.kv_type, "T", cli_kv_types,
+               "the cross-attention keys and values of a window: auto, f16 or f32\n"
+               "(default auto: f16 on the CPU, half the bytes a decoder step reads)"),
     CLI_FLAG("--no-fallback", NULL, transcribe_opts, tp.no_fallback,
              "keep the first try: no retry at higher temperatures when a window's\n"
              "text repeats itself or is unlikely"),

@@ -316,7 +316,9 @@ static int end_to_end_transcriber(wgml_model *rm, wgml_model *dm, const char *ba
     float *rx = NULL, *dx = NULL, *rl = NULL, *dl = NULL;
     int ok = 0, V = 0, A = 0, S = 0, L = 0, FF = 0, sot = 0;
     snprintf(cfg, sizeof cfg, "%s: a 30 s window encoded", base);
-    if (wgml_whisper_bench_create(rm, 1, &rb, &err) || wgml_whisper_bench_create(dm, 1, &db, &err)) {
+    /* f32 cross keys on both: the device's kernels against the reference, not f16 storage */
+    if (wgml_whisper_bench_create(rm, 1, WGML_KV_F32, &rb, &err) ||
+        wgml_whisper_bench_create(dm, 1, WGML_KV_F32, &db, &err)) {
         e2e_error(cfg, &err);
         t->failed++;
         goto done;

@@ -129,6 +129,7 @@ typedef struct serve_server {
     size_t max_upload;  /* the largest multipart body (an audio upload) */
     double max_audio_s; /* the longest audio an upload may hold */
     int n_slots, n_ctx, chunk, max_queue;
+    wgml_kv_type kv; /* --kv-type: the slots' caches, transcriptions' cross keys and values */
     const char *api_key; /* NULL: none */
     size_t max_body;
     int keepalive_ms; /* a streamed request with nothing to send gets an SSE comment this often (0: never) */

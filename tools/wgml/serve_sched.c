@@ -65,6 +65,7 @@ wgml_status serve_init(serve_server *s, wgml_model *m, int n_slots, int n_ctx, i
     wgml_model_get_info(m, &s->info);
     s->n_slots = n_slots;
     s->chunk = chunk;
+    s->kv = kv;
     wgml_batch_params bp = wgml_batch_default_params();
     bp.n_seq = n_slots;
     bp.n_ctx = n_ctx;

@@ -523,6 +523,7 @@ int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate)
     k.model = sm->model;
     k.p = wgml_transcribe_default_params();
     k.p.translate = translate;
+    k.p.kv_type = s->kv;
     tr_format fmt = FMT_JSON;
     char language[8];
     if ((status = read_fields(c, parts, n_parts, &k, &fmt, language, prompt))) goto done;

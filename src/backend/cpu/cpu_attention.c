@@ -162,7 +162,7 @@ typedef struct {
     float *out;
     const uint8_t *kb, *vb; /* key row 0 of K and V: the caches' or k's and v's */
     size_t krow;            /* bytes from one key row to the next */
-    int f16;                /* key rows in fp16 (an f16 cache) */
+    int f16;                /* key rows in fp16 (an f16 cache, or f16 cross-attention keys) */
     int n, n_keys, n_head, n_kv, hd, group, causal, cache;
     const int32_t *qpos;         /* position of each query row */
     const int32_t *seq, *kv_seq; /* NULL: no sequence ids */
@@ -642,7 +642,7 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepa
     gen_task t = {
         .q = cpu_ptr(a->q),
         .out = cpu_ptr(a->out),
-        .f16 = cache && a->k_cache->type == WGML_F16,
+        .f16 = (cache ? a->k_cache : a->k)->type == WGML_F16, /* an f16 cache, or f16 cross-attention keys */
         .n = n,
         .n_keys = n_keys,
         .n_head = a->n_head,
@@ -722,7 +722,7 @@ static void att_general(cpu_backend *cb, const wgml_attention_args *a, int prepa
         t.krow = wgml_row_size(a->k_cache->type, kv_row);
     } else {
         t.kb = cpu_ptr(a->k), t.vb = cpu_ptr(a->v);
-        t.krow = (size_t)kv_row * sizeof(float);
+        t.krow = wgml_row_size(a->k->type, kv_row);
     }
     if (cb->exact) {
         wgml_threadpool_run(cb->pool, gen_run, &t);

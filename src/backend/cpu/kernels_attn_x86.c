@@ -506,7 +506,7 @@ void cpu_attn_rows_avx512(const cpu_attn_rows_job *a) {
  * broadcasts the NR weights of a V row into NR x (up to 4) accumulators,
  * 64 columns at a time. Needs hd % 16 == 0 (others: the scalar kernel). */
 
-#define KD_AHEAD 12 /* key rows prefetched ahead */
+#define KD_AHEAD 32 /* key rows prefetched ahead */
 
 /* lane t of the result = the sum of a[t]'s 16 lanes */
 static KZ_INLINE __m512 kd_reduce16(__m512 *a) {

@@ -386,7 +386,13 @@ int wg_supports(wgml_backend *be, wgml_op op, const void *args) {
     if (!wgml_op_weight_types_supported(be, op, args)) return 0;
     if (op == WGML_OP_ATTENTION && args) {
         const wgml_attention_args *a = args;
-        if (a->head_dim > 256 || (a->head_dim & 1) || (a->k_cache && a->k_cache->type != be->kv_type)) return 0;
+        if (a->head_dim > 256 || (a->head_dim & 1) || (a->k_cache && a->k_cache->type != be->kv_type) ||
+            (a->k && a->k->type != WGML_F32))
+            return 0;
+    }
+    if (op == WGML_OP_COPY && args) { /* f32 -> f32 only: no f16 conversions */
+        const wgml_copy_args *a = args;
+        if ((a->out && a->out->type != WGML_F32) || (a->x && a->x->type != WGML_F32)) return 0;
     }
     return 1;
 }

@@ -271,6 +271,11 @@ void wg_op_attention(wg_backend *wb, const wgml_attention_args *a) {
         wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: head size %d (even, at most 256 on WebGPU)", a->head_dim);
         return;
     }
+    if (a->k->type != WGML_F32) { /* f16 cross-attention keys (wg_supports says so too) */
+        wg_error(wb, WGML_ERR_UNSUPPORTED, "attention: k and v must be f32 on WebGPU, '%s' is %s",
+                 a->k->name ? a->k->name : "?", wgml_dtype_name(a->k->type));
+        return;
+    }
     if (wgml_attention_is_general(a)) {
         attention_general(wb, a);
         return;

@@ -54,6 +54,12 @@ static void dispatch_flat(wg_backend *wb, wgml_gpu_kernel *k, copy_params *p, co
 
 void wg_op_copy(wg_backend *wb, const wgml_copy_args *a) {
     const wgml_tensor *out = a->out, *x = a->x;
+    if (out->type != WGML_F32 || x->type != WGML_F32) { /* wg_supports says so too */
+        wg_error(wb, WGML_ERR_UNSUPPORTED, "copy: f32 only on WebGPU ('%s' is %s, '%s' %s)",
+                 out->name ? out->name : "?", wgml_dtype_name(out->type), x->name ? x->name : "?",
+                 wgml_dtype_name(x->type));
+        return;
+    }
     copy_params p = {.ne0 = (uint32_t)x->ne[0], .ne1 = (uint32_t)x->ne[1], .ne2 = (uint32_t)x->ne[2]};
     uint32_t flags = 0;
     wgml_gpu_binding b[2];

@@ -47,6 +47,11 @@ struct whisper_state {
      * into the other bank) */
     wgml_tensor *ck, *cv, *kc[2], *vc[2];
     int bank;
+    /* cross keys and values in f16 (kv type, whisper_state_create): half the
+     * bytes every decoder step reads; made by the matmul into the encoder's
+     * scratch (ek, ev) and a copy that rounds */
+    int cross_f16;
+    wgml_kv_type kv; /* as asked (cross_f16: what it resolved to) */
     /* and the last position's rows: normalized, their logits and argmax */
     wgml_tensor x, q, att, h, rows, logits, amax;
     /* alignment heads (word timestamps): a head's q and keys made contiguous, the weights */
@@ -62,6 +67,8 @@ struct whisper_state {
 };
 
 int whisper_state_n_seq(const whisper_state *s) { return s->n_seq; }
+
+wgml_kv_type whisper_state_kv(const whisper_state *s) { return s->kv; }
 
 static void state_release(whisper_state *s) {
     for (int i = 0; i < s->n_bufs; i++)
@@ -98,17 +105,54 @@ static wgml_status new_tensors(whisper_state *s, wgml_tensor *t, int n, const ch
     return WGML_OK;
 }
 
-wgml_status whisper_state_create(whisper_model *m, int n_seq, int n_batch, whisper_state **out, wgml_error *err) {
+/* Whether the backend keeps cross keys and values in f16: rounds f32 rows
+ * into f16 by a copy and attends over f16 k and v without a cache. */
+static int cross_f16_supported(whisper_model *m) {
+    wgml_backend *be = m->be;
+    wgml_tensor f32 = {.type = WGML_F32}, f16 = {.type = WGML_F16};
+    const wgml_copy_args c = {.out = &f16, .x = &f32};
+    const wgml_attention_args a = {.q = &f32, .k = &f16, .v = &f16, .out = &f32, .n_head = m->hp.n_text_head,
+                                   .n_head_kv = m->hp.n_text_head, .head_dim = m->hp.head_dim, .scale = 1,
+                                   .bidirectional = 1};
+    return be->supports(be, WGML_OP_COPY, &c) && be->supports(be, WGML_OP_ATTENTION, &a);
+}
+
+wgml_status whisper_kv_f16(whisper_model *m, wgml_kv_type kv, int *f16, wgml_error *err) {
+    *f16 = 0;
+    const int can = cross_f16_supported(m);
+    switch (kv) {
+    case WGML_KV_DEFAULT: *f16 = can; return WGML_OK;
+    case WGML_KV_F32: *f16 = 0; return WGML_OK;
+    case WGML_KV_F16:
+        if (!can)
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                             "whisper: f16 cross-attention keys and values are not supported on the %s backend "
+                             "(use the kv type auto or f32)",
+                             m->be->name);
+        *f16 = 1;
+        return WGML_OK;
+    }
+    return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper: kv type %d (auto, f16 or f32)", (int)kv);
+}
+
+wgml_status whisper_state_create(whisper_model *m, int n_seq, int n_batch, wgml_kv_type kv, whisper_state **out,
+                                 wgml_error *err) {
     *out = NULL;
     const whisper_hparams *hp = &m->hp;
     if (n_seq < 1 || n_seq > WHISPER_MAX_SEQ || n_batch < n_seq || n_batch > n_seq * hp->n_text_ctx)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper: a state of %d sequences and %d rows per step",
                          n_seq, n_batch);
+    int cross_f16 = 0;
+    wgml_status kst = whisper_kv_f16(m, kv, &cross_f16, err);
+    if (kst) return kst;
     whisper_state *s = wgml_calloc(1, sizeof *s);
     if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the transcriber's state");
     s->m = m;
     s->n_seq = n_seq;
     s->n_batch = n_batch;
+    s->cross_f16 = cross_f16;
+    s->kv = kv;
+    const uint32_t XT = cross_f16 ? WGML_F16 : WGML_F32;
     const int L = hp->n_text_layer, S = hp->n_audio_state, A = hp->n_audio_ctx, C = hp->n_text_ctx;
     const int F = WHISPER_WINDOW_FRAMES, R = n_batch;
     wgml_status st = WGML_OK;
@@ -136,8 +180,8 @@ wgml_status whisper_state_create(whisper_model *m, int n_seq, int n_batch, whisp
         (st = new_tensors(s, &s->ev, 1, "enc.v", WGML_F32, S, A, ACT, err)) ||
         (st = new_tensors(s, &s->eatt, 1, "enc.att", WGML_F32, S, A, ACT, err)) ||
         (st = new_tensors(s, &s->eh, 1, "enc.h", WGML_F32, 4 * S, A, ACT, err)) ||
-        (st = new_tensors(s, s->ck, L, "cross_k", WGML_F32, S, A, WGML_BUFFER_KV, err)) ||
-        (st = new_tensors(s, s->cv, L, "cross_v", WGML_F32, S, A, WGML_BUFFER_KV, err)) ||
+        (st = new_tensors(s, s->ck, L, "cross_k", XT, S, A, WGML_BUFFER_KV, err)) ||
+        (st = new_tensors(s, s->cv, L, "cross_v", XT, S, A, WGML_BUFFER_KV, err)) ||
         (st = new_tensors(s, s->kc[0], L, "k_cache", WGML_F32, S, (int64_t)cache_rows, WGML_BUFFER_KV, err)) ||
         (st = new_tensors(s, s->vc[0], L, "v_cache", WGML_F32, S, (int64_t)cache_rows, WGML_BUFFER_KV, err)) ||
         (st = new_tensors(s, &s->x, 1, "x", WGML_F32, S, R, ACT, err)) ||
@@ -182,12 +226,21 @@ static wgml_tensor head(const wgml_tensor *t, int64_t n) {
     return v;
 }
 
-/* Records the cross-attention keys and values of every decoder layer from xa. */
+/* Records the cross-attention keys and values of every decoder layer from xa
+ * (not the encoder's ek, ev: f16 ones go through them). */
 static void cross_kv(whisper_model *m, whisper_state *s, const wgml_tensor *xa) {
+    wgml_backend *be = m->be;
     for (int l = 0; l < m->hp.n_text_layer; l++) {
         const whisper_layer *w = &m->dec[l];
-        wgml_op_matmul(m->be, &(wgml_matmul_args){.x = xa, .n_w = 2, .w = {&w->cwk, &w->cwv},
-                                                  .bias = {NULL, &w->cbv}, .out = {&s->ck[l], &s->cv[l]}});
+        if (!s->cross_f16) {
+            wgml_op_matmul(be, &(wgml_matmul_args){.x = xa, .n_w = 2, .w = {&w->cwk, &w->cwv},
+                                                   .bias = {NULL, &w->cbv}, .out = {&s->ck[l], &s->cv[l]}});
+            continue;
+        }
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = xa, .n_w = 2, .w = {&w->cwk, &w->cwv}, .bias = {NULL, &w->cbv},
+                                               .out = {&s->ek, &s->ev}});
+        wgml_op_copy(be, &(wgml_copy_args){.out = &s->ck[l], .x = &s->ek});
+        wgml_op_copy(be, &(wgml_copy_args){.out = &s->cv[l], .x = &s->ev});
     }
 }
 

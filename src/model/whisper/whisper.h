@@ -77,13 +77,21 @@ wgml_status whisper_model_load(const gguf_file *f, wgml_backend *be, const wgml_
                                whisper_model **out, wgml_error *err);
 void whisper_model_free(whisper_model *m);
 
+/* How kv (the transcription's kv_type) stores a window's cross-attention keys
+ * and values on m's backend: *f16 = 1 for f16 (auto: where the backend can,
+ * the CPU), 0 for f32; f16 asked of a backend that cannot is an error. */
+wgml_status whisper_kv_f16(whisper_model *m, wgml_kv_type kv, int *f16, wgml_error *err);
+
 /* A request's state: n_seq sequences (1 .. 64) decoded together, each with a
  * cache of n_text_ctx f32 rows, steps of up to n_batch rows in all (n_batch
  * >= n_seq; the initial tokens of every sequence in one step need their
- * count times n_seq). */
-wgml_status whisper_state_create(whisper_model *m, int n_seq, int n_batch, whisper_state **out, wgml_error *err);
+ * count times n_seq); the window's cross keys and values stored as kv says
+ * (whisper_kv_f16). */
+wgml_status whisper_state_create(whisper_model *m, int n_seq, int n_batch, wgml_kv_type kv, whisper_state **out,
+                                 wgml_error *err);
 void whisper_state_free(whisper_state *s);
 int whisper_state_n_seq(const whisper_state *s);
+wgml_kv_type whisper_state_kv(const whisper_state *s); /* as created */
 
 /* Encodes one window: mel is [n_mels][frames] (frames <= 3000; the rest of
  * the window is zero columns, as transcribe() pads a window), and the

@@ -71,7 +71,7 @@ static int tr_sample_rate(const void *model) {
 
 static wgml_status tr_create(void *model, void **state, wgml_error *err) {
     whisper_run *r = NULL;
-    wgml_status st = whisper_run_create(model, &r, err);
+    wgml_status st = whisper_run_create(model, WGML_KV_DEFAULT, &r, err);
     *state = r;
     return st;
 }

@@ -38,6 +38,7 @@ struct whisper_run {
     whisper_state *st;   /* the state in use: st1 or stb */
     whisper_state *st1, *stb; /* one sequence; beam_size sequences (made for a beam search) */
     int win_id, enc1, encb; /* the window's number; the one each state has encoded (-1: none) */
+    wgml_kv_type kv;        /* how the states keep cross keys and values (whisper_kv_f16) */
     int next_id;            /* numbers windows (detection's too) for as long as the state lives */
     float *win;          /* a window's log-mel [n_mels][3000] */
     float *logits, *lp;  /* [n_seq][n_vocab]: the model's, their log-softmax */
@@ -78,7 +79,7 @@ static wgml_status use_state(whisper_run *r, int n_seq, wgml_error *err) {
     whisper_state **sp = n_seq == 1 ? &r->st1 : &r->stb;
     int *enc = n_seq == 1 ? &r->enc1 : &r->encb;
     wgml_status st;
-    if (!*sp || whisper_state_n_seq(*sp) != n_seq) {
+    if (!*sp || whisper_state_n_seq(*sp) != n_seq || whisper_state_kv(*sp) != r->kv) {
         whisper_state_free(*sp);
         *sp = NULL;
         *enc = -1;
@@ -87,7 +88,7 @@ static wgml_status use_state(whisper_run *r, int n_seq, wgml_error *err) {
         const int rows = n_seq == 1 ? m->hp.n_text_ctx
                                     : n_seq * (m->hp.n_text_ctx / 2 + 4 < m->hp.n_text_ctx ? m->hp.n_text_ctx / 2 + 4
                                                                                           : m->hp.n_text_ctx);
-        if ((st = whisper_state_create(m, n_seq, rows, sp, err))) return st;
+        if ((st = whisper_state_create(m, n_seq, rows, r->kv, sp, err))) return st;
     }
     if ((size_t)n_seq * V > r->cap_logits) {
         wgml_free(r->logits);
@@ -105,11 +106,12 @@ static wgml_status use_state(whisper_run *r, int n_seq, wgml_error *err) {
     return WGML_OK;
 }
 
-wgml_status whisper_run_create(whisper_model *m, whisper_run **out, wgml_error *err) {
+wgml_status whisper_run_create(whisper_model *m, wgml_kv_type kv, whisper_run **out, wgml_error *err) {
     *out = NULL;
     whisper_run *r = wgml_calloc(1, sizeof *r);
     if (!r) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the transcriber");
     r->m = m;
+    r->kv = kv;
     r->win_id = r->enc1 = r->encb = -1;
     r->win = wgml_malloc((size_t)m->hp.n_mels * WHISPER_N_FRAMES * sizeof(float));
     wgml_status st = r->win ? use_state(r, 1, err)
@@ -521,6 +523,9 @@ wgml_status whisper_run_transcribe(whisper_run *r, const float *pcm, size_t n, c
     r->n_all = 0;
     r->last_speech = 0;
     wgml_status st;
+    int f16;
+    if ((st = whisper_kv_f16(m, p->kv_type, &f16, err))) return st; /* the states follow r->kv (use_state) */
+    r->kv = p->kv_type;
     /* the maximum of the whole log-mel (its padding included), window by window */
     const size_t frames = wgml_log_mel_frames(n, WGML_MEL_PAD_SAMPLES), content = wgml_log_mel_content_frames(n);
     if (!frames) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "whisper: %zu samples are too many", n);

@@ -22,7 +22,9 @@ typedef struct whisper_window_result {
     float temperature; /* of the try that was kept */
 } whisper_window_result;
 
-wgml_status whisper_run_create(whisper_model *m, whisper_run **out, wgml_error *err);
+/* kv: how its states keep a window's cross keys and values (whisper_kv_f16;
+ * a transcription sets it again from its parameters). */
+wgml_status whisper_run_create(whisper_model *m, wgml_kv_type kv, whisper_run **out, wgml_error *err);
 void whisper_run_free(whisper_run *r);
 
 /* Transcribes pcm[0..n) (16 kHz mono) as wgml_transcribe does (include/wgml.h). */
