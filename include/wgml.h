@@ -422,8 +422,9 @@ typedef struct wgml_speak_params {
     uint64_t seed;      /* the vocoder's noise: the same seed gives the same audio on one backend */
     const char *espeak; /* text input: the espeak-ng program; NULL: $WGML_ESPEAK, else espeak-ng on PATH */
     int full_precision; /* 1: every matrix product in f32 on the CPU too. 0 (default): the decoder's and
-                           vocoder's as bf16 pairs where the CPU has them (AVX512_BF16), about 1.5x
-                           faster, the audio measured unchanged (docs/kokoro.md); the prosody is f32 */
+                           vocoder's as bf16 pairs where the CPU has them (AVX512_BF16) and they
+                           measured faster than f32 on it (about 1.5x on AMD Zen), the audio measured
+                           unchanged (docs/kokoro.md); the prosody is f32 */
 } wgml_speak_params;
 
 typedef struct wgml_speak_result {

@@ -31,7 +31,9 @@
 #include "backend/backend.h"
 #include "backend/opcheck.h"
 
-/* The CPU kernels this machine runs (cpu_kernels_features: `wgml --version`). */
+/* The CPU kernels this machine runs (cpu_kernels_features: `wgml --version`), and
+ * the paths chosen by measurement (cpu_gemm_choice_describe: `--version`, `bench`). */
+#include "backend/cpu/cpu_tune.h"
 #include "backend/cpu/kernels.h"
 
 /* Tensor types by name and number (wgml_dtype_name, wgml_dtype_from_name,

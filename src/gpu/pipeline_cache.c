@@ -26,6 +26,7 @@
 #include "gpu/pipeline_cache.h"
 
 #include "core/alloc.h"
+#include "core/cache_dir.h"
 #include "core/hash.h"
 
 #include <errno.h>
@@ -97,21 +98,7 @@ static void count(uint64_t *field) { __atomic_add_fetch(field, 1, __ATOMIC_RELAX
 
 /* ---- paths ----------------------------------------------------------------------- */
 
-int wgml_pipeline_cache_default_dir(char *out, size_t cap) {
-    const char *dir = getenv("WGML_CACHE_DIR");
-    int n = -1;
-    if (dir && *dir) {
-        if (strcasecmp(dir, "off") == 0) return 0;
-        n = snprintf(out, cap, "%s", dir);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/') /* the XDG spec: a relative value is to be ignored */
-            n = snprintf(out, cap, "%s/wgml/pipelines", xdg);
-        else if (home && *home)
-            n = snprintf(out, cap, "%s/.cache/wgml/pipelines", home);
-    }
-    return n > 0 && (size_t)n < cap;
-}
+int wgml_pipeline_cache_default_dir(char *out, size_t cap) { return wgml_cache_dir(out, cap); }
 
 /* The entry's file name: a hash of the format version, isolation key and key. */
 static uint64_t entry_hash(const wgml_pipeline_cache *pc, const void *key, size_t key_size) {
@@ -130,25 +117,6 @@ int wgml_pipeline_cache_entry_path(const wgml_pipeline_cache *pc, const void *ke
     return n > 0 && (size_t)n < cap;
 }
 
-/* mkdir -p with mode 0700 for what it creates; 0 when path is a directory at the end. */
-static int make_dirs(const char *path) {
-    char *p = wgml_strdup(path);
-    if (!p) return -1;
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = '\0';
-        if (mkdir(p, 0700) != 0 && errno != EEXIST) {
-            wgml_free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    int rc = mkdir(p, 0700) == 0 || errno == EEXIST ? 0 : -1;
-    struct stat st;
-    if (rc == 0 && (stat(p, &st) != 0 || !S_ISDIR(st.st_mode))) rc = -1;
-    wgml_free(p);
-    return rc;
-}
 
 /* ---- open and close ---------------------------------------------------------------- */
 
@@ -379,7 +347,7 @@ static int store_entry(wgml_pipeline_cache *pc, const void *key, size_t key_size
         return 0;
     pthread_mutex_lock(&pc->lock);
     if (!pc->store_off && !pc->dir_ready) {
-        if (make_dirs(pc->dir) == 0)
+        if (wgml_make_dirs(pc->dir) == 0)
             pc->dir_ready = 1;
         else
             pc->store_off = 1;

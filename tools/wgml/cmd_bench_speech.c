@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "tools_internal.h"
 
 typedef struct {
     cli_model_opts mo;
@@ -151,9 +152,17 @@ int cmd_bench_speech(int argc, char **argv) {
         v_s_rtf[r] = s[r].rtf, v_s_ms[r] = s[r].total_ms;
         v_p_rtf[r] = p[r].rtf, v_p_first[r] = p[r].first_ms, v_p_ms[r] = p[r].total_ms;
     }
+    /* the CPU's products: f32 or bf16 pairs, as measured on this machine (cpu_tune.h) */
+    char gemm[900] = "";
+    const int on_cpu = !strcmp(info.backend, "cpu");
+    if (on_cpu) {
+        if (full) snprintf(gemm, sizeof gemm, "f32 (--full-precision)");
+        else cpu_gemm_choice_describe(gemm, sizeof gemm);
+    }
     if (json) {
         json_object *o = json_object_new_object();
         json_object_object_add(o, "model", json_object_new_string(path));
+        if (on_cpu) json_object_object_add(o, "cpu_gemm", json_object_new_string(gemm));
         json_object_object_add(o, "architecture", json_object_new_string(info.architecture));
         json_object_object_add(o, "backend", json_object_new_string(info.backend));
         json_object_object_add(o, "adapter", json_object_new_string(info.adapter));
@@ -181,6 +190,7 @@ int cmd_bench_speech(int argc, char **argv) {
         printf("backend      %s%s%s", info.backend, *info.adapter ? " / " : "", info.adapter);
         if (!strcmp(info.backend, "cpu")) printf(" (%d threads)", info.n_threads);
         if (full) printf(", full precision");
+        if (on_cpu) printf("\nproducts     %s", gemm);
         printf("\nvoice        %s, %d runs (medians)\n", voice, R);
         printf("sentence     %.2f s of audio in %.0f ms: RTF %.3f\n", s[0].audio_s, cli_median(v_s_ms, R),
                cli_median(v_s_rtf, R));

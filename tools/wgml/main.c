@@ -59,6 +59,9 @@ int main(int argc, char **argv) {
 #endif
         printf("wgml %d.%d.%d (CPU: %s; WebGPU: %s)\n", WGML_VERSION_MAJOR, WGML_VERSION_MINOR, WGML_VERSION_PATCH,
                cpu_kernels_features(), webgpu);
+        char gemm[900];
+        cpu_gemm_choice_describe(gemm, sizeof gemm);
+        printf("CPU GEMM where a product may round: %s\n", gemm);
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {

@@ -29,6 +29,7 @@
 
 #include <string.h>
 
+#include "backend/cpu/cpu_tune.h"
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
 
@@ -47,7 +48,8 @@ size_t cpu_gemm_tmp_floats(int64_t K) {
     return (row > tile ? row : tile) + 16;
 }
 
-int cpu_gemm_bf16_ok(void) { return cpu_kernels_gemm_bf16() != NULL; }
+/* the kernel exists and was measured faster here (or WGML_CPU_GEMM=bf16): cpu_tune.h */
+int cpu_gemm_bf16_ok(void) { return cpu_kernels_gemm_bf16() != NULL && cpu_gemm_choice_get()->bf16; }
 
 typedef struct {
     const cpu_gemm_args *a;

@@ -40,8 +40,9 @@ size_t cpu_gemm_scratch(int64_t M, int64_t K);
 
 /* Floats of tmp per thread for a K-wide matmul. */
 size_t cpu_gemm_tmp_floats(int64_t K);
-/* Whether this CPU multiplies bf16 pairs (AVX512_BF16): cpu_gemm_args.bf16
- * may then be set. */
+/* Whether GEMMs that allow it go as bf16 pairs: the CPU has them (AVX512_BF16)
+ * and they measured faster than f32 here (cpu_tune.h; WGML_CPU_GEMM overrides).
+ * cpu_gemm_args.bf16 may be set only where the kernel exists. */
 int cpu_gemm_bf16_ok(void);
 
 /* Runs on the pool (n_threads threads). scratch: cpu_gemm_scratch(M, K)

@@ -342,7 +342,8 @@ static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_
  * weights whose caller did not ask for f32 activations, and for any weight
  * whose caller accepts bf16 (bf16_act). */
 static int mm_bf16(const wgml_matmul_args *mm, uint32_t type) {
-    return cpu_gemm_bf16_ok() && ((type == WGML_BF16 && !mm->f32_act) || mm->bf16_act);
+    /* the caller's leave first: only products that may round ask for the (measured) choice */
+    return ((type == WGML_BF16 && !mm->f32_act) || mm->bf16_act) && cpu_gemm_bf16_ok();
 }
 
 /* n rows of K by the blocked GEMM. sig: a convolution's padded signal
