@@ -415,6 +415,15 @@ typedef struct wgml_audio_chunk {
 /* Receives each chunk as soon as it is made; return non-zero to stop. */
 typedef int (*wgml_audio_fn)(void *user, const wgml_audio_chunk *chunk);
 
+/* How a long input is cut into the pieces the model speaks one at a time. */
+typedef enum wgml_speak_split {
+    WGML_SPLIT_SENTENCES = 0, /* at sentence ends and line ends (and within 510 phonemes): each sentence's
+                                 audio streams as soon as it is made (the default) */
+    WGML_SPLIT_NONE = 1,      /* one pass over up to 510 phonemes, as the official KPipeline speaks such
+                                 input (its audio for a multi-sentence string); longer input is cut only
+                                 where it must be (at 510 phonemes: clause punctuation, else a space) */
+} wgml_speak_split;
+
 typedef struct wgml_speak_params {
     float speed;        /* 1 = the voice's pace; 1.3 speaks 30% faster */
     const char *lang;   /* text input: "en-us" (default) or "en-gb" */
@@ -425,6 +434,7 @@ typedef struct wgml_speak_params {
                            vocoder's as bf16 pairs where the CPU has them (AVX512_BF16) and they
                            measured faster than f32 on it (about 1.5x on AMD Zen), the audio measured
                            unchanged (docs/kokoro.md); the prosody is f32 */
+    wgml_speak_split split; /* WGML_SPLIT_SENTENCES (default) or WGML_SPLIT_NONE */
 } wgml_speak_params;
 
 typedef struct wgml_speak_result {

@@ -54,6 +54,8 @@ wgml_status wgml_speak_g2p(wgml_model *model, const char *input, const char *voi
     wgml_speak_params p = params ? *params : wgml_speak_default_params();
     if (!(p.speed >= 0.25f && p.speed <= 4.0f))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "speed %g is outside 0.25 .. 4", (double)p.speed);
+    if (p.split != WGML_SPLIT_SENTENCES && p.split != WGML_SPLIT_NONE)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "split %d (sentences 0 or none 1)", (int)p.split);
     if (!voice || !*voice) voice = wgml_speech_voice(model, 0);
     if (!voice) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the model has no voices: name a voice file");
     char voice_copy[1024]; /* wgml_speech_voice's buffer is reused */

@@ -598,15 +598,35 @@ static void test_speak(void **state) {
     snprintf(many, 8192, "%s %s\n%s", ph, ph, ph);
     kokoro_piece *pc;
     int n;
-    assert_int_equal(kokoro_split(km, many, KOKORO_MAX_PHONEMES, &pc, &n, &err), WGML_OK);
+    assert_int_equal(kokoro_split(km, many, KOKORO_MAX_PHONEMES, 1, &pc, &n, &err), WGML_OK);
     assert_int_equal(n, 3);
     assert_int_equal(pc[1].off, strlen(ph) + 1);
     assert_int_equal(pc[1].len, strlen(ph));
     free(pc);
+    /* one pass (WGML_SPLIT_NONE): the three sentences and the line end as one piece; past the
+     * limit, cut only there */
+    char *three = malloc(8192);
+    snprintf(three, 8192, "%s %s\n%s", ph, ph, ph);
+    assert_int_equal(kokoro_split(km, three, KOKORO_MAX_PHONEMES, 0, &pc, &n, &err), WGML_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(pc[0].off, 0);
+    assert_int_equal(pc[0].len, strlen(three));
+    free(pc);
+    assert_int_equal(kokoro_split(km, three, 150, 0, &pc, &n, &err), WGML_OK);
+    int sum = 0; /* 3 x 109 phonemes in pieces of at most 150, cut at clauses or spaces (which drop) */
+    for (int i = 0; i < n; i++) {
+        const int cnt = kokoro_encode(km, three + pc[i].off, pc[i].len, NULL, 0);
+        assert_true(cnt <= 150 && cnt > 0);
+        sum += cnt;
+    }
+    assert_true(n >= 3);
+    assert_int_equal(sum + n - 1, kokoro_encode(km, three, strlen(three), NULL, 0));
+    free(pc);
+    free(three);
     size_t at = 0;
     for (int i = 0; i < 100; i++) at += (size_t)snprintf(many + at, 8192 - at, "%s", i % 10 == 9 ? "ab, " : "ab ");
     many[at - 1] = '.';
-    assert_int_equal(kokoro_split(km, many, 100, &pc, &n, &err), WGML_OK);
+    assert_int_equal(kokoro_split(km, many, 100, 1, &pc, &n, &err), WGML_OK);
     int total = 0;
     for (int i = 0; i < n; i++) {
         int cnt = kokoro_encode(km, many + pc[i].off, pc[i].len, NULL, 0);
@@ -616,10 +636,44 @@ static void test_speak(void **state) {
     }
     assert_int_equal(total + n - 1, kokoro_encode(km, many, strlen(many), NULL, 0)); /* the spaces at the cuts */
     free(pc);
+
     memset(&s, 0, sizeof s);
     if (wgml_speak(m, many, "am_adam:0.5,bf_emma:0.5", &sp, collect, &s, &res, &err)) fail_msg("%s", err.message);
     assert_true(s.chunks >= 1 && s.words == 100);
     free(s.audio);
+    /* several sentences (the punct case) with WGML_SPLIT_NONE: one chunk, the official one-pass
+     * audio; the default cuts them into sentences, which the official code does not */
+    {
+        const char *pc_case = "punct_af_heart_s1.0";
+        char *pph = manifest_str(pc_case, "phonemes");
+        npy_array pk = ref(pc_case, "audio_kit");
+        wgml_speak_params one = sp;
+        one.split = WGML_SPLIT_NONE;
+        one.seed = kit_seed(pc_case);
+        memset(&s, 0, sizeof s);
+        if (wgml_speak(m, pph, "af_heart", &one, collect, &s, &res, &err)) fail_msg("%s", err.message);
+        assert_int_equal(s.chunks, 1);
+        assert_int_equal(s.n, pk.n);
+        double pn = 0, pd = 0;
+        for (int64_t i = 0; i < pk.n; i++) {
+            pn += pk.v[i] * pk.v[i];
+            pd += (s.audio[i] - pk.v[i]) * (s.audio[i] - pk.v[i]);
+        }
+        fprintf(stderr, "wgml_speak %s, split none: %.1f dB SNR against audio_kit\n", pc_case, 10 * log10(pn / pd));
+        assert_true(10 * log10(pn / pd) > 15);
+        free(s.audio);
+        memset(&s, 0, sizeof s);
+        one.split = WGML_SPLIT_SENTENCES;
+        if (wgml_speak(m, pph, "af_heart", &one, collect, &s, &res, &err)) fail_msg("%s", err.message);
+        fprintf(stderr, "split by sentences: %d chunks, %lld samples (one pass: %lld)\n", s.chunks, (long long)s.n,
+                (long long)pk.n);
+        assert_true(s.chunks > 1 && s.n != pk.n);
+        free(s.audio);
+        one.split = (wgml_speak_split)7;
+        assert_int_equal(wgml_speak(m, pph, "af_heart", &one, collect, &s, NULL, &err), WGML_ERR_INVALID_ARGUMENT);
+        npy_free(&pk);
+        free(pph);
+    }
     /* text: the text's words, where the text has them, each in its sentence's chunk */
     wgml_g2p *probe = NULL;
     if (!wgml_g2p_open_espeak(NULL, &probe, &err)) {

@@ -10,7 +10,8 @@
 #include "cli.h"
 
 /* CLI_CHOICE stores an int: the enums it fills must be int-sized. */
-_Static_assert(sizeof(wgml_backend_kind) == sizeof(int) && sizeof(wgml_kv_type) == sizeof(int),
+_Static_assert(sizeof(wgml_backend_kind) == sizeof(int) && sizeof(wgml_kv_type) == sizeof(int) &&
+                   sizeof(wgml_speak_split) == sizeof(int),
                "enums filled by CLI_CHOICE are int-sized");
 
 /* ---- shared tables ---- */

@@ -22,6 +22,7 @@ typedef struct {
 
 static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {NULL, 0}};
 static const cli_choice wav_formats[] = {{"s16", 0}, {"f32", 1}, {NULL, 0}};
+static const cli_choice split_modes[] = {{"sentences", WGML_SPLIT_SENTENCES}, {"none", WGML_SPLIT_NONE}, {NULL, 0}};
 
 static const cli_opt options[] = {
     CLI_STRING("--model", "-m", speak_opts, mo.model, "FILE", "the Kokoro GGUF"),
@@ -41,6 +42,9 @@ static const cli_opt options[] = {
     CLI_FLAG("--full-precision", NULL, speak_opts, sp.full_precision,
              "every matrix product in f32 (default: the decoder's and vocoder's as\n"
              "bf16 pairs where the CPU has them, ~1.5x faster, same audio to 0.1 dB)"),
+    CLI_CHOICE("--split", NULL, speak_opts, sp.split, "S", split_modes,
+               "sentences (default: each sentence's audio as soon as it is made) or none\n"
+               "(one pass over up to 510 phonemes, as the official KPipeline)"),
     CLI_STRING("--words", NULL, speak_opts, words, "FILE",
                "the time of each word: lines of start<TAB>end<TAB>word<TAB>phonemes\n"
                "(seconds; the word as the text has it, or with --phonemes a phoneme word)"),

@@ -121,6 +121,7 @@ struct kokoro_state {
     int d_act, t_en_act; /* its prosody and text features (indices in acts) */
     int in_step;
     int bf16_decoder; /* kokoro_set_bf16: the decoder's products may round to bf16 */
+    int one_pass;     /* kokoro_set_split_sentences(0): pieces cut only at the phoneme limit */
     int bf16;         /* set while the decoder is built when bf16_decoder: bf16_act on its matmuls */
     wgml_sticky sk;   /* the first error of the step being built */
 };
@@ -167,6 +168,8 @@ void kokoro_state_free(kokoro_state *s) {
 kokoro_model *kokoro_state_model(const kokoro_state *s) { return s->m; }
 
 void kokoro_set_bf16(kokoro_state *s, int on) { s->bf16_decoder = on != 0; }
+void kokoro_set_split_sentences(kokoro_state *s, int on) { s->one_pass = !on; }
+int kokoro_split_sentences(const kokoro_state *s) { return !s->one_pass; }
 
 /* ---- weights ---- */
 

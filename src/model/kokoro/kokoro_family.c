@@ -92,6 +92,7 @@ static wgml_status speak(void *model, void *state, const wgml_speaker_input *in,
     (void)model; /* the state's */
     kokoro_words words = {in->text, in->words, in->n_words};
     kokoro_set_bf16(state, !p->full_precision);
+    kokoro_set_split_sentences(state, p->split != WGML_SPLIT_NONE);
     return kokoro_speak(state, in->phonemes, in->text ? &words : NULL, voice_spec, p->speed, p->seed, on_audio, user,
                         n_samples, n_chunks, err);
 }

@@ -47,6 +47,9 @@ kokoro_model *kokoro_state_model(const kokoro_state *s);
  * rate; other backends compute in f32). Off after loading; the prosody
  * path and conv_post are always f32. */
 void kokoro_set_bf16(kokoro_state *s, int on);
+/* 1 (the default): kokoro_speak cuts at sentences; 0: one pass where it fits (WGML_SPLIT_NONE). */
+void kokoro_set_split_sentences(kokoro_state *s, int on);
+int kokoro_split_sentences(const kokoro_state *s);
 
 /* Step 1. ids: T token ids, pads included (0, phonemes..., 0); style: the
  * voice row (2*S floats: the decoder's S, then the predictor's); speed > 0.
@@ -85,11 +88,12 @@ int kokoro_encode(const kokoro_model *m, const char *ph, size_t len, int32_t *id
 typedef struct kokoro_piece {
     size_t off, len;
 } kokoro_piece;
-/* Cuts a phoneme string into the pieces spoken one at a time: sentences,
- * none over max phonemes (kokoro_speak.c says where it cuts). *out is
- * wgml_malloc'ed; pieces without a phoneme of the vocabulary are left out. */
-wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_piece **out, int *n_out,
-                         wgml_error *err);
+/* Cuts a phoneme string into the pieces spoken one at a time: sentences
+ * (sentences = 1; else only where a piece would pass max), none over max
+ * phonemes (kokoro_speak.c says where it cuts). *out is wgml_malloc'ed;
+ * pieces without a phoneme of the vocabulary are left out. */
+wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, int sentences, kokoro_piece **out,
+                         int *n_out, wgml_error *err);
 
 /* The names of f's voices (kokoro.voices) as "a, b, c" into buf (cut with
  * ", ..." when it is too small; "" when none); returns how many there are. */

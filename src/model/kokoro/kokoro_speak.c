@@ -6,8 +6,10 @@
  * when the phonemes came from text: where it is in them comes from the
  * G2P, wgml_g2p_phonemize_words; else a phoneme word).
  *
- * Pieces: the string is cut after each run of sentence punctuation (. ! ? …)
- * followed by a space, and at line ends; a sentence longer than 510
+ * Pieces (WGML_SPLIT_SENTENCES, the default): the string is cut after each
+ * run of sentence punctuation (. ! ? …) followed by a space, and at line
+ * ends; WGML_SPLIT_NONE keeps it whole up to 510 phonemes, as the official
+ * KPipeline speaks such input. Either way a piece longer than 510
  * phonemes is cut at its last clause punctuation (, ; : —) followed by a
  * space that keeps the piece within the limit, else at its last space, else
  * at the limit. Phonemes are counted as the model sees them (symbols of its
@@ -69,8 +71,8 @@ static const char *const punct[] = {";", ":", ",", ".", "!", "?", "\xc2\xa1", "\
                                     "\xe2\x80\xa6", "\"", "\xc2\xab", "\xc2\xbb", "\xe2\x80\x9c", "\xe2\x80\x9d",
                                     "(", ")", "{", "}", "[", "]", NULL};
 
-wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_piece **out, int *n_out,
-                         wgml_error *err) {
+wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, int sentences, kokoro_piece **out,
+                         int *n_out, wgml_error *err) {
     *out = NULL;
     *n_out = 0;
     const size_t len = strlen(ph);
@@ -80,12 +82,14 @@ wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_
     size_t i = 0;
     while (i < len) {
         while (i < len && (ph[i] == ' ' || ph[i] == '\n' || ph[i] == '\r' || ph[i] == '\t')) i++;
+        /* one pass: a piece ends only at the limit, as one string of symbols (a line end is then
+         * a symbol outside the vocabulary, which the model drops as the official code does) */
         if (i == len) break;
         /* scan one piece: stop at a sentence end, a line end or the limit */
         size_t j = i, cut_clause = 0, cut_space = 0, end = 0;
         int count = 0;
         while (j < len) {
-            if (ph[j] == '\n') {
+            if (ph[j] == '\n' && sentences) {
                 end = j;
                 break;
             }
@@ -98,7 +102,7 @@ wgml_status kokoro_split(const kokoro_model *m, const char *ph, int max, kokoro_
             }
             count += in_vocab;
             const size_t next = j + (size_t)l;
-            if (is_one_of(ph + j, l, sentence_end) && (next == len || ph[next] == ' ')) {
+            if (sentences && is_one_of(ph + j, l, sentence_end) && (next == len || ph[next] == ' ')) {
                 size_t k = next; /* the whole run of sentence punctuation: "?!" */
                 while (k < len && is_one_of(ph + k, cp_len(ph + k), sentence_end)) k += (size_t)cp_len(ph + k);
                 if (k == next || k == len || ph[k] == ' ') {
@@ -303,7 +307,7 @@ wgml_status kokoro_speak(kokoro_state *s, const char *phonemes, const kokoro_wor
     const kokoro_hparams *hp = kokoro_model_hparams(m);
     if (n_samples) *n_samples = 0;
     if (n_chunks) *n_chunks = 0;
-    wgml_status st = kokoro_split(m, phonemes, KOKORO_MAX_PHONEMES, &pcs, &n_pcs, err);
+    wgml_status st = kokoro_split(m, phonemes, KOKORO_MAX_PHONEMES, kokoro_split_sentences(s), &pcs, &n_pcs, err);
     if (st) return st;
     if (!n_pcs) {
         wgml_free(pcs);
