@@ -552,6 +552,7 @@ typedef struct wgml_kernel_stat {
     const char *name;
     uint64_t calls;
     double total_ms;
+    double flop; /* arithmetic of those calls (2 per multiply-add: the CPU's matmuls), 0 where not counted */
 } wgml_kernel_stat;
 
 /* Fills up to cap entries; returns how many kernels have times. */
@@ -566,6 +567,11 @@ uint64_t wgml_session_decode_bytes(const wgml_session *session, int kv_len);
  * matmul_gflops is not NULL, the f32 matmul rate of the backend's own matmul
  * on a 1024 x 1024 x 1024 problem (GFLOP/s). Takes a few seconds. */
 wgml_status wgml_model_measure_device(wgml_model *model, double *read_gbs, double *matmul_gflops, wgml_error *err);
+
+/* The CPU backend's arithmetic peak (GFLOP/s, all its threads), measured now by a
+ * register-only loop: f32 FMA and bf16 pairs (*bf16_gflops 0 where the CPU has none).
+ * Takes a few ms. WGML_ERR_UNSUPPORTED on other backends. */
+wgml_status wgml_model_measure_fma_peak(wgml_model *model, double *f32_gflops, double *bf16_gflops, wgml_error *err);
 
 /* The rate (GFLOP/s, 2 per multiply-add) of the backend's own matmul with a
  * 1024 x 1024 weight of `type` (a GGUF type name such as "Q4_0", "Q4_K",

@@ -617,7 +617,7 @@ void wgml_model_set_profiling(wgml_model *m, int on) { m->be->set_profiling(m->b
 int wgml_model_get_kernel_times(const wgml_model *m, wgml_kernel_stat *out, int cap) {
     wgml_kernel_time t[64];
     int n = m->be->get_kernel_times(m->be, t, 64);
-    for (int i = 0; i < n && i < cap && i < 64; i++) out[i] = (wgml_kernel_stat){t[i].name, t[i].calls, t[i].total_ms};
+    for (int i = 0; i < n && i < cap && i < 64; i++) out[i] = (wgml_kernel_stat){t[i].name, t[i].calls, t[i].total_ms, t[i].flop};
     return n;
 }
 
@@ -695,6 +695,14 @@ wgml_status wgml_model_measure_matmul(wgml_model *m, const char *type, int n_row
     if (!m->be->supports_type(m->be, (uint32_t)t))
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "the %s backend has no matmul for %s weights", m->be->name, type);
     return measure_matmul(m->be, (uint32_t)t, n_rows, gflops, err);
+}
+
+wgml_status wgml_model_measure_fma_peak(wgml_model *m, double *f32_gflops, double *bf16_gflops, wgml_error *err) {
+    *f32_gflops = *bf16_gflops = 0;
+    if (!m) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_measure_fma_peak: NULL model");
+    if (!m->be->measure_fma_peak)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "the %s backend has no arithmetic peak measurement", m->be->name);
+    return m->be->measure_fma_peak(m->be, f32_gflops, bf16_gflops, err);
 }
 
 wgml_status wgml_model_measure_device(wgml_model *m, double *read_gbs, double *matmul_gflops, wgml_error *err) {

@@ -1414,6 +1414,43 @@ static void test_copy_f16(void **state) {
     drop(&X), drop(&H), drop(&T), drop(&F), drop(&G);
 }
 
+/* The profile's arithmetic (2 n K M per matmul, summed per kernel name), the bf16 path named as such
+ * where it is taken, and the arithmetic peak the GEMMs' share is measured against. */
+static void test_profile_flop(void **state) {
+    (void)state;
+    enum { K = 64, M = 40, N = 48 };
+    float *w = randn((size_t)K * M, 0.1f), *x = randn((size_t)K * N, 1.0f);
+    tbuf W = make_weight(WGML_F32, K, M, (const uint8_t *)w, 0), X = make(WGML_F32, K, N, x), O = make(WGML_F32, M, N, NULL);
+    wgml_error err;
+    be->set_profiling(be, 1);
+    for (int mode = 0; mode < 2; mode++) {
+        step(0, N);
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = &X.t, .n_w = 1, .w = {&W.t}, .out = {&O.t}, .f32_act = 1,
+                                               .bf16_act = mode == 1});
+        assert_int_equal(be->end(be, &err), WGML_OK);
+    }
+    wgml_kernel_time t[16];
+    const int n = be->get_kernel_times(be, t, 16);
+    double flop = 0;
+    int pairs = 0;
+    for (int i = 0; i < n; i++) {
+        flop += t[i].flop;
+        if (strstr(t[i].name, "bf16 pairs")) pairs = 1, assert_true(t[i].calls == 1);
+        if (!strncmp(t[i].name, "matmul", 6)) assert_true(t[i].flop > 0);
+    }
+    assert_true(flop == 2.0 * 2 * N * K * M);
+    assert_int_equal(pairs, cpu_gemm_bf16_ok()); /* the second took bf16 pairs where they were chosen */
+    be->set_profiling(be, 0);
+    double f32 = 0, bf16 = 0;
+    assert_non_null(be->measure_fma_peak);
+    assert_int_equal(be->measure_fma_peak(be, &f32, &bf16, &err), WGML_OK);
+    fprintf(stderr, "FMA peak: %.0f GFLOP/s f32, %.0f bf16 pairs (2 threads)\n", f32, bf16);
+    assert_true(f32 > 0.5);
+    assert_int_equal(bf16 > 0, cpu_kernels_gemm_bf16() != NULL);
+    drop(&W), drop(&X), drop(&O);
+    free(w), free(x);
+}
+
 /* Strided views (tensor.h): the helpers' strides and spans, copy through them, the ops that refuse them. */
 static void test_views(void **state) {
     (void)state;
@@ -1531,6 +1568,7 @@ int main(void) {
         cmocka_unit_test(test_pool),          cmocka_unit_test(test_nn_errors),
         cmocka_unit_test(test_views),
         cmocka_unit_test(test_copy_f16),
+        cmocka_unit_test(test_profile_flop),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

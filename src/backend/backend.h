@@ -58,6 +58,7 @@ typedef struct wgml_kernel_time {
     const char *name;
     uint64_t calls;
     double total_ms;
+    double flop; /* arithmetic of those calls (2 per multiply-add; the CPU's matmuls), 0 where not counted */
 } wgml_kernel_time;
 
 struct wgml_backend {
@@ -123,6 +124,10 @@ struct wgml_backend {
      * read of a buffer far larger than any cache (CPU: all threads over
      * 512 MiB; GPU: a read/reduce kernel over 256 MiB). Takes about a second. */
     wgml_status (*measure_bandwidth)(wgml_backend *be, double *gbs, wgml_error *err);
+    /* The arithmetic peak in GFLOP/s on all the backend's threads, measured now by a
+     * register-only loop (no memory traffic): f32 FMA and bf16 pairs (0 where the CPU has
+     * none), what the GEMMs' share is measured against. NULL: not measured (WebGPU). */
+    wgml_status (*measure_fma_peak)(wgml_backend *be, double *f32_gflops, double *bf16_gflops, wgml_error *err);
 
     /* ---- kernels compiled at load (optional: NULL where nothing compiles) ---- */
     /* Starts compiling, in the background, the kernels that a model of this

@@ -15,6 +15,8 @@ struct json_object *cli_kernels_json(const wgml_kernel_stat *kt, int n) {
         json_object_object_add(e, "name", json_object_new_string(kt[i].name));
         json_object_object_add(e, "calls", json_object_new_int64((int64_t)kt[i].calls));
         json_object_object_add(e, "total_ms", json_object_new_double(kt[i].total_ms));
+        if (kt[i].flop > 0 && kt[i].total_ms > 0)
+            json_object_object_add(e, "gflops", json_object_new_double(kt[i].flop / (kt[i].total_ms * 1e6)));
         json_object_array_add(k, e);
     }
     return k;

@@ -42,7 +42,9 @@ static const cli_opt options[] = {
              "every product in f32 (default: the decoder's and vocoder's as bf16 pairs\n"
              "where the CPU has them, as wgml speak)"),
     CLI_FLAG("--profile", NULL, bench_speech_opts, profile,
-             "per-op time table of the last sentence run (GPU timestamps / CPU op time)"),
+             "per-op time table of the last sentence run (GPU timestamps / CPU op time);\n"
+             "on the CPU each matmul kernel's GFLOP/s and its share of the FMA peak\n"
+             "(f32, or bf16 pairs for their path) measured in the same run"),
     CLI_FLAG("--json", NULL, bench_speech_opts, json, "print one JSON object on stdout"),
     CLI_END,
 };
@@ -141,6 +143,12 @@ int cmd_bench_speech(int argc, char **argv) {
     }
     cli_progress_end(&bar);
     if (rc) goto done;
+    /* with --profile on the CPU: the arithmetic peak of these threads, measured now, for the GEMMs' share */
+    double peak32 = 0, peak16 = 0;
+    if (profile && !strcmp(info.backend, "cpu")) {
+        wgml_error e;
+        if (wgml_model_measure_fma_peak(m, &peak32, &peak16, &e)) peak32 = peak16 = 0;
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double rss_mb = ru.ru_maxrss / 1024.0;
@@ -183,6 +191,10 @@ int cmd_bench_speech(int argc, char **argv) {
         json_object_object_add(o, "paragraph_rtf", json_object_new_double(cli_median(v_p_rtf, R)));
         json_object_object_add(o, "peak_rss_mb", json_object_new_double(rss_mb));
         if (profile) json_object_object_add(o, "kernels", cli_kernels_json(kt, n_kt < 64 ? n_kt : 64));
+        if (peak32 > 0) {
+            json_object_object_add(o, "fma_peak_gflops", json_object_new_double(peak32));
+            json_object_object_add(o, "bf16_peak_gflops", json_object_new_double(peak16));
+        }
         printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
         json_object_put(o);
     } else {
@@ -197,8 +209,19 @@ int cmd_bench_speech(int argc, char **argv) {
         printf("paragraph    %.2f s of audio in %d pieces: first audio %.0f ms, RTF %.3f\n", p[0].audio_s, p[0].chunks,
                cli_median(v_p_first, R), cli_median(v_p_rtf, R));
         printf("peak RSS     %.1f MiB\n", rss_mb);
-        for (int i = 0; i < n_kt && i < 64; i++)
-            printf("  %-40s %8llu calls %10.2f ms\n", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms);
+        if (peak32 > 0)
+            printf("FMA peak     %.0f GFLOP/s f32, %.0f bf16 pairs (%d threads, a register-only loop, now)\n", peak32,
+                   peak16, info.n_threads);
+        for (int i = 0; i < n_kt && i < 64; i++) {
+            printf("  %-40s %8llu calls %10.2f ms", kt[i].name, (unsigned long long)kt[i].calls, kt[i].total_ms);
+            if (kt[i].flop > 0 && kt[i].total_ms > 0) {
+                const double g = kt[i].flop / (kt[i].total_ms * 1e6);
+                const double peak = strstr(kt[i].name, "bf16 pairs") ? peak16 : peak32;
+                printf(" %8.1f GFLOP/s", g);
+                if (peak > 0) printf(" (%.0f%% of the peak)", 100 * g / peak);
+            }
+            printf("\n");
+        }
     }
 done:
     wgml_model_free(m);

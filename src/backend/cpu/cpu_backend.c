@@ -60,15 +60,16 @@ double cpu_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-void cpu_profile_add(cpu_backend *cb, const char *name, double ms) {
+void cpu_profile_add(cpu_backend *cb, const char *name, double ms, double flop) {
     for (int i = 0; i < cb->n_prof; i++) {
         if (strcmp(cb->prof[i].name, name) == 0) {
             cb->prof[i].calls++;
             cb->prof[i].total_ms += ms;
+            cb->prof[i].flop += flop;
             return;
         }
     }
-    if (cb->n_prof < CPU_MAX_PROFILE) cb->prof[cb->n_prof++] = (wgml_kernel_time){name, 1, ms};
+    if (cb->n_prof < CPU_MAX_PROFILE) cb->prof[cb->n_prof++] = (wgml_kernel_time){name, 1, ms, flop};
 }
 
 /* A buffer of host memory, zeroed unless it is about to be filled whole. */
@@ -296,6 +297,7 @@ wgml_status wgml_backend_cpu_create(int n_threads, wgml_backend **out, wgml_erro
     b->get_kernel_times = get_kernel_times;
     b->supports_type = supports_type;
     b->measure_bandwidth = cpu_measure_bandwidth;
+    b->measure_fma_peak = cpu_measure_fma_peak;
     *out = b;
     return WGML_OK;
 }

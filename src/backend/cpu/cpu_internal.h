@@ -62,7 +62,7 @@ void *cpu_scratch_unfold(cpu_backend *cb, size_t size);
 int cpu_check(cpu_backend *cb, const char *op, const wgml_tensor *t);
 /* Profiling: wall time of one op call. */
 double cpu_now_ms(void);
-void cpu_profile_add(cpu_backend *cb, const char *name, double ms);
+void cpu_profile_add(cpu_backend *cb, const char *name, double ms, double flop); /* flop: 0 where not counted */
 
 /* The ops: cpu_run is the backend's entry point (be->run); it validates the
  * arguments and calls cpu_op_<name> (cpu_ops.c; attention in cpu_attention.c;
@@ -75,6 +75,7 @@ WGML_OPS(CPU_OP_DECL)
 #undef CPU_OP_DECL
 
 wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err);
+wgml_status cpu_measure_fma_peak(wgml_backend *be, double *f32_gflops, double *bf16_gflops, wgml_error *err);
 
 /* Math shared by the ops and by other CPU code (reference implementations). */
 void cpu_rope_row(float *x, int n_head, int head_dim, int pos, const wgml_rope *rope, const float *freq_factors);

@@ -133,3 +133,118 @@ wgml_status cpu_measure_bandwidth(wgml_backend *be, double *gbs, wgml_error *err
     *gbs = (double)MEASURE_BYTES / (best / 1e3) / 1e9;
     return WGML_OK;
 }
+
+/*
+ * The FMA peak: a register-only loop on every thread of the pool at once,
+ * FMA_CHAINS independent accumulators (enough to cover the FMA latency on
+ * two ports), no memory traffic: the rate the GEMMs' share is measured
+ * against (`wgml bench --profile`). f32: vfmadd (2 flops per lane);
+ * bf16 pairs: vdpbf16ps (4 flops per lane: two products and their sums),
+ * where the CPU has it. The widest registers the kernels use.
+ */
+#define FMA_CHAINS 12
+#define FMA_ITERS  200000
+
+typedef struct {
+    int kind;         /* 0: f32 FMA, 1: bf16 pairs */
+    float sink[512];
+} fma_task;
+
+static float fma_scalar(int64_t iters) {
+    float a[FMA_CHAINS];
+    for (int c = 0; c < FMA_CHAINS; c++) a[c] = (float)c * 1e-3f;
+    for (int64_t i = 0; i < iters; i++)
+        for (int c = 0; c < FMA_CHAINS; c++) a[c] = a[c] * 0.999999f + 1e-7f;
+    float s = 0;
+    for (int c = 0; c < FMA_CHAINS; c++) s += a[c];
+    return s;
+}
+
+#if defined(WGML_CPU_X86)
+__attribute__((target("avx512f"))) static float fma_avx512(int64_t iters) {
+    __m512 a[FMA_CHAINS];
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm512_set1_ps((float)c * 1e-3f);
+    for (int64_t i = 0; i < iters; i++)
+        for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm512_fmadd_ps(a[c], x, y);
+    __m512 s = a[0];
+    for (int c = 1; c < FMA_CHAINS; c++) s = _mm512_add_ps(s, a[c]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) static float bf16_avx512(int64_t iters) {
+    __m512 a[FMA_CHAINS];
+    const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3380); /* 1, ~6e-8 */
+    for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm512_set1_ps((float)c * 1e-3f);
+    for (int64_t i = 0; i < iters; i++)
+        for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm512_dpbf16_ps(a[c], x, y);
+    __m512 s = a[0];
+    for (int c = 1; c < FMA_CHAINS; c++) s = _mm512_add_ps(s, a[c]);
+    return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx2,fma"))) static float fma_avx2(int64_t iters) {
+    __m256 a[FMA_CHAINS];
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+    for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm256_set1_ps((float)c * 1e-3f);
+    for (int64_t i = 0; i < iters; i++)
+        for (int c = 0; c < FMA_CHAINS; c++) a[c] = _mm256_fmadd_ps(a[c], x, y);
+    __m256 s = a[0];
+    for (int c = 1; c < FMA_CHAINS; c++) s = _mm256_add_ps(s, a[c]);
+    float w[8];
+    _mm256_storeu_ps(w, s);
+    return w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + w[6] + w[7];
+}
+#endif
+
+/* flops of one loop iteration of the kind on this CPU's widest kernels (0: no such loop) */
+static double fma_flops_per_iter(int kind) {
+#if defined(WGML_CPU_X86)
+    const char *isa = cpu_kernels_isa();
+    if (kind == 1) return cpu_kernels_gemm_bf16() ? FMA_CHAINS * 16.0 * 4 : 0;
+    if (strcmp(isa, "avx512") == 0) return FMA_CHAINS * 16.0 * 2;
+    if (strcmp(isa, "avx2") == 0) return FMA_CHAINS * 8.0 * 2;
+#endif
+    return kind == 0 ? FMA_CHAINS * 2.0 : 0;
+}
+
+static void fma_run(void *p, int ith, int nth) {
+    (void)nth;
+    fma_task *t = p;
+    float s;
+#if defined(WGML_CPU_X86)
+    const char *isa = cpu_kernels_isa();
+    if (t->kind == 1) s = bf16_avx512(FMA_ITERS);
+    else if (strcmp(isa, "avx512") == 0) s = fma_avx512(FMA_ITERS);
+    else if (strcmp(isa, "avx2") == 0) s = fma_avx2(FMA_ITERS);
+    else
+#endif
+        s = fma_scalar(FMA_ITERS / 8);
+    t->sink[ith & 511] += s;
+}
+
+wgml_status cpu_measure_fma_peak(wgml_backend *be, double *f32_gflops, double *bf16_gflops, wgml_error *err) {
+    (void)err;
+    cpu_backend *cb = (cpu_backend *)be;
+    *f32_gflops = *bf16_gflops = 0;
+    for (int kind = 0; kind < 2; kind++) {
+        double per = fma_flops_per_iter(kind);
+        if (per <= 0) continue;
+        const int64_t iters = kind == 0 && per == FMA_CHAINS * 2.0 ? FMA_ITERS / 8 : FMA_ITERS;
+        fma_task t = {.kind = kind};
+        double best = 1e30;
+        for (int pass = 0; pass < 4; pass++) { /* the first warms the clocks */
+            const double t0 = cpu_now_ms();
+            wgml_threadpool_run(cb->pool, fma_run, &t);
+            const double ms = cpu_now_ms() - t0;
+            if (pass > 0 && ms < best) best = ms;
+        }
+        volatile float sink = 0;
+        for (int i = 0; i < 512; i++) sink += t.sink[i];
+        (void)sink;
+        const double g = per * (double)iters * cb->n_threads / (best * 1e6);
+        if (kind == 0) *f32_gflops = g;
+        else *bf16_gflops = g;
+    }
+    return WGML_OK;
+}

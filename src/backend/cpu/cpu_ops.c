@@ -290,12 +290,24 @@ static int mm_check(cpu_backend *cb, const wgml_matmul_args *mm) {
     return 1;
 }
 
+static int mm_bf16(const wgml_matmul_args *mm, uint32_t type);
+static int mm_use_gemm(const cpu_backend *cb, const wgml_matmul_args *mm, int64_t n);
+
+/* 2 x rows x K x (the weights' rows): a matmul's arithmetic (a convolution's rows are its outputs'). */
+static double mm_flop(const wgml_matmul_args *mm) {
+    const int64_t rows = mm->conv.kernel ? wgml_conv1d_rows(&mm->conv, wgml_tensor_nrows(mm->x)) : wgml_tensor_nrows(mm->x);
+    double m = 0;
+    for (int i = 0; i < mm->n_w; i++) m += (double)wgml_tensor_nrows(mm->w[i]);
+    return 2.0 * (double)rows * (double)mm->w[0]->ne[0] * m;
+}
+
 /* The profile's name for a matmul: by weight type, and "gemv" for one token
- * row (decode) or "gemm" for several (prompts, batches), so that a table
- * shows which kernels the time went to. */
-static const char *mm_profile_name(const wgml_matmul_args *mm) {
-#define MM_NAMES(t) {"matmul " t " gemv", "matmul " t " gemm"}
-    static const char *const names[][2] = {MM_NAMES("f32"),  MM_NAMES("f16"),  MM_NAMES("bf16"), MM_NAMES("q4_0"),
+ * row (decode) or "gemm" for several (prompts, batches), "gemm bf16 pairs"
+ * for the blocked GEMM's bf16 path, so that a table shows which kernels the
+ * time went to. */
+static const char *mm_profile_name(const cpu_backend *cb, const wgml_matmul_args *mm) {
+#define MM_NAMES(t) {"matmul " t " gemv", "matmul " t " gemm", "matmul " t " gemm bf16 pairs"}
+    static const char *const names[][3] = {MM_NAMES("f32"),  MM_NAMES("f16"),  MM_NAMES("bf16"), MM_NAMES("q4_0"),
                                            MM_NAMES("q4_1"), MM_NAMES("q5_0"), MM_NAMES("q5_1"), MM_NAMES("q8_0"),
                                            MM_NAMES("q2_k"), MM_NAMES("q3_k"), MM_NAMES("q4_k"), MM_NAMES("q5_k"),
                                            MM_NAMES("q6_k"), MM_NAMES("mixed"), MM_NAMES("other")};
@@ -310,7 +322,8 @@ static const char *mm_profile_name(const wgml_matmul_args *mm) {
     if (i == nt) i = nt + 1; /* other */
     for (int j = 1; j < mm->n_w; j++)
         if (mm->w[j]->type != mm->w[0]->type) i = nt; /* mixed */
-    return names[i][many];
+    const int pairs = many && !cb->exact && mm_use_gemm(cb, mm, rows) && mm_bf16(mm, mm->w[0]->type);
+    return names[i][many + pairs];
 }
 
 /* Rows from which a matmul of float weights is a blocked GEMM (cpu_gemm.c):
@@ -705,8 +718,10 @@ void cpu_run(wgml_backend *be, wgml_op op, const void *args) {
     }
     double t0 = cpu_now_ms();
     op_table[op](cb, args);
-    /* matmuls by weight type, so that a table shows which kernels the time went to */
-    cpu_profile_add(cb, op == WGML_OP_MATMUL ? mm_profile_name(args) : wgml_op_names[op], cpu_now_ms() - t0);
+    /* matmuls by weight type and path, so that a table shows which kernels the time went to,
+     * with their arithmetic for the rate */
+    cpu_profile_add(cb, op == WGML_OP_MATMUL ? mm_profile_name(cb, args) : wgml_op_names[op], cpu_now_ms() - t0,
+                    op == WGML_OP_MATMUL ? mm_flop(args) : 0);
 }
 
 int cpu_supports(wgml_backend *be, wgml_op op, const void *args) { return wgml_op_weight_types_supported(be, op, args); }

@@ -307,7 +307,7 @@ static void set_profiling(wgml_backend *be, int on) { wgml_gpu_set_profiling(((w
 static int get_kernel_times(wgml_backend *be, wgml_kernel_time *t, int cap) {
     wgml_gpu_kernel_time g[64];
     int n = wgml_gpu_kernel_times(((wg_backend *)be)->gpu, g, 64);
-    for (int i = 0; i < n && i < cap && i < 64; i++) t[i] = (wgml_kernel_time){g[i].label, g[i].calls, g[i].total_ms};
+    for (int i = 0; i < n && i < cap && i < 64; i++) t[i] = (wgml_kernel_time){g[i].label, g[i].calls, g[i].total_ms, 0};
     return n;
 }
 
