@@ -629,8 +629,9 @@ export class Engine {
   // it returns true to stop, or a promise of that. Text goes through g2p
   // (see #phonemizePieces). Resolves to { n_samples, n_chunks, first_audio_ms,
   // total_ms, g2p_ms }.
-  async speak(model, input, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us' } = {}, g2p, onChunk) {
+  async speak(model, input, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us', split = 'sentences' } = {}, g2p, onChunk) {
     if (typeof input !== 'string') throw new WgmlError(1, 'speak: the input must be a string');
+    if (split !== 'sentences' && split !== 'none') throw new WgmlError(1, `speak: split '${split}' (sentences or none)`);
     if (!Number.isInteger(seed) || seed < 0 || seed > 2 ** 53) throw new WgmlError(1, `speak: seed ${seed} is not an integer in 0 .. 2^53`);
     if (typeof speed !== 'number' || !Number.isFinite(speed)) throw new WgmlError(1, `speak: speed ${speed} is not a number`);
     // a model that does not speak: the library's message (wgmlw_speak checks the task first), no G2P
@@ -661,7 +662,7 @@ export class Engine {
         const ws = this.#allocStrings(hasWords ? given.words : []);
         const wr = this.#allocStrings(hasWords ? given.wordResults : []);
         try {
-          const st = await this.#call('wgmlw_speak', [model, t, v, speed, seed, direct ? 1 : 0, l, ps.arr, rs.arr,
+          const st = await this.#call('wgmlw_speak', [model, t, v, speed, seed, direct ? 1 : 0, split === 'none' ? 1 : 0, l, ps.arr, rs.arr,
             given.pieces.length, hasWords ? ws.arr : 0, hasWords ? wr.arr : 0, given.words.length, id]);
           if (st) throw this.lastError();
           return { ...JSON.parse(this.cstring(x.wgmlw_speak_result())), g2p_ms: g2pMs };

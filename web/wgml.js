@@ -246,15 +246,17 @@ class Model {
   // (0.25 .. 4, default 1), seed (the vocoder's noise, default 0: the same
   // seed gives the same audio), phonemes (true: text is the model's phoneme
   // symbols, as `wgml phonemize` prints them; no espeak-ng needed), lang
-  // ('en-us' | 'en-gb'), phonemizer (the URL of the phonemizer module; default
+  // ('en-us' | 'en-gb'), split ('sentences', the default: a chunk per sentence as
+  // soon as it is made; 'none': one pass over up to 510 phonemes, the official
+  // KPipeline's audio for several sentences), phonemizer (the URL of the phonemizer module; default
   // web/node_modules/phonemizer). Text goes through espeak-ng (web/g2p.js),
   // loaded on first use. Breaking out of the loop or .stop() stops after the
   // chunk being made; info().last then has the speed (rtf, first_audio_ms).
-  speak(text, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us', phonemizer } = {}) {
+  speak(text, { voice = '', speed = 1, seed = 0, phonemes = false, lang = 'en-us', split = 'sentences', phonemizer } = {}) {
     if (voice && typeof voice === 'object')
       voice = Object.entries(voice).map(([name, w]) => `${name}:${Number(w)}`).join(',');
     const options = { voice: String(voice || ''), speed: Number(speed), seed: Number(seed), phonemes: !!phonemes,
-      lang: String(lang), phonemizer: phonemizer ? String(new URL(phonemizer, globalThis.location ? location.href : undefined)) : undefined };
+      lang: String(lang), split: String(split), phonemizer: phonemizer ? String(new URL(phonemizer, globalThis.location ? location.href : undefined)) : undefined };
     return this.#stream({ op: 'speak', input: String(text), options },
       (c) => ({ audio: c.audio, sampleRate: c.sample_rate, start: c.start, phonemes: c.phonemes, words: c.words, index: c.index }));
   }

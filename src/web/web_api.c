@@ -22,7 +22,7 @@
  *                                             words it phonemizes alone (for word times)
  *   wgmlw_phonemize(lang, text, pieces, results, n)
  *                                             the G2P (text/g2p.h) with those results: phonemes
- *   wgmlw_speak(m, input, voice, speed, seed, phonemes, lang, pieces, results, n, words, word_results,
+ *   wgmlw_speak(m, input, voice, speed, seed, phonemes, split, lang, pieces, results, n, words, word_results,
  *               n_words, user)                wgml_speak; each chunk goes to the import
  *                                             wgml.audio(user, samples, n, meta, len) (non-zero stops)
  *   wgmlw_speak_result()                      JSON: the last wgml_speak_result
@@ -571,7 +571,7 @@ static int on_audio(void *user, const wgml_audio_chunk *c) {
  * words NULL: the words are placed by their letters). seed: the vocoder
  * noise's (0 .. 2^53). Returns a wgml_status. */
 EXPORT(wgmlw_speak)
-int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double speed, double seed, int phonemes,
+int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double speed, double seed, int phonemes, int split,
                 const char *lang, const char *const *pieces, const char *const *results, int n,
                 const char *const *words, const char *const *word_results, int n_words, int user) {
     wgml_error_clear(&last_error);
@@ -587,6 +587,7 @@ int wgmlw_speak(wgml_model *m, const char *input, const char *voice, double spee
     p.speed = (float)speed;
     p.seed = (uint64_t)seed;
     p.phonemes = phonemes != 0;
+    p.split = (wgml_speak_split)split; /* checked by wgml_speak */
     if (lang) p.lang = lang;
     if (!phonemes && g2p_en_american(p.lang) < 0)
         return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)", p.lang);

@@ -441,6 +441,13 @@ await test('node: Kokoro on the CPU wasm, stream-loaded with its voices: phoneme
   const d = checkCpuSpeech(concat(chunks.map((c) => c.audio)), chunks.flatMap((c) => c.words), k, 'node CPU');
   speechStats.node_cpu = { snr_db: d.snr, max_rel: d.max, median_rel: d.median };
   const fail = (p) => p.then(() => 'no error', (err) => `${err.name} ${err.code}: ${err.message}`);
+  // split 'none': the two sentences in one pass (one chunk, the official pipeline's audio)
+  const one = [];
+  await e.speak(m, KOKORO_PHONEMES, { voice: KOKORO_VOICE, seed: KOKORO_SEED, phonemes: true, split: 'none' }, null, (c) => { one.push(c); });
+  check(one.length === 1 && one[0].phonemes === KOKORO_PHONEMES && one[0].audio.length !== concat(chunks.map((c) => c.audio)).length,
+    `split none: ${one.length} chunks, ${one[0] && one[0].audio.length} samples`);
+  const badSplit = await fail(e.speak(m, 'hˈaɪ', { phonemes: true, split: 'words' }, null, () => {}));
+  check(/^WgmlError 1: speak: split 'words'/.test(badSplit), `split words: ${badSplit}`);
   const nobody = await fail(e.speak(m, 'hˈaɪ', { voice: 'nobody', phonemes: true }, null, () => {}));
   check(/^WgmlError 1: voice 'nobody' is neither in the model \(voices: af_heart, am_adam, bf_emma\)/.test(nobody), `unknown voice: ${nobody}`);
   const text = await fail(e.speak(m, 'Hello.', {}, null, () => {}));
