@@ -320,9 +320,10 @@ static void test_join(void **state) {
 
     /* errors: language, UTF-8, the backend's own, its output */
     out = (char *)"untouched";
-    assert_int_equal(wgml_g2p_phonemize(g, "fr", "Bonjour", &out, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_int_equal(wgml_g2p_phonemize(g, "de", "Hallo", &out, &err), WGML_ERR_INVALID_ARGUMENT);
     assert_null(out);
-    assert_non_null(strstr(err.message, "'fr'"));
+    assert_non_null(strstr(err.message, "'de'"));
+    assert_int_equal(wgml_g2p_phonemize(g, "es", "caf\xc3", &out, &err), WGML_ERR_INVALID_ARGUMENT);
     assert_int_equal(wgml_g2p_phonemize(g, "en-us", "caf\xc3", &out, &err), WGML_ERR_INVALID_ARGUMENT);
     assert_int_equal(wgml_g2p_phonemize(NULL, "en-us", "x", &out, &err), WGML_ERR_INVALID_ARGUMENT);
     f.fail = 1;
@@ -604,6 +605,179 @@ static void check_tsv(const char *rel, const char *lang) {
     wgml_g2p_free(g);
     assert_true(total >= 42);
     assert_int_equal(ok, total);
+}
+
+/* Kokoro's other languages (es, fr-fr, hi, it, pt-br): the official pipeline's phonemes, made
+ * by misaki's EspeakG2P rules (as kokoro's KPipeline uses them) over phonemizer 3.3's espeak
+ * backend and Debian's libespeak-ng 1.51, run outside the repository on these sentences; one
+ * more sentence differs and is left out (docs/kokoro.md: a lone unstressed Hindi word, "kya?",
+ * which espeak-ng's program stresses and its library call does not). */
+static const struct {
+    const char *lang, *text, *want;
+} lang_cases[] = {
+    {"es", "Hola, ¿cómo estás? Me llamo Juan.",
+     "ˈola, ¿kˈomo estˈas? me ʎˈamo xwˈan."},
+    {"es", "¡Qué día tan bonito! (Dijo ella, sonriendo.)",
+     "¡kˈe ðˈia tˈam bonˈito! (dˈixo ˈeʎa, sˌonriˈɛndo.)"},
+    {"es", "El tren sale a las 10:30 desde la estación «Atocha».",
+     "el tɾˈen sˈale a las ðjˈɛθ:tɾˈAnta ðˌesðe la ˌestaθjˈon “atˈoʧa”."},
+    {"es", "—No sé —respondió—, quizá mañana… o pasado.",
+     "—nˈo sˈe —rˌespondjˈo—, kiθˈa maɲˈana… o pasˈaðo."},
+    {"es", "Compré 3 libros, 2 cuadernos y un lápiz por 15 euros.",
+     "kompɾˈe tɾˈes lˈiβɾos, dˈos kwaðˈeɾnos i ˈun lˈapiθ poɾ kˈinθe ˈeʊɾos."},
+    {"es", "La pizza y el whisky son populares en Madrid; el fútbol también.",
+     "la pˈiʦa i el wˈiski sˈom pˌopulˈaɾes en maðɾˈid; el fˈutβol tambjˈen."},
+    {"fr-fr", "Bonjour! Je m’appelle Marie, et toi?",
+     "bɔ̃ʒˈuʁ! ʒə mapˈɛl maʁˈi, e twˈa?"},
+    {"fr-fr", "C'est une belle journée : le soleil brille, les oiseaux chantent.",
+     "sɛt yn bˈɛl ʒuʁnˈe : lə solˈɛj bʁˈij, lez wazˈo ʃˈɑ̃t."},
+    {"fr-fr", "« Où es-tu ? » demanda-t-il, inquiet.",
+     "“ u ɛtˈy ? ” dəmɑ̃dˈatˈil, ɛ̃kjˈɛ."},
+    {"fr-fr", "Il a acheté 25 pommes (et deux poires) au marché.",
+     "il a aʃtˈe vɛ̃tsˈɛ̃k pˈɔm (e dˈø pwˈaʁ) o maʁʃˈe."},
+    {"fr-fr", "Les enfants jouent dans le jardin; leurs parents les regardent...",
+     "lez ɑ̃fˈɑ̃ ʒw dɑ̃ lə ʒaʁdˈɛ̃; lœʁ paʁˈɑ̃ le ʁəɡˈaʁd..."},
+    {"fr-fr", "J'ai vu un week-end à New York — incroyable!",
+     "ʒe vˈy œ̃ wˈiːkˈɛnd a njˈuː jˈɔːk — ɛ̃kʁwajˈabl!"},
+    {"hi", "नमस्ते, आप कैसे हैं?",
+     "nəmˈʌsteː, ˌaːp kˈɛːseː hɛ̃?"},
+    {"hi", "मेरा नाम राम है। मैं दिल्ली में रहता हूँ।",
+     "mˌeːɾaː nˈaːm ɾˈaːm hɛː mɛ̃ dˈɪlli mẽː ɾˈʌhətˌaː hũ"},
+    {"hi", "आज मौसम बहुत अच्छा है, चलो बाहर चलें!",
+     "ˈaːɟ mˈɔːsəm bˈʌhʊt ˈʌcʰcʰaː hɛː, cˈʌloː bˈaːhəɾ cˈʌlẽː!"},
+    {"hi", "उसने कहा: \"मैं कल आऊँगा\"।",
+     "ˈʊsnˌeː kˈʌhaː: \"mɛ̃ kˈʌl aːˈunɡaː\"pˈuːrnwɪɾˈaːm"},
+    {"hi", "भारत की जनसंख्या 140 करोड़ से अधिक है।",
+     "bʰˈaːɾət ki ɟˌənəsˈʌŋkʰjaː ˈeːksˈɔː cˈaːlis kəɾˈoːr. seː ˈʌdʰɪk hɛː"},
+    {"it", "Ciao, come stai? Oggi è una bella giornata.",
+     "ʧˈao, kˌome stˈaj? ˈɔʤːɪ e ˌʊna bˈɛlla ʤornˈata."},
+    {"it", "Mi chiamo Giuseppe (ma tutti mi chiamano Peppe).",
+     "mɪ kjˈamo ʤʊzˈɛpːe (ma tˈutːɪ mɪ kjˈamano pˈɛpːe)."},
+    {"it", "«Dove vai?» chiese lei; lui non rispose...",
+     "“dˈove vˈaj?” kjˈɛze lˈɛi; lˌʊi non rispˈoze..."},
+    {"it", "Ho comprato 12 uova, del pane e un po' di formaggio.",
+     "o komprˈato dˈodiʧɪ wˈɔva, del pˈane e ʊn pˈo dɪ formˈaʤːo."},
+    {"it", "Lo sport più amato è il calcio: la Juventus vince spesso!",
+     "lo spˈɔrt pjʊ amˈato e il kˈalʧo: la jʊvˈɛntʊs vˈinʧe spˈeSo!"},
+    {"it", "Perché la pizza napoletana è così buona?",
+     "perkˌe la pˈiʦːa napoletˈana e kozˈi bʊˈɔna?"},
+    {"pt-br", "Olá, tudo bem? Eu moro em São Paulo.",
+     "olˈa, tˈudʊ bˈAŋ? eʊ mˈɔɾw ˈAŋ sɐ̃ʊ̃ pˈWlʊ."},
+    {"pt-br", "Você quer um café? (Eu prefiro chá.)",
+     "vosˌe kˈɛɾ ũŋ kafˈɛ? (eʊ prˌefˈiɾʊ ʃˈa.)"},
+    {"pt-br", "O jogo começa às 16h — não se atrase!",
+     "ʊ ʒˈoɡʊ kˌomˈɛs aːs dˌezesˈAz aɡˈa — nˌɐ̃ʊ̃ sj ˌatrˈazy!"},
+    {"pt-br", "Ela comprou 7 livros; ele, apenas 2...",
+     "ˌɛlæ komprˈow sˈɛʧy lˈivrʊs; ˈely, ˌapˈenæs dˈoɪs..."},
+    {"pt-br", "A cidade é linda: praias, montanhas e “muita” alegria.",
+     "a sˌidˈaʤj ɛ lˈiŋdæ: prˈIæs, mˌoŋtˈɐ̃ɲæz ˈɛ “mwˈiŋtæ” ˌaleɡrˈiæ."},
+    {"pt-br", "Não sei... talvez amanhã, ou depois de amanhã.",
+     "nˌɐ̃ʊ̃ sˈA... tWvˈez ˌæmɐ̃ɲˈɐ̃, ow depˈoɪz ʤj ˌæmɐ̃ɲˈɐ̃."},
+    {"es", "¿Escuchas a The Beatles o a Queen?",
+     "¿eskˈuʧas a tˈe βeˈatles o a kˈeen?"},
+    {"es", "...y entonces, ¡boom!",
+     "...i entˈonθes, ¡bˈoom!"},
+    {"es", "«¡Vamos!»",
+     "“¡bˈamos!”"},
+    {"es", "¿?",
+     "¿?"},
+    {"es", "  Hola   mundo  ",
+     "ˈola mˈundo"},
+    {"fr-fr", "(Bonjour.)",
+     "(bɔ̃ʒˈuʁ.)"},
+    {"fr-fr", "Le software et le hardware, c'est du jargon anglais.",
+     "lə sˈɒftweə e lə hˈɑːdweə, sɛ dy ʒaʁɡˈɔ̃ ɑ̃ɡlˈɛ."},
+    {"fr-fr", "Il est 8h15 ; on part ?",
+     "il ɛ yˈit ˈaʃ kˈɛ̃z ; ɔ̃ pˈaʁ ?"},
+    {"it", "Il mio computer è un MacBook, e il tuo?",
+     "il mˌio kompjˈuter e ʊn mˈak bˈɔok, e il tˈuo?"},
+    {"it", "[Nota: vedi sopra] {Fine}",
+     "[nˈɔta: vˈedɪ sˈopra] {fˈine}"},
+    {"pt-br", "Eu adoro rock and roll!",
+     "eʊ ˌadˈɔɾʊ xˈɔk ˈɐ̃ŋd xˈol!"},
+    {"pt-br", "\"Sim\", disse ele.",
+     "\"sˈiŋ\", ʤˈisj ˈely."},
+    {"hi", "मुझे क्रिकेट पसंद है, खासकर IPL.",
+     "mˌʊɟʰeː kɾˈɪkɪt pəsˈʌnd hɛː, kʰˈaːsəkˌəɾ ˈI pˈiː ˈɛl."},
+};
+
+static void test_languages(void **state) {
+    (void)state;
+    wgml_g2p *g = open_espeak();
+    int ok = 0, n = (int)(sizeof lang_cases / sizeof lang_cases[0]);
+    for (int i = 0; i < n; i++) {
+        char *out = NULL;
+        wgml_error err;
+        wgml_status st = wgml_g2p_phonemize(g, lang_cases[i].lang, lang_cases[i].text, &out, &err);
+        if (st) print_message("%s '%s': %s\n", lang_cases[i].lang, lang_cases[i].text, err.message);
+        else if (strcmp(out, lang_cases[i].want))
+            print_message("%s '%s'\n   gives '%s'\n  wanted '%s'\n", lang_cases[i].lang, lang_cases[i].text, out,
+                          lang_cases[i].want);
+        else ok++;
+        wgml_free(out);
+    }
+    print_message("%d/%d sentences in es, fr-fr, hi, it, pt-br match the official G2P\n", ok, n);
+    assert_int_equal(ok, n);
+    /* aliases, and a language Kokoro does not speak */
+    char *a = NULL, *b = NULL;
+    wgml_error err;
+    assert_int_equal(wgml_g2p_phonemize(g, "e", "Hola.", &a, &err), WGML_OK);
+    assert_int_equal(wgml_g2p_phonemize(g, "es", "Hola.", &b, &err), WGML_OK);
+    assert_string_equal(a, b);
+    wgml_free(a), wgml_free(b);
+    assert_int_equal(wgml_g2p_phonemize(g, "de", "Hallo.", &a, &err), WGML_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(err.message, "pt-br"));
+    wgml_g2p_free(g);
+}
+
+/* The official pipeline's steps on a backend that answers with fixed espeak-ng output: the marks
+ * (at the start, inside, at the end, alone), the clean-up of each piece (clause lines, doubled
+ * spaces, language switch flags with their ties), the ties turned into Kokoro's symbols (within
+ * a phoneme only), hyphens, and the parentheses that travel as « ». */
+static wgml_status fake_lang_pieces(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                    wgml_error *err) {
+    (void)user, (void)err;
+    assert_string_equal(lang, "it");
+    for (size_t i = 0; i < n; i++) {
+        const char *p = pieces[i];
+        const char *r = !strcmp(p, "uno") ? "ˈuno"
+                        : !strcmp(p, "ciao bella") ? "t^ʃˈao\nbˈɛl-la"
+                        : !strcmp(p, "due") ? "d^ʒu  (^e^n)t^sˈu(^i^t)"
+                        : !strcmp(p, "tre") ? "t ^ʃɾe"
+                                            : "?";
+        out[i] = wgml_strdup(r);
+    }
+    return WGML_OK;
+}
+
+static void test_lang_pipeline(void **state) {
+    (void)state;
+    const g2p_lang *it = g2p_lang_find("i");
+    assert_non_null(it);
+    assert_string_equal(it->code, "it");
+    assert_int_equal(it->english, -1);
+    assert_int_equal(g2p_lang_find("fr")->english, -1);
+    assert_int_equal(g2p_lang_find("b")->english, 0);
+    assert_null(g2p_lang_find("xx"));
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"uno", "ˈuno"},
+        {"¿uno?", "¿ˈuno?"},                                       /* a mark at the start and at the end */
+        {"uno, ciao bella; due", "ˈuno, ʧˈao bˈɛlla; ʤu ʦˈu"},     /* inside; clause lines; flags; ties */
+        {"(uno) tre", "(ˈuno) t ʃɾe"}, /* parentheses as « »; a tie after a space joins nothing */
+        {"«uno»", "“ˈuno”"},                                        /* angle quotes become curly ones */
+        {"...", "..."},                                            /* alone */
+        {"uno , , due!!", "ˈuno , , ʤu ʦˈu!!"},                      /* a run of marks and spaces, kept as it is */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        wgml_error err;
+        assert_int_equal(g2p_espeak_official(it, cases[i].in, fake_lang_pieces, NULL, &out, &err), WGML_OK);
+        if (strcmp(out, cases[i].want)) print_message("'%s' gives '%s', wanted '%s'\n", cases[i].in, out, cases[i].want);
+        assert_string_equal(out, cases[i].want);
+        wgml_free(out);
+    }
 }
 
 static void test_tsv_en_us(void **state) {
@@ -1065,6 +1239,8 @@ int main(void) {
         cmocka_unit_test(test_tsv_en_us),
         cmocka_unit_test(test_tsv_en_gb),
         cmocka_unit_test(test_kokoro_js_pairs),
+        cmocka_unit_test(test_languages),
+        cmocka_unit_test(test_lang_pipeline),
         cmocka_unit_test(test_espeak_alloc_fail),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -236,10 +236,21 @@ oom:
 
 static wgml_status phonemize(wgml_g2p *g, const char *lang, const char *text, char **out, wgml_g2p_word **words,
                              size_t *n_words, wgml_error *err) {
-    int american = g2p_en_american(lang);
-    if (american < 0)
-        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (en-us or en-gb)",
-                         lang ? lang : "(null)");
+    const g2p_lang *L = g2p_lang_find(lang);
+    if (!L)
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "unknown language '%s' (%s)", lang ? lang : "(null)",
+                         g2p_lang_list());
+    if (L->english < 0) { /* the official espeak G2P; no word times */
+        wgml_status st = g2p_check_utf8(text, err);
+        if (st) return st;
+        st = g2p_espeak_official(L, text, g->be.phonemize_pieces, g->be.user, out, err);
+        if (!st && (st = g2p_check_utf8(*out, err))) {
+            wgml_free(*out);
+            *out = NULL;
+        }
+        return st;
+    }
+    int american = L->english;
     char *norm = NULL, *buf = NULL, *joined = NULL;
     char **results = NULL;
     const char **pieces = NULL;
@@ -472,7 +483,10 @@ typedef struct espeak_job {
     int fd_in, fd_out, fd_err;  /* -1 once closed */
     size_t index;               /* of the piece */
     const char *text;
-    size_t len, sent; /* the piece, then one "\n" */
+    size_t len, sent; /* the piece, then one "\n" (English) */
+    int nl;           /* 1: the line end follows. Not for the official non-English G2P, whose library call
+                         sees the piece as it is: espeak-ng reads a lone "।" as a word then, and as the end
+                         of a clause before a line end */
     char *buf;        /* standard output */
     size_t n, cap;
     char msg[ESPEAK_MSG_MAX + 1]; /* the start of the error output */
@@ -493,8 +507,8 @@ static int above_stdio(int fd) {
     return nfd;
 }
 
-static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_job *j, size_t index, const char *text,
-                             wgml_error *err) {
+static wgml_status job_start(const espeak_backend *e, const char *voice, int tie, espeak_job *j, size_t index,
+                             const char *text, wgml_error *err) {
     int sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
     memset(j, 0, sizeof *j);
     j->fd_in = j->fd_out = j->fd_err = -1;
@@ -534,8 +548,11 @@ static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_
         if (!rc) rc = posix_spawnattr_setsigmask(&at, &none);
         if (!rc) rc = posix_spawnattr_setsigdefault(&at, &dfl);
         if (!rc) {
-            char *argv[] = {e->program, "-q", "--ipa", "-v", (char *)voice, "--stdin", NULL};
-            rc = posix_spawn(&j->pid, e->program, &fa, &at, argv, e->envp);
+            /* English as kokoro-js's phonemizer reads it; the other languages with '^' between the
+             * letters of one phoneme, as the official G2P's library call writes them (g2p_lang.c) */
+            char *argv_en[] = {e->program, "-q", "--ipa", "-v", (char *)voice, "--stdin", NULL};
+            char *argv_tie[] = {e->program, "-q", "--ipa", "--tie=^", "-v", (char *)voice, "--stdin", NULL};
+            rc = posix_spawn(&j->pid, e->program, &fa, &at, tie ? argv_tie : argv_en, e->envp);
         }
     } else {
         rc = errno ? errno : EMFILE;
@@ -561,6 +578,7 @@ static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_
     j->index = index;
     j->text = text;
     j->len = strlen(text);
+    j->nl = !tie;
     /* the limit counts the bytes written: the piece and its line end */
     double limit = e->limit_base_ms + (double)(j->len + 1) * e->limit_per_kb_ms / 1000.0;
     j->limit_ms = limit < 1e9 ? (int64_t)limit : (int64_t)1e9; /* 11 days: no overflow in the sums below */
@@ -573,6 +591,10 @@ static wgml_status job_start(const espeak_backend *e, const char *voice, espeak_
  * stopped reading (its exit status then tells). */
 static void job_write(espeak_job *j) {
     while (j->fd_in >= 0) {
+        if (j->sent == j->len + (size_t)j->nl) { /* all written (an empty piece without its line end) */
+            close_fd(&j->fd_in);
+            return;
+        }
         const char *p = j->sent < j->len ? j->text + j->sent : "\n";
         size_t left = j->sent < j->len ? j->len - j->sent : 1;
         ssize_t w = send(j->fd_in, p, left, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -583,7 +605,7 @@ static void job_write(espeak_job *j) {
             return;
         }
         j->sent += (size_t)w;
-        if (j->sent == j->len + 1) close_fd(&j->fd_in);
+        if (j->sent == j->len + (size_t)j->nl) close_fd(&j->fd_in);
     }
 }
 
@@ -713,7 +735,9 @@ static wgml_status job_result(espeak_job *j, char **out, wgml_error *err) {
  * output as it is. */
 static wgml_status espeak_run(const espeak_backend *e, const char *lang, const char *const *pieces, size_t n, int raw,
                               char **out, wgml_error *err) {
-    const char *voice = g2p_en_american(lang) ? "en-us" : "en";
+    const g2p_lang *L = g2p_lang_find(lang);
+    const char *voice = L ? L->voice : "en-us";
+    const int tie = L && L->english < 0; /* the official non-English G2P reads '^' ties */
     espeak_job jobs[ESPEAK_MAX_JOBS];
     struct pollfd pf[3 * ESPEAK_MAX_JOBS];
     int who[3 * ESPEAK_MAX_JOBS];
@@ -727,7 +751,7 @@ static wgml_status espeak_run(const espeak_backend *e, const char *lang, const c
     while (!st && (next < n || active)) {
         for (int k = 0; k < n_jobs && next < n && !st; k++) {
             if (jobs[k].used) continue;
-            st = job_start(e, voice, &jobs[k], next, pieces[next], err);
+            st = job_start(e, voice, tie, &jobs[k], next, pieces[next], err);
             if (!st) {
                 next++;
                 active++;

@@ -17,7 +17,10 @@
  *
  * Texts are UTF-8; invalid UTF-8 is refused (WGML_ERR_INVALID_ARGUMENT).
  * Languages: "en-us" (kokoro's 'a', espeak voice en-us) and "en-gb" ('b',
- * voice en); "a" and "b" are accepted as aliases.
+ * voice en); "a" and "b" are accepted as aliases. The other languages of
+ * Kokoro v1.0 (es, fr-fr, hi, it, pt-br; aliases e f h i p) take the official
+ * pipeline's G2P instead (g2p_lang.c: misaki's EspeakG2P over phonemizer),
+ * espeak-ng run with '^' ties (`--ipa --tie=^`); their words are not timed.
  */
 #ifndef WGML_TEXT_G2P_H
 #define WGML_TEXT_G2P_H
@@ -103,6 +106,29 @@ wgml_status wgml_g2p_phonemize_words(wgml_g2p *g2p, const char *lang, const char
                                      wgml_g2p_word **words, size_t *n_words, wgml_error *err);
 
 void wgml_g2p_free(wgml_g2p *g2p);
+
+/* ---- the languages (g2p_lang.c) ---- */
+
+/* A language Kokoro speaks: its code, one-letter alias (KPipeline's lang_code),
+ * espeak-ng voice, and whether it is English (1 American, 0 British; -1: the
+ * official espeak G2P below instead of kokoro-js's English one). */
+typedef struct g2p_lang {
+    const char *code, *alias, *voice;
+    int english;
+} g2p_lang;
+
+/* The language of a code ("es", "fr-fr" or "fr", "pt-br", ...) or alias ("e"); NULL when unknown. */
+const g2p_lang *g2p_lang_find(const char *code);
+/* "en-us, en-gb, es, fr-fr, hi, it, pt-br": for messages. */
+const char *g2p_lang_list(void);
+
+typedef wgml_status (*g2p_pieces_fn)(void *user, const char *lang, const char *const *pieces, size_t n, char **out,
+                                     wgml_error *err);
+/* Kokoro's G2P for a non-English language (g2p_lang.c says every step):
+ * misaki's EspeakG2P over phonemizer's espeak backend, the pieces phonemized
+ * by `phonemize` (a backend's phonemize_pieces: espeak-ng with '^' ties). */
+wgml_status g2p_espeak_official(const g2p_lang *lang, const char *text, g2p_pieces_fn phonemize, void *user,
+                                char **out, wgml_error *err);
 
 /* ---- kokoro-js's steps (g2p_en.c), for the G2P and its tests ---- */
 

@@ -1,5 +1,5 @@
 /*
- * cmd_phonemize.c - `wgml phonemize [--lang en-us|en-gb] [--words] (TEXT... | -f FILE)`:
+ * cmd_phonemize.c - `wgml phonemize [--lang L] [--words] (TEXT... | -f FILE)`:
  * the phonemes Kokoro reads for English text (kokoro-js's G2P over the
  * espeak-ng program: src/text/g2p.h), one line per line of input; with
  * --words, where each word of the text is in them (the word timing of
@@ -17,11 +17,13 @@ typedef struct {
     int words;
 } phonemize_opts;
 
-static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {NULL, 0}};
+static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {"es", 0}, {"fr-fr", 0}, {"fr", 0}, {"hi", 0},
+                                   {"it", 0}, {"pt-br", 0}, {NULL, 0}};
 
 static const cli_opt options[] = {
     CLI_WORD("--lang", NULL, phonemize_opts, lang, "L", langs,
-             "en-us (American English, the default) or en-gb (British English)"),
+             "en-us (American English, the default), en-gb (British English), es, fr-fr,\n"
+             "hi, it or pt-br (the official pipeline's espeak G2P; --words: English only)"),
     CLI_STRING("--file", "-f", phonemize_opts, file, "FILE", "the text, read line by line"),
     CLI_FLAG("--words", NULL, phonemize_opts, words,
              "after each line of phonemes, a line per word of the text:\n"
@@ -32,7 +34,7 @@ static const cli_opt options[] = {
 };
 
 static const cli_spec spec = {
-    .usage = "usage: wgml phonemize [--lang en-us|en-gb] [--words] [--espeak PROGRAM] (TEXT... | -f FILE)\n",
+    .usage = "usage: wgml phonemize [--lang en-us|en-gb|es|fr-fr|hi|it|pt-br] [--words] [--espeak PROGRAM] (TEXT... | -f FILE)\n",
     .about = "Prints the phonemes of English text as Kokoro's G2P makes them (kokoro-js 1.2.1's\n"
              "normalization and punctuation handling around espeak-ng), one line per line of\n"
              "input; the TEXT arguments are joined with spaces. Needs the espeak-ng program\n"

@@ -20,7 +20,8 @@ typedef struct {
     int f32, list;
 } speak_opts;
 
-static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {NULL, 0}};
+static const cli_choice langs[] = {{"en-us", 0}, {"en-gb", 0}, {"es", 0}, {"fr-fr", 0}, {"fr", 0}, {"hi", 0},
+                                   {"it", 0}, {"pt-br", 0}, {NULL, 0}};
 static const cli_choice wav_formats[] = {{"s16", 0}, {"f32", 1}, {NULL, 0}};
 static const cli_choice split_modes[] = {{"sentences", WGML_SPLIT_SENTENCES}, {"none", WGML_SPLIT_NONE}, {NULL, 0}};
 
@@ -35,7 +36,9 @@ static const cli_opt options[] = {
                "or a blend: af_heart:0.6,am_adam:0.4"),
     CLI_FLAG("--list-voices", NULL, speak_opts, list, "print the model's voices and exit"),
     CLI_FLOAT("--speed", NULL, speak_opts, sp.speed, "S", 0.25, 4, "0.25 .. 4 (default 1)"),
-    CLI_WORD("--lang", NULL, speak_opts, sp.lang, "L", langs, "en-us (default) or en-gb"),
+    CLI_WORD("--lang", NULL, speak_opts, sp.lang, "L", langs,
+             "the text's language: en-us (default), en-gb, es, fr-fr, hi, it or pt-br\n"
+             "(the others through the official pipeline's espeak G2P; words timed in English only)"),
     CLI_U64("--seed", NULL, speak_opts, sp.seed, "N", "the vocoder's noise (default 0): the same seed gives the same audio"),
     CLI_CHOICE("--wav-format", NULL, speak_opts, f32, "F", wav_formats,
                "s16 (16-bit PCM, the default) or f32 (32-bit float, no clipping)"),
@@ -57,7 +60,8 @@ static const cli_opt options[] = {
 
 static const cli_spec spec = {
     .usage = "usage: wgml speak -m MODEL (-t TEXT | -f FILE | --phonemes P) -o OUT.wav [options]\n",
-    .about = "Speaks English text with a Kokoro model (wgml convert kokoro). Text goes through the\n"
+    .about = "Speaks text (English, Spanish, French, Hindi, Italian, Brazilian Portuguese: --lang) with a\n"
+             "Kokoro model (wgml convert kokoro). Text goes through the\n"
              "G2P (needs the espeak-ng program); phonemes (--phonemes) are spoken as given.\n",
     .opts = options,
 };
