@@ -6,7 +6,9 @@
  *
  * Input: byte 0 picks the stand-in's ways (bit 0: it phonemizes words
  * alone, else the words are placed by their letters; bit 1: en-gb; bit 2:
- * its words-alone answer is refused), the rest is the text (any bytes).
+ * its words-alone answer is refused; bit 3: Italian, the official espeak
+ * G2P's steps of g2p_lang.c: marks, clean-up, flags, ties), the rest is the
+ * text (any bytes).
  * The stand-in lower-cases letters, drops the space after a word of one or
  * two bytes (espeak-ng running words together) and writes a stress mark
  * before each word said alone, so the alignment has real work.
@@ -93,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wgml_g2p *g;
     wgml_error err;
     CHECK(wgml_g2p_open(&be, &g, &err) == WGML_OK);
-    const char *lang = (ways & 2) ? "en-gb" : "en-us";
+    const char *lang = (ways & 8) ? "it" : (ways & 2) ? "en-gb" : "en-us";
     char *ph = NULL, *ph2 = NULL;
     wgml_g2p_word *w = NULL;
     size_t n = 0;
@@ -106,6 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(!strcmp(ph, ph2));
         const size_t tl = strlen(text), pl = strlen(ph);
         CHECK((n == 0) == (w == NULL));
+        CHECK(!(ways & 8) || n == 0); /* the other languages' words are not timed */
         for (size_t i = 0; i < n; i++) {
             CHECK(w[i].text_off + w[i].text_len <= tl);
             CHECK(w[i].ph_len > 0 && w[i].ph_off + w[i].ph_len <= pl);
