@@ -27,7 +27,7 @@ if(WGML_FUZZ)
   target_compile_definitions(wgml_fuzzlib PRIVATE WGML_HAVE_ZLIB=1)
   target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads ZLIB::ZLIB m)
 
-  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken)
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken grammar)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()

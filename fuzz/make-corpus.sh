@@ -70,6 +70,13 @@ if [ -f "$shared/kokoro/g2p-en-us.tsv" ]; then
     for w in 0 1 3 5; do { printf "\\x0$w"; printf '%s' "$text"; } > "$gp/seed-$k-$w"; done
   done < "$shared/kokoro/g2p-en-us.tsv"
 fi
+# fuzz_grammar: GBNF text, a 0x00 byte, text to follow through it (see fuzz/fuzz_grammar.c).
+gr=$root/fuzz/corpus-run/grammar
+mkdir -p "$gr"
+printf 'root ::= object\nvalue ::= object | array | string | number | ("true" | "false" | "null") ws\nobject ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws\narray ::= "[" ws ( value ("," ws value)* )? "]" ws\nstring ::= "\\"" ( [^"\\\\] | "\\\\" ["\\\\/bfnrt] )* "\\"" ws\nnumber ::= "-"? [0-9]{1,16} ("." [0-9]+)? ws\nws ::= | " " | "\\n" [ \\t]{0,20}\n\000{"a": [1, "x", {"b": null}]}' > "$gr/seed-json"
+printf 'root ::= "ab" [0-9]+ ("x" | "yz")? [^\\n] . "\\u00e9"{1,3} # c\n\000ab12yz!\303\251\303\251' > "$gr/seed-constructs"
+printf 'root ::= p\np ::= "(" p* ")"\n\000(()(()))' > "$gr/seed-recursion"
+printf 'root ::= ("a" | "a" "a"){0,40} b\nb ::= "b"?\000aaaaaaaaaaaaaaaaaaaab' > "$gr/seed-ambiguous"
 # fuzz_kokoro_config: the shared v1.0 and kokoro-tiny config.json files.
 kc=$root/fuzz/corpus-run/kokoro_config
 mkdir -p "$kc"

@@ -1,0 +1,72 @@
+/*
+ * grammar.h - GBNF grammars (llama.cpp's format) for constrained decoding:
+ * the parser, and a matcher that follows text through a grammar code point
+ * by code point (grammar.c).
+ *
+ * The format: rules `name ::= expression`, `root` the start; an expression is
+ * alternatives `a | b` of sequences of items; an item is a string literal
+ * "..." (escapes \n \r \t \\ \" \' \[ \] \xHH \uHHHH \UHHHHHHHH), a character
+ * class [a-z0-9_] or [^...] (ranges, the same escapes), `.` (any character),
+ * a rule name, or a group ( ... ), each optionally repeated: * + ? {m} {m,}
+ * {m,n}. Comments run from # to the end of the line. Rules may refer to rules
+ * defined later and to themselves, but not left-recursively (a rule that can
+ * reach itself before consuming a character never ends: refused).
+ *
+ * Compiled form: groups and repetitions become rules of their own, so a rule
+ * is alternatives of sequences of two kinds of element, a character set or a
+ * rule reference. The matcher's state is a set of stacks (pushdown positions):
+ * each stack is the path of rule positions still to match, its top always a
+ * character set (or nothing: the text may end there). Every limit is checked
+ * (grammar size, nesting, repetition counts, stacks), so a hostile grammar or
+ * text is an error, never unbounded memory or time.
+ */
+#ifndef WGML_TEXT_GRAMMAR_H
+#define WGML_TEXT_GRAMMAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wgml.h"
+
+#define GRAMMAR_MAX_TEXT     (1u << 20) /* bytes of grammar text */
+#define GRAMMAR_MAX_ELEMENTS (1u << 20) /* elements after expansion */
+#define GRAMMAR_MAX_RULES    65536
+#define GRAMMAR_MAX_DEPTH    128        /* nesting of groups while parsing */
+#define GRAMMAR_MAX_REPEAT   1000       /* m and n of {m,n} */
+#define GRAMMAR_MAX_STACKS   4096       /* stacks a state may hold */
+#define GRAMMAR_MAX_STACK    1024       /* depth of one stack */
+
+typedef struct grammar grammar;
+
+/* Parses and compiles GBNF text (len bytes, UTF-8). Errors name the line and
+ * column: "grammar: line 3, column 7: undefined rule 'valu'". */
+wgml_status grammar_parse(const char *text, size_t len, grammar **out, wgml_error *err);
+void grammar_free(grammar *g);
+
+/* Rules after compilation (the named ones and those made for groups and
+ * repetitions) and elements: for tests and limits. */
+int grammar_n_rules(const grammar *g);
+
+/* ---- following text ---- */
+
+typedef struct grammar_state grammar_state;
+
+/* The state before any text: root's start. */
+wgml_status grammar_state_create(const grammar *g, grammar_state **out, wgml_error *err);
+void grammar_state_free(grammar_state *s);
+/* A copy of s (for trying a token). */
+wgml_status grammar_state_clone(const grammar_state *s, grammar_state **out, wgml_error *err);
+
+/* Advances s over n bytes of UTF-8 (a code point may be split across calls).
+ * Returns 1 when the text so far is a prefix of something the grammar
+ * accepts, 0 when it is not (s is then dead: every later call returns 0),
+ * -1 on an error (too many stacks; err says). */
+int grammar_accept(grammar_state *s, const char *bytes, size_t n, wgml_error *err);
+
+/* Whether the text so far is a whole sentence of the grammar (root can end
+ * here, no code point left half-read). */
+int grammar_accepting(const grammar_state *s);
+/* Whether nothing can follow: accepting and no stack wants more. */
+int grammar_finished(const grammar_state *s);
+
+#endif
