@@ -6,7 +6,8 @@
  * through it (at most 256 bytes, fed in pieces of 1-3 bytes so that code
  * points are split). Checks: a refused grammar has a message; a compiled one
  * gives a state; a state that died stays dead and is never accepting; a
- * clone follows the same text to the same answers. Seeds:
+ * clone follows the same text to the same answers; the token filter at the
+ * end agrees with trying each token alone (tokens: the text's pieces). Seeds:
  * fuzz/make-corpus.sh (a JSON grammar and small ones for every construct).
  */
 #include "core/error.h"
@@ -63,6 +64,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
         i += n;
+    }
+    /* the token filter against each token alone, at the end: tokens are the text's pieces of 1-3 bytes */
+    if (tlen) {
+        enum { NT = 48 };
+        const char *piece[NT];
+        size_t plen[NT];
+        int nt = 0;
+        for (size_t i = 0; i < tlen && nt < NT; i++)
+            for (size_t l = 1; l <= 3 && i + l <= tlen && nt < NT; l++) piece[nt] = text + i, plen[nt++] = l;
+        grammar_vocab *v = NULL;
+        uint8_t allowed[NT];
+        if (!grammar_vocab_create(piece, plen, nt, &v, &err)) {
+            const int n = grammar_allowed(s, v, allowed, &err);
+            int brute = 0, ok = n >= 0;
+            for (int t = 0; t < nt && ok; t++) {
+                grammar_state *one = NULL;
+                if (grammar_state_clone(s, &one, &err)) break;
+                const int r = grammar_accept(one, piece[t], plen[t], &err);
+                grammar_state_free(one);
+                if (r < 0) {
+                    ok = 0;
+                    break;
+                }
+                CHECK(allowed[t] == (r == 1));
+                brute += r == 1;
+            }
+            if (ok) CHECK(n == brute);
+            grammar_vocab_free(v);
+        }
     }
     grammar_state_free(c);
     grammar_state_free(s);

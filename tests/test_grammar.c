@@ -201,12 +201,74 @@ static void test_limits(void **state) {
     assert_null(h);
 }
 
+/* The token filter against trying each token alone, at every point of a JSON document, on a
+ * vocabulary of random strings over the document's characters (multi-byte ones and pieces of
+ * them included), empty tokens and duplicates. */
+static void test_token_filter(void **state) {
+    (void)state;
+    grammar *g = parse_ok(json_gbnf);
+    static const char *const atoms[] = {"{", "}", "[", "]", "\"", ":", ",", " ", "\n", "a", "b", "1", "0", "-", ".",
+                                        "e", "true", "null", "\xc3\xa9", "\xc3", "\xa9", "\\", "u", "x"};
+    enum { NV = 3000 };
+    char *tok[NV];
+    size_t len[NV];
+    uint32_t seed = 12345;
+    for (int t = 0; t < NV; t++) {
+        char buf[64] = "";
+        seed = seed * 1103515245u + 12345u;
+        const int parts = t < 40 ? 0 : 1 + (int)((seed >> 16) % 4); /* the first 40: empty (special tokens) */
+        for (int k = 0; k < parts; k++) {
+            seed = seed * 1103515245u + 12345u;
+            strcat(buf, atoms[(seed >> 16) % (sizeof atoms / sizeof atoms[0])]);
+        }
+        tok[t] = strdup(buf);
+        len[t] = strlen(buf);
+    }
+    grammar_vocab *v;
+    wgml_error err;
+    assert_int_equal(grammar_vocab_create((const char *const *)tok, len, NV, &v, &err), WGML_OK);
+    const char *doc = "{\"a\xc3\xa9\": [1, -0.5e1, true, null], \"b\": {\"x\": \"\\u00e9\"}}";
+    grammar_state *st;
+    assert_int_equal(grammar_state_create(g, &st, &err), WGML_OK);
+    uint8_t *allowed = malloc(NV);
+    int checked = 0, total_allowed = 0;
+    for (size_t i = 0; i <= strlen(doc); i++) {
+        const int n = grammar_allowed(st, v, allowed, &err);
+        assert_true(n >= 0);
+        int brute = 0;
+        for (int t = 0; t < NV; t++) {
+            int ok = 0;
+            if (len[t]) {
+                grammar_state *c;
+                assert_int_equal(grammar_state_clone(st, &c, &err), WGML_OK);
+                ok = grammar_accept(c, tok[t], len[t], &err) == 1;
+                grammar_state_free(c);
+            }
+            if (ok != allowed[t]) fail_msg("at %zu, token '%s': filter %d, alone %d", i, tok[t], allowed[t], ok);
+            brute += ok;
+        }
+        assert_int_equal(n, brute);
+        total_allowed += n;
+        checked++;
+        if (doc[i]) assert_int_equal(grammar_accept(st, doc + i, 1, &err), 1);
+    }
+    print_message("token filter: %d points of the document, %d tokens allowed in all, as each alone\n", checked,
+                  total_allowed);
+    assert_true(total_allowed > checked); /* the filter lets things through */
+    free(allowed);
+    grammar_state_free(st);
+    grammar_vocab_free(v);
+    for (int t = 0; t < NV; t++) free(tok[t]);
+    grammar_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_constructs),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_token_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -881,3 +881,108 @@ int grammar_accepting(const grammar_state *s) {
 }
 
 int grammar_finished(const grammar_state *s) { return grammar_accepting(s) && s->n == 1; }
+
+/* ---- the token filter ---- */
+
+struct grammar_vocab {
+    int n;
+    const uint8_t **bytes; /* copies, one block */
+    size_t *len;
+    int *order; /* token ids sorted by their bytes, a prefix before what extends it */
+    uint8_t *block;
+};
+
+static int cmp_tokens(const grammar_vocab *v, int x, int y) {
+    const size_t lx = v->len[x], ly = v->len[y], m = lx < ly ? lx : ly;
+    const int c = m ? memcmp(v->bytes[x], v->bytes[y], m) : 0;
+    if (c) return c;
+    return lx < ly ? -1 : lx > ly ? 1 : (x > y) - (x < y);
+}
+
+/* merge sort of a[0..n) by cmp_tokens (qsort has no context argument in C11); tmp: n ints */
+static void sort_tokens(const grammar_vocab *v, int *a, int *tmp, int n) {
+    for (int w = 1; w < n; w *= 2) {
+        for (int lo = 0; lo < n; lo += 2 * w) {
+            const int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            int i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = cmp_tokens(v, a[i], a[j]) <= 0 ? a[i++] : a[j++];
+            while (i < mid) tmp[k++] = a[i++];
+            while (j < hi) tmp[k++] = a[j++];
+        }
+        memcpy(a, tmp, (size_t)n * sizeof *a);
+    }
+}
+
+wgml_status grammar_vocab_create(const char *const *pieces, const size_t *lens, int n, grammar_vocab **out,
+                                 wgml_error *err) {
+    *out = NULL;
+    if (n < 0 || (n && (!pieces || !lens))) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "grammar: no vocabulary");
+    size_t total = 0;
+    for (int t = 0; t < n; t++) total += lens[t];
+    grammar_vocab *v = wgml_calloc(1, sizeof *v);
+    if (!v) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+    v->n = n;
+    v->bytes = wgml_malloc((n ? (size_t)n : 1) * sizeof *v->bytes);
+    v->len = wgml_malloc((n ? (size_t)n : 1) * sizeof *v->len);
+    v->order = wgml_malloc((n ? (size_t)n : 1) * sizeof *v->order);
+    v->block = wgml_malloc(total ? total : 1);
+    if (!v->bytes || !v->len || !v->order || !v->block) {
+        grammar_vocab_free(v);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+    }
+    size_t at = 0;
+    for (int t = 0; t < n; t++) {
+        if (lens[t]) memcpy(v->block + at, pieces[t], lens[t]);
+        v->bytes[t] = v->block + at;
+        v->len[t] = lens[t];
+        v->order[t] = t;
+        at += lens[t];
+    }
+    int *tmp = wgml_malloc((n ? (size_t)n : 1) * sizeof *tmp);
+    if (!tmp) {
+        grammar_vocab_free(v);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+    }
+    sort_tokens(v, v->order, tmp, n);
+    wgml_free(tmp);
+    *out = v;
+    return WGML_OK;
+}
+
+void grammar_vocab_free(grammar_vocab *v) {
+    if (!v) return;
+    wgml_free(v->bytes);
+    wgml_free(v->len);
+    wgml_free(v->order);
+    wgml_free(v->block);
+    wgml_free(v);
+}
+
+/* tokens order[lo .. hi), which share their first d bytes, which s has followed */
+static int allowed_range(const grammar_state *s, const grammar_vocab *v, int lo, int hi, size_t d, uint8_t *allowed,
+                         wgml_error *err) {
+    int count = 0, i = lo;
+    for (; i < hi && v->len[v->order[i]] == d; i++) /* ends here */
+        if (d) allowed[v->order[i]] = 1, count++;
+    while (i < hi) {
+        const uint8_t b = v->bytes[v->order[i]][d];
+        int j = i;
+        while (j < hi && v->bytes[v->order[j]][d] == b) j++;
+        grammar_state *c = NULL;
+        if (grammar_state_clone(s, &c, err)) return -1;
+        const int r = grammar_accept(c, (const char *)&b, 1, err);
+        int k = 0;
+        if (r > 0) k = allowed_range(c, v, i, j, d + 1, allowed, err);
+        grammar_state_free(c);
+        if (r < 0 || k < 0) return -1;
+        count += k;
+        i = j;
+    }
+    return count;
+}
+
+int grammar_allowed(const grammar_state *s, const grammar_vocab *v, uint8_t *allowed, wgml_error *err) {
+    memset(allowed, 0, (size_t)v->n);
+    if (s->dead) return 0;
+    return allowed_range(s, v, 0, v->n, 0, allowed, err);
+}

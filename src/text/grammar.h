@@ -69,4 +69,20 @@ int grammar_accepting(const grammar_state *s);
 /* Whether nothing can follow: accepting and no stack wants more. */
 int grammar_finished(const grammar_state *s);
 
+/* ---- which tokens may come next ---- */
+
+/* A vocabulary's token strings (bytes; special tokens as empty strings),
+ * sorted once so that tokens sharing a prefix share its work. */
+typedef struct grammar_vocab grammar_vocab;
+wgml_status grammar_vocab_create(const char *const *pieces, const size_t *lens, int n, grammar_vocab **out,
+                                 wgml_error *err);
+void grammar_vocab_free(grammar_vocab *v);
+
+/* allowed[t] = 1 for each token whose bytes can follow the text so far
+ * (an empty token never: end of sequence is the caller's, when
+ * grammar_accepting), else 0. Tokens are tried byte by byte along the
+ * sorted vocabulary: a byte the grammar refuses drops every token that
+ * continues it. Returns how many are allowed, or -1 on an error. */
+int grammar_allowed(const grammar_state *s, const grammar_vocab *v, uint8_t *allowed, wgml_error *err);
+
 #endif
