@@ -139,10 +139,101 @@ static void test_bad_params(void **state) {
     assert_null(s);
 }
 
+/* With a grammar, whatever the logits: every token sampled keeps the text a prefix of the
+ * grammar's, end of sequence comes only where it may end, and sampling options still apply
+ * within the allowed set (greedy picks the best allowed token). */
+static void test_grammar(void **state) {
+    (void)state;
+    static const char *const pieces[] = {"", "a", "b", "ab", "ba", "{", "}", "\"", "x", "aab", "bb", "c"};
+    enum { NV = 12, EOS = 0 };
+    size_t lens[NV];
+    for (int t = 0; t < NV; t++) lens[t] = strlen(pieces[t]);
+    const char *gbnf = "root ::= \"{\" (\"a\" | \"b\"){1,6} \"}\"";
+    grammar *g;
+    grammar_vocab *v;
+    wgml_error err;
+    assert_int_equal(grammar_parse(gbnf, strlen(gbnf), &g, &err), WGML_OK);
+    assert_int_equal(grammar_vocab_create(pieces, lens, NV, &v, &err), WGML_OK);
+    int ended = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        wgml_sampler_params p = wgml_sampler_default_params();
+        p.temperature = trial % 4 == 0 ? 0.0f : 1.5f;
+        p.seed = (uint64_t)trial;
+        p.top_k = trial % 3 == 0 ? 3 : 0;
+        wgml_sampler *s;
+        assert_int_equal(wgml_sampler_create(&p, NV, &s, &err), WGML_OK);
+        grammar_state *gs;
+        assert_int_equal(grammar_state_create(g, &gs, &err), WGML_OK);
+        wgml_sampler_set_grammar(s, gs, v, EOS, &err);
+        char text[256] = "";
+        uint32_t r = (uint32_t)trial * 2654435761u + 1;
+        int done = 0;
+        for (int step = 0; step < 40 && !done; step++) {
+            float lg[NV];
+            for (int t = 0; t < NV; t++) r = r * 1664525u + 1013904223u, lg[t] = (float)(r >> 8) / 1677721.6f - 5.0f;
+            lg[8] += 20; /* "x" is the model's favourite: never allowed */
+            const int32_t t = wgml_sampler_sample(s, lg, NULL, 0);
+            assert_true(t >= 0 && t < NV);
+            if (p.temperature == 0.0f) { /* greedy: the best logit among the allowed (and eos where it may end) */
+                for (int u = 0; u < NV; u++) {
+                    grammar_state *c;
+                    int ok = 0;
+                    if (u == EOS) ok = 0; /* checked below */
+                    else if (grammar_state_create(g, &c, &err) == WGML_OK) {
+                        ok = grammar_accept(c, text, strlen(text), &err) == 1 && grammar_accept(c, pieces[u], lens[u], &err) == 1;
+                        grammar_state_free(c);
+                    }
+                    if (ok) assert_true(lg[u] <= lg[t] || t == EOS);
+                }
+            }
+            if (t == EOS) {
+                grammar_state *c;
+                assert_int_equal(grammar_state_create(g, &c, &err), WGML_OK);
+                assert_int_equal(grammar_accept(c, text, strlen(text), &err), 1);
+                assert_true(grammar_accepting(c)); /* eos only at an end */
+                grammar_state_free(c);
+                done = 1;
+                ended++;
+            } else {
+                strcat(text, pieces[t]);
+                assert_true(t != 8 && t != 11);
+            }
+        }
+        /* the text is a prefix of the grammar's whatever happened */
+        grammar_state *c;
+        assert_int_equal(grammar_state_create(g, &c, &err), WGML_OK);
+        assert_int_equal(grammar_accept(c, text, strlen(text), &err), 1);
+        grammar_state_free(c);
+        grammar_state_free(gs);
+        wgml_sampler_free(s);
+    }
+    print_message("grammar: %d of 200 samplings ended with eos, every text in the grammar\n", ended);
+    assert_true(ended == 200); /* at most 8 tokens before "}" closes it, then only eos */
+    /* a grammar no token can continue: an error, not a token */
+    const char *need_z = "root ::= \"z\"";
+    grammar *gz;
+    assert_int_equal(grammar_parse(need_z, strlen(need_z), &gz, &err), WGML_OK);
+    wgml_sampler_params p = wgml_sampler_default_params();
+    wgml_sampler *s;
+    grammar_state *gs;
+    assert_int_equal(wgml_sampler_create(&p, NV, &s, &err), WGML_OK);
+    assert_int_equal(grammar_state_create(gz, &gs, &err), WGML_OK);
+    wgml_sampler_set_grammar(s, gs, v, EOS, &err);
+    float lg[NV] = {0};
+    assert_int_equal(wgml_sampler_sample(s, lg, NULL, 0), -1);
+    assert_non_null(strstr(err.message, "no token"));
+    grammar_state_free(gs);
+    wgml_sampler_free(s);
+    grammar_free(gz);
+    grammar_vocab_free(v);
+    grammar_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy),         cmocka_unit_test(test_distribution), cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_repeat_penalty), cmocka_unit_test(test_seed),         cmocka_unit_test(test_bad_params),
+        cmocka_unit_test(test_grammar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

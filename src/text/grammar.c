@@ -949,6 +949,10 @@ wgml_status grammar_vocab_create(const char *const *pieces, const size_t *lens, 
     return WGML_OK;
 }
 
+int grammar_vocab_size(const grammar_vocab *v) { return v ? v->n : 0; }
+const char *grammar_vocab_bytes(const grammar_vocab *v, int t) { return (const char *)v->bytes[t]; }
+size_t grammar_vocab_len(const grammar_vocab *v, int t) { return v->len[t]; }
+
 void grammar_vocab_free(grammar_vocab *v) {
     if (!v) return;
     wgml_free(v->bytes);

@@ -77,6 +77,10 @@ typedef struct grammar_vocab grammar_vocab;
 wgml_status grammar_vocab_create(const char *const *pieces, const size_t *lens, int n, grammar_vocab **out,
                                  wgml_error *err);
 void grammar_vocab_free(grammar_vocab *v);
+int grammar_vocab_size(const grammar_vocab *v);
+/* token t's bytes and their count */
+const char *grammar_vocab_bytes(const grammar_vocab *v, int t);
+size_t grammar_vocab_len(const grammar_vocab *v, int t);
 
 /* allowed[t] = 1 for each token whose bytes can follow the text so far
  * (an empty token never: end of sequence is the caller's, when

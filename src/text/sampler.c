@@ -29,6 +29,12 @@ struct wgml_sampler {
     candidate *cand;
     float *work; /* logits after penalties */
     uint64_t rng[4];
+    /* a grammar (wgml_sampler_set_grammar): its state, the vocabulary's strings, eos, the allowed mask */
+    grammar_state *gs;
+    const grammar_vocab *gv;
+    int32_t eos;
+    uint8_t *allowed;
+    wgml_error *gerr;
 };
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -96,8 +102,14 @@ wgml_status wgml_sampler_create(const wgml_sampler_params *p, int n_vocab, wgml_
     return WGML_OK;
 }
 
+void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, int32_t eos,
+                              wgml_error *err) {
+    s->gs = state, s->gv = vocab, s->eos = eos, s->gerr = err;
+}
+
 void wgml_sampler_free(wgml_sampler *s) {
     if (!s) return;
+    wgml_free(s->allowed);
     wgml_free(s->cand);
     wgml_free(s->work);
     wgml_free(s);
@@ -116,13 +128,49 @@ static int32_t argmax(const float *x, int n) {
     return best;
 }
 
+static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history);
+
 int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history) {
-    const wgml_sampler_params *p = &s->p;
-    int n = s->n_vocab;
+    const int n = s->n_vocab;
     float *l = s->work;
     memcpy(l, logits, (size_t)n * sizeof *l);
     for (int i = 0; i < n; i++)
         if (isnan(l[i])) l[i] = -INFINITY; /* a NaN logit never wins */
+    if (!s->gs) return pick(s, history, n_history);
+    /* the grammar: every token it does not let follow is out (eos: only where it may end) */
+    wgml_error scratch, *err = s->gerr ? s->gerr : &scratch;
+    if (!s->allowed && !(s->allowed = wgml_malloc((size_t)n))) {
+        wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the grammar's token mask");
+        return -1;
+    }
+    const int nv = grammar_vocab_size(s->gv) < n ? grammar_vocab_size(s->gv) : n;
+    int k = grammar_allowed(s->gs, s->gv, s->allowed, err);
+    if (k < 0) return -1;
+    const int can_end = grammar_accepting(s->gs) && s->eos >= 0 && s->eos < n;
+    for (int i = 0; i < n; i++)
+        if (i >= nv || !s->allowed[i]) l[i] = -INFINITY;
+    if (can_end) l[s->eos] = isfinite(logits[s->eos]) ? logits[s->eos] : 0.0f;
+    int any = 0;
+    for (int i = 0; i < n && !any; i++) any = l[i] > -INFINITY;
+    if (!any) {
+        wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "no token of the vocabulary can continue the grammar here");
+        return -1;
+    }
+    const int32_t t = pick(s, history, n_history);
+    if (t >= 0 && t != s->eos && t < nv) {
+        const size_t len = grammar_vocab_len(s->gv, t);
+        const int r = grammar_accept(s->gs, grammar_vocab_bytes(s->gv, t), len, err);
+        if (r == 0) wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the grammar refused a token it allowed");
+        if (r != 1) return -1;
+    }
+    return t;
+}
+
+/* the steps after the logits are in s->work (a grammar's mask applied) */
+static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history) {
+    const wgml_sampler_params *p = &s->p;
+    int n = s->n_vocab;
+    float *l = s->work;
 
     /* repetition penalty: each distinct recent token once */
     if (p->repeat_penalty != 1.0f && p->repeat_last_n > 0 && history) {

@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "text/grammar.h"
 #include "wgml.h"
 
 typedef struct wgml_sampler wgml_sampler;
@@ -21,7 +22,20 @@ wgml_status wgml_sampler_create(const wgml_sampler_params *p, int n_vocab, wgml_
 void wgml_sampler_free(wgml_sampler *s);
 /* Whether sampling is plain argmax of the raw logits (so a GPU can do it). */
 int wgml_sampler_is_greedy(const wgml_sampler_params *p);
-/* Picks a token. history: the tokens so far (for the repetition penalty). */
+/* Picks a token. history: the tokens so far (for the repetition penalty).
+ * With a grammar (wgml_sampler_set_grammar): only a token the grammar lets
+ * follow (grammar_allowed), or eos where the grammar may end, every other
+ * step (penalty, top-k, temperature, top-p, min-p, the seeded draw) within
+ * that set; the token's bytes are then fed to the grammar's state. Returns
+ * -1 when nothing may follow (err says why; the grammar needs text no token
+ * gives, or it is too ambiguous), never otherwise. */
 int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history);
+
+/* Constrains the sampler with a grammar's state (advanced by each token
+ * sampled) and the vocabulary's strings; eos: the end-of-sequence token
+ * (allowed only where the grammar may end; -1: none). Not owned; NULL state:
+ * no constraint. err receives the messages of wgml_sampler_sample's -1. */
+void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, int32_t eos,
+                              wgml_error *err);
 
 #endif
