@@ -77,6 +77,14 @@ printf 'root ::= object\nvalue ::= object | array | string | number | ("true" | 
 printf 'root ::= "ab" [0-9]+ ("x" | "yz")? [^\\n] . "\\u00e9"{1,3} # c\n\000ab12yz!\303\251\303\251' > "$gr/seed-constructs"
 printf 'root ::= p\np ::= "(" p* ")"\n\000(()(()))' > "$gr/seed-recursion"
 printf 'root ::= ("a" | "a" "a"){0,40} b\nb ::= "b"?\000aaaaaaaaaaaaaaaaaaaab' > "$gr/seed-ambiguous"
+# fuzz_json_schema: each schema of tests/data/json_schemas.json, alone.
+js=$root/fuzz/corpus-run/json_schema
+mkdir -p "$js"
+python3 - "$root/tests/data/json_schemas.json" "$js" <<'PY'
+import json, sys
+for i, e in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
+    open(f"{sys.argv[2]}/seed-{i:02d}", "w", encoding="utf-8").write(json.dumps(e["schema"], ensure_ascii=False))
+PY
 # fuzz_kokoro_config: the shared v1.0 and kokoro-tiny config.json files.
 kc=$root/fuzz/corpus-run/kokoro_config
 mkdir -p "$kc"

@@ -244,6 +244,28 @@ const char *wgml_stop_reason_name(wgml_stop_reason reason);
  * held when generation ends). Return non-zero to stop. */
 typedef int (*wgml_token_fn)(void *user, int32_t token, const char *text, size_t len);
 
+/* ---- grammars: constrained generation ---------------------------------------- */
+
+/* A compiled grammar that the generated text must follow: GBNF as llama.cpp
+ * defines it (docs/grammar.md), or made from a JSON Schema. It holds no state
+ * of a generation, so one grammar may constrain any number of generations at
+ * once, on any models; it must outlive them. With a grammar, only tokens that
+ * keep the text a prefix of something the grammar accepts can be picked, and
+ * end of sequence only where the grammar may end (when nothing else can
+ * follow, only end of sequence). Sampling options apply within that set. */
+typedef struct wgml_grammar wgml_grammar;
+
+/* GBNF text (len bytes; root is the start rule). Errors name the line and column. */
+wgml_status wgml_grammar_create(const char *gbnf, size_t len, wgml_grammar **out, wgml_error *err);
+/* A JSON Schema (JSON text, len bytes) as a grammar for the JSON documents it
+ * allows (docs/grammar.md lists the keywords; an unsupported one is an error
+ * naming it, never ignored). NULL schema: any JSON object (OpenAI's
+ * response_format json_object). */
+wgml_status wgml_grammar_from_json_schema(const char *schema, size_t len, wgml_grammar **out, wgml_error *err);
+/* The grammar's GBNF text (for a schema: the grammar made from it). */
+const char *wgml_grammar_text(const wgml_grammar *grammar);
+void wgml_grammar_free(wgml_grammar *grammar);
+
 typedef struct wgml_generate_params {
     int n_predict;      /* tokens to generate at most; <0 = until EOS or the context is full */
     int add_bos;        /* prepend BOS when the vocabulary wants it (default 1) */
@@ -251,6 +273,7 @@ typedef struct wgml_generate_params {
     wgml_sampler_params sampler;
     wgml_token_fn on_token;
     void *user;
+    const wgml_grammar *grammar; /* NULL: none; else the generated text follows it */
 } wgml_generate_params;
 
 typedef struct wgml_generate_result {
@@ -302,9 +325,21 @@ const int32_t *wgml_batch_seq_tokens(const wgml_batch *batch, int seq, int *n);
  * follow-up sharing a prefix with what it holds evaluates only the rest. */
 wgml_status wgml_batch_seq_keep(wgml_batch *batch, int seq, int n_keep, wgml_error *err);
 /* How the tokens wgml_batch_step picks for sequence seq are chosen (default: greedy);
- * restarts its random stream from params->seed. */
+ * restarts its random stream from params->seed, and ends a grammar (set it after). */
 wgml_status wgml_batch_seq_sampler(wgml_batch *batch, int seq, const wgml_sampler_params *params,
                                    wgml_error *err);
+
+/* Constrains the tokens picked for sequence seq, from its next pick on, to
+ * what grammar accepts after `prefix` (len bytes taken as already generated:
+ * a constraint that starts once a trigger appeared in free text; NULL: none).
+ * grammar NULL: no constraint. The grammar must outlive its use; it ends with
+ * the next wgml_batch_seq_grammar or wgml_batch_seq_keep of seq. An error when
+ * the prefix is not one the grammar allows. */
+wgml_status wgml_batch_seq_grammar(wgml_batch *batch, int seq, const wgml_grammar *grammar, const char *prefix,
+                                   size_t len, wgml_error *err);
+
+/* Why the last pick of sequence seq failed (its item's next is -1), or "". */
+const char *wgml_batch_seq_error(const wgml_batch *batch, int seq);
 
 /* One sequence's part of a step. */
 typedef struct wgml_batch_item {
@@ -313,7 +348,8 @@ typedef struct wgml_batch_item {
     int n_tokens;          /* at least 1 */
     int sample;            /* 1: pick the token after the last one, with the sequence's sampler */
     int logits;            /* 1: keep the last token's logits (wgml_batch_logits) */
-    int32_t next;          /* out: the token picked, or -1 */
+    int32_t next;          /* out: the token picked, or -1 (with sample: a grammar no token can
+                              continue; wgml_batch_seq_error says why) */
 } wgml_batch_item;
 
 /* Evaluates one step: each item's tokens after what its sequence holds, all

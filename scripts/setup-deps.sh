@@ -11,6 +11,7 @@
 #     libvulkan1                  the Vulkan loader Dawn dlopens
 #     espeak-ng                   the G2P of Kokoro's text input (run as a program: wgml phonemize)
 #     sox                         tests: reads the WAV files of wgml speak (sox --i)
+#     python3-jsonschema          tests: validates structured output (tests/test_structured.py)
 #     mesa-vulkan-drivers >= 25   lavapipe; on bookworm from bookworm-backports
 #                                 (Mesa 22.3 in bookworm main is rejected by Dawn)
 #   deps/ (gitignored):
@@ -87,7 +88,7 @@ CODENAME=$( (. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") || t
 if [ $APT_OK = 1 ]; then
     missing=()
     for p in cmake ninja-build pkg-config gcc libc6-dev libcmocka-dev libjson-c-dev python3 \
-             ca-certificates libvulkan1 espeak-ng sox; do
+             python3-jsonschema ca-certificates libvulkan1 espeak-ng sox; do
         installed "$p" || missing+=("$p")
     done
     command -v npm >/dev/null || missing+=(npm)

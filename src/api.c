@@ -289,6 +289,7 @@ void wgml_model_free(wgml_model *m) {
     if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
     chat_model_info_free(&m->chat);
+    wgml_model_grammar_vocab_free(m);
     wgml_tokenizer_free(m->tok);
     gguf_close(m->gguf);
     wgml_free(m);
@@ -516,9 +517,15 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "empty prompt and no BOS token: nothing to continue from");
     }
 
-    int greedy = wgml_sampler_is_greedy(&p.sampler);
+    int greedy = wgml_sampler_is_greedy(&p.sampler) && !p.grammar;
     wgml_sampler *sampler = NULL;
+    grammar_state *gstate = NULL;
     if (!greedy && (st = wgml_sampler_create(&p.sampler, n_vocab, &sampler, err))) {
+        wgml_free(toks);
+        return st;
+    }
+    if (p.grammar && (st = wgml_grammar_bind(m, p.grammar, NULL, 0, sampler, &gstate, err))) {
+        wgml_sampler_free(sampler);
         wgml_free(toks);
         return st;
     }
@@ -535,7 +542,8 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
     res.prompt_ms = now_ms() - t_start;
 
     wgml_tokenizer *tok = m->tok;
-    int strip_space = wgml_tokenizer_kind(tok) == WGML_VOCAB_SPM && s->n_past > 0 &&
+    /* (not with a grammar: the text is then exactly what the grammar followed) */
+    int strip_space = !p.grammar && wgml_tokenizer_kind(tok) == WGML_VOCAB_SPM && s->n_past > 0 &&
                       s->tokens[s->n_past - 1] == wgml_tokenizer_bos(tok);
     utf8_carry carry = {{0}, 0};
     char piece[256], out[300];
@@ -546,7 +554,10 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
             res.stop = WGML_STOP_MAX_TOKENS;
             break;
         }
-        if (!greedy) next = wgml_sampler_sample(sampler, s->logits, s->tokens, s->n_past);
+        if (!greedy && (next = wgml_sampler_sample(sampler, s->logits, s->tokens, s->n_past)) < 0) {
+            st = err ? err->code : WGML_ERR_INVALID_ARGUMENT; /* a grammar no token can continue */
+            break;
+        }
         if (res.n_generated == 0) t_first = now_ms();
         if (!p.ignore_eos && wgml_tokenizer_is_eog(tok, next)) {
             res.stop = WGML_STOP_EOS;
@@ -590,6 +601,7 @@ wgml_status wgml_generate(wgml_session *s, const char *prompt, const wgml_genera
         res.generate_ms = t_end - t_first;
     }
     wgml_sampler_free(sampler);
+    grammar_state_free(gstate);
     if (result) *result = res;
     return st;
 }

@@ -26,6 +26,8 @@ typedef struct {
     wgml_sampler *sampler; /* NULL: greedy */
     float *logits;         /* n_vocab */
     int has_logits;
+    grammar_state *gs;     /* a grammar's state (wgml_batch_seq_grammar), or NULL */
+    wgml_error gerr;       /* why a pick failed (wgml_batch_seq_error) */
 } batch_seq;
 
 struct wgml_batch {
@@ -99,6 +101,7 @@ void wgml_batch_free(wgml_batch *b) {
         wgml_free(b->seq[i].tokens);
         wgml_free(b->seq[i].logits);
         wgml_sampler_free(b->seq[i].sampler);
+        grammar_state_free(b->seq[i].gs);
     }
     wgml_free(b->seq);
     wgml_free(b->step_tokens);
@@ -128,6 +131,16 @@ static wgml_status check_seq(const wgml_batch *b, int seq, const char *fn, wgml_
     return WGML_OK;
 }
 
+/* ends a sequence's grammar: its sampler goes back to what its parameters ask for */
+static void drop_grammar(wgml_batch *b, batch_seq *q) {
+    if (!q->gs) return;
+    wgml_sampler_free(q->sampler);
+    q->sampler = NULL;
+    grammar_state_free(q->gs);
+    q->gs = NULL;
+    if (!wgml_sampler_is_greedy(&q->sp)) wgml_sampler_create(&q->sp, b->n_vocab, &q->sampler, NULL);
+}
+
 wgml_status wgml_batch_seq_keep(wgml_batch *b, int seq, int n_keep, wgml_error *err) {
     wgml_status st = check_seq(b, seq, "wgml_batch_seq_keep", err);
     if (st) return st;
@@ -137,6 +150,7 @@ wgml_status wgml_batch_seq_keep(wgml_batch *b, int seq, int n_keep, wgml_error *
                          n_keep, q->n_past, seq);
     q->n_past = n_keep;
     q->has_logits = 0;
+    drop_grammar(b, q);
     return WGML_OK;
 }
 
@@ -149,9 +163,37 @@ wgml_status wgml_batch_seq_sampler(wgml_batch *b, int seq, const wgml_sampler_pa
     if (!wgml_sampler_is_greedy(p) && (st = wgml_sampler_create(p, b->n_vocab, &s, err))) return st;
     batch_seq *q = &b->seq[seq];
     wgml_sampler_free(q->sampler);
+    grammar_state_free(q->gs);
+    q->gs = NULL;
     q->sampler = s;
     q->sp = *p;
     return WGML_OK;
+}
+
+wgml_status wgml_batch_seq_grammar(wgml_batch *b, int seq, const wgml_grammar *g, const char *prefix, size_t len,
+                                   wgml_error *err) {
+    wgml_status st = check_seq(b, seq, "wgml_batch_seq_grammar", err);
+    if (st) return st;
+    if (!prefix && len) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_batch_seq_grammar: prefix is NULL");
+    batch_seq *q = &b->seq[seq];
+    drop_grammar(b, q);
+    if (!g) return WGML_OK;
+    wgml_sampler *s;
+    if ((st = wgml_sampler_create(&q->sp, b->n_vocab, &s, err))) return st;
+    grammar_state *gs;
+    if ((st = wgml_grammar_bind(b->m, g, prefix, len, s, &gs, &q->gerr))) {
+        if (err) *err = q->gerr;
+        wgml_sampler_free(s);
+        return st;
+    }
+    wgml_sampler_free(q->sampler);
+    q->sampler = s;
+    q->gs = gs;
+    return WGML_OK;
+}
+
+const char *wgml_batch_seq_error(const wgml_batch *b, int seq) {
+    return b && seq >= 0 && seq < b->n_seq ? b->seq[seq].gerr.message : "";
 }
 
 const float *wgml_batch_logits(const wgml_batch *b, int seq) {

@@ -164,8 +164,8 @@ static void test_json(void **state) {
     assert_true(grammar_accepting(st));                      /* the clone is its own */
     grammar_state_free(c);
     assert_int_equal(grammar_state_clone(st, &c, &err), WGML_OK);
-    assert_int_equal(grammar_accept(c, "\xc3", 1, &err), 1); /* half a code point: not judged yet */
-    assert_int_equal(grammar_accept(c, "\xa9", 1, &err), 0); /* nothing but ws follows a finished object */
+    /* half a code point is judged by the characters it can begin: only ws follows a finished object */
+    assert_int_equal(grammar_accept(c, "\xc3", 1, &err), 0);
     grammar_state_free(c);
     grammar_state_free(st);
     grammar_free(g);
@@ -178,6 +178,21 @@ static void test_json(void **state) {
     grammar_state_free(st);
     assert_int_equal(grammar_state_create(g, &st, &err), WGML_OK);
     assert_int_equal(grammar_accept(st, "\"\xe2\x28", 3, &err), 0); /* bad UTF-8 */
+    grammar_state_free(st);
+    /* overlong encodings (of '/', 'e') and surrogates are not characters, whatever the class */
+    static const char *const not_utf8[] = {"\"\xc0\xaf", "\"\xe0\x80\xaf", "\"\xf0\x80\x81\xa5", "\"\xed\xa0\x80"};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(grammar_state_create(g, &st, &err), WGML_OK);
+        assert_int_equal(grammar_accept(st, not_utf8[k], strlen(not_utf8[k]), &err), 0);
+        grammar_state_free(st);
+    }
+    grammar_free(g);
+    /* a lead byte no allowed character begins with is refused at once, not at the character's end */
+    g = parse_ok("root ::= [a-z\u00e0-\u00ff]*");
+    assert_int_equal(grammar_state_create(g, &st, &err), WGML_OK);
+    assert_int_equal(grammar_accept(st, "\xc3", 1, &err), 1);    /* U+00C0..U+00FF */
+    assert_int_equal(grammar_accept(st, "\xa9", 1, &err), 1);    /* U+00E9 */
+    assert_int_equal(grammar_accept(st, "\xe6", 1, &err), 0);    /* U+6000..U+6FFF: none allowed */
     grammar_state_free(st);
     grammar_free(g);
 }
@@ -230,11 +245,18 @@ static void test_token_filter(void **state) {
     const char *doc = "{\"a\xc3\xa9\": [1, -0.5e1, true, null], \"b\": {\"x\": \"\\u00e9\"}}";
     grammar_state *st;
     assert_int_equal(grammar_state_create(g, &st, &err), WGML_OK);
-    uint8_t *allowed = malloc(NV);
+    uint8_t *allowed = malloc(NV), *memoed = malloc(NV);
+    grammar_memo *memo;
+    assert_int_equal(grammar_memo_create(g, &memo, &err), WGML_OK);
     int checked = 0, total_allowed = 0;
     for (size_t i = 0; i <= strlen(doc); i++) {
         const int n = grammar_allowed(st, v, allowed, &err);
         assert_true(n >= 0);
+        /* the memo's walk gives the same, the second time from what the first remembered */
+        for (int twice = 0; twice < 2; twice++) {
+            assert_int_equal(grammar_allowed_memo(memo, st, v, memoed, &err), n);
+            assert_memory_equal(memoed, allowed, NV);
+        }
         int brute = 0;
         for (int t = 0; t < NV; t++) {
             int ok = 0;
@@ -255,7 +277,8 @@ static void test_token_filter(void **state) {
     print_message("token filter: %d points of the document, %d tokens allowed in all, as each alone\n", checked,
                   total_allowed);
     assert_true(total_allowed > checked); /* the filter lets things through */
-    free(allowed);
+    grammar_memo_free(memo);
+    free(allowed), free(memoed);
     grammar_state_free(st);
     grammar_vocab_free(v);
     for (int t = 0; t < NV; t++) free(tok[t]);

@@ -146,6 +146,7 @@ static void test_grammar(void **state) {
     (void)state;
     static const char *const pieces[] = {"", "a", "b", "ab", "ba", "{", "}", "\"", "x", "aab", "bb", "c"};
     enum { NV = 12, EOS = 0 };
+    static const int32_t eog[] = {EOS};
     size_t lens[NV];
     for (int t = 0; t < NV; t++) lens[t] = strlen(pieces[t]);
     const char *gbnf = "root ::= \"{\" (\"a\" | \"b\"){1,6} \"}\"";
@@ -164,7 +165,7 @@ static void test_grammar(void **state) {
         assert_int_equal(wgml_sampler_create(&p, NV, &s, &err), WGML_OK);
         grammar_state *gs;
         assert_int_equal(grammar_state_create(g, &gs, &err), WGML_OK);
-        wgml_sampler_set_grammar(s, gs, v, EOS, &err);
+        wgml_sampler_set_grammar(s, gs, v, eog, 1, &err);
         char text[256] = "";
         uint32_t r = (uint32_t)trial * 2654435761u + 1;
         int done = 0;
@@ -218,7 +219,7 @@ static void test_grammar(void **state) {
     grammar_state *gs;
     assert_int_equal(wgml_sampler_create(&p, NV, &s, &err), WGML_OK);
     assert_int_equal(grammar_state_create(gz, &gs, &err), WGML_OK);
-    wgml_sampler_set_grammar(s, gs, v, EOS, &err);
+    wgml_sampler_set_grammar(s, gs, v, eog, 1, &err);
     float lg[NV] = {0};
     assert_int_equal(wgml_sampler_sample(s, lg, NULL, 0), -1);
     assert_non_null(strstr(err.message, "no token"));

@@ -607,6 +607,7 @@ struct grammar_state {
     size_t n, cap;
     uint32_t partial; /* a code point being read */
     int need;         /* its continuation bytes still to come */
+    int cp_len;       /* its length in bytes */
     int dead;
 };
 
@@ -804,16 +805,41 @@ wgml_status grammar_state_clone(const grammar_state *s, grammar_state **out, wgm
     return WGML_OK;
 }
 
+uint64_t grammar_state_hash(const grammar_state *s) {
+    uint64_t h = wgml_fnv64(WGML_FNV64_BASIS, &s->n, sizeof s->n);
+    const uint32_t tail[4] = {s->partial, (uint32_t)s->need, (uint32_t)s->cp_len, (uint32_t)s->dead};
+    h = wgml_fnv64(h, tail, sizeof tail);
+    for (size_t i = 0; i < s->n; i++) {
+        h = wgml_fnv64(h, &s->len[i], sizeof s->len[i]);
+        h = wgml_fnv64(h, s->pool + s->off[i], s->len[i] * sizeof *s->pool);
+    }
+    return h;
+}
+
+int grammar_state_equal(const grammar_state *a, const grammar_state *b) {
+    if (a->g != b->g || a->n != b->n || a->partial != b->partial || a->need != b->need ||
+        a->cp_len != b->cp_len || a->dead != b->dead)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->len[i] != b->len[i] ||
+            (a->len[i] && memcmp(a->pool + a->off[i], b->pool + b->off[i], a->len[i] * sizeof *a->pool)))
+            return 0;
+    return 1;
+}
+
 /* one code point: 1 alive, 0 dead, -1 error */
 static int accept_cp(grammar_state *s, uint32_t cp, wgml_error *err) {
     const grammar *g = s->g;
+    int any = 0; /* no stack takes cp: dead, without building anything */
+    for (size_t i = 0; i < s->n && !any; i++)
+        any = s->len[i] && set_has(g, g->e[s->pool[s->off[i] + s->len[i] - 1]].value, cp);
+    if (!any) {
+        s->dead = 1;
+        return 0;
+    }
     grammar_state next = {.g = g};
     builder b = {.s = &next, .err = err};
-    uint32_t *v = wgml_malloc(GRAMMAR_MAX_STACK * sizeof *v);
-    if (!v) {
-        wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
-        return -1;
-    }
+    uint32_t v[GRAMMAR_MAX_STACK];
     for (size_t i = 0; i < s->n && !b.failed; i++) {
         const size_t n = s->len[i];
         if (!n) continue; /* the text could have ended here: nothing follows on this stack */
@@ -823,7 +849,6 @@ static int accept_cp(grammar_state *s, uint32_t cp, wgml_error *err) {
         v[n - 1] = top + 1; /* past the set */
         expand(&b, v, n);
     }
-    wgml_free(v);
     const int failed = b.failed;
     if (failed) build_fail(&b);
     builder_free(&b);
@@ -838,6 +863,41 @@ static int accept_cp(grammar_state *s, uint32_t cp, wgml_error *err) {
     return s->dead ? 0 : 1;
 }
 
+/* whether set `set` holds a code point in [lo, hi] */
+static int set_meets(const grammar *g, uint32_t set, uint32_t lo, uint32_t hi) {
+    const cset *c = &g->sets[set];
+    if (!c->negated) {
+        for (uint32_t k = 0; k < c->n; k++)
+            if (g->ranges[c->first + k].lo <= hi && g->ranges[c->first + k].hi >= lo) return 1;
+        return 0;
+    }
+    /* negated: some point of [lo, hi] is outside every range */
+    uint32_t cur = lo;
+    for (;;) {
+        int moved = 0;
+        for (uint32_t k = 0; k < c->n; k++) {
+            const crange r = g->ranges[c->first + k];
+            if (r.lo <= cur && r.hi >= cur) {
+                if (r.hi >= hi) return 0;
+                cur = r.hi + 1, moved = 1;
+            }
+        }
+        if (!moved) return 1;
+    }
+}
+
+/* a code point begun (s->partial, s->need bytes to come): whether some stack can take one that starts so */
+static int partial_possible(const grammar_state *s) {
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* below: overlong */
+    uint32_t lo = s->partial << (6 * s->need);
+    const uint32_t hi = lo | ((1u << (6 * s->need)) - 1);
+    if (lo < least[s->cp_len]) lo = least[s->cp_len];
+    if (lo > hi || lo > 0x10FFFF) return 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->len[i] && set_meets(s->g, s->g->e[s->pool[s->off[i] + s->len[i] - 1]].value, lo, hi)) return 1;
+    return 0;
+}
+
 int grammar_accept(grammar_state *s, const char *bytes, size_t n, wgml_error *err) {
     for (size_t i = 0; i < n && !s->dead; i++) {
         const unsigned char c = (unsigned char)bytes[i];
@@ -847,9 +907,13 @@ int grammar_accept(grammar_state *s, const char *bytes, size_t n, wgml_error *er
                 break;
             }
             s->partial = s->partial << 6 | (c & 0x3F);
-            if (--s->need) continue;
+            if (--s->need) {
+                if (!partial_possible(s)) s->dead = 1;
+                continue;
+            }
             const uint32_t cp = s->partial;
-            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+            static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000}; /* shorter would be overlong */
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) || cp < least[s->cp_len]) {
                 s->dead = 1;
                 break;
             }
@@ -861,14 +925,15 @@ int grammar_accept(grammar_state *s, const char *bytes, size_t n, wgml_error *er
             const int r = accept_cp(s, c, err);
             if (r < 0) return -1;
         } else if ((c >> 5) == 6 && c >= 0xC2) {
-            s->partial = c & 0x1F, s->need = 1;
+            s->partial = c & 0x1F, s->need = 1, s->cp_len = 2;
         } else if ((c >> 4) == 14) {
-            s->partial = c & 0x0F, s->need = 2;
+            s->partial = c & 0x0F, s->need = 2, s->cp_len = 3;
         } else if ((c >> 3) == 30 && c <= 0xF4) {
-            s->partial = c & 0x07, s->need = 3;
+            s->partial = c & 0x07, s->need = 3, s->cp_len = 4;
         } else {
             s->dead = 1;
         }
+        if (s->need && !s->dead && !partial_possible(s)) s->dead = 1;
     }
     return s->dead ? 0 : 1;
 }
@@ -989,4 +1054,192 @@ int grammar_allowed(const grammar_state *s, const grammar_vocab *v, uint8_t *all
     memset(allowed, 0, (size_t)v->n);
     if (s->dead) return 0;
     return allowed_range(s, v, 0, v->n, 0, allowed, err);
+}
+
+/* ---- the memo ---- */
+
+typedef struct {
+    uint64_t key; /* state id << 8 | byte, + 1 (0: empty slot) */
+    int32_t next; /* the state id after the byte, or -1: dead */
+} memo_edge;
+
+struct grammar_memo {
+    const grammar *g;
+    grammar_state **states; /* by id */
+    uint64_t *hash;         /* each state's hash */
+    int n, cap;
+    int32_t *slot; /* states by hash: id + 1, 0 empty (n_slot a power of two) */
+    size_t n_slot;
+    memo_edge *edge; /* transitions (n_edge a power of two, at most half full) */
+    size_t n_edge, used_edge;
+    size_t bytes; /* held by the states */
+};
+
+#define GRAMMAR_MEMO_MAX_BYTES ((size_t)256 << 20)
+
+static size_t state_bytes(const grammar_state *s) { return sizeof *s + s->n_pool * 4 + s->n * 2 * sizeof(size_t); }
+
+const grammar *grammar_state_grammar(const grammar_state *s) { return s->g; }
+
+static void memo_clear(grammar_memo *m) {
+    for (int i = 0; i < m->n; i++) grammar_state_free(m->states[i]);
+    m->n = 0;
+    m->bytes = 0;
+    if (m->slot) memset(m->slot, 0, m->n_slot * sizeof *m->slot);
+    if (m->edge) memset(m->edge, 0, m->n_edge * sizeof *m->edge);
+    m->used_edge = 0;
+}
+
+wgml_status grammar_memo_create(const grammar *g, grammar_memo **out, wgml_error *err) {
+    *out = NULL;
+    grammar_memo *m = wgml_calloc(1, sizeof *m);
+    if (m) {
+        m->g = g;
+        m->cap = 256, m->n_slot = 512, m->n_edge = 4096;
+        m->states = wgml_calloc((size_t)m->cap, sizeof *m->states);
+        m->hash = wgml_calloc((size_t)m->cap, sizeof *m->hash);
+        m->slot = wgml_calloc(m->n_slot, sizeof *m->slot);
+        m->edge = wgml_calloc(m->n_edge, sizeof *m->edge);
+    }
+    if (!m || !m->states || !m->hash || !m->slot || !m->edge) {
+        grammar_memo_free(m);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+    }
+    *out = m;
+    return WGML_OK;
+}
+
+void grammar_memo_free(grammar_memo *m) {
+    if (!m) return;
+    memo_clear(m);
+    wgml_free(m->states), wgml_free(m->hash), wgml_free(m->slot), wgml_free(m->edge);
+    wgml_free(m);
+}
+
+/* the id of state s (taken over when new: *taken set; else the caller keeps s), or -1 out of memory */
+static int32_t memo_intern(grammar_memo *m, grammar_state *s, int *taken) {
+    *taken = 0;
+    const uint64_t h = grammar_state_hash(s);
+    size_t i = (size_t)h & (m->n_slot - 1);
+    for (; m->slot[i]; i = (i + 1) & (m->n_slot - 1)) {
+        const int32_t id = m->slot[i] - 1;
+        if (m->hash[id] == h && grammar_state_equal(m->states[id], s)) return id;
+    }
+    if (m->n == m->cap) {
+        const int cap = 2 * m->cap;
+        grammar_state **st = wgml_realloc(m->states, (size_t)cap * sizeof *st);
+        if (!st) return -1;
+        m->states = st;
+        uint64_t *hs = wgml_realloc(m->hash, (size_t)cap * sizeof *hs);
+        if (!hs) return -1;
+        m->hash = hs, m->cap = cap;
+    }
+    if (2 * (size_t)(m->n + 1) > m->n_slot) { /* grow the table */
+        const size_t ns = 2 * m->n_slot;
+        int32_t *sl = wgml_calloc(ns, sizeof *sl);
+        if (!sl) return -1;
+        for (int k = 0; k < m->n; k++) {
+            size_t j = (size_t)m->hash[k] & (ns - 1);
+            while (sl[j]) j = (j + 1) & (ns - 1);
+            sl[j] = k + 1;
+        }
+        wgml_free(m->slot);
+        m->slot = sl, m->n_slot = ns;
+        i = (size_t)h & (ns - 1);
+        while (m->slot[i]) i = (i + 1) & (ns - 1);
+    }
+    const int32_t id = m->n++;
+    m->states[id] = s, m->hash[id] = h;
+    m->bytes += state_bytes(s);
+    m->slot[i] = id + 1;
+    *taken = 1;
+    return id;
+}
+
+/* the state after byte b from state id: its id, -1 dead, -2 error */
+static int32_t memo_step(grammar_memo *m, int32_t id, uint8_t b, wgml_error *err) {
+    const uint64_t key = ((uint64_t)id << 8 | b) + 1;
+    size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (m->n_edge - 1);
+    for (; m->edge[i].key; i = (i + 1) & (m->n_edge - 1))
+        if (m->edge[i].key == key) return m->edge[i].next;
+    if (m->bytes > GRAMMAR_MEMO_MAX_BYTES) {
+        wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "grammar: too complex (its states need over %zu MiB)",
+                  GRAMMAR_MEMO_MAX_BYTES >> 20);
+        return -2;
+    }
+    grammar_state *c;
+    if (grammar_state_clone(m->states[id], &c, err)) return -2;
+    const int r = grammar_accept(c, (const char *)&b, 1, err);
+    int32_t next = -1;
+    if (r < 0) {
+        grammar_state_free(c);
+        return -2;
+    }
+    if (r > 0) {
+        int taken;
+        next = memo_intern(m, c, &taken);
+        if (!taken) grammar_state_free(c);
+        if (next < 0) {
+            wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+            return -2;
+        }
+    } else {
+        grammar_state_free(c);
+    }
+    if (2 * (m->used_edge + 1) > m->n_edge) { /* grow the edges */
+        const size_t ne = 2 * m->n_edge;
+        memo_edge *e = wgml_calloc(ne, sizeof *e);
+        if (!e) {
+            wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory");
+            return -2;
+        }
+        for (size_t k = 0; k < m->n_edge; k++) {
+            if (!m->edge[k].key) continue;
+            size_t j = (size_t)(m->edge[k].key * 0x9E3779B97F4A7C15ull >> 20) & (ne - 1);
+            while (e[j].key) j = (j + 1) & (ne - 1);
+            e[j] = m->edge[k];
+        }
+        wgml_free(m->edge);
+        m->edge = e, m->n_edge = ne;
+        i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (ne - 1);
+        while (m->edge[i].key) i = (i + 1) & (ne - 1);
+    }
+    m->edge[i] = (memo_edge){key, next};
+    m->used_edge++;
+    return next;
+}
+
+static int allowed_memo_range(grammar_memo *m, int32_t id, const grammar_vocab *v, int lo, int hi, size_t d,
+                              uint8_t *allowed, wgml_error *err) {
+    int count = 0, i = lo;
+    for (; i < hi && v->len[v->order[i]] == d; i++) /* ends here */
+        if (d) allowed[v->order[i]] = 1, count++;
+    while (i < hi) {
+        const uint8_t b = v->bytes[v->order[i]][d];
+        int j = i;
+        while (j < hi && v->bytes[v->order[j]][d] == b) j++;
+        const int32_t next = memo_step(m, id, b, err);
+        if (next == -2) return -1;
+        if (next >= 0) {
+            const int k = allowed_memo_range(m, next, v, i, j, d + 1, allowed, err);
+            if (k < 0) return -1;
+            count += k;
+        }
+        i = j;
+    }
+    return count;
+}
+
+int grammar_allowed_memo(grammar_memo *m, const grammar_state *s, const grammar_vocab *v, uint8_t *allowed,
+                         wgml_error *err) {
+    memset(allowed, 0, (size_t)v->n);
+    if (s->dead) return 0;
+    if (m->n >= GRAMMAR_MEMO_MAX_STATES || m->bytes > GRAMMAR_MEMO_MAX_BYTES / 2) memo_clear(m);
+    grammar_state *c;
+    if (grammar_state_clone(s, &c, err)) return -1;
+    int taken;
+    const int32_t id = memo_intern(m, c, &taken);
+    if (!taken) grammar_state_free(c);
+    if (id < 0) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "grammar: out of memory"), -1;
+    return allowed_memo_range(m, id, v, 0, v->n, 0, allowed, err);
 }

@@ -57,6 +57,12 @@ void grammar_state_free(grammar_state *s);
 /* A copy of s (for trying a token). */
 wgml_status grammar_state_clone(const grammar_state *s, grammar_state **out, wgml_error *err);
 
+/* A hash of s's stacks and partial code point, and whether two states of one
+ * grammar are the same (the same stacks in the same order): what a cache of
+ * per-state results is keyed by. */
+uint64_t grammar_state_hash(const grammar_state *s);
+int grammar_state_equal(const grammar_state *a, const grammar_state *b);
+
 /* Advances s over n bytes of UTF-8 (a code point may be split across calls).
  * Returns 1 when the text so far is a prefix of something the grammar
  * accepts, 0 when it is not (s is then dead: every later call returns 0),
@@ -88,5 +94,24 @@ size_t grammar_vocab_len(const grammar_vocab *v, int t);
  * sorted vocabulary: a byte the grammar refuses drops every token that
  * continues it. Returns how many are allowed, or -1 on an error. */
 int grammar_allowed(const grammar_state *s, const grammar_vocab *v, uint8_t *allowed, wgml_error *err);
+
+/* ---- the same, remembered: states and their transitions ---- */
+
+/* A memo of the states a generation has met (each kept once) and of the
+ * byte transitions between them, so that walking the vocabulary from a state
+ * costs a table lookup per trie node where a transition was seen before (a
+ * string's characters lead from one position to the next: the walk from
+ * position k has already made most of the walk from k + 1). Bounded: past
+ * GRAMMAR_MEMO_MAX_STATES states it starts again empty. */
+#define GRAMMAR_MEMO_MAX_STATES 16384
+
+typedef struct grammar_memo grammar_memo;
+wgml_status grammar_memo_create(const grammar *g, grammar_memo **out, wgml_error *err);
+void grammar_memo_free(grammar_memo *m);
+/* grammar_allowed, through the memo (the same result). */
+int grammar_allowed_memo(grammar_memo *m, const grammar_state *s, const grammar_vocab *v, uint8_t *allowed,
+                         wgml_error *err);
+/* the grammar a state follows */
+const grammar *grammar_state_grammar(const grammar_state *s);
 
 #endif

@@ -17,6 +17,17 @@
 
 #define PREFILTER_GAP 30.0f
 
+/* one remembered state: its hash, a copy of it, and the tokens it allows */
+typedef struct {
+    uint64_t hash, used; /* used: the clock when last hit (0: the entry is free) */
+    grammar_state *key;
+    uint8_t *mask;
+    int count;
+} gcache_entry;
+
+#define GCACHE_N 16 /* states remembered */
+#define GREEDY_TRIES 8 /* best tokens tried alone before the vocabulary is walked */
+
 typedef struct {
     float logit;
     float p;
@@ -29,12 +40,15 @@ struct wgml_sampler {
     candidate *cand;
     float *work; /* logits after penalties */
     uint64_t rng[4];
-    /* a grammar (wgml_sampler_set_grammar): its state, the vocabulary's strings, eos, the allowed mask */
+    /* a grammar (wgml_sampler_set_grammar): its state, the vocabulary's strings, the end tokens */
     grammar_state *gs;
     const grammar_vocab *gv;
-    int32_t eos;
-    uint8_t *allowed;
+    const int32_t *eog;
+    int n_eog;
     wgml_error *gerr;
+    gcache_entry cache[GCACHE_N]; /* the allowed tokens of recent states */
+    grammar_memo *memo;           /* states and transitions met (NULL: none could be made) */
+    uint64_t cache_clock;
 };
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -102,14 +116,27 @@ wgml_status wgml_sampler_create(const wgml_sampler_params *p, int n_vocab, wgml_
     return WGML_OK;
 }
 
-void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, int32_t eos,
-                              wgml_error *err) {
-    s->gs = state, s->gv = vocab, s->eos = eos, s->gerr = err;
+static void cache_clear(wgml_sampler *s) {
+    for (int i = 0; i < GCACHE_N; i++) {
+        grammar_state_free(s->cache[i].key);
+        wgml_free(s->cache[i].mask);
+        s->cache[i] = (gcache_entry){0};
+    }
+}
+
+void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, const int32_t *eog,
+                              int n_eog, wgml_error *err) {
+    cache_clear(s);
+    grammar_memo_free(s->memo);
+    s->memo = NULL;
+    if (state) grammar_memo_create(grammar_state_grammar(state), &s->memo, NULL); /* none: walks without it */
+    s->gs = state, s->gv = vocab, s->eog = eog, s->n_eog = eog ? n_eog : 0, s->gerr = err;
 }
 
 void wgml_sampler_free(wgml_sampler *s) {
     if (!s) return;
-    wgml_free(s->allowed);
+    cache_clear(s);
+    grammar_memo_free(s->memo);
     wgml_free(s->cand);
     wgml_free(s->work);
     wgml_free(s);
@@ -128,7 +155,70 @@ static int32_t argmax(const float *x, int n) {
     return best;
 }
 
-static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history);
+static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history, int penalize);
+
+static int is_eog(const wgml_sampler *s, int32_t t) {
+    for (int i = 0; i < s->n_eog; i++)
+        if (s->eog[i] == t) return 1;
+    return 0;
+}
+
+/* The tokens the grammar lets follow in its current state (end tokens aside),
+ * from the cache or by walking the vocabulary; NULL on an error. */
+static const uint8_t *allowed_mask(wgml_sampler *s, wgml_error *err) {
+    const uint64_t h = grammar_state_hash(s->gs);
+    gcache_entry *victim = &s->cache[0];
+    for (int i = 0; i < GCACHE_N; i++) {
+        gcache_entry *c = &s->cache[i];
+        if (c->used && c->hash == h && grammar_state_equal(c->key, s->gs)) {
+            c->used = ++s->cache_clock;
+            return c->mask;
+        }
+        if (c->used < victim->used) victim = c;
+    }
+    const int nv = grammar_vocab_size(s->gv);
+    if (!victim->mask && !(victim->mask = wgml_malloc(nv ? (size_t)nv : 1))) {
+        wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the grammar's token mask");
+        return NULL;
+    }
+    grammar_state_free(victim->key);
+    victim->key = NULL, victim->used = 0;
+    if (grammar_state_clone(s->gs, &victim->key, err)) return NULL;
+    victim->count = s->memo ? grammar_allowed_memo(s->memo, s->gs, s->gv, victim->mask, err)
+                            : grammar_allowed(s->gs, s->gv, victim->mask, err);
+    if (victim->count < 0) return NULL;
+    victim->hash = h, victim->used = ++s->cache_clock;
+    return victim->mask;
+}
+
+/* Whether token t may come next (1; then the state takes it), 0 if not, -1 on an error. */
+static int try_token(wgml_sampler *s, int32_t t, wgml_error *err) {
+    if (is_eog(s, t)) return grammar_accepting(s->gs);
+    if (t >= grammar_vocab_size(s->gv) || !grammar_vocab_len(s->gv, t)) return 0;
+    grammar_state *c;
+    if (grammar_state_clone(s->gs, &c, err)) return -1;
+    const int r = grammar_accept(c, grammar_vocab_bytes(s->gv, t), grammar_vocab_len(s->gv, t), err);
+    grammar_state_free(c);
+    if (r != 1) return r;
+    return grammar_accept(s->gs, grammar_vocab_bytes(s->gv, t), grammar_vocab_len(s->gv, t), err);
+}
+
+static void penalize(wgml_sampler *s, const int32_t *history, int n_history) {
+    const wgml_sampler_params *p = &s->p;
+    const int n = s->n_vocab;
+    float *l = s->work;
+    if (p->repeat_penalty == 1.0f || p->repeat_last_n <= 0 || !history) return;
+    /* each distinct recent token once */
+    int from = n_history > p->repeat_last_n ? n_history - p->repeat_last_n : 0;
+    for (int i = from; i < n_history; i++) {
+        int32_t t = history[i];
+        if (t < 0 || t >= n) continue;
+        int seen = 0;
+        for (int j = from; j < i; j++) seen |= history[j] == t;
+        if (seen) continue;
+        l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
+    }
+}
 
 int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history) {
     const int n = s->n_vocab;
@@ -136,54 +226,56 @@ int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t 
     memcpy(l, logits, (size_t)n * sizeof *l);
     for (int i = 0; i < n; i++)
         if (isnan(l[i])) l[i] = -INFINITY; /* a NaN logit never wins */
-    if (!s->gs) return pick(s, history, n_history);
-    /* the grammar: every token it does not let follow is out (eos: only where it may end) */
+    if (!s->gs) return pick(s, history, n_history, 1);
+
     wgml_error scratch, *err = s->gerr ? s->gerr : &scratch;
-    if (!s->allowed && !(s->allowed = wgml_malloc((size_t)n))) {
-        wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the grammar's token mask");
-        return -1;
+    penalize(s, history, n_history);
+    const int can_end = grammar_accepting(s->gs);
+    /* an end token keeps a finite logit where the grammar may end: it must be pickable */
+    for (int i = 0; i < s->n_eog; i++) {
+        const int32_t e = s->eog[i];
+        if (e >= 0 && e < n && can_end && !isfinite(l[e])) l[e] = -1e30f;
     }
-    const int nv = grammar_vocab_size(s->gv) < n ? grammar_vocab_size(s->gv) : n;
-    int k = grammar_allowed(s->gs, s->gv, s->allowed, err);
-    if (k < 0) return -1;
-    const int can_end = grammar_accepting(s->gs) && s->eos >= 0 && s->eos < n;
-    for (int i = 0; i < n; i++)
-        if (i >= nv || !s->allowed[i]) l[i] = -INFINITY;
-    if (can_end) l[s->eos] = isfinite(logits[s->eos]) ? logits[s->eos] : 0.0f;
+    if (s->p.temperature <= 0 && !grammar_finished(s->gs)) {
+        /* greedy: the best token is usually allowed; try a few alone before walking the vocabulary */
+        for (int tries = 0; tries < GREEDY_TRIES; tries++) {
+            const int32_t t = argmax(l, n);
+            if (!(l[t] > -INFINITY)) break;
+            const int r = try_token(s, t, err);
+            if (r < 0) return -1;
+            if (r) return t;
+            l[t] = -INFINITY;
+        }
+    }
+    if (grammar_finished(s->gs)) { /* nothing may follow: only an end token */
+        for (int i = 0; i < n; i++)
+            if (!is_eog(s, i)) l[i] = -INFINITY;
+    } else {
+        const uint8_t *mask = allowed_mask(s, err);
+        if (!mask) return -1;
+        const int nv = grammar_vocab_size(s->gv);
+        for (int i = 0; i < n; i++)
+            if ((i >= nv || !mask[i]) && !(can_end && is_eog(s, i))) l[i] = -INFINITY;
+    }
     int any = 0;
     for (int i = 0; i < n && !any; i++) any = l[i] > -INFINITY;
     if (!any) {
         wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "no token of the vocabulary can continue the grammar here");
         return -1;
     }
-    const int32_t t = pick(s, history, n_history);
-    if (t >= 0 && t != s->eos && t < nv) {
-        const size_t len = grammar_vocab_len(s->gv, t);
-        const int r = grammar_accept(s->gs, grammar_vocab_bytes(s->gv, t), len, err);
-        if (r == 0) wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the grammar refused a token it allowed");
-        if (r != 1) return -1;
-    }
-    return t;
+    const int32_t t = pick(s, history, n_history, 0);
+    if (is_eog(s, t)) return t;
+    const int r = grammar_accept(s->gs, grammar_vocab_bytes(s->gv, t), grammar_vocab_len(s->gv, t), err);
+    if (r == 0) wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "the grammar refused a token it allowed");
+    return r == 1 ? t : -1;
 }
 
-/* the steps after the logits are in s->work (a grammar's mask applied) */
-static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history) {
+/* the steps after the logits are in s->work (a grammar's mask applied, the penalty too unless penalize) */
+static int32_t pick(wgml_sampler *s, const int32_t *history, int n_history, int penalize_) {
     const wgml_sampler_params *p = &s->p;
     int n = s->n_vocab;
     float *l = s->work;
-
-    /* repetition penalty: each distinct recent token once */
-    if (p->repeat_penalty != 1.0f && p->repeat_last_n > 0 && history) {
-        int from = n_history > p->repeat_last_n ? n_history - p->repeat_last_n : 0;
-        for (int i = from; i < n_history; i++) {
-            int32_t t = history[i];
-            if (t < 0 || t >= n) continue;
-            int seen = 0;
-            for (int j = from; j < i; j++) seen |= history[j] == t;
-            if (seen) continue;
-            l[t] = l[t] > 0 ? l[t] / p->repeat_penalty : l[t] * p->repeat_penalty;
-        }
-    }
+    if (penalize_) penalize(s, history, n_history);
     if (p->temperature <= 0) return argmax(l, n);
 
     /* candidates within PREFILTER_GAP (in temperature-scaled units) of the best */

@@ -32,10 +32,16 @@ int wgml_sampler_is_greedy(const wgml_sampler_params *p);
 int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history);
 
 /* Constrains the sampler with a grammar's state (advanced by each token
- * sampled) and the vocabulary's strings; eos: the end-of-sequence token
- * (allowed only where the grammar may end; -1: none). Not owned; NULL state:
- * no constraint. err receives the messages of wgml_sampler_sample's -1. */
-void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, int32_t eos,
-                              wgml_error *err);
+ * sampled) and the vocabulary's strings; eog[0..n_eog): the tokens that end a
+ * generation (allowed only where the grammar may end). Not owned; NULL state:
+ * no constraint. err receives the messages of wgml_sampler_sample's -1.
+ *
+ * The set of tokens allowed in a state is remembered (a few recent states,
+ * compared stack by stack), so text that stays in one state - a string's
+ * characters, a number's digits - pays for the vocabulary walk once. Greedy
+ * sampling first tries the best token alone and walks the vocabulary only
+ * when the grammar refuses it. */
+void wgml_sampler_set_grammar(wgml_sampler *s, grammar_state *state, const grammar_vocab *vocab, const int32_t *eog,
+                              int n_eog, wgml_error *err);
 
 #endif

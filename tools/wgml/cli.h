@@ -191,10 +191,15 @@ extern const cli_choice cli_kv_types[];   /* auto, f16, f32 (wgml_kv_type) */
 typedef struct cli_sampling_opts {
     wgml_sampler_params sp; /* from wgml_sampler_default_params() */
     int seed_set;           /* --seed was given */
+    const char *grammar;    /* --grammar FILE (GBNF) */
+    const char *schema;     /* --json-schema FILE */
 } cli_sampling_opts;
 extern const cli_opt cli_sampling_table[];
 /* Without --seed, a seed from the clock: returns 1 then, 0 when --seed was given. */
 int cli_sampling_seed(cli_sampling_opts *s);
+/* The grammar of --grammar or --json-schema in *out (NULL when neither was
+ * given); -1 after printing why a file cannot be read or compiled. */
+int cli_sampling_grammar(const cli_sampling_opts *s, wgml_grammar **out);
 
 /* Files that ship with wgml (the repository's models/ folder, installed as
  * <prefix>/share/wgml/) are looked up in: $WGML_DATA_DIR, the data folder

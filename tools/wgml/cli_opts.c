@@ -65,8 +65,57 @@ const cli_opt cli_sampling_table[] = {
     {.kind = CLI_OPT_U64, .name = "--seed", .off = CLI_OFF_(cli_sampling_opts, sp.seed, uint64_t),
      .given = 1 + offsetof(cli_sampling_opts, seed_set), .metavar = "S",
      .help = "random seed (default: from the clock)"},
+    CLI_STRING("--grammar", NULL, cli_sampling_opts, grammar, "FILE",
+               "the text must follow this GBNF grammar (docs/grammar.md)"),
+    CLI_STRING("--json-schema", NULL, cli_sampling_opts, schema, "FILE",
+               "the text must be a JSON document valid under this JSON Schema"),
     CLI_END,
 };
+
+int cli_sampling_grammar(const cli_sampling_opts *s, wgml_grammar **out) {
+    *out = NULL;
+    if (!s->grammar && !s->schema) return 0;
+    if (s->grammar && s->schema) {
+        cli_fail("--grammar and --json-schema cannot both be given");
+        return -1;
+    }
+    const char *path = s->grammar ? s->grammar : s->schema;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        cli_fail("cannot open '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0, r;
+    char *text = malloc(cap);
+    while (text && (r = fread(text + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            if (cap >= ((size_t)64 << 20)) { /* far above what a grammar or schema can be */
+                free(text);
+                text = NULL;
+                break;
+            }
+            char *t = realloc(text, cap *= 2);
+            if (!t) free(text);
+            text = t;
+        }
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (!text || bad) {
+        free(text);
+        cli_fail("cannot read '%s'%s", path, bad ? "" : ": too large or out of memory");
+        return -1;
+    }
+    wgml_error err;
+    wgml_status st = s->grammar ? wgml_grammar_create(text, n, out, &err) : wgml_grammar_from_json_schema(text, n, out, &err);
+    free(text);
+    if (st) {
+        cli_fail("%s: %s", path, err.message);
+        return -1;
+    }
+    return 0;
+}
 
 int cli_sampling_seed(cli_sampling_opts *s) {
     if (s->seed_set) return 0;

@@ -23,10 +23,12 @@
 #include "tools_internal.h"
 
 int cmd_bench_transcribe(int argc, char **argv); /* cmd_bench_transcribe.c: a model that transcribes, or --transcribe */
+int cmd_bench_grammar(int argc, char **argv);    /* cmd_bench_grammar.c: --grammar FILE or --json-schema FILE */
 
 typedef struct {
     cli_model_opts mo;
     int pp, tg, ctx, repeat, json, profile, limits, other;
+    const char *grammar;
     wgml_kv_type kv;
 } bench_opts;
 
@@ -46,6 +48,8 @@ static const cli_opt options[] = {
              "embedding speed of a BERT-family model instead (wgml bench --embed --help)"),
     CLI_INT("--parallel", NULL, bench_opts, other, "N", 1, 256,
             "one stream's decode rate against N streams decoded together\n(wgml bench --parallel N --help)"),
+    CLI_STRING("--grammar", NULL, bench_opts, grammar, "FILE",
+               "decode with a GBNF grammar against decode without\n(wgml bench --grammar FILE --help; also --json-schema FILE)"),
     CLI_END,
 };
 
@@ -200,6 +204,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
         else if (!strcmp(argv[i], "--parallel")) return cmd_bench_parallel(argc, argv);
         else if (!strcmp(argv[i], "--transcribe")) return cmd_bench_transcribe(argc, argv);
+        else if (!strcmp(argv[i], "--grammar") || !strcmp(argv[i], "--json-schema")) return cmd_bench_grammar(argc, argv);
     const uint32_t tasks = model_tasks(argc, argv);
     if (tasks & WGML_TASK_SPEECH) return cmd_bench_speech(argc, argv);
     if (tasks & WGML_TASK_TRANSCRIBE) return cmd_bench_transcribe(argc, argv);

@@ -81,6 +81,7 @@ typedef struct {
     json_object *msgs; /* the conversation */
     int n_ctx, n_predict, stats, tty;
     wgml_sampler_params sp;
+    const wgml_grammar *grammar; /* --grammar / --json-schema: every reply follows it */
 } chat;
 
 static void add_message(chat *c, const char *role, const char *text, size_t len) {
@@ -166,7 +167,8 @@ static int reply(chat *c) {
         fprintf(stderr, "wgml chat: the context is full: dropped the oldest %d turn%s, evaluating %d tokens again\n",
                 dropped, dropped > 1 ? "s" : "", n - keep);
     }
-    int rc = wgml_batch_seq_keep(c->b, 0, keep, &err) || wgml_batch_seq_sampler(c->b, 0, &c->sp, &err);
+    int rc = wgml_batch_seq_keep(c->b, 0, keep, &err) || wgml_batch_seq_sampler(c->b, 0, &c->sp, &err) ||
+             (c->grammar && wgml_batch_seq_grammar(c->b, 0, c->grammar, NULL, 0, &err));
     int chunk = wgml_batch_n_batch(c->b), fed = keep, n_gen = 0;
     int32_t next = -1, prev = toks[n - 1];
     size_t cap = 1024, len = 0;
@@ -211,6 +213,11 @@ static int reply(chat *c) {
         wgml_batch_item it = {.seq = 0, .tokens = &next, .n_tokens = 1, .sample = 1};
         rc = wgml_batch_step(c->b, &it, 1, &err) != WGML_OK;
         next = it.next;
+    }
+    if (!rc && next < 0 && !interrupted) { /* the grammar has no token to go on with */
+        rc = 1;
+        err.code = WGML_ERR_INVALID_ARGUMENT;
+        snprintf(err.message, sizeof err.message, "%s", wgml_batch_seq_error(c->b, 0));
     }
     if (interrupted) why = "interrupted";
     double t_gen = cli_now_ms() - t0 - t_prompt;
@@ -341,9 +348,15 @@ int cmd_chat(int argc, char **argv) {
     if (rc >= 0) return rc;
     cli_sampling_seed(&o.s);
     const char *system = o.system;
+    wgml_grammar *grammar;
+    if (cli_sampling_grammar(&o.s, &grammar)) return CLI_FAIL;
     wgml_model *m = cli_load_model(&o.mo, NULL);
-    if (!m) return CLI_FAIL;
-    chat c = {.m = m, .n_predict = o.n_predict, .stats = o.stats, .sp = o.s.sp, .tty = isatty(STDIN_FILENO)};
+    if (!m) {
+        wgml_grammar_free(grammar);
+        return CLI_FAIL;
+    }
+    chat c = {.m = m, .n_predict = o.n_predict, .stats = o.stats, .sp = o.s.sp, .tty = isatty(STDIN_FILENO),
+              .grammar = grammar};
     int is_fallback = 0;
     rc = CLI_OK;
     c.tmpl = wgml_model_chat_template(m, &is_fallback);
@@ -359,6 +372,7 @@ int cmd_chat(int argc, char **argv) {
     }
     if (rc) {
         wgml_model_free(m);
+        wgml_grammar_free(grammar);
         return rc;
     }
     c.n_ctx = wgml_batch_n_ctx(c.b);
@@ -406,5 +420,6 @@ int cmd_chat(int argc, char **argv) {
     json_object_put(c.msgs);
     wgml_batch_free(c.b);
     wgml_model_free(m);
+    wgml_grammar_free(grammar);
     return rc;
 }

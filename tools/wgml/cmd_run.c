@@ -99,9 +99,16 @@ int cmd_run(int argc, char **argv) {
     if (cli_sampling_seed(&o.s) && o.s.sp.temperature > 0)
         fprintf(stderr, "wgml: seed %llu\n", (unsigned long long)o.s.sp.seed);
     gp.sampler = o.s.sp;
+    wgml_grammar *grammar = NULL;
+    if (cli_sampling_grammar(&o.s, &grammar)) {
+        free(file_prompt);
+        return CLI_FAIL;
+    }
+    gp.grammar = grammar;
 
     wgml_model *model = cli_load_model(&o.mo, NULL);
     if (!model) {
+        wgml_grammar_free(grammar);
         free(file_prompt);
         return CLI_FAIL;
     }
@@ -134,6 +141,7 @@ int cmd_run(int argc, char **argv) {
     }
     wgml_session_free(s);
     wgml_model_free(model);
+    wgml_grammar_free(grammar);
     free(file_prompt);
     return rc;
 }

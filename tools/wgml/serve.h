@@ -60,6 +60,7 @@ typedef struct serve_job {
     wgml_sampler_params sampler;
     char *stop[SERVE_MAX_STOP];
     int n_stop;
+    wgml_grammar *grammar; /* response_format or grammar: what the text must follow (NULL: none) */
     /* shared, under serve_server.mu */
     int refs;
     pthread_cond_t cv;

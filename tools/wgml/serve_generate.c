@@ -25,7 +25,8 @@ typedef struct {
     wgml_sampler_params sampler;
     char *stop[SERVE_MAX_STOP];
     int n_stop;
-    char err[256];
+    wgml_grammar *grammar; /* response_format / grammar */
+    char err[WGML_ERROR_MESSAGE_MAX + 64];
     const char *bad_param;
 } gen_params;
 
@@ -51,6 +52,8 @@ static int add_stop(gen_params *g, json_object *v) {
     g->n_stop++;
     return 0;
 }
+
+static int parse_format(json_object *req, gen_params *g);
 
 /* The parameters both generation endpoints share; -1 with g->err on a bad one. */
 static int parse_gen(json_object *req, int chat, gen_params *g) {
@@ -101,6 +104,7 @@ static int parse_gen(json_object *req, int chat, gen_params *g) {
         if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) != 1)
             return bad(g, "n", "only n = 1 is supported");
     }
+    if (parse_format(req, g)) return -1;
     if (json_object_object_get_ex(req, "stop", &v) && v) {
         if (json_object_is_type(v, json_type_array)) {
             size_t n = json_object_array_length(v);
@@ -116,6 +120,52 @@ static int parse_gen(json_object *req, int chat, gen_params *g) {
 static void free_gen(gen_params *g) {
     for (int i = 0; i < g->n_stop; i++) free(g->stop[i]);
     g->n_stop = 0;
+    wgml_grammar_free(g->grammar);
+    g->grammar = NULL;
+}
+
+/* response_format ({"type": "text" | "json_object" | "json_schema", ...}) and llama.cpp's
+ * `grammar` (GBNF text): the grammar the reply must follow */
+static int parse_format(json_object *req, gen_params *g) {
+    json_object *rf = NULL, *gr = NULL, *v;
+    json_object_object_get_ex(req, "response_format", &rf);
+    json_object_object_get_ex(req, "grammar", &gr);
+    wgml_error err;
+    if (gr) {
+        if (!json_object_is_type(gr, json_type_string)) return bad(g, "grammar", "'grammar' must be a string of GBNF");
+        if (rf && !json_object_is_type(rf, json_type_null))
+            return bad(g, "grammar", "'grammar' and 'response_format' cannot both be given");
+        if (wgml_grammar_create(json_object_get_string(gr), (size_t)json_object_get_string_len(gr), &g->grammar, &err))
+            return bad(g, "grammar", "%s", err.message);
+        return 0;
+    }
+    if (!rf || json_object_is_type(rf, json_type_null)) return 0;
+    if (!json_object_is_type(rf, json_type_object) || !json_object_object_get_ex(rf, "type", &v) ||
+        !json_object_is_type(v, json_type_string))
+        return bad(g, "response_format", "'response_format' must be an object with a 'type'");
+    const char *type = json_object_get_string(v);
+    if (!strcmp(type, "text")) return 0;
+    if (!strcmp(type, "json_object")) {
+        if (wgml_grammar_from_json_schema(NULL, 0, &g->grammar, &err)) return bad(g, "response_format", "%s", err.message);
+        return 0;
+    }
+    if (strcmp(type, "json_schema"))
+        return bad(g, "response_format", "response_format type '%s' is not one of text, json_object, json_schema", type);
+    json_object *js, *schema = NULL;
+    if (!json_object_object_get_ex(rf, "json_schema", &js) || !json_object_is_type(js, json_type_object))
+        return bad(g, "response_format", "'response_format.json_schema' must be an object");
+    if (json_object_object_get_ex(js, "name", &v) && !json_object_is_type(v, json_type_string))
+        return bad(g, "response_format", "'response_format.json_schema.name' must be a string");
+    if (json_object_object_get_ex(js, "strict", &v) && v && !json_object_is_type(v, json_type_boolean))
+        return bad(g, "response_format", "'response_format.json_schema.strict' must be a boolean");
+    json_object_object_get_ex(js, "schema", &schema);
+    if (schema && !json_object_is_type(schema, json_type_object) && !json_object_is_type(schema, json_type_boolean))
+        return bad(g, "response_format", "'response_format.json_schema.schema' must be a JSON Schema (an object)");
+    /* no schema: any JSON object; the schema is written back to text for the converter */
+    const char *text = schema ? json_object_to_json_string_ext(schema, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
+    if (wgml_grammar_from_json_schema(text, text ? strlen(text) : 0, &g->grammar, &err))
+        return bad(g, "response_format", "%s", err.message);
+    return 0;
 }
 
 /* ---- the generation endpoints ---- */
@@ -328,6 +378,8 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
     for (int i = 0; i < g->n_stop; i++) j->stop[i] = g->stop[i];
     j->n_stop = g->n_stop;
     g->n_stop = 0; /* the job owns them now */
+    j->grammar = g->grammar;
+    g->grammar = NULL;
     char id[48];
     pthread_mutex_lock(&s->mu);
     snprintf(id, sizeof id, "%s-%llx%06llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)s->created,

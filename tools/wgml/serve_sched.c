@@ -55,6 +55,7 @@ void serve_job_unref(serve_server *s, serve_job *j) {
     pthread_cond_destroy(&j->cv);
     free(j->prompt);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
+    wgml_grammar_free(j->grammar);
     free(j->text);
     free(j);
 }
@@ -260,7 +261,8 @@ static void assign(serve_server *s) {
         int keep = best_k < j->n_prompt - 1 ? best_k : j->n_prompt - 1;
         wgml_error err;
         if (wgml_batch_seq_keep(s->batch, best, keep, &err) ||
-            wgml_batch_seq_sampler(s->batch, best, &j->sampler, &err)) {
+            wgml_batch_seq_sampler(s->batch, best, &j->sampler, &err) ||
+            (j->grammar && wgml_batch_seq_grammar(s->batch, best, j->grammar, NULL, 0, &err))) {
             snprintf(j->error, sizeof j->error, "%s", err.message);
             job_finish(s, j, SERVE_FINISH_ERROR);
             serve_job_unref(s, j);
@@ -289,6 +291,12 @@ static void take_token(serve_server *s, int i, int32_t tok) {
     serve_slot *sl = &s->slots[i];
     serve_job *j = sl->job;
     double now = cli_now_ms();
+    if (tok < 0) { /* the grammar has no token to go on with */
+        snprintf(j->error, sizeof j->error, "%s", wgml_batch_seq_error(s->batch, i));
+        job_finish(s, j, SERVE_FINISH_ERROR);
+        release_slot(s, i);
+        return;
+    }
     int eog = wgml_token_is_eog(s->model, tok);
     if (eog) {
         if (!j->n_gen) j->t_first = now;
