@@ -7,7 +7,9 @@
  * seeded sampling alike, on the CPU and on the software WebGPU adapters
  * (skipped when missing, unless $WGML_REQUIRE_ADAPTERS names them). Also:
  * the batch agrees with a plain session, a kept prefix continues as a fresh
- * evaluation does, and bad steps are refused without changing any sequence.
+ * evaluation does, bad steps are refused without changing any sequence, and
+ * grammars constrain a generation, a batch's sequence (beside a free one, as
+ * alone) and a sequence whose grammar starts after a prefix.
  *
  *   test_batch [cpu|swiftshader|lavapipe ...]   (default: all)
  */
@@ -328,6 +330,154 @@ static void test_sampled_alone_vs_together(void **state) {
     wgml_model_free(m);
 }
 
+/* text of tokens (wgml_token_to_text after prev) */
+static void append_text(wgml_model *m, int32_t prev, int32_t tok, char *text, size_t cap) {
+    char piece[64];
+    int n = wgml_token_to_text(m, prev, tok, piece, (int)sizeof piece - 1);
+    assert_true(n >= 0 && n < (int)sizeof piece);
+    piece[n] = 0;
+    assert_true(strlen(text) + (size_t)n < cap);
+    strcat(text, piece);
+}
+
+/* whether text is 3 to 5 lowercase words and a full stop: "[a-z]+ ( [a-z]+){2,4} ." */
+static int is_sentence(const char *t) {
+    int words = 0;
+    for (;;) {
+        int k = 0;
+        while (*t >= 'a' && *t <= 'z') t++, k++;
+        if (!k) return 0;
+        words++;
+        if (*t == '.') return t[1] == 0 && words >= 3 && words <= 5;
+        if (*t++ != ' ') return 0;
+    }
+}
+
+static int on_text(void *user, int32_t token, const char *text, size_t len) {
+    (void)token;
+    char *out = user;
+    assert_true(strlen(out) + len < 512);
+    strncat(out, text, len);
+    return 0;
+}
+
+/* Grammars: wgml_generate's text follows the grammar and ends with end of sequence (greedy and
+ * sampled); in a batch, a sequence with a grammar leaves its neighbour's tokens as they are
+ * alone; a prefix starts the grammar part way (a constraint that begins at a trigger). */
+static void grammar_generation(wgml_model *m) {
+    const char *gbnf = "root ::= [a-z]+ (\" \" [a-z]+){2,4} \".\"";
+    wgml_grammar *g;
+    wgml_error err;
+    assert_int_equal(wgml_grammar_create(gbnf, strlen(gbnf), &g, &err), WGML_OK);
+    assert_string_equal(wgml_grammar_text(g), gbnf);
+    wgml_session *s;
+    assert_int_equal(wgml_session_create(m, NULL, &s, &err), WGML_OK);
+    for (int t = 0; t < 3; t++) {
+        char text[512] = "";
+        wgml_generate_params gp = wgml_generate_default_params();
+        gp.sampler.temperature = t == 0 ? 0.0f : 1.0f;
+        gp.sampler.seed = (uint64_t)t;
+        gp.n_predict = 200;
+        gp.grammar = g;
+        gp.on_token = on_text;
+        gp.user = text;
+        wgml_generate_result r;
+        wgml_session_reset(s);
+        assert_int_equal(wgml_generate(s, "Once upon a time", &gp, &r, &err), WGML_OK);
+        if (!is_sentence(text) || r.stop != WGML_STOP_EOS) fail_msg("grammar, try %d: '%s' (%s)", t, text, wgml_stop_reason_name(r.stop));
+    }
+    /* a character no token spells whole: byte tokens, fed to the grammar split inside the code point */
+    wgml_grammar *cjk_g;
+    const char *cjk = "root ::= \"\\u4e2d\"";
+    assert_int_equal(wgml_grammar_create(cjk, strlen(cjk), &cjk_g, &err), WGML_OK);
+    char cjk_text[512] = "";
+    wgml_generate_params gp = wgml_generate_default_params();
+    gp.grammar = cjk_g;
+    gp.on_token = on_text;
+    gp.user = cjk_text;
+    wgml_generate_result r;
+    wgml_session_reset(s);
+    assert_int_equal(wgml_generate(s, "Once", &gp, &r, &err), WGML_OK);
+    assert_string_equal(cjk_text, "\xe4\xb8\xad");
+    assert_int_equal(r.stop, WGML_STOP_EOS);
+    wgml_grammar_free(cjk_g);
+    wgml_session_free(s);
+
+    /* batch: sequence 0 constrained, sequence 1 free; then sequence 1 alone */
+    int32_t free_together[N_GEN], free_alone[N_GEN];
+    for (int pass = 0; pass < 2; pass++) {
+        wgml_batch *b = new_batch(m);
+        stream st[2];
+        setup_stream(m, &st[0], prompts[0], 0, 0);
+        setup_stream(m, &st[1], prompts[1], 1, 0);
+        if (pass == 0) assert_int_equal(wgml_batch_seq_grammar(b, 0, g, NULL, 0, &err), WGML_OK);
+        char text[512] = "";
+        int32_t prev = -1;
+        int n_free = 0, done0 = pass == 1;
+        for (int step = 0; step < 64 && (n_free < N_GEN || !done0); step++) {
+            wgml_batch_item items[2];
+            int ni = 0;
+            for (int i = pass; i < 2; i++) {
+                stream *q = &st[i];
+                if ((i == 0 && done0) || (i == 1 && n_free >= N_GEN)) continue;
+                wgml_batch_item *it = &items[ni++];
+                memset(it, 0, sizeof *it);
+                it->seq = i;
+                it->sample = 1;
+                if (!q->fed) it->tokens = q->prompt, it->n_tokens = q->n_prompt, q->fed = q->n_prompt;
+                else it->tokens = &q->pending, it->n_tokens = 1;
+            }
+            if (!ni) break;
+            assert_int_equal(wgml_batch_step(b, items, ni, &err), WGML_OK);
+            for (int j = 0; j < ni; j++) {
+                const int i = items[j].seq;
+                const int32_t tok = items[j].next;
+                if (tok < 0) fail_msg("sequence %d: %s", i, wgml_batch_seq_error(b, i));
+                st[i].pending = tok;
+                if (i == 1) (pass ? free_alone : free_together)[n_free++] = tok;
+                else if (wgml_token_is_eog(m, tok)) done0 = 1;
+                else append_text(m, prev, tok, text, sizeof text), prev = tok;
+            }
+        }
+        if (pass == 0 && (!done0 || !is_sentence(text))) fail_msg("batch grammar: '%s'", text);
+        /* a prefix: the grammar's text begins with "ab" already generated */
+        if (pass == 1) {
+            const char *ab = "root ::= \"ab\" [a-z]{3} \".\"";
+            wgml_grammar *g2;
+            assert_int_equal(wgml_grammar_create(ab, strlen(ab), &g2, &err), WGML_OK);
+            assert_int_not_equal(wgml_batch_seq_grammar(b, 0, g2, "xy", 2, &err), WGML_OK); /* not a prefix */
+            assert_int_equal(wgml_batch_seq_grammar(b, 0, g2, "ab", 2, &err), WGML_OK);
+            assert_int_equal(wgml_batch_seq_keep(b, 0, 0, &err), WGML_OK); /* keep ends it ... */
+            assert_int_equal(wgml_batch_seq_grammar(b, 0, g2, "ab", 2, &err), WGML_OK); /* ... so again */
+            wgml_batch_item it = {.seq = 0, .tokens = st[0].prompt, .n_tokens = st[0].n_prompt, .sample = 1};
+            char rest[512] = "";
+            int32_t p = -1;
+            for (int k = 0; k < 16; k++) {
+                assert_int_equal(wgml_batch_step(b, &it, 1, &err), WGML_OK);
+                if (it.next < 0) fail_msg("prefix: %s", wgml_batch_seq_error(b, 0));
+                if (wgml_token_is_eog(m, it.next)) break;
+                append_text(m, p, it.next, rest, sizeof rest);
+                p = st[0].pending = it.next;
+                it.tokens = &st[0].pending, it.n_tokens = 1;
+            }
+            assert_int_equal(strlen(rest), 4);
+            assert_true(rest[3] == '.' && rest[0] >= 'a' && rest[2] <= 'z');
+            wgml_grammar_free(g2);
+        }
+        wgml_batch_free(b);
+    }
+    assert_memory_equal(free_together, free_alone, sizeof free_alone);
+    wgml_grammar_free(g);
+}
+
+static void test_grammar(void **state) {
+    (void)state;
+    wgml_model *m = load(current);
+    if (!m) skip();
+    grammar_generation(m);
+    wgml_model_free(m);
+}
+
 static void test_against_session(void **state) {
     (void)state;
     wgml_model *m = load(current);
@@ -357,7 +507,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_alone_vs_together), cmocka_unit_test(test_sampled_alone_vs_together),
         cmocka_unit_test(test_against_session),          cmocka_unit_test(test_keep_prefix),
-        cmocka_unit_test(test_bad_steps),
+        cmocka_unit_test(test_bad_steps),                cmocka_unit_test(test_grammar),
     };
     int fails = 0;
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
