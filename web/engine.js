@@ -535,8 +535,12 @@ export class Engine {
     });
   }
 
-  async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0, addBos = true } = {},
-    onPiece) {
+  // grammar: GBNF text; jsonSchema: a JSON Schema (an object or its JSON text); jsonObject: any
+  // JSON object (OpenAI's response_format json_object). At most one.
+  async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0, addBos = true,
+    grammar, jsonSchema, jsonObject } = {}, onPiece) {
+    const kind = grammar !== undefined && grammar !== null ? 1 : jsonSchema !== undefined && jsonSchema !== null ? 2 : jsonObject ? 3 : 0;
+    const gtext = kind === 1 ? String(grammar) : kind === 2 ? (typeof jsonSchema === 'string' ? jsonSchema : JSON.stringify(jsonSchema)) : '';
     const id = this.#nextId++;
     this.#tokenSinks.set(id, (text, token) => {
       const r = onPiece(text, token);
@@ -545,12 +549,15 @@ export class Engine {
     try {
       return await this.#exclusive(async () => {
         const p = this.#alloc(prompt);
+        const g = this.#alloc(gtext);
         try {
-          const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id, addBos ? 1 : 0]);
+          const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id, addBos ? 1 : 0,
+            g, kind]);
           if (st) throw this.lastError();
           return JSON.parse(this.cstring(this.#x.wgmlw_result()));
         } finally {
           this.#x.wgmlw_free(p);
+          this.#x.wgmlw_free(g);
         }
       });
     } finally {

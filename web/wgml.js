@@ -172,12 +172,16 @@ class Model {
   }
 
   // Async iterable of the new text. Options: maxTokens (128), temperature (0.8;
-  // 0 = greedy), topK (40), topP (0.95), seed (0 = random). Breaking out of the
-  // loop, or calling .stop() on the iterable, stops generation. Calls run one
-  // after another; each starts from an empty context.
-  generate(prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0 } = {}) {
+  // 0 = greedy), topK (40), topP (0.95), seed (0 = random), and at most one of
+  // grammar (GBNF text), jsonSchema (a JSON Schema: the text is a document
+  // valid under it) and jsonObject (true: any JSON object), docs/grammar.md.
+  // Breaking out of the loop, or calling .stop() on the iterable, stops
+  // generation. Calls run one after another; each starts from an empty context.
+  generate(prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0, grammar, jsonSchema,
+    jsonObject } = {}) {
     // seed 0: a new random one each time (the C sampler takes 0 as a seed like any other)
-    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52) };
+    const options = { maxTokens, temperature, topK, topP, seed: seed || 1 + Math.floor(Math.random() * 2 ** 52),
+      grammar, jsonSchema, jsonObject: !!jsonObject };
     return this.#stream({ op: 'generate', prompt: String(prompt), options }, (text) => text);
   }
 
@@ -185,7 +189,10 @@ class Model {
   // fallback for its architecture), rendered by the same C template engine as
   // natively: model.chat.completions.create({ messages, stream, max_tokens |
   // max_completion_tokens, temperature (1), top_p (1), seed, stream_options:
-  // { include_usage } }). Not streamed: a promise of a 'chat.completion'
+  // { include_usage }, response_format ({ type: 'text' | 'json_object' |
+  // 'json_schema', json_schema: { name, schema, strict } }: the reply follows
+  // it, as in `wgml serve`; a bad schema rejects with its reason), grammar
+  // (llama.cpp's GBNF field) }). Not streamed: a promise of a 'chat.completion'
   // ({ choices: [{ message: { role, content }, finish_reason }], usage }).
   // Streamed: an async iterable of 'chat.completion.chunk's (the role first,
   // then the text as it comes, then the finish_reason, then with
@@ -196,12 +203,26 @@ class Model {
   }
 
   #chatCreate({ messages, stream = false, max_tokens, max_completion_tokens, temperature = 1, top_p = 1, seed,
-    stream_options } = {}) {
+    stream_options, response_format, grammar } = {}) {
     if (!Array.isArray(messages) || !messages.length)
       return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'messages' must be a non-empty array"));
     const limit = max_completion_tokens ?? max_tokens;
     const options = { maxTokens: limit === undefined || limit === null ? -1 : Number(limit), temperature: Number(temperature),
       topK: 0, topP: Number(top_p), seed: seed ? Number(seed) : 1 + Math.floor(Math.random() * 2 ** 52) };
+    const rf = response_format && response_format.type;
+    if (grammar !== undefined && grammar !== null && rf && rf !== 'text')
+      return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'grammar' and 'response_format' cannot both be given"));
+    if (grammar !== undefined && grammar !== null) options.grammar = String(grammar);
+    else if (rf === 'json_object') options.jsonObject = true;
+    else if (rf === 'json_schema') {
+      const js = response_format.json_schema;
+      if (!js || typeof js !== 'object')
+        return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'response_format.json_schema' must be an object"));
+      if (js.schema === undefined || js.schema === null) options.jsonObject = true;
+      else options.jsonSchema = JSON.stringify(js.schema);
+    } else if (rf && rf !== 'text')
+      return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT,
+        `response_format type '${rf}' is not one of text, json_object, json_schema`));
     const pieces = this.#stream({ op: 'chat', messages, options }, (text) => text);
     const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;
     const created = Math.floor(Date.now() / 1000);

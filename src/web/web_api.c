@@ -315,12 +315,21 @@ static int on_token(void *user, int32_t token, const char *text, size_t len) {
     return js_token((int)(intptr_t)user, token, text, (int)len);
 }
 
+/* grammar_kind: 0 none, 1 GBNF text, 2 a JSON Schema (JSON text), 3 any JSON object (grammar unused) */
 EXPORT(wgmlw_generate)
 int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double temperature, int top_k, double top_p,
-                   double seed, int user, int add_bos) {
+                   double seed, int user, int add_bos, const char *grammar, int grammar_kind) {
     wgml_error_clear(&last_error);
     memset(&last_result, 0, sizeof last_result);
+    wgml_grammar *g = NULL;
+    wgml_status st = WGML_OK;
+    if (grammar_kind == 1) st = wgml_grammar_create(grammar ? grammar : "", grammar ? strlen(grammar) : 0, &g, &last_error);
+    else if (grammar_kind == 2 || grammar_kind == 3)
+        st = wgml_grammar_from_json_schema(grammar_kind == 2 ? grammar : NULL, grammar_kind == 2 && grammar ? strlen(grammar) : 0,
+                                           &g, &last_error);
+    if (st) return (int)st;
     wgml_generate_params gp = wgml_generate_default_params();
+    gp.grammar = g;
     gp.add_bos = add_bos;
     gp.n_predict = n_predict;
     gp.sampler.temperature = (float)temperature;
@@ -329,7 +338,9 @@ int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double te
     gp.sampler.seed = seed > 0 ? (uint64_t)seed : 0;
     gp.on_token = on_token;
     gp.user = (void *)(intptr_t)user;
-    return (int)wgml_generate(s, prompt, &gp, &last_result, &last_error);
+    st = wgml_generate(s, prompt, &gp, &last_result, &last_error);
+    wgml_grammar_free(g);
+    return (int)st;
 }
 
 /* An OpenAI-style messages array (JSON) through the model's chat template (its GGUF's,

@@ -937,6 +937,71 @@ await test('API (CPU wasm): chat.completions.create through the model\'s chat te
   await page.close();
 });
 
+await test('API (CPU wasm): response_format json_schema and grammar in chat.completions.create equal `wgml serve`\'s, and a bad schema is refused', async () => {
+  const messages = [{ role: 'user', content: 'A cat as JSON.' }];
+  const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer', minimum: 0, maximum: 20 },
+    tags: { type: 'array', items: { enum: ['soft', 'small'] }, maxItems: 2 } }, required: ['name', 'age'] };
+  const bodies = [{ response_format: { type: 'json_schema', json_schema: { name: 'cat', schema, strict: true } } },
+    { grammar: 'root ::= ("yes" | "no") " " [a-z]{2,5} "."' }];
+  const srv = execFile(path.join(repo, 'build/wgml'), ['serve', '-m', path.join(opt.models, MODEL), '--backend', 'cpu', '--port', '0']);
+  const port = await new Promise((resolve, reject) => {
+    srv.stdout.on('data', (d) => {
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(String(d));
+      if (m) resolve(Number(m[1]));
+    });
+    srv.on('exit', () => reject(new Error('wgml serve exited')));
+  });
+  const want = [];
+  try {
+    for (const b of bodies) {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ messages, max_tokens: 120, temperature: 0, ...b }) });
+      want.push(await r.json());
+    }
+  } finally {
+    srv.kill('SIGTERM');
+  }
+  const page = await openDemo(cpuCtx, demoUrl);
+  const r = await page.evaluate(async ({ url, messages, bodies }) => {
+    const wgml = (await import('./wgml.js')).default;
+    const m = await wgml.load(url, { backend: 'cpu', cache: false });
+    const got = [];
+    for (const b of bodies) got.push(await m.chat.completions.create({ messages, max_tokens: 120, temperature: 0, ...b }));
+    let streamed = '';
+    for await (const c of m.chat.completions.create({ messages, max_tokens: 120, temperature: 0, stream: true, ...bodies[0] }))
+      streamed += c.choices.map((ch) => ch.delta.content || '').join('');
+    const sampled = [];
+    for (const seed of [1, 2, 3])
+      sampled.push((await m.chat.completions.create({ messages, max_tokens: 120, seed, ...bodies[0] })).choices[0]);
+    const gen = [];
+    for await (const piece of m.generate('JSON:', { maxTokens: 60, temperature: 0, jsonSchema: { enum: ['red', 'green'] } })) gen.push(piece);
+    let err = '';
+    try {
+      await m.chat.completions.create({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x',
+        schema: { type: 'array', uniqueItems: true } } } });
+    } catch (e) {
+      err = e.message;
+    }
+    await m.dispose();
+    return { got, streamed, sampled, gen: gen.join(''), err };
+  }, { url: modelUrl, messages, bodies });
+  for (let i = 0; i < bodies.length; i++) {
+    checkText(r.got[i].choices[0].message.content, want[i].choices[0].message.content, `constrained chat ${i} vs wgml serve`);
+    check(r.got[i].choices[0].finish_reason === 'stop', `constrained chat ${i}: ${JSON.stringify(r.got[i].choices[0])}`);
+  }
+  checkText(r.streamed, r.got[0].choices[0].message.content, 'streamed constrained chat');
+  for (const c of [r.got[0].choices[0], ...r.sampled]) {
+    const doc = JSON.parse(c.message.content);
+    check(typeof doc.name === 'string' && doc.name.length <= 6 && Number.isInteger(doc.age) && doc.age >= 0 && doc.age <= 20 &&
+      (doc.tags === undefined || (doc.tags.length <= 2 && doc.tags.every((t) => t === 'soft' || t === 'small'))) &&
+      Object.keys(doc).every((k) => ['name', 'age', 'tags'].includes(k)) && c.finish_reason === 'stop', `not valid: ${c.message.content}`);
+  }
+  check(/^(yes|no) [a-z]{2,5}\.$/.test(r.got[1].choices[0].message.content), `grammar: ${r.got[1].choices[0].message.content}`);
+  check(r.gen === '"red"' || r.gen === '"green"', `generate with jsonSchema: ${JSON.stringify(r.gen)}`);
+  check(/uniqueItems/.test(r.err), `a bad schema: "${r.err}"`);
+  await page.close();
+});
+
 await test('page, chat tab: two turns stream through the chat template, stop, new chat; screenshot', async () => {
   const page = await openDemo(cpuCtx, demoUrl);
   const l = await demoLoad(page, { backend: 'cpu', url: modelUrl });
