@@ -70,7 +70,7 @@ if(WGML_FUZZ)
   find_library(CIVETWEB_LIBRARY civetweb)
   if(CIVETWEB_INCLUDE_DIR AND CIVETWEB_LIBRARY)
     set(WGML_FUZZ_SERVE_SOURCES serve_http.c serve_guard.c serve_reply.c serve_generate.c serve_embed.c serve_speech.c
-                                serve_transcribe.c serve_info.c serve_sched.c serve_chat.c cli_util.c cli_json.c
+                                serve_transcribe.c serve_info.c serve_sched.c serve_chat.c serve_tools.c cli_util.c cli_json.c
                                 cli_transcript.c audio_file.c)
     list(TRANSFORM WGML_FUZZ_SERVE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
     add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/fuzz/fuzz_serve.c ${WGML_FUZZ_SERVE_SOURCES})

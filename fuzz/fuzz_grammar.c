@@ -7,7 +7,8 @@
  * points are split). Checks: a refused grammar has a message; a compiled one
  * gives a state; a state that died stays dead and is never accepting; a
  * clone follows the same text to the same answers; the token filter at the
- * end agrees with trying each token alone (tokens: the text's pieces). Seeds:
+ * end agrees with trying each token alone (tokens: the text's pieces), and so
+ * does the memo's walk (grammar_allowed_memo), twice. Seeds:
  * fuzz/make-corpus.sh (a JSON grammar and small ones for every construct).
  */
 #include "core/error.h"
@@ -91,6 +92,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 brute += r == 1;
             }
             if (ok) CHECK(n == brute);
+            /* the memo's walk agrees, twice (the second from what the first remembered) */
+            grammar_memo *memo = NULL;
+            uint8_t memoed[NT];
+            if (ok && !grammar_memo_create(g, &memo, &err)) {
+                for (int twice = 0; twice < 2; twice++) {
+                    const int m = grammar_allowed_memo(memo, s, v, memoed, &err);
+                    if (m < 0) break;
+                    CHECK(m == n && !memcmp(memoed, allowed, (size_t)nt));
+                }
+                grammar_memo_free(memo);
+            }
             grammar_vocab_free(v);
         }
     }

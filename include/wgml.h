@@ -262,6 +262,11 @@ wgml_status wgml_grammar_create(const char *gbnf, size_t len, wgml_grammar **out
  * naming it, never ignored). NULL schema: any JSON object (OpenAI's
  * response_format json_object). */
 wgml_status wgml_grammar_from_json_schema(const char *schema, size_t len, wgml_grammar **out, wgml_error *err);
+/* A JSON Schema's GBNF text (what wgml_grammar_from_json_schema compiles), with its start rule
+ * called `name` and every other rule's name beginning with it (NULL: "root"; else 1-40 letters,
+ * digits or '-'), so that several schemas can be parts of one grammar (a tool call's arguments).
+ * *gbnf is malloc'ed, NUL-terminated (the caller frees it). */
+wgml_status wgml_json_schema_to_gbnf(const char *schema, size_t len, const char *name, char **gbnf, wgml_error *err);
 /* The grammar's GBNF text (for a schema: the grammar made from it). */
 const char *wgml_grammar_text(const wgml_grammar *grammar);
 void wgml_grammar_free(wgml_grammar *grammar);

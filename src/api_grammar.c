@@ -5,6 +5,7 @@
  * vocabulary as the grammar's token filter sees it, made once per model.
  */
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api_model.h"
@@ -57,6 +58,19 @@ wgml_status wgml_grammar_from_json_schema(const char *schema, size_t len, wgml_g
     wgml_status st = json_schema_to_gbnf(schema, schema ? len : 0, &text, &n, err);
     if (st) return st;
     return make(text, n, out, err);
+}
+
+wgml_status wgml_json_schema_to_gbnf(const char *schema, size_t len, const char *name, char **gbnf, wgml_error *err) {
+    if (!gbnf) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_json_schema_to_gbnf: gbnf is NULL");
+    *gbnf = NULL;
+    char *text;
+    size_t n;
+    wgml_status st = json_schema_to_gbnf_named(schema, schema ? len : 0, name, &text, &n, err);
+    if (st) return st;
+    *gbnf = malloc(n + 1); /* the caller's free() */
+    if (*gbnf) memcpy(*gbnf, text, n + 1);
+    wgml_free(text);
+    return *gbnf ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for a grammar");
 }
 
 const char *wgml_grammar_text(const wgml_grammar *gr) { return gr ? gr->text : NULL; }

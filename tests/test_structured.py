@@ -47,8 +47,14 @@ def main():
         subprocess.run([cli, "synth", "--arch", "stories15m", "--type", "Q8_0", "--layers", "1", "--vocab",
                         os.path.join(shared, "vocab", "ggml-vocab-llama-spm.gguf"), "-o", model],
                        check=True, capture_output=True)
+        tool_model = os.path.join(d, "t.gguf")  # a byte-level BPE vocabulary (GPT-2's), as Qwen's and Llama 3's
+        subprocess.run([cli, "synth", "--arch", "smollm2-135m", "--type", "Q8_0", "--layers", "1", "-o", tool_model],
+                       check=True, capture_output=True)
+        templates = [os.path.join(shared, "chat", "templates", t) for t in
+                     ("Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja")]
         out = os.path.join(d, "out.json")
-        r = subprocess.run([node, os.path.join(HERE, "serve", "structured.mjs"), cli, model, schemas_path, out])
+        r = subprocess.run([node, os.path.join(HERE, "serve", "structured.mjs"), cli, model, schemas_path, out,
+                            tool_model] + templates)
         if r.returncode:
             return r.returncode
         got = json.load(open(out, encoding="utf-8"))
@@ -71,6 +77,19 @@ def main():
             failures.append(f"{what}: did not finish")
             continue
         n_ok += 1
+    params = {t["function"]["name"]: t["function"].get("parameters", {"type": "object"}) for t in got.get("tools", [])}
+    n_calls = 0
+    for c in got.get("calls", []):
+        for call in c["tool_calls"]:
+            what = f'{c["template"]} {c["choice"]}: {call!r:.300}'
+            try:
+                args = json.loads(call["function"]["arguments"])
+                jsonschema.Draft202012Validator(params[call["function"]["name"]], format_checker=fc).validate(args)
+                assert call["id"] and call["type"] == "function"
+                n_calls += 1
+            except (ValueError, KeyError, AssertionError, jsonschema.ValidationError) as e:
+                failures.append(f"{what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+    print(f"test_structured: {n_calls} tool calls valid in {len(got.get('calls', []))} replies")
     print(f"test_structured: {n_ok} of {len(got['results'])} replies valid and finished "
           f"({len(schemas)} schemas x 3 seeds + 2 json_object); {len(got['checks']) - len([1 for c in got['checks'] if not c['ok']])} "
           f"of {len(got['checks'])} other checks passed")

@@ -811,7 +811,7 @@ uint64_t grammar_state_hash(const grammar_state *s) {
     h = wgml_fnv64(h, tail, sizeof tail);
     for (size_t i = 0; i < s->n; i++) {
         h = wgml_fnv64(h, &s->len[i], sizeof s->len[i]);
-        h = wgml_fnv64(h, s->pool + s->off[i], s->len[i] * sizeof *s->pool);
+        if (s->len[i]) h = wgml_fnv64(h, s->pool + s->off[i], s->len[i] * sizeof *s->pool);
     }
     return h;
 }

@@ -31,6 +31,7 @@
 #define MAX_DIGITS 15 /* of an integer, and of a fraction */
 #define MAX_ABS 999999999999999LL /* 10^15 - 1 */
 #define MAX_REPEAT 1000           /* the grammar's {m,n} limit */
+#define NAME_LEN 96               /* a rule's name: a 40-byte prefix, a 39-byte hint, a number */
 
 /* ---- a growing string ---- */
 
@@ -76,7 +77,7 @@ enum { P_WS = 1, P_STRING = 2, P_NUMBER = 4, P_INTEGER = 8, P_VALUE = 16, P_CHAR
 
 typedef struct {
     char *ref;
-    char name[72];
+    char name[NAME_LEN];
 } ref_name;
 
 typedef struct {
@@ -92,6 +93,8 @@ typedef struct {
     int depth;
     wgml_error *err;
     int failed;
+    const char *prefix;  /* "": plain names; else every rule's name starts with it and '-' */
+    char pname[7][56];   /* the primitives' names, prefixed */
 } conv;
 
 static int fail(conv *c, const char *fmt, ...) WGML_PRINTF(2, 3);
@@ -120,7 +123,7 @@ static jv *get(conv *c, jv obj, const char *key) {
 }
 
 /* a new rule name from a hint: letters, digits and '-' kept, numbered */
-static void new_name(conv *c, const char *hint, char name[72]) {
+static void new_name(conv *c, const char *hint, char name[NAME_LEN]) {
     char h[40];
     size_t k = 0;
     for (const char *s = hint; *s && k < sizeof h - 1; s++) {
@@ -131,7 +134,7 @@ static void new_name(conv *c, const char *hint, char name[72]) {
     }
     while (k && h[k - 1] == '-') k--;
     h[k] = 0;
-    snprintf(name, 72, "%s-%d", k ? h : "r", ++c->n_rules);
+    snprintf(name, NAME_LEN, "%s%s%s-%d", c->prefix, *c->prefix ? "-" : "", k ? h : "r", ++c->n_rules);
 }
 
 static int add_rule(conv *c, const char *name, const sbuf *body) {
@@ -168,19 +171,23 @@ static int put_json_literal(conv *c, sbuf *b, jv v) {
     return 0;
 }
 
-static const char *prim(conv *c, unsigned p) {
-    c->prims |= p;
+static int prim_index(unsigned p) {
     switch (p) {
-    case P_WS: return "ws";
-    case P_STRING: return "string";
-    case P_NUMBER: return "number";
-    case P_INTEGER: return "integer";
-    case P_CHAR: return "char";
-    default: return "value";
+    case P_WS: return 0;
+    case P_STRING: return 1;
+    case P_NUMBER: return 2;
+    case P_INTEGER: return 3;
+    case P_CHAR: return 4;
+    default: return 5;
     }
 }
 
-static int visit(conv *c, jv s, const char *hint, char name[72]);
+static const char *prim(conv *c, unsigned p) {
+    c->prims |= p;
+    return c->pname[prim_index(p)];
+}
+
+static int visit(conv *c, jv s, const char *hint, char name[NAME_LEN]);
 
 /* ---- numbers ---- */
 
@@ -712,7 +719,7 @@ static int array_body(conv *c, jv s, sbuf *b, const char *hint) {
     /* the prefix items, as many as maxItems allows (all of them: a subset of what the schema allows) */
     const long long k = hi >= 0 && hi < n_prefix ? hi : n_prefix;
     int extra_ok = 1; /* items beyond the prefix */
-    char item[72] = "";
+    char item[NAME_LEN] = "";
     if (items && items->t == JV_BOOL) extra_ok = (int)items->u.i;
     else if (prefix && !items) extra_ok = 0; /* any item is allowed: none is written */
     if (extra_ok) {
@@ -729,7 +736,7 @@ static int array_body(conv *c, jv s, sbuf *b, const char *hint) {
     const char *ws = prim(c, P_WS);
     sb_printf(b, "\"[\" %s ", ws);
     for (long long i = 0; i < k; i++) {
-        char pn[72], key[24];
+        char pn[NAME_LEN], key[24];
         snprintf(key, sizeof key, "%lld", i);
         path_push(c, "prefixItems", key);
         const size_t keep = c->path_len;
@@ -745,7 +752,7 @@ static int array_body(conv *c, jv s, sbuf *b, const char *hint) {
         sb_printf(b, "%s\"]\"", k ? "ws " : "");
         return 0;
     }
-    char one[160];
+    char one[300];
     if (k) { /* each further item after a comma */
         snprintf(one, sizeof one, "(%s \",\" %s %s)", ws, ws, item);
         if (put_repeat(c, b, one, more_lo, more_hi, "minItems/maxItems")) return -1;
@@ -793,7 +800,7 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
             sb_printf(b, "\"{\" %s \"}\"", ws);
             return 0;
         }
-        char val[72];
+        char val[NAME_LEN];
         if (!addl || addl->t == JV_BOOL) {
             snprintf(val, sizeof val, "%s", prim(c, P_VALUE));
         } else {
@@ -803,7 +810,7 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
             c->path[keep] = 0;
             if (r) return -1;
         }
-        char key[72]; /* propertyNames: a string schema the keys follow */
+        char key[NAME_LEN]; /* propertyNames: a string schema the keys follow */
         jv *names = get(c, s, "propertyNames");
         if (!names) {
             snprintf(key, sizeof key, "%s", prim(c, P_STRING));
@@ -814,7 +821,7 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
             c->path[keep] = 0;
             if (r) return -1;
         }
-        char kv[200], more[260];
+        char kv[400], more[520];
         snprintf(kv, sizeof kv, "%s %s \":\" %s %s", key, ws, ws, val);
         snprintf(more, sizeof more, "(%s \",\" %s %s)", ws, ws, kv);
         sb_printf(b, "\"{\" %s ", ws);
@@ -827,7 +834,7 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
         return 0;
     }
     /* each property's key and value, then head_i / tail_i rules (see below) */
-    char (*kv)[72] = wgml_calloc(np, sizeof *kv);
+    char (*kv)[NAME_LEN] = wgml_calloc(np, sizeof *kv);
     int *is_req = wgml_calloc(np, sizeof *is_req);
     if (!kv || !is_req) {
         wgml_free(kv), wgml_free(is_req);
@@ -842,7 +849,7 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
                 !memcmp(req->u.l->v[j].u.s->s, key.u.s->s, key.u.s->len))
                 is_req[i] = 1;
         n_req += (size_t)is_req[i];
-        char val[72];
+        char val[NAME_LEN];
         path_push(c, "properties", key.u.s->s);
         const size_t keep = c->path_len;
         rc = visit(c, props->u.d->v[i], key.u.s->s, val);
@@ -851,9 +858,9 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
         sbuf body = {0};
         if (put_json_literal(c, &body, key)) rc = -1;
         sb_printf(&body, " %s \":\" %s %s", ws, ws, val);
-        char kvname[80];
+        char kvname[NAME_LEN + 8];
         snprintf(kvname, sizeof kvname, "%s-kv", val);
-        snprintf(kv[i], sizeof kv[i], "%.71s", kvname);
+        snprintf(kv[i], sizeof kv[i], "%.95s", kvname);
         if (!rc) rc = add_rule(c, kv[i], &body);
         wgml_free(body.p);
     }
@@ -862,11 +869,11 @@ static int object_body(conv *c, jv s, sbuf *b, const char *hint) {
     /* head_i: properties i.. with none before (the first present one, then tail); tail_i: properties
      * i.. after one was written (each with its comma): a required property is always there, an
      * optional one may be left out */
-    char base[72];
+    char base[NAME_LEN];
     new_name(c, hint, base);
     for (size_t i = np; i-- > 0 && !rc;) {
         sbuf t = {0}, h = {0};
-        char tn[96], tnext[96] = "", hn[96], hnext[96] = "";
+        char tn[NAME_LEN + 24], tnext[NAME_LEN + 24] = "", hn[NAME_LEN + 24], hnext[NAME_LEN + 24] = "";
         snprintf(tn, sizeof tn, "%s-t%zu", base, i);
         snprintf(hn, sizeof hn, "%s-h%zu", base, i);
         if (i + 1 < np) {
@@ -1046,7 +1053,7 @@ static int body_of(conv *c, jv s, sbuf *b, const char *hint) {
         if (!(rn->ref = wgml_malloc(ref->u.s->len + 1))) return fail(c, "out of memory");
         memcpy(rn->ref, ref->u.s->s, ref->u.s->len + 1);
         c->n_refs++;
-        char name[72];
+        char name[NAME_LEN];
         snprintf(name, sizeof name, "%s", rn->name);
         sbuf body = {0};
         int r = body_of(c, target, &body, name);
@@ -1063,7 +1070,7 @@ static int body_of(conv *c, jv s, sbuf *b, const char *hint) {
         if (type || en || cn) return fail(c, "'%s' together with type, enum or const is not supported", any ? "anyOf" : "oneOf");
         sb_puts(b, "(");
         for (size_t i = 0; i < alts->u.l->n; i++) {
-            char key[24], an[72];
+            char key[24], an[NAME_LEN];
             snprintf(key, sizeof key, "%zu", i);
             path_push(c, any ? "anyOf" : "oneOf", key);
             const size_t keep = c->path_len;
@@ -1111,7 +1118,7 @@ static int body_of(conv *c, jv s, sbuf *b, const char *hint) {
 }
 
 /* a rule for schema s; name receives it */
-static int visit(conv *c, jv s, const char *hint, char name[72]) {
+static int visit(conv *c, jv s, const char *hint, char name[NAME_LEN]) {
     if (++c->depth > MAX_DEPTH) return fail(c, "the schema is nested deeper than %d", MAX_DEPTH);
     sbuf body = {0};
     int r = body_of(c, s, &body, hint);
@@ -1128,17 +1135,21 @@ static void write_prims(conv *c) {
     unsigned p = c->prims;
     if (p & P_VALUE) p |= P_STRING | P_NUMBER | P_WS;
     if (p & P_STRING) p |= P_CHAR;
-    if (p & P_WS) sb_puts(&c->out, "ws ::= (\" \" | \"\\n\" [ \\t]{0,12})?\n");
+    const char *ws = c->pname[0], *str = c->pname[1], *num = c->pname[2], *in = c->pname[3], *ch = c->pname[4],
+               *val = c->pname[5], *obj = c->pname[6];
+    sbuf *o = &c->out;
+    if (p & P_WS) sb_printf(o, "%s ::= (\" \" | \"\\n\" [ \\t]{0,12})?\n", ws);
     if (p & P_CHAR)
-        sb_puts(&c->out, "char ::= [^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-C] [0-9a-fA-F] | "
-                         "[dD] [0-7] | [eEfF] [0-9a-fA-F]) [0-9a-fA-F]{2})\n");
-    if (p & P_STRING) sb_puts(&c->out, "string ::= \"\\\"\" char* \"\\\"\"\n");
-    if (p & P_INTEGER) sb_puts(&c->out, "integer ::= \"-\"? (\"0\" | [1-9] [0-9]{0,14})\n");
-    if (p & P_NUMBER) sb_puts(&c->out, "number ::= \"-\"? (\"0\" | [1-9] [0-9]{0,14}) (\".\" [0-9]{1,15})?\n");
+        sb_printf(o, "%s ::= [^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-C] [0-9a-fA-F] | "
+                     "[dD] [0-7] | [eEfF] [0-9a-fA-F]) [0-9a-fA-F]{2})\n", ch);
+    if (p & P_STRING) sb_printf(o, "%s ::= \"\\\"\" %s* \"\\\"\"\n", str, ch);
+    if (p & P_INTEGER) sb_printf(o, "%s ::= \"-\"? (\"0\" | [1-9] [0-9]{0,14})\n", in);
+    if (p & P_NUMBER) sb_printf(o, "%s ::= \"-\"? (\"0\" | [1-9] [0-9]{0,14}) (\".\" [0-9]{1,15})?\n", num);
     if (p & P_VALUE) {
-        sb_puts(&c->out, "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n");
-        sb_puts(&c->out, "object ::= \"{\" ws (string ws \":\" ws value (ws \",\" ws string ws \":\" ws value)* ws)? \"}\"\n");
-        sb_puts(&c->out, "array ::= \"[\" ws (value (ws \",\" ws value)* ws)? \"]\"\n");
+        sb_printf(o, "%s ::= %s | %s-array | %s | %s | \"true\" | \"false\" | \"null\"\n", val, obj, val, str, num);
+        sb_printf(o, "%s ::= \"{\" %s (%s %s \":\" %s %s (%s \",\" %s %s %s \":\" %s %s)* %s)? \"}\"\n", obj, ws, str, ws, ws,
+                  val, ws, ws, str, ws, ws, val, ws);
+        sb_printf(o, "%s-array ::= \"[\" %s (%s (%s \",\" %s %s)* %s)? \"]\"\n", val, ws, val, ws, ws, val, ws);
     }
 }
 
@@ -1162,12 +1173,29 @@ static size_t utf8_invalid_at(const char *s, size_t n) {
 }
 
 wgml_status json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, size_t *gbnf_len, wgml_error *err) {
+    return json_schema_to_gbnf_named(schema, len, NULL, gbnf, gbnf_len, err);
+}
+
+wgml_status json_schema_to_gbnf_named(const char *schema, size_t len, const char *name, char **gbnf, size_t *gbnf_len,
+                                      wgml_error *err) {
     *gbnf = NULL;
     if (gbnf_len) *gbnf_len = 0;
-    conv c = {.err = err};
+    conv c = {.err = err, .prefix = name ? name : ""};
+    if (name) {
+        size_t k = 0;
+        for (; name[k]; k++)
+            if (!((name[k] >= 'a' && name[k] <= 'z') || (name[k] >= 'A' && name[k] <= 'Z') || (name[k] >= '0' && name[k] <= '9') ||
+                  name[k] == '-'))
+                break;
+        if (name[k] || k == 0 || k > 40)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "json schema: the rule name '%s' is not 1-40 letters, digits or '-'", name);
+    }
+    static const char *const base[7] = {"ws", "string", "number", "integer", "char", "value", "object"};
+    for (int k = 0; k < 7; k++) snprintf(c.pname[k], sizeof c.pname[k], "%s%s%s", c.prefix, *c.prefix ? "-" : "", base[k]);
+    const char *root = name ? name : "root";
     if (!schema) { /* any JSON object */
         c.prims = P_VALUE;
-        sb_puts(&c.out, "root ::= object\n");
+        sb_printf(&c.out, "%s ::= %s\n", root, c.pname[6]);
     } else {
         jinja_limits lim = jinja_default_limits();
         lim.max_memory = (size_t)64 << 20;
@@ -1184,8 +1212,8 @@ wgml_status json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, siz
             jinja_env_free(c.e);
             return code;
         }
-        char name[72];
-        if (!visit(&c, c.root, "root", name)) sb_printf(&c.out, "root ::= %s\n", name);
+        char top[NAME_LEN];
+        if (!visit(&c, c.root, "root", top)) sb_printf(&c.out, "%s ::= %s\n", root, top);
     }
     if (!c.failed) write_prims(&c);
     for (int i = 0; i < c.n_refs; i++) wgml_free(c.refs[i].ref);

@@ -27,5 +27,9 @@
 /* schema: JSON text (len bytes), or NULL for "any JSON object". *gbnf is
  * malloc'ed (wgml_free), NUL-terminated, *len its length. */
 wgml_status json_schema_to_gbnf(const char *schema, size_t len, char **gbnf, size_t *gbnf_len, wgml_error *err);
+/* The same with the start rule called `name` (1-40 letters, digits, '-'; NULL: root) and every
+ * other rule's name beginning with it, so that several schemas' rules share one grammar. */
+wgml_status json_schema_to_gbnf_named(const char *schema, size_t len, const char *name, char **gbnf, size_t *gbnf_len,
+                                      wgml_error *err);
 
 #endif

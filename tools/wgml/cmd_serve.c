@@ -24,6 +24,7 @@ typedef struct {
     int port, parallel, ctx, queue, chunk, max_body, max_upload, max_audio, drain, keepalive, timeout, idle, per_client;
     wgml_kv_type kv;
     serve_http_opts ho;
+    const char *template_file;
 } serve_opts;
 
 /* --cors: an origin (scheme, host and port) or "*" */
@@ -61,6 +62,8 @@ static const cli_opt options[] = {
             "beyond, 413 (default 26214400: 25 MiB, as OpenAI)"),
     CLI_INT("--max-audio", NULL, serve_opts, max_audio, "S", 1, 24 * 3600,
             "longest audio an upload may hold, in seconds (default 3600)"),
+    CLI_STRING("--chat-template-file", NULL, serve_opts, template_file, "FILE",
+               "a Jinja chat template to use instead of the model's (as a GGUF's\ntokenizer.chat_template)"),
     CLI_STRING("--alias", NULL, serve_opts, alias, "NAME",
                "the model's id in /v1/models and responses (default: the file name)"),
     CLI_INT("--drain-timeout", NULL, serve_opts, drain, "S", 0, 3600,
@@ -171,6 +174,7 @@ int cmd_serve(int argc, char **argv) {
         for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
         return rc;
     }
+    s.template_file = o.template_file;
     if (serve_chat_init(&s) || serve_start(&s)) {
         serve_free(&s);
         for (int k = 0; k < n_paths; k++) wgml_model_free(models[k]);
@@ -200,7 +204,7 @@ int cmd_serve(int argc, char **argv) {
     }
     if (s.batch)
         fprintf(stderr, "wgml serve: %s on %s (%s), %d slots of %d tokens%s\n", s.model_id, s.info.backend,
-                s.info.adapter, s.n_slots, s.n_ctx, s.template_fallback ? ", chat template: built-in fallback" : "");
+                s.info.adapter, s.n_slots, s.n_ctx, s.template_file ? ", chat template: --chat-template-file" : s.template_fallback ? ", chat template: built-in fallback" : "");
     else if (s.info.tasks & WGML_TASK_EMBED)
         fprintf(stderr, "wgml serve: %s on %s (%s), embeddings of texts up to %d tokens\n", s.model_id,
                 s.info.backend, s.info.adapter, s.n_ctx);

@@ -16,7 +16,8 @@
  *   serve_reply.c     what is written back: JSON errors and bodies, streams,
  *                     server-sent events, the CORS header.
  *   serve_generate.c  /v1/chat/completions and /v1/completions (serve_chat.c:
- *                     the prompt through the model's chat template).
+ *                     the prompt through the model's chat template; serve_tools.c:
+ *                     tools, tool_choice and the calls parsed from the reply).
  *   serve_embed.c     /v1/embeddings.      serve_speech.c  /v1/audio/speech.
  *   serve_transcribe.c  /v1/audio/transcriptions and /v1/audio/translations
  *                     (multipart/form-data uploads, audio through libsndfile).
@@ -61,6 +62,12 @@ typedef struct serve_job {
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     wgml_grammar *grammar; /* response_format or grammar: what the text must follow (NULL: none) */
+    /* tool calls (serve_tools.c): 1 from the first token (grammar is the calls'), 2 from where the
+     * trigger appears (tool_grammar); the calls' text is kept in calls, not released as text */
+    int tool_mode;
+    wgml_grammar *tool_grammar; /* mode 2: the calls' grammar, set on the slot when the trigger appears */
+    const char *trigger;
+    int trigger_at_start;
     /* shared, under serve_server.mu */
     int refs;
     pthread_cond_t cv;
@@ -74,6 +81,11 @@ typedef struct serve_job {
     /* the scheduler's own */
     char held[2 * SERVE_STOP_MAX_LEN + 512]; /* generated text not yet released */
     size_t held_len;
+    int tool_active;  /* the calls began: text goes to calls (read by the HTTP thread once finished) */
+    int tool_bind;    /* the trigger was just seen: the slot's grammar is to be set */
+    int seen_text;    /* a character other than white space was generated (ends an at-start trigger) */
+    char *calls;
+    size_t calls_len, calls_cap;
     int32_t prev; /* the last token, for its successor's text */
 } serve_job;
 
@@ -147,12 +159,44 @@ typedef struct serve_server {
     int thread_started;
     wgml_batch_item *items; /* the scheduler's step: n_slots items and their slots */
     int *slot_of;
-    const char *chat_template; /* the model's, or the built-in fallback for its architecture */
+    const char *chat_template; /* the model's, the built-in fallback for its architecture, or --chat-template-file's */
     int template_fallback;
+    const char *template_file; /* --chat-template-file (NULL: none) */
+    char *template_owned;      /* its text */
+    int tool_format;           /* how the template's model writes tool calls (serve_tools.c) */
     serve_metrics metrics;
     double last_busy_t;
     uint64_t next_id;
 } serve_server;
+
+/* ---- serve_tools.c ---- */
+
+enum { SERVE_TOOLS_GENERIC, SERVE_TOOLS_HERMES, SERVE_TOOLS_LLAMA3, SERVE_TOOLS_MISTRAL };
+enum { SERVE_TOOL_NONE, SERVE_TOOL_AUTO, SERVE_TOOL_REQUIRED, SERVE_TOOL_NAMED };
+
+typedef struct serve_tools {
+    struct json_object *tools; /* the request's `tools` (borrowed); NULL: none */
+    int choice;                /* SERVE_TOOL_* */
+    char named[72];            /* SERVE_TOOL_NAMED: the function */
+    int parallel, format;
+    wgml_grammar *grammar;     /* what a call follows (not for none) */
+    const char *trigger;       /* auto: where calls begin */
+    int trigger_at_start;      /* the trigger counts only as the reply's first character */
+    char err[WGML_ERROR_MESSAGE_MAX + 64];
+    const char *bad_param;
+} serve_tools;
+
+/* The template's tool-call format (SERVE_TOOLS_*), from its text. */
+int serve_tool_format(const char *tmpl);
+const char *serve_tool_format_name(int format);
+/* tools, tool_choice, parallel_tool_calls; -1 with t->err and t->bad_param on a bad one. */
+int serve_tools_parse(serve_server *s, struct json_object *req, serve_tools *t);
+void serve_tools_free(serve_tools *t);
+/* {"tools": [...]} for the template's extra variables (malloc'ed), NULL without tools. */
+char *serve_tools_extra_json(const serve_tools *t);
+/* The calls in the reply's call text as OpenAI's tool_calls array, or NULL when it holds none
+ * (or something that is not a call of these tools: then it is text). */
+struct json_object *serve_tools_calls(const serve_tools *t, const char *text, size_t len);
 
 /* ---- serve_sched.c ---- */
 /* A model with the GENERATE task gets the slots and the batch; one without (an
@@ -180,7 +224,8 @@ const serve_model *serve_model_for(serve_server *s, uint32_t task, serve_model *
 /* The prompt of an OpenAI messages array through the model's chat template
  * (malloc'ed), or NULL with msg saying why (a template's raise_exception). */
 struct json_object;
-char *serve_chat_prompt(serve_server *s, struct json_object *messages, char *msg, size_t msg_size);
+char *serve_chat_prompt(serve_server *s, struct json_object *messages, const char *extra_json, char *msg,
+                        size_t msg_size);
 /* Loads the template once (at start): 0, or -1 after printing why. */
 int serve_chat_init(serve_server *s);
 

@@ -256,8 +256,15 @@ static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
  * proxies from timing out, and a write that fails tells us the client is
  * gone, so the job is cancelled there and then (it leaves the queue, or its
  * slot, before the next step) instead of holding a place until its first token. */
+/* After a finished job (no lock needed: the scheduler is done with it): its tool calls as OpenAI's
+ * tool_calls array, or NULL (then any call text the job kept is text of the reply). */
+static json_object *job_calls(const serve_job *j, const serve_tools *tools) {
+    if (!tools || !j->tool_mode || !j->tool_active || !j->calls_len) return NULL;
+    return serve_tools_calls(tools, j->calls, j->calls_len);
+}
+
 static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
-                      const gen_params *g) {
+                      const gen_params *g, const serve_tools *tools) {
     serve_stream_start(c, "text/event-stream");
     int dead = chat && serve_sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, "", 0, 1, NULL)));
     size_t sent = 0;
@@ -296,7 +303,20 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
         json_object *e = serve_error_object(j->error, "server_error", NULL, NULL);
         serve_sse(c, e);
     } else {
-        if (serve_sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, NULL, 0, 0, finish_name(fin))))) dead = 1;
+        json_object *calls = job_calls(j, tools);
+        const char *why = finish_name(fin);
+        if (calls) { /* each call whole, keyed by its index, as OpenAI's deltas are */
+            for (size_t k = 0; k < json_object_array_length(calls); k++)
+                json_object_object_add(json_object_array_get_idx(calls, k), "index", json_object_new_int((int)k));
+            json_object *ch = choice(chat, 1, NULL, 0, 0, NULL), *d;
+            json_object_object_get_ex(ch, "delta", &d);
+            json_object_object_add(d, "tool_calls", calls);
+            if (serve_sse(c, chunk(s, id, chat, g->include_usage, ch))) dead = 1;
+            why = "tool_calls";
+        } else if (j->tool_active && j->calls_len) { /* not a call after all: text */
+            if (serve_sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, j->calls, j->calls_len, 0, NULL)))) dead = 1;
+        }
+        if (!dead && serve_sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, NULL, 0, 0, why)))) dead = 1;
         if (!dead && g->include_usage) {
             json_object *u = chunk(s, id, chat, 0, NULL);
             json_object_object_add(u, "usage", usage_object(j));
@@ -315,7 +335,8 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
  * CLIENT_CHECK_MS, it looks whether the client closed its connection: then
  * the job is cancelled (it leaves the queue, or its slot, before the next step)
  * instead of generating to its end for nobody. */
-static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat) {
+static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
+                      const serve_tools *tools) {
     serve_http *h = mg_get_user_data(mg_get_context(c));
     pthread_mutex_lock(&s->mu);
     while (!j->finish) {
@@ -338,7 +359,28 @@ static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, co
     if (j->finish == SERVE_FINISH_CANCELLED) return serve_send_error(c, 503, NULL, NULL, "the server is shutting down");
     json_object *o = envelope(s, id, chat ? "chat.completion" : "text_completion");
     json_object *arr = json_object_new_array();
-    json_object_array_add(arr, choice(chat, 0, j->text ? j->text : "", j->len, 1, finish_name(j->finish)));
+    json_object *calls = job_calls(j, tools);
+    if (calls) { /* the text before the calls (if any but white space) is the content */
+        int blank = 1;
+        for (size_t k = 0; k < j->len && blank; k++) blank = strchr(" \t\r\n", j->text[k]) != NULL;
+        json_object *ch = choice(chat, 0, blank ? NULL : j->text, blank ? 0 : j->len, 1, "tool_calls"), *m;
+        json_object_object_get_ex(ch, "message", &m);
+        if (blank) json_object_object_add(m, "content", NULL);
+        json_object_object_add(m, "tool_calls", calls);
+        json_object_array_add(arr, ch);
+    } else if (j->tool_active && j->calls_len) { /* call text that is not a call: the reply's text */
+        char *all = malloc(j->len + j->calls_len + 1);
+        if (!all) {
+            json_object_put(o), json_object_put(arr);
+            return serve_send_error(c, 500, NULL, NULL, "out of memory");
+        }
+        if (j->len) memcpy(all, j->text, j->len);
+        memcpy(all + j->len, j->calls, j->calls_len);
+        json_object_array_add(arr, choice(chat, 0, all, j->len + j->calls_len, 1, finish_name(j->finish)));
+        free(all);
+    } else {
+        json_object_array_add(arr, choice(chat, 0, j->text ? j->text : "", j->len, 1, finish_name(j->finish)));
+    }
     json_object_object_add(o, "choices", arr);
     json_object_object_add(o, "usage", usage_object(j));
     return serve_send_json(c, 200, o);
@@ -346,7 +388,7 @@ static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, co
 
 /* Tokenizes, queues and answers a generation request whose prompt text is ready. */
 static int generate(struct mg_connection *c, serve_server *s, const char *text, int add_bos, int chat,
-                    gen_params *g) {
+                    gen_params *g, serve_tools *tools) {
     size_t tlen = strlen(text);
     wgml_error err;
     /* no lock: tokenizing reads the vocabulary only (wgml.h), beside the scheduler's steps */
@@ -380,6 +422,19 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
     g->n_stop = 0; /* the job owns them now */
     j->grammar = g->grammar;
     g->grammar = NULL;
+    if (tools && tools->grammar) { /* the job owns the calls' grammar now */
+        if (tools->choice == SERVE_TOOL_AUTO) {
+            j->tool_mode = 2;
+            j->tool_grammar = tools->grammar;
+            j->trigger = tools->trigger;
+            j->trigger_at_start = tools->trigger_at_start;
+        } else {
+            j->tool_mode = 1;
+            j->grammar = tools->grammar;
+            j->tool_active = 1;
+        }
+        tools->grammar = NULL;
+    }
     char id[48];
     pthread_mutex_lock(&s->mu);
     snprintf(id, sizeof id, "%s-%llx%06llu", chat ? "chatcmpl" : "cmpl", (unsigned long long)s->created,
@@ -391,7 +446,7 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
         status = serve_send_error(c, 503, NULL, NULL, "all %d slots are busy and %d requests wait: try again later",
                             s->n_slots, s->max_queue);
     } else {
-        status = g->stream ? stream_job(c, s, j, id, chat, g) : answer_job(c, s, j, id, chat);
+        status = g->stream ? stream_job(c, s, j, id, chat, g, tools) : answer_job(c, s, j, id, chat, tools);
     }
     pthread_mutex_lock(&s->mu);
     serve_job_unref(s, j);
@@ -416,7 +471,7 @@ int serve_ep_completions(struct mg_connection *c, serve_server *s, json_object *
     }
     int status = !text           ? serve_send_error(c, 400, "prompt", NULL, "'prompt' must be a string (or an array of one string)")
                  : serve_has_nul(p, 0) ? serve_send_error(c, 400, "prompt", NULL, "'prompt' cannot contain U+0000")
-                                 : generate(c, s, text, 1, 0, &g);
+                                 : generate(c, s, text, 1, 0, &g, NULL);
     free_gen(&g);
     return status;
 }
@@ -436,10 +491,21 @@ int serve_ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
     } else if (serve_has_nul(msgs, 0)) {
         status = serve_send_error(c, 400, "messages", NULL, "'messages' cannot contain U+0000");
     } else {
-        char msg[512] = "";
-        char *prompt = serve_chat_prompt(s, msgs, msg, sizeof msg);
-        status = prompt ? generate(c, s, prompt, 0, 1, &g) : serve_send_error(c, 400, "messages", NULL, "%s", msg);
-        free(prompt);
+        serve_tools t;
+        if (serve_tools_parse(s, req, &t)) {
+            status = serve_send_error(c, 400, t.bad_param, NULL, "%s", t.err);
+        } else if (t.grammar && g.grammar) {
+            status = serve_send_error(c, 400, "tools", NULL, "tools cannot be combined with response_format or grammar");
+        } else {
+            char msg[512] = "";
+            char *extra = serve_tools_extra_json(&t);
+            char *prompt = t.tools && !extra ? NULL : serve_chat_prompt(s, msgs, extra, msg, sizeof msg);
+            if (!prompt && !msg[0]) snprintf(msg, sizeof msg, "out of memory");
+            status = prompt ? generate(c, s, prompt, 0, 1, &g, &t) : serve_send_error(c, 400, "messages", NULL, "%s", msg);
+            free(prompt);
+            free(extra);
+        }
+        serve_tools_free(&t);
     }
     free_gen(&g);
     return status;

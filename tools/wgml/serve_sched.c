@@ -56,6 +56,8 @@ void serve_job_unref(serve_server *s, serve_job *j) {
     free(j->prompt);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     wgml_grammar_free(j->grammar);
+    wgml_grammar_free(j->tool_grammar);
+    free(j->calls);
     free(j->text);
     free(j);
 }
@@ -125,6 +127,8 @@ void serve_free(serve_server *s) {
     free(s->queue);
     free(s->items);
     free(s->slot_of);
+    free(s->template_owned);
+    s->template_owned = NULL;
     s->slots = NULL;
 }
 
@@ -150,21 +154,48 @@ static void account_busy(serve_server *s) {
     s->last_busy_t = t;
 }
 
+/* The length of the valid UTF-8 character at p (n bytes left), or 0 (overlong forms, surrogates
+ * and values past U+10FFFF are not valid). */
+static size_t utf8_char(const unsigned char *p, size_t n) {
+    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    const size_t l = p[0] < 0x80 ? 1 : (p[0] >> 5) == 6 ? 2 : (p[0] >> 4) == 14 ? 3 : (p[0] >> 3) == 30 ? 4 : 0;
+    if (!l || l > n) return 0;
+    uint32_t cp = l == 1 ? p[0] : p[0] & (0x7Fu >> l);
+    for (size_t k = 1; k < l; k++) {
+        if ((p[k] & 0xC0) != 0x80) return 0;
+        cp = cp << 6 | (p[k] & 0x3F);
+    }
+    return cp < least[l] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : l;
+}
+
+/* Appends text to a growing buffer, each byte that is not part of valid UTF-8 replaced by U+FFFD
+ * (a random or badly tokenized reply must still be valid JSON text); 0, or -1 out of memory. */
+static int append_clean(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
+    if (*len + 3 * n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + 3 * n + 1) c *= 2;
+        char *t = realloc(*buf, c);
+        if (!t) return -1;
+        *buf = t;
+        *cap = c;
+    }
+    for (size_t i = 0; i < n;) {
+        const size_t l = utf8_char((const unsigned char *)p + i, n - i);
+        if (l) {
+            memcpy(*buf + *len, p + i, l);
+            *len += l, i += l;
+        } else {
+            memcpy(*buf + *len, "\xEF\xBF\xBD", 3);
+            *len += 3, i++;
+        }
+    }
+    (*buf)[*len] = 0;
+    return 0;
+}
+
 /* Appends released text to the job (under mu); 0, or -1 out of memory. */
 static int job_release(serve_job *j, const char *p, size_t n) {
-    if (!n) return 0;
-    if (j->len + n + 1 > j->cap) {
-        size_t cap = j->cap ? j->cap : 256;
-        while (cap < j->len + n + 1) cap *= 2;
-        char *t = realloc(j->text, cap);
-        if (!t) return -1;
-        j->text = t;
-        j->cap = cap;
-    }
-    memcpy(j->text + j->len, p, n);
-    j->len += n;
-    j->text[j->len] = 0;
-    return 0;
+    return n ? append_clean(&j->text, &j->len, &j->cap, p, n) : 0;
 }
 
 /* How many trailing bytes of s[0..n) may be an incomplete UTF-8 character. */
@@ -203,12 +234,52 @@ static void job_finish(serve_server *s, serve_job *j, serve_finish f) {
 }
 
 /* Takes a generated token's text (under mu). Returns 1 when a stop string ended the job's text. */
+/* appends to the job's call text; -1 out of memory */
+static int calls_put(serve_job *j, const char *p, size_t n) {
+    return append_clean(&j->calls, &j->calls_len, &j->calls_cap, p, n);
+}
+
+/* tool_choice auto: whether the calls begin in what is held (from byte `old` on); if so the text
+ * from the trigger on moves to the call text, the rest is released, and the slot's grammar is due */
+static void find_trigger(serve_job *j, size_t old) {
+    const size_t tl = strlen(j->trigger);
+    size_t at = (size_t)-1;
+    if (j->trigger_at_start) { /* the reply's first character other than white space */
+        for (size_t p = old; p < j->held_len && !j->seen_text && at == (size_t)-1; p++) {
+            if (strchr(" \t\r\n", j->held[p])) continue;
+            if (j->held_len - p >= tl && !memcmp(j->held + p, j->trigger, tl)) at = p;
+            else j->seen_text = 1;
+        }
+    } else {
+        for (size_t p = old + 1 > tl ? old + 1 - tl : 0; p + tl <= j->held_len && at == (size_t)-1; p++)
+            if (!memcmp(j->held + p, j->trigger, tl)) at = p;
+    }
+    if (at == (size_t)-1) return;
+    if (calls_put(j, j->held + at, j->held_len - at)) return; /* out of memory: it stays text */
+    j->held_len = at;
+    if (at) job_release(j, j->held, at);
+    j->held_len = 0;
+    j->tool_active = 1;
+    j->tool_bind = 1;
+}
+
 static int job_take(serve_server *s, serve_job *j, const char *piece, size_t n) {
     (void)s;
+    if (j->tool_active) { /* a tool call: kept whole, no stop strings inside it */
+        calls_put(j, piece, n);
+        return 0;
+    }
     if (n > sizeof j->held - j->held_len) n = sizeof j->held - j->held_len; /* a piece is at most a few bytes */
     memcpy(j->held + j->held_len, piece, n);
     size_t old = j->held_len;
     j->held_len += n;
+    if (j->tool_mode == 2 && j->trigger) {
+        find_trigger(j, old);
+        if (j->tool_active) {
+            pthread_cond_broadcast(&j->cv);
+            return 0;
+        }
+    }
     for (int i = 0; i < j->n_stop; i++) {
         size_t sl = strlen(j->stop[i]);
         /* only where the new bytes take part */
@@ -220,6 +291,15 @@ static int job_take(serve_server *s, serve_job *j, const char *piece, size_t n) 
             }
     }
     size_t keep = stop_prefix_tail(j, j->held, j->held_len);
+    if (j->tool_mode == 2 && j->trigger && !j->trigger_at_start) { /* a trigger may be starting */
+        const size_t tl = strlen(j->trigger);
+        for (size_t k = tl - 1 < j->held_len ? tl - 1 : j->held_len; k > keep; k--)
+            if (!memcmp(j->held + j->held_len - k, j->trigger, k)) {
+                keep = k;
+                break;
+            }
+    }
+    if (j->tool_mode == 2 && j->trigger_at_start && !j->seen_text) keep = j->held_len; /* white space so far */
     size_t u = utf8_tail(j->held, j->held_len);
     if (u > keep) keep = u;
     size_t out = j->held_len - keep;
@@ -320,7 +400,12 @@ static void take_token(serve_server *s, int i, int32_t tok) {
     j->prev = tok;
     int held;
     wgml_batch_seq_tokens(s->batch, i, &held);
-    if (job_take(s, j, piece, (size_t)n)) {
+    int stopped = job_take(s, j, piece, (size_t)n);
+    if (j->tool_bind) { /* the calls began: from here the slot follows their grammar (if the text so far fits it) */
+        j->tool_bind = 0;
+        wgml_batch_seq_grammar(s->batch, i, j->tool_grammar, j->calls, j->calls_len, NULL);
+    }
+    if (stopped) {
         job_finish(s, j, SERVE_FINISH_STOP);
         release_slot(s, i);
     } else if ((j->max_tokens >= 0 && j->n_gen >= j->max_tokens) || held >= s->n_ctx) {
