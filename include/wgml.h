@@ -271,6 +271,51 @@ wgml_status wgml_json_schema_to_gbnf(const char *schema, size_t len, const char 
 const char *wgml_grammar_text(const wgml_grammar *grammar);
 void wgml_grammar_free(wgml_grammar *grammar);
 
+/* ---- tool calls ---------------------------------------------------------------- */
+
+/* How a chat template's model writes tool calls (docs/grammar.md, *Tool calls*). */
+typedef enum wgml_tool_format {
+    WGML_TOOLS_GENERIC = 0, /* {"tool_calls": [{"name", "arguments"}, ...]}: a template with none of its own */
+    WGML_TOOLS_HERMES,      /* <tool_call>\n{"name", "arguments"}\n</tool_call> (Hermes, Qwen2.5, Qwen3) */
+    WGML_TOOLS_LLAMA3,      /* {"name", "parameters"} (Llama 3.1, 3.2) */
+    WGML_TOOLS_MISTRAL,     /* [TOOL_CALLS] [{"name", "arguments"}, ...] */
+} wgml_tool_format;
+
+typedef enum wgml_tool_choice {
+    WGML_TOOL_CHOICE_AUTO = 0, /* text, or calls from where the format's call begins (wgml_tools_trigger) */
+    WGML_TOOL_CHOICE_NONE,     /* no calls */
+    WGML_TOOL_CHOICE_REQUIRED, /* calls from the first token */
+    WGML_TOOL_CHOICE_NAMED,    /* one call of the named function */
+} wgml_tool_choice;
+
+/* The format of a template's text (NULL: generic). */
+wgml_tool_format wgml_tool_format_of(const char *chat_template);
+const char *wgml_tool_format_name(wgml_tool_format format);
+
+/* A request's tools: OpenAI's `tools` array (JSON text, len bytes), checked (each a function with
+ * a valid, unique name and a JSON Schema object as parameters), and the grammar the calls follow
+ * (not for NONE; `name`: the function of NAMED; parallel 0: exactly one call). Errors name the
+ * place: "tools[1] (add): parameters: json schema: at #/properties/a: ...", "tool_choice names
+ * 'x', which is not among the tools". Give the same tools JSON to the template (wgml_chat_params
+ * extra_json {"tools": [...]}). */
+typedef struct wgml_tools wgml_tools;
+wgml_status wgml_tools_create(const char *tools_json, size_t len, wgml_tool_format format, wgml_tool_choice choice,
+                              const char *name, int parallel, wgml_tools **out, wgml_error *err);
+void wgml_tools_free(wgml_tools *tools);
+/* The calls' grammar (owned by tools; NULL for NONE): from the first token for REQUIRED and
+ * NAMED; for AUTO from the trigger on (wgml_batch_seq_grammar with the text from the trigger as
+ * its prefix). */
+const wgml_grammar *wgml_tools_grammar(const wgml_tools *tools);
+/* AUTO: the text where calls begin ("<tool_call>" anywhere; "{" or "[" only as the reply's first
+ * character other than white space: *at_start 1); otherwise NULL. */
+const char *wgml_tools_trigger(const wgml_tools *tools, int *at_start);
+/* The calls in a reply's text (from the trigger on, or the whole reply) as OpenAI's tool_calls
+ * JSON array ([{"id", "type": "function", "function": {"name", "arguments" (JSON text)}}]; ids
+ * from id_seed), malloc'ed (the caller frees it); *calls_json NULL when the text is not calls of
+ * these tools (then it is text). */
+wgml_status wgml_tools_parse(const wgml_tools *tools, const char *text, size_t len, uint64_t id_seed, char **calls_json,
+                             wgml_error *err);
+
 typedef struct wgml_generate_params {
     int n_predict;      /* tokens to generate at most; <0 = until EOS or the context is full */
     int add_bos;        /* prepend BOS when the vocabulary wants it (default 1) */

@@ -65,8 +65,8 @@ typedef struct serve_job {
     /* tool calls (serve_tools.c): 1 from the first token (grammar is the calls'), 2 from where the
      * trigger appears (tool_grammar); the calls' text is kept in calls, not released as text */
     int tool_mode;
-    wgml_grammar *tool_grammar; /* mode 2: the calls' grammar, set on the slot when the trigger appears */
-    const char *trigger;
+    wgml_tools *tools; /* the request's tools: the calls' grammar and parser (owned) */
+    const char *trigger; /* mode 2: where calls begin (wgml_tools_trigger) */
     int trigger_at_start;
     /* shared, under serve_server.mu */
     int refs;
@@ -163,7 +163,7 @@ typedef struct serve_server {
     int template_fallback;
     const char *template_file; /* --chat-template-file (NULL: none) */
     char *template_owned;      /* its text */
-    int tool_format;           /* how the template's model writes tool calls (serve_tools.c) */
+    wgml_tool_format tool_format; /* how the template's model writes tool calls (wgml_tool_format_of) */
     serve_metrics metrics;
     double last_busy_t;
     uint64_t next_id;
@@ -171,32 +171,23 @@ typedef struct serve_server {
 
 /* ---- serve_tools.c ---- */
 
-enum { SERVE_TOOLS_GENERIC, SERVE_TOOLS_HERMES, SERVE_TOOLS_LLAMA3, SERVE_TOOLS_MISTRAL };
-enum { SERVE_TOOL_NONE, SERVE_TOOL_AUTO, SERVE_TOOL_REQUIRED, SERVE_TOOL_NAMED };
-
 typedef struct serve_tools {
-    struct json_object *tools; /* the request's `tools` (borrowed); NULL: none */
-    int choice;                /* SERVE_TOOL_* */
-    char named[72];            /* SERVE_TOOL_NAMED: the function */
-    int parallel, format;
-    wgml_grammar *grammar;     /* what a call follows (not for none) */
-    const char *trigger;       /* auto: where calls begin */
-    int trigger_at_start;      /* the trigger counts only as the reply's first character */
+    struct json_object *json; /* the request's `tools` (borrowed); NULL: none */
+    wgml_tool_choice choice;
+    wgml_tools *tools;        /* the library's: checked tools, the calls' grammar, the parser */
     char err[WGML_ERROR_MESSAGE_MAX + 64];
     const char *bad_param;
 } serve_tools;
 
-/* The template's tool-call format (SERVE_TOOLS_*), from its text. */
-int serve_tool_format(const char *tmpl);
-const char *serve_tool_format_name(int format);
-/* tools, tool_choice, parallel_tool_calls; -1 with t->err and t->bad_param on a bad one. */
+/* tools, tool_choice, parallel_tool_calls (with the template's format, s->tool_format); -1 with
+ * t->err and t->bad_param on a bad one. */
 int serve_tools_parse(serve_server *s, struct json_object *req, serve_tools *t);
 void serve_tools_free(serve_tools *t);
 /* {"tools": [...]} for the template's extra variables (malloc'ed), NULL without tools. */
 char *serve_tools_extra_json(const serve_tools *t);
-/* The calls in the reply's call text as OpenAI's tool_calls array, or NULL when it holds none
+/* The calls in a reply's call text as OpenAI's tool_calls array, or NULL when it holds none
  * (or something that is not a call of these tools: then it is text). */
-struct json_object *serve_tools_calls(const serve_tools *t, const char *text, size_t len);
+struct json_object *serve_tools_calls(const wgml_tools *tools, const char *text, size_t len);
 
 /* ---- serve_sched.c ---- */
 /* A model with the GENERATE task gets the slots and the batch; one without (an

@@ -41,7 +41,7 @@ int serve_chat_init(serve_server *s) {
         s->chat_template = wgml_model_chat_template(s->model, &s->template_fallback);
     }
     if (!s->chat_template) return cli_fail("the model has no chat template and none to fall back on");
-    s->tool_format = serve_tool_format(s->chat_template);
+    s->tool_format = wgml_tool_format_of(s->chat_template);
     return 0;
 }
 

@@ -258,13 +258,13 @@ static int wait_job(serve_server *s, serve_job *j, size_t sent, int ms) {
  * slot, before the next step) instead of holding a place until its first token. */
 /* After a finished job (no lock needed: the scheduler is done with it): its tool calls as OpenAI's
  * tool_calls array, or NULL (then any call text the job kept is text of the reply). */
-static json_object *job_calls(const serve_job *j, const serve_tools *tools) {
-    if (!tools || !j->tool_mode || !j->tool_active || !j->calls_len) return NULL;
-    return serve_tools_calls(tools, j->calls, j->calls_len);
+static json_object *job_calls(const serve_job *j) {
+    if (!j->tool_mode || !j->tool_active || !j->calls_len) return NULL;
+    return serve_tools_calls(j->tools, j->calls, j->calls_len);
 }
 
 static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
-                      const gen_params *g, const serve_tools *tools) {
+                      const gen_params *g) {
     serve_stream_start(c, "text/event-stream");
     int dead = chat && serve_sse(c, chunk(s, id, chat, g->include_usage, choice(chat, 1, "", 0, 1, NULL)));
     size_t sent = 0;
@@ -303,7 +303,7 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
         json_object *e = serve_error_object(j->error, "server_error", NULL, NULL);
         serve_sse(c, e);
     } else {
-        json_object *calls = job_calls(j, tools);
+        json_object *calls = job_calls(j);
         const char *why = finish_name(fin);
         if (calls) { /* each call whole, keyed by its index, as OpenAI's deltas are */
             for (size_t k = 0; k < json_object_array_length(calls); k++)
@@ -335,8 +335,7 @@ static int stream_job(struct mg_connection *c, serve_server *s, serve_job *j, co
  * CLIENT_CHECK_MS, it looks whether the client closed its connection: then
  * the job is cancelled (it leaves the queue, or its slot, before the next step)
  * instead of generating to its end for nobody. */
-static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat,
-                      const serve_tools *tools) {
+static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, const char *id, int chat) {
     serve_http *h = mg_get_user_data(mg_get_context(c));
     pthread_mutex_lock(&s->mu);
     while (!j->finish) {
@@ -359,7 +358,7 @@ static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, co
     if (j->finish == SERVE_FINISH_CANCELLED) return serve_send_error(c, 503, NULL, NULL, "the server is shutting down");
     json_object *o = envelope(s, id, chat ? "chat.completion" : "text_completion");
     json_object *arr = json_object_new_array();
-    json_object *calls = job_calls(j, tools);
+    json_object *calls = job_calls(j);
     if (calls) { /* the text before the calls (if any but white space) is the content */
         int blank = 1;
         for (size_t k = 0; k < j->len && blank; k++) blank = strchr(" \t\r\n", j->text[k]) != NULL;
@@ -422,18 +421,16 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
     g->n_stop = 0; /* the job owns them now */
     j->grammar = g->grammar;
     g->grammar = NULL;
-    if (tools && tools->grammar) { /* the job owns the calls' grammar now */
-        if (tools->choice == SERVE_TOOL_AUTO) {
+    if (tools && tools->tools && tools->choice != WGML_TOOL_CHOICE_NONE) { /* the job owns the tools now */
+        j->tools = tools->tools;
+        tools->tools = NULL;
+        if (tools->choice == WGML_TOOL_CHOICE_AUTO) {
             j->tool_mode = 2;
-            j->tool_grammar = tools->grammar;
-            j->trigger = tools->trigger;
-            j->trigger_at_start = tools->trigger_at_start;
+            j->trigger = wgml_tools_trigger(j->tools, &j->trigger_at_start);
         } else {
             j->tool_mode = 1;
-            j->grammar = tools->grammar;
             j->tool_active = 1;
         }
-        tools->grammar = NULL;
     }
     char id[48];
     pthread_mutex_lock(&s->mu);
@@ -446,7 +443,7 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
         status = serve_send_error(c, 503, NULL, NULL, "all %d slots are busy and %d requests wait: try again later",
                             s->n_slots, s->max_queue);
     } else {
-        status = g->stream ? stream_job(c, s, j, id, chat, g, tools) : answer_job(c, s, j, id, chat, tools);
+        status = g->stream ? stream_job(c, s, j, id, chat, g) : answer_job(c, s, j, id, chat);
     }
     pthread_mutex_lock(&s->mu);
     serve_job_unref(s, j);
@@ -494,12 +491,12 @@ int serve_ep_chat(struct mg_connection *c, serve_server *s, json_object *req) {
         serve_tools t;
         if (serve_tools_parse(s, req, &t)) {
             status = serve_send_error(c, 400, t.bad_param, NULL, "%s", t.err);
-        } else if (t.grammar && g.grammar) {
+        } else if (t.tools && t.choice != WGML_TOOL_CHOICE_NONE && g.grammar) {
             status = serve_send_error(c, 400, "tools", NULL, "tools cannot be combined with response_format or grammar");
         } else {
             char msg[512] = "";
             char *extra = serve_tools_extra_json(&t);
-            char *prompt = t.tools && !extra ? NULL : serve_chat_prompt(s, msgs, extra, msg, sizeof msg);
+            char *prompt = t.json && !extra ? NULL : serve_chat_prompt(s, msgs, extra, msg, sizeof msg);
             if (!prompt && !msg[0]) snprintf(msg, sizeof msg, "out of memory");
             status = prompt ? generate(c, s, prompt, 0, 1, &g, &t) : serve_send_error(c, 400, "messages", NULL, "%s", msg);
             free(prompt);

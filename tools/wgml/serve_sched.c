@@ -56,7 +56,7 @@ void serve_job_unref(serve_server *s, serve_job *j) {
     free(j->prompt);
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     wgml_grammar_free(j->grammar);
-    wgml_grammar_free(j->tool_grammar);
+    wgml_tools_free(j->tools);
     free(j->calls);
     free(j->text);
     free(j);
@@ -342,7 +342,8 @@ static void assign(serve_server *s) {
         wgml_error err;
         if (wgml_batch_seq_keep(s->batch, best, keep, &err) ||
             wgml_batch_seq_sampler(s->batch, best, &j->sampler, &err) ||
-            (j->grammar && wgml_batch_seq_grammar(s->batch, best, j->grammar, NULL, 0, &err))) {
+            (j->grammar && wgml_batch_seq_grammar(s->batch, best, j->grammar, NULL, 0, &err)) ||
+            (j->tool_mode == 1 && wgml_batch_seq_grammar(s->batch, best, wgml_tools_grammar(j->tools), NULL, 0, &err))) {
             snprintf(j->error, sizeof j->error, "%s", err.message);
             job_finish(s, j, SERVE_FINISH_ERROR);
             serve_job_unref(s, j);
@@ -403,7 +404,7 @@ static void take_token(serve_server *s, int i, int32_t tok) {
     int stopped = job_take(s, j, piece, (size_t)n);
     if (j->tool_bind) { /* the calls began: from here the slot follows their grammar (if the text so far fits it) */
         j->tool_bind = 0;
-        wgml_batch_seq_grammar(s->batch, i, j->tool_grammar, j->calls, j->calls_len, NULL);
+        wgml_batch_seq_grammar(s->batch, i, wgml_tools_grammar(j->tools), j->calls, j->calls_len, NULL);
     }
     if (stopped) {
         job_finish(s, j, SERVE_FINISH_STOP);
