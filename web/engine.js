@@ -520,26 +520,69 @@ export class Engine {
   // The prompt an OpenAI-style messages array makes through the model's chat
   // template (the GGUF's, or the fallback for its architecture); it holds the
   // BOS text, so generate it with addBos false.
-  chatPrompt(model, messages, { addGenerationPrompt = true } = {}) {
+  // tools: OpenAI's tools array, given to the template as `tools`.
+  chatPrompt(model, messages, { addGenerationPrompt = true, tools } = {}) {
     return this.#exclusive(async () => {
       const m = this.#alloc(JSON.stringify(messages));
+      const e = this.#alloc(tools ? JSON.stringify({ tools }) : '');
       try {
-        const p = await this.#call('wgmlw_chat_prompt', [model, m, addGenerationPrompt ? 1 : 0]);
+        const p = await this.#call('wgmlw_chat_prompt', [model, m, addGenerationPrompt ? 1 : 0, e]);
         if (!p) throw this.lastError();
         const prompt = this.cstring(p);
         this.#x.wgmlw_free(p);
         return prompt;
       } finally {
         this.#x.wgmlw_free(m);
+        this.#x.wgmlw_free(e);
+      }
+    });
+  }
+
+  // A request's tools in the model's template's format (choice 'auto' | 'none' | 'required' |
+  // { type: 'function', function: { name } }); a handle for generate's tools option and
+  // toolCalls, freed with freeTools. Rejects with the library's reason for bad tools.
+  createTools(model, tools, choice = 'auto', parallel = true) {
+    const c = choice === 'none' ? 1 : choice === 'required' ? 2 : choice && typeof choice === 'object' ? 3 : 0;
+    const name = c === 3 ? String(choice.function && choice.function.name) : '';
+    return this.#exclusive(async () => {
+      const j = this.#alloc(JSON.stringify(tools));
+      const n = this.#alloc(name);
+      try {
+        const t = this.#x.wgmlw_tools_create(model, j, c, n, parallel ? 1 : 0);
+        if (!t) throw this.lastError();
+        return t;
+      } finally {
+        this.#x.wgmlw_free(j);
+        this.#x.wgmlw_free(n);
+      }
+    });
+  }
+  freeTools(t) {
+    return this.#exclusive(async () => this.#x.wgmlw_tools_free(t));
+  }
+  // OpenAI's tool_calls in a reply's text, or null when it is not calls of the tools.
+  toolCalls(t, text) {
+    return this.#exclusive(async () => {
+      const s = this.#alloc(text);
+      try {
+        const p = this.#x.wgmlw_tools_parse(t, s, 1 + Math.floor(Math.random() * 2 ** 31));
+        if (!p) return null;
+        const calls = JSON.parse(this.cstring(p));
+        this.#x.wgmlw_free(p);
+        return calls;
+      } finally {
+        this.#x.wgmlw_free(s);
       }
     });
   }
 
   // grammar: GBNF text; jsonSchema: a JSON Schema (an object or its JSON text); jsonObject: any
   // JSON object (OpenAI's response_format json_object). At most one.
+  // toolsGrammar: a createTools handle whose calls the text follows (tool_choice required or named).
   async generate(session, prompt, { maxTokens = 128, temperature = 0.8, topK = 40, topP = 0.95, seed = 0, addBos = true,
-    grammar, jsonSchema, jsonObject } = {}, onPiece) {
-    const kind = grammar !== undefined && grammar !== null ? 1 : jsonSchema !== undefined && jsonSchema !== null ? 2 : jsonObject ? 3 : 0;
+    grammar, jsonSchema, jsonObject, toolsGrammar } = {}, onPiece) {
+    const kind = toolsGrammar ? 4 : grammar !== undefined && grammar !== null ? 1 : jsonSchema !== undefined && jsonSchema !== null ? 2
+      : jsonObject ? 3 : 0;
     const gtext = kind === 1 ? String(grammar) : kind === 2 ? (typeof jsonSchema === 'string' ? jsonSchema : JSON.stringify(jsonSchema)) : '';
     const id = this.#nextId++;
     this.#tokenSinks.set(id, (text, token) => {
@@ -552,7 +595,7 @@ export class Engine {
         const g = this.#alloc(gtext);
         try {
           const st = await this.#call('wgmlw_generate', [session, p, maxTokens, temperature, topK, topP, seed, id, addBos ? 1 : 0,
-            g, kind]);
+            kind === 4 ? toolsGrammar : g, kind]);
           if (st) throw this.lastError();
           return JSON.parse(this.cstring(this.#x.wgmlw_result()));
         } finally {

@@ -192,7 +192,11 @@ class Model {
   // { include_usage }, response_format ({ type: 'text' | 'json_object' |
   // 'json_schema', json_schema: { name, schema, strict } }: the reply follows
   // it, as in `wgml serve`; a bad schema rejects with its reason), grammar
-  // (llama.cpp's GBNF field) }). Not streamed: a promise of a 'chat.completion'
+  // (llama.cpp's GBNF field), tools, tool_choice ('auto' | 'none' | 'required' | { type:
+  // 'function', function: { name } }), parallel_tool_calls: the reply's message.tool_calls and
+  // finish_reason 'tool_calls' in the template's format, as `wgml serve` (required and named are
+  // grammar-constrained; auto is parsed after the whole reply, which is then not streamed
+  // piece by piece) }). Not streamed: a promise of a 'chat.completion'
   // ({ choices: [{ message: { role, content }, finish_reason }], usage }).
   // Streamed: an async iterable of 'chat.completion.chunk's (the role first,
   // then the text as it comes, then the finish_reason, then with
@@ -203,7 +207,7 @@ class Model {
   }
 
   #chatCreate({ messages, stream = false, max_tokens, max_completion_tokens, temperature = 1, top_p = 1, seed,
-    stream_options, response_format, grammar } = {}) {
+    stream_options, response_format, grammar, tools, tool_choice, parallel_tool_calls = true } = {}) {
     if (!Array.isArray(messages) || !messages.length)
       return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'messages' must be a non-empty array"));
     const limit = max_completion_tokens ?? max_tokens;
@@ -223,7 +227,16 @@ class Model {
     } else if (rf && rf !== 'text')
       return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT,
         `response_format type '${rf}' is not one of text, json_object, json_schema`));
-    const pieces = this.#stream({ op: 'chat', messages, options }, (text) => text);
+    if (tools !== undefined && tools !== null && !Array.isArray(tools))
+      return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, "'tools' must be an array"));
+    const withTools = Array.isArray(tools) && tools.length > 0;
+    const choice = tool_choice === undefined || tool_choice === null ? 'auto' : tool_choice;
+    if (withTools && choice !== 'none' && (options.grammar !== undefined || options.jsonSchema !== undefined || options.jsonObject))
+      return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, 'tools cannot be combined with response_format or grammar'));
+    const calling = withTools && choice !== 'none';
+    const msg = { op: 'chat', messages, options };
+    if (withTools) msg.tools = { tools, choice, parallel: !!parallel_tool_calls };
+    const pieces = this.#stream(msg, (text) => text);
     const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;
     const created = Math.floor(Date.now() / 1000);
     const model = this.#info.name || this.#info.architecture || 'wgml';
@@ -233,17 +246,25 @@ class Model {
         total_tokens: (r.n_prompt || 0) + (r.n_generated || 0) };
     };
     const finish = () => (this.#lastResult && this.#lastResult.finish_reason) || 'stop';
+    // with tools the reply is held in the worker: calls (tool_calls), or its text at the end
+    const calls = () => (calling && this.#lastResult && this.#lastResult.tool_calls) || null;
+    const heldText = () => (calling && this.#lastResult && this.#lastResult.text) || '';
     if (!stream)
       return (async () => {
         let content = '';
         for await (const piece of pieces) content += piece;
+        const tc = calls();
+        const message = tc ? { role: 'assistant', content: null, tool_calls: tc } : { role: 'assistant', content: content + heldText() };
         return { id, object: 'chat.completion', created, model,
-          choices: [{ index: 0, message: { role: 'assistant', content }, logprobs: null, finish_reason: finish() }], usage: usage() };
+          choices: [{ index: 0, message, logprobs: null, finish_reason: finish() }], usage: usage() };
       })();
     const chunk = (choices, extra) => ({ id, object: 'chat.completion.chunk', created, model, choices, ...extra });
     const chunks = (async function* gen() {
       yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }]);
       for await (const piece of pieces) yield chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+      const tc = calls();
+      if (tc) yield chunk([{ index: 0, delta: { tool_calls: tc.map((c, index) => ({ index, ...c })) }, logprobs: null, finish_reason: null }]);
+      else if (heldText()) yield chunk([{ index: 0, delta: { content: heldText() }, logprobs: null, finish_reason: null }]);
       yield chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish() }]);
       if (stream_options && stream_options.include_usage) yield chunk([], { usage: usage() });
     })();

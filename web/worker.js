@@ -288,7 +288,8 @@ async function withTasks(e) {
   return new WgmlError(e.code, `${e.message} (this model: '${i.architecture}', family ${i.family}, tasks: ${i.tasks.join(', ') || 'none'})`);
 }
 
-async function generate(id, prompt, options) {
+// hold: keep the text (result.text) instead of posting the pieces (a reply that may be tool calls)
+async function generate(id, prompt, options, hold = false) {
   if (!model) throw new WgmlError(1, 'no model is loaded');
   if (!session) {
     // the C library says why (a bert model does not generate text)
@@ -300,10 +301,13 @@ async function generate(id, prompt, options) {
   }
   await engine.resetSession(session);
   lastYield = performance.now();
+  let held = '';
   const result = await engine.generate(session, prompt, options, (text, token) => {
-    if (text) post({ type: 'piece', id, text, token });
+    if (hold) held += text;
+    else if (text) post({ type: 'piece', id, text, token });
     return maybeYield(id);
   });
+  if (hold) result.text = held;
   stops.delete(id);
   result.tokens_per_s = result.n_generated > 1 ? (result.n_generated - 1) / (result.generate_ms / 1e3) : 0;
   result.prompt_tokens_per_s = result.prompt_ms > 0 ? result.n_prompt / (result.prompt_ms / 1e3) : 0;
@@ -387,11 +391,27 @@ self.onmessage = async (ev) => {
         post({ type: 'loaded', info: await load(m.source, m.options || {}) });
         break;
       case 'chat': {
-        // the messages through the model's chat template, then a generation without a second BOS
+        // the messages through the model's chat template, then a generation without a second BOS;
+        // with tools (m.tools: { tools, choice, parallel }) the calls are parsed from the reply:
+        // required or named, constrained from the first token; auto, the text held and parsed
         if (!model) throw new WgmlError(1, 'no model is loaded');
-        const prompt = await engine.chatPrompt(model, m.messages).catch(async (e) => { throw await withTasks(e); });
-        const result = await generate(m.id, prompt, { ...(m.options || {}), addBos: false });
-        post({ type: 'done', id: m.id, result, info: await info() });
+        const tools = m.tools && m.tools.tools;
+        const prompt = await engine.chatPrompt(model, m.messages, { tools }).catch(async (e) => { throw await withTasks(e); });
+        let handle = 0;
+        if (tools) handle = await engine.createTools(model, tools, m.tools.choice, m.tools.parallel);
+        try {
+          const calling = handle && m.tools.choice !== 'none';
+          const constrained = calling && m.tools.choice !== 'auto' && m.tools.choice !== undefined;
+          const result = await generate(m.id, prompt, { ...(m.options || {}), addBos: false,
+            toolsGrammar: constrained ? handle : undefined }, calling);
+          if (calling) {
+            result.tool_calls = await engine.toolCalls(handle, result.text);
+            if (result.tool_calls) result.finish_reason = 'tool_calls';
+          }
+          post({ type: 'done', id: m.id, result, info: await info() });
+        } finally {
+          if (handle) await engine.freeTools(handle);
+        }
         break;
       }
       case 'generate': {

@@ -315,7 +315,8 @@ static int on_token(void *user, int32_t token, const char *text, size_t len) {
     return js_token((int)(intptr_t)user, token, text, (int)len);
 }
 
-/* grammar_kind: 0 none, 1 GBNF text, 2 a JSON Schema (JSON text), 3 any JSON object (grammar unused) */
+/* grammar_kind: 0 none, 1 GBNF text, 2 a JSON Schema (JSON text), 3 any JSON object (grammar unused),
+ * 4 a tools object's calls (grammar is a wgml_tools * from wgmlw_tools_create) */
 EXPORT(wgmlw_generate)
 int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double temperature, int top_k, double top_p,
                    double seed, int user, int add_bos, const char *grammar, int grammar_kind) {
@@ -329,7 +330,7 @@ int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double te
                                            &g, &last_error);
     if (st) return (int)st;
     wgml_generate_params gp = wgml_generate_default_params();
-    gp.grammar = g;
+    gp.grammar = grammar_kind == 4 ? wgml_tools_grammar((const wgml_tools *)(const void *)grammar) : g;
     gp.add_bos = add_bos;
     gp.n_predict = n_predict;
     gp.sampler.temperature = (float)temperature;
@@ -347,7 +348,8 @@ int wgmlw_generate(wgml_session *s, const char *prompt, int n_predict, double te
  * or the fallback for its architecture): the prompt, freed with wgmlw_free; NULL with
  * the library's reason (no template: not a model that generates; a template's
  * raise_exception; bad JSON). The prompt holds the BOS text: generate it with add_bos 0. */
-EXPORT(wgmlw_chat_prompt) char *wgmlw_chat_prompt(wgml_model *m, const char *messages_json, int add_generation_prompt) {
+EXPORT(wgmlw_chat_prompt)
+char *wgmlw_chat_prompt(wgml_model *m, const char *messages_json, int add_generation_prompt, const char *extra_json) {
     wgml_error_clear(&last_error);
     const char *tmpl = wgml_model_chat_template(m, NULL);
     if (!tmpl) {
@@ -357,11 +359,36 @@ EXPORT(wgmlw_chat_prompt) char *wgmlw_chat_prompt(wgml_model *m, const char *mes
     wgml_chat_params p = wgml_chat_default_params();
     p.add_generation_prompt = add_generation_prompt;
     p.model = m;
+    p.extra_json = extra_json && *extra_json ? extra_json : NULL; /* {"tools": [...]} */
     char *prompt = NULL;
     if (wgml_chat_render(tmpl, messages_json, &p, &prompt, &last_error)) return NULL;
     char *out = wgml_strdup(prompt); /* from wgml's allocator, as wgmlw_free expects */
     free(prompt);
     if (!out) wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    return out;
+}
+
+/* A request's tools (OpenAI's tools JSON) in the model's template's format; choice: 0 auto,
+ * 1 none, 2 required, 3 named (name). NULL with the library's reason. */
+EXPORT(wgmlw_tools_create)
+wgml_tools *wgmlw_tools_create(wgml_model *m, const char *tools_json, int choice, const char *name, int parallel) {
+    wgml_error_clear(&last_error);
+    wgml_tools *t = NULL;
+    const wgml_tool_format f = wgml_tool_format_of(wgml_model_chat_template(m, NULL));
+    if (wgml_tools_create(tools_json ? tools_json : "", tools_json ? strlen(tools_json) : 0, f, (wgml_tool_choice)choice, name,
+                          parallel, &t, &last_error))
+        return NULL;
+    return t;
+}
+EXPORT(wgmlw_tools_free) void wgmlw_tools_free(wgml_tools *t) { wgml_tools_free(t); }
+
+/* The calls in a reply as OpenAI's tool_calls JSON (free with wgmlw_free), or NULL: not calls. */
+EXPORT(wgmlw_tools_parse) char *wgmlw_tools_parse(wgml_tools *t, const char *text, double id_seed) {
+    wgml_error_clear(&last_error);
+    char *calls = NULL;
+    if (wgml_tools_parse(t, text, text ? strlen(text) : 0, (uint64_t)id_seed, &calls, &last_error) || !calls) return NULL;
+    char *out = wgml_strdup(calls); /* from wgml's allocator, as wgmlw_free expects */
+    free(calls);
     return out;
 }
 

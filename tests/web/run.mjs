@@ -937,12 +937,18 @@ await test('API (CPU wasm): chat.completions.create through the model\'s chat te
   await page.close();
 });
 
-await test('API (CPU wasm): response_format json_schema and grammar in chat.completions.create equal `wgml serve`\'s, and a bad schema is refused', async () => {
+await test('API (CPU wasm): response_format json_schema, grammar and tool calls in chat.completions.create equal `wgml serve`\'s, and a bad schema is refused', async () => {
   const messages = [{ role: 'user', content: 'A cat as JSON.' }];
   const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer', minimum: 0, maximum: 20 },
     tags: { type: 'array', items: { enum: ['soft', 'small'] }, maxItems: 2 } }, required: ['name', 'age'] };
+  const tools = [{ type: 'function', function: { name: 'add', parameters: { type: 'object', properties: {
+    a: { type: 'integer', minimum: 0, maximum: 99 }, b: { type: 'integer', minimum: 0, maximum: 99 } }, required: ['a', 'b'] } } },
+  { type: 'function', function: { name: 'greet', parameters: { type: 'object', properties: { who: { type: 'string', maxLength: 8 } },
+    required: ['who'] } } }];
   const bodies = [{ response_format: { type: 'json_schema', json_schema: { name: 'cat', schema, strict: true } } },
-    { grammar: 'root ::= ("yes" | "no") " " [a-z]{2,5} "."' }];
+    { grammar: 'root ::= ("yes" | "no") " " [a-z]{2,5} "."' },
+    { tools, tool_choice: 'required', parallel_tool_calls: false },
+    { tools, tool_choice: { type: 'function', function: { name: 'greet' } } }];
   const srv = execFile(path.join(repo, 'build/wgml'), ['serve', '-m', path.join(opt.models, MODEL), '--backend', 'cpu', '--port', '0']);
   const port = await new Promise((resolve, reject) => {
     srv.stdout.on('data', (d) => {
@@ -975,6 +981,13 @@ await test('API (CPU wasm): response_format json_schema and grammar in chat.comp
       sampled.push((await m.chat.completions.create({ messages, max_tokens: 120, seed, ...bodies[0] })).choices[0]);
     const gen = [];
     for await (const piece of m.generate('JSON:', { maxTokens: 60, temperature: 0, jsonSchema: { enum: ['red', 'green'] } })) gen.push(piece);
+    const toolStream = { calls: [], finish: null };
+    for await (const c of m.chat.completions.create({ messages, max_tokens: 120, temperature: 0, stream: true, ...bodies[2] }))
+      for (const ch of c.choices) {
+        toolStream.calls.push(...(ch.delta.tool_calls || []));
+        if (ch.finish_reason) toolStream.finish = ch.finish_reason;
+      }
+    const auto = (await m.chat.completions.create({ messages, max_tokens: 12, seed: 9, tools: bodies[2].tools })).choices[0];
     let err = '';
     try {
       await m.chat.completions.create({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x',
@@ -983,12 +996,27 @@ await test('API (CPU wasm): response_format json_schema and grammar in chat.comp
       err = e.message;
     }
     await m.dispose();
-    return { got, streamed, sampled, gen: gen.join(''), err };
+    return { got, streamed, sampled, gen: gen.join(''), err, toolStream, auto };
   }, { url: modelUrl, messages, bodies });
-  for (let i = 0; i < bodies.length; i++) {
+  for (let i = 0; i < 2; i++) {
     checkText(r.got[i].choices[0].message.content, want[i].choices[0].message.content, `constrained chat ${i} vs wgml serve`);
     check(r.got[i].choices[0].finish_reason === 'stop', `constrained chat ${i}: ${JSON.stringify(r.got[i].choices[0])}`);
   }
+  for (let i = 2; i < 4; i++) { // tool calls: the same functions and arguments as the server's (the ids are random)
+    const g = r.got[i].choices[0], w = want[i].choices[0];
+    const strip = (tc) => (tc || []).map((c) => [c.type, c.function.name, c.function.arguments]);
+    check(g.finish_reason === 'tool_calls' && g.message.content === null && g.message.tool_calls.length === 1 &&
+      JSON.stringify(strip(g.message.tool_calls)) === JSON.stringify(strip(w.message.tool_calls)),
+    `tool calls ${i}: ${JSON.stringify(g)} vs wgml serve ${JSON.stringify(w)}`);
+    const args = JSON.parse(g.message.tool_calls[0].function.arguments);
+    const fname = g.message.tool_calls[0].function.name;
+    check((i === 2 || fname === 'greet') && (fname === 'greet' ? typeof args.who === 'string' && args.who.length <= 8
+      : Number.isInteger(args.a) && Number.isInteger(args.b) && args.a >= 0 && args.b <= 99), `tool call ${i}: ${fname} ${JSON.stringify(args)}`);
+  }
+  const st = r.toolStream;
+  check(st.finish === 'tool_calls' && st.calls.length === 1 && st.calls[0].index === 0 &&
+    st.calls[0].function.arguments === r.got[2].choices[0].message.tool_calls[0].function.arguments, `streamed tool call: ${JSON.stringify(st)}`);
+  check(['stop', 'length', 'tool_calls'].includes(r.auto.finish_reason), `auto: ${JSON.stringify(r.auto)}`);
   checkText(r.streamed, r.got[0].choices[0].message.content, 'streamed constrained chat');
   for (const c of [r.got[0].choices[0], ...r.sampled]) {
     const doc = JSON.parse(c.message.content);
