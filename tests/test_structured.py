@@ -3,7 +3,10 @@
 every reply validated with a JSON Schema validator (Debian's python3-jsonschema, the 2020-12 draft's
 format checks).
 
-  test_structured.py WGML_CLI SHARED_DIR
+  test_structured.py WGML_CLI SHARED_DIR schemas|tools
+
+Two parts, two CTest tests that run side by side: the schemas (and json_object, grammar, the 400s)
+or the tool calls.
 
 The model: `wgml synth` stories15m with one layer and llama's SentencePiece vocabulary (32000 tokens,
 byte fallback: any text can be spelled), random weights: whatever the weights, a grammar-constrained
@@ -22,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    cli, shared = sys.argv[1], sys.argv[2]
+    cli, shared, part = sys.argv[1], sys.argv[2], sys.argv[3]
     try:
         import jsonschema
     except ImportError:
@@ -43,18 +46,21 @@ def main():
     schemas_path = os.path.join(HERE, "data", "json_schemas.json")
     schemas = {e["name"]: e["schema"] for e in json.load(open(schemas_path, encoding="utf-8"))}
     with tempfile.TemporaryDirectory() as d:
-        model = os.path.join(d, "m.gguf")
-        subprocess.run([cli, "synth", "--arch", "stories15m", "--type", "Q8_0", "--layers", "1", "--vocab",
-                        os.path.join(shared, "vocab", "ggml-vocab-llama-spm.gguf"), "-o", model],
-                       check=True, capture_output=True)
-        tool_model = os.path.join(d, "t.gguf")  # a byte-level BPE vocabulary (GPT-2's), as Qwen's and Llama 3's
-        subprocess.run([cli, "synth", "--arch", "smollm2-135m", "--type", "Q8_0", "--layers", "1", "-o", tool_model],
-                       check=True, capture_output=True)
-        templates = [os.path.join(shared, "chat", "templates", t) for t in
-                     ("Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja")]
         out = os.path.join(d, "out.json")
-        r = subprocess.run([node, os.path.join(HERE, "serve", "structured.mjs"), cli, model, schemas_path, out,
-                            tool_model] + templates)
+        if part == "schemas":
+            model = os.path.join(d, "m.gguf")
+            subprocess.run([cli, "synth", "--arch", "stories15m", "--type", "Q8_0", "--layers", "1", "--vocab",
+                            os.path.join(shared, "vocab", "ggml-vocab-llama-spm.gguf"), "-o", model],
+                           check=True, capture_output=True)
+            args = [model, schemas_path, out]
+        else:
+            model = os.path.join(d, "t.gguf")  # a byte-level BPE vocabulary (GPT-2's), as Qwen's and Llama 3's
+            subprocess.run([cli, "synth", "--arch", "smollm2-135m", "--type", "Q8_0", "--layers", "1", "-o", model],
+                           check=True, capture_output=True)
+            templates = [os.path.join(shared, "chat", "templates", t) for t in
+                         ("Qwen-Qwen2.5-7B-Instruct.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja")]
+            args = ["-", "-", out, model] + templates
+        r = subprocess.run([node, os.path.join(HERE, "serve", "structured.mjs"), cli] + args)
         if r.returncode:
             return r.returncode
         got = json.load(open(out, encoding="utf-8"))
@@ -89,9 +95,16 @@ def main():
                 n_calls += 1
             except (ValueError, KeyError, AssertionError, jsonschema.ValidationError) as e:
                 failures.append(f"{what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
-    print(f"test_structured: {n_calls} tool calls valid in {len(got.get('calls', []))} replies")
-    print(f"test_structured: {n_ok} of {len(got['results'])} replies valid and finished "
-          f"({len(schemas)} schemas x 3 seeds + 2 json_object); {len(got['checks']) - len([1 for c in got['checks'] if not c['ok']])} "
+    if part == "tools":
+        print(f"test_structured: {n_calls} tool calls valid in {len(got.get('calls', []))} replies")
+        if n_calls < 8:  # 2 templates x (2 required + named + parallel off) at least
+            failures.append(f"only {n_calls} tool calls")
+    elif not got["results"]:
+        failures.append("no replies")
+    if part == "schemas":
+        print(f"test_structured: {n_ok} of {len(got['results'])} replies valid and finished "
+              f"({len(schemas)} schemas x 3 seeds + 2 json_object)")
+    print(f"test_structured: {len(got['checks']) - len([1 for c in got['checks'] if not c['ok']])} "
           f"of {len(got['checks'])} other checks passed")
     for f in failures:
         print("FAIL:", f)
