@@ -388,6 +388,12 @@ wgml_status wgml_batch_seq_sampler(wgml_batch *batch, int seq, const wgml_sample
 wgml_status wgml_batch_seq_grammar(wgml_batch *batch, int seq, const wgml_grammar *grammar, const char *prefix,
                                    size_t len, wgml_error *err);
 
+/* Adds bias[i] to the logit of tokens[i] before sequence seq's picks (OpenAI's logit_bias: -100
+ * or less bans a token, +100 all but forces it), until the next wgml_batch_seq_sampler; n 0 clears.
+ * Ids out of the vocabulary are an error. */
+wgml_status wgml_batch_seq_logit_bias(wgml_batch *batch, int seq, const int32_t *tokens, const float *bias, int n,
+                                      wgml_error *err);
+
 /* Why the last pick of sequence seq failed (its item's next is -1), or "". */
 const char *wgml_batch_seq_error(const wgml_batch *batch, int seq);
 

@@ -27,6 +27,9 @@ typedef struct {
     float *logits;         /* n_vocab */
     int has_logits;
     grammar_state *gs;     /* a grammar's state (wgml_batch_seq_grammar), or NULL */
+    int32_t *bias_tok;     /* logit biases (wgml_batch_seq_logit_bias), given to each sampler made */
+    float *bias;
+    int n_bias;
     wgml_error gerr;       /* why a pick failed (wgml_batch_seq_error) */
 } batch_seq;
 
@@ -102,6 +105,8 @@ void wgml_batch_free(wgml_batch *b) {
         wgml_free(b->seq[i].logits);
         wgml_sampler_free(b->seq[i].sampler);
         grammar_state_free(b->seq[i].gs);
+        wgml_free(b->seq[i].bias_tok);
+        wgml_free(b->seq[i].bias);
     }
     wgml_free(b->seq);
     wgml_free(b->step_tokens);
@@ -131,6 +136,19 @@ static wgml_status check_seq(const wgml_batch *b, int seq, const char *fn, wgml_
     return WGML_OK;
 }
 
+/* a sampler for the sequence's parameters and biases (greedy without biases: NULL, the device's argmax) */
+static wgml_status make_sampler(wgml_batch *b, batch_seq *q, int always, wgml_sampler **out, wgml_error *err) {
+    *out = NULL;
+    if (!always && !q->n_bias && wgml_sampler_is_greedy(&q->sp)) return WGML_OK;
+    wgml_status st = wgml_sampler_create(&q->sp, b->n_vocab, out, err);
+    if (!st && wgml_sampler_set_bias(*out, q->bias_tok, q->bias, q->n_bias)) {
+        wgml_sampler_free(*out);
+        *out = NULL;
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the logit biases");
+    }
+    return st;
+}
+
 /* ends a sequence's grammar: its sampler goes back to what its parameters ask for */
 static void drop_grammar(wgml_batch *b, batch_seq *q) {
     if (!q->gs) return;
@@ -138,7 +156,7 @@ static void drop_grammar(wgml_batch *b, batch_seq *q) {
     q->sampler = NULL;
     grammar_state_free(q->gs);
     q->gs = NULL;
-    if (!wgml_sampler_is_greedy(&q->sp)) wgml_sampler_create(&q->sp, b->n_vocab, &q->sampler, NULL);
+    make_sampler(b, q, 0, &q->sampler, NULL);
 }
 
 wgml_status wgml_batch_seq_keep(wgml_batch *b, int seq, int n_keep, wgml_error *err) {
@@ -165,6 +183,8 @@ wgml_status wgml_batch_seq_sampler(wgml_batch *b, int seq, const wgml_sampler_pa
     wgml_sampler_free(q->sampler);
     grammar_state_free(q->gs);
     q->gs = NULL;
+    wgml_free(q->bias_tok), wgml_free(q->bias);
+    q->bias_tok = NULL, q->bias = NULL, q->n_bias = 0;
     q->sampler = s;
     q->sp = *p;
     return WGML_OK;
@@ -179,7 +199,7 @@ wgml_status wgml_batch_seq_grammar(wgml_batch *b, int seq, const wgml_grammar *g
     drop_grammar(b, q);
     if (!g) return WGML_OK;
     wgml_sampler *s;
-    if ((st = wgml_sampler_create(&q->sp, b->n_vocab, &s, err))) return st;
+    if ((st = make_sampler(b, q, 1, &s, err))) return st;
     grammar_state *gs;
     if ((st = wgml_grammar_bind(b->m, g, prefix, len, s, &gs, &q->gerr))) {
         if (err) *err = q->gerr;
@@ -190,6 +210,38 @@ wgml_status wgml_batch_seq_grammar(wgml_batch *b, int seq, const wgml_grammar *g
     q->sampler = s;
     q->gs = gs;
     return WGML_OK;
+}
+
+wgml_status wgml_batch_seq_logit_bias(wgml_batch *b, int seq, const int32_t *tokens, const float *bias, int n,
+                                      wgml_error *err) {
+    wgml_status st = check_seq(b, seq, "wgml_batch_seq_logit_bias", err);
+    if (st) return st;
+    if (n < 0 || (n && (!tokens || !bias)))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_batch_seq_logit_bias: %d biases without their arrays", n);
+    for (int i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= b->n_vocab)
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "logit bias: token %d is not in the vocabulary (0..%d)",
+                             (int)tokens[i], b->n_vocab - 1);
+        if (!(bias[i] >= -1000.0f && bias[i] <= 1000.0f))
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "logit bias: %g for token %d is not a number in [-1000, 1000]",
+                             (double)bias[i], (int)tokens[i]);
+    }
+    batch_seq *q = &b->seq[seq];
+    int32_t *bt = n ? wgml_malloc((size_t)n * sizeof *bt) : NULL;
+    float *bv = n ? wgml_malloc((size_t)n * sizeof *bv) : NULL;
+    if (n && (!bt || !bv)) {
+        wgml_free(bt), wgml_free(bv);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the logit biases");
+    }
+    if (n) memcpy(bt, tokens, (size_t)n * sizeof *bt), memcpy(bv, bias, (size_t)n * sizeof *bv);
+    wgml_free(q->bias_tok), wgml_free(q->bias);
+    q->bias_tok = bt, q->bias = bv, q->n_bias = n;
+    if (q->sampler) { /* the current one (perhaps with a grammar) takes them */
+        if (wgml_sampler_set_bias(q->sampler, bt, bv, n))
+            return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the logit biases");
+        return WGML_OK;
+    }
+    return make_sampler(b, q, 0, &q->sampler, err); /* biased picks are the host's */
 }
 
 const char *wgml_batch_seq_error(const wgml_batch *b, int seq) {

@@ -48,6 +48,9 @@ struct wgml_sampler {
     wgml_error *gerr;
     gcache_entry cache[GCACHE_N]; /* the allowed tokens of recent states */
     grammar_memo *memo;           /* states and transitions met (NULL: none could be made) */
+    int32_t *bias_tok;            /* logit biases (wgml_sampler_set_bias) */
+    float *bias;
+    int n_bias;
     uint64_t cache_clock;
 };
 
@@ -116,6 +119,27 @@ wgml_status wgml_sampler_create(const wgml_sampler_params *p, int n_vocab, wgml_
     return WGML_OK;
 }
 
+int wgml_sampler_set_bias(wgml_sampler *s, const int32_t *tokens, const float *bias, int n) {
+    wgml_free(s->bias_tok), wgml_free(s->bias);
+    s->bias_tok = NULL, s->bias = NULL, s->n_bias = 0;
+    if (n <= 0) return 0;
+    s->bias_tok = wgml_malloc((size_t)n * sizeof *s->bias_tok);
+    s->bias = wgml_malloc((size_t)n * sizeof *s->bias);
+    if (!s->bias_tok || !s->bias) return -1;
+    memcpy(s->bias_tok, tokens, (size_t)n * sizeof *tokens);
+    memcpy(s->bias, bias, (size_t)n * sizeof *bias);
+    s->n_bias = n;
+    return 0;
+}
+
+static void apply_bias(wgml_sampler *s, float *l) {
+    for (int i = 0; i < s->n_bias; i++) {
+        const int32_t t = s->bias_tok[i];
+        if (t < 0 || t >= s->n_vocab) continue;
+        l[t] = s->bias[i] <= -100.0f ? -INFINITY : l[t] + s->bias[i];
+    }
+}
+
 static void cache_clear(wgml_sampler *s) {
     for (int i = 0; i < GCACHE_N; i++) {
         grammar_state_free(s->cache[i].key);
@@ -137,6 +161,8 @@ void wgml_sampler_free(wgml_sampler *s) {
     if (!s) return;
     cache_clear(s);
     grammar_memo_free(s->memo);
+    wgml_free(s->bias_tok);
+    wgml_free(s->bias);
     wgml_free(s->cand);
     wgml_free(s->work);
     wgml_free(s);
@@ -226,6 +252,7 @@ int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t 
     memcpy(l, logits, (size_t)n * sizeof *l);
     for (int i = 0; i < n; i++)
         if (isnan(l[i])) l[i] = -INFINITY; /* a NaN logit never wins */
+    apply_bias(s, l);
     if (!s->gs) return pick(s, history, n_history, 1);
 
     wgml_error scratch, *err = s->gerr ? s->gerr : &scratch;

@@ -31,6 +31,10 @@ int wgml_sampler_is_greedy(const wgml_sampler_params *p);
  * gives, or it is too ambiguous), never otherwise. */
 int32_t wgml_sampler_sample(wgml_sampler *s, const float *logits, const int32_t *history, int n_history);
 
+/* Adds bias[i] to the logit of tokens[i] before every other step (OpenAI's logit_bias; a bias of
+ * -100 or less bans the token, as there). Copied; n 0 clears. Returns -1 out of memory. */
+int wgml_sampler_set_bias(wgml_sampler *s, const int32_t *tokens, const float *bias, int n);
+
 /* Constrains the sampler with a grammar's state (advanced by each token
  * sampled) and the vocabulary's strings; eog[0..n_eog): the tokens that end a
  * generation (allowed only where the grammar may end). Not owned; NULL state:

@@ -16,7 +16,7 @@
 // finish_reason, content, tool_calls}], checks: [{what, ok}]}; test_structured.py validates each
 // call's arguments against its function's parameters.
 // Exits 77 (skipped) when the client is not installed and CI is not set.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -178,8 +178,20 @@ for (const template of TOOL_MODEL ? TEMPLATES : []) {
     check(none.tool_calls.length === 0 && ['stop', 'length'].includes(none.finish_reason), `${t}: none: ${JSON.stringify(none)}`);
     const auto = await toolCall(tc, template, undefined, { seed: 6, max_tokens: 24 }, true);
     check(['stop', 'length', 'tool_calls'].includes(auto.finish_reason), `${t}: auto: ${JSON.stringify(auto)}`);
+    // auto where the reply starts a call: logit_bias makes the first token the format's trigger ("{" for
+    // Llama 3's JSON calls), and from there the lazy grammar makes it a valid call
+    if (/Llama-3/.test(t)) {
+      const brace = execFileSync(CLI, ['tokenize', '-m', TOOL_MODEL, '{'], { encoding: 'utf8' }).trim();
+      for (const stream of [false, true]) {
+        // (one function whose arguments are bounded: the bias goes on pushing "{" wherever the grammar allows it)
+        const lazy = await toolCall(tc, template, 'auto', { seed: 7, logit_bias: { [brace]: 100 }, tools: [TOOLS[1]] }, stream);
+        check(lazy.finish_reason === 'tool_calls' && lazy.tool_calls.length === 1, `${t}: auto, a call begun: ${JSON.stringify(lazy)}`);
+      }
+    }
+    const e0 = await tc.chat.completions.create({ model: 'm', messages: [ask2], logit_bias: { 99999999: 5 } }).then(() => null, (e) => e);
+    check(e0 instanceof OpenAI.BadRequestError && e0.param === 'logit_bias', `${t}: a logit_bias id out of the vocabulary: ${e0}`);
     // a second turn: the call and its result through the template
-    const first = calls[calls.length - 5];
+    const first = calls.find((c) => c.template === t && c.tool_calls.length);
     const x = await tc.chat.completions.create({ model: 'm', tools: TOOLS, max_tokens: 8, temperature: 0, messages: [ask2,
       { role: 'assistant', content: null, tool_calls: first.tool_calls },
       { role: 'tool', tool_call_id: first.tool_calls[0].id, content: '{"temperature": 21}' }] });

@@ -62,6 +62,9 @@ typedef struct serve_job {
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     wgml_grammar *grammar; /* response_format or grammar: what the text must follow (NULL: none) */
+    int32_t *bias_tok;     /* logit_bias */
+    float *bias;
+    int n_bias;
     /* tool calls (serve_tools.c): 1 from the first token (grammar is the calls'), 2 from where the
      * trigger appears (tool_grammar); the calls' text is kept in calls, not released as text */
     int tool_mode;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@ typedef struct {
     char *stop[SERVE_MAX_STOP];
     int n_stop;
     wgml_grammar *grammar; /* response_format / grammar */
+    int32_t *bias_tok;     /* logit_bias */
+    float *bias;
+    int n_bias;
     char err[WGML_ERROR_MESSAGE_MAX + 64];
     const char *bad_param;
 } gen_params;
@@ -105,6 +109,26 @@ static int parse_gen(json_object *req, int chat, gen_params *g) {
             return bad(g, "n", "only n = 1 is supported");
     }
     if (parse_format(req, g)) return -1;
+    if (json_object_object_get_ex(req, "logit_bias", &v) && v && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_object))
+            return bad(g, "logit_bias", "'logit_bias' must be an object of token ids and biases");
+        const int n = json_object_object_length(v);
+        if (n > 1024) return bad(g, "logit_bias", "at most 1024 logit biases");
+        g->bias_tok = malloc((size_t)(n ? n : 1) * sizeof *g->bias_tok);
+        g->bias = malloc((size_t)(n ? n : 1) * sizeof *g->bias);
+        if (!g->bias_tok || !g->bias) return bad(g, "logit_bias", "out of memory");
+        json_object_object_foreach(v, key, val) {
+            char *end;
+            errno = 0;
+            const long id = strtol(key, &end, 10);
+            if (!*key || *end || errno || id < 0 || id > INT32_MAX)
+                return bad(g, "logit_bias", "logit_bias key '%.40s' is not a token id", key);
+            const double b = json_object_get_double(val);
+            if (!serve_is_number(val) || !(b >= -100 && b <= 100))
+                return bad(g, "logit_bias", "the bias of token %ld must be a number in [-100, 100]", id);
+            g->bias_tok[g->n_bias] = (int32_t)id, g->bias[g->n_bias++] = (float)b;
+        }
+    }
     if (json_object_object_get_ex(req, "stop", &v) && v) {
         if (json_object_is_type(v, json_type_array)) {
             size_t n = json_object_array_length(v);
@@ -122,6 +146,8 @@ static void free_gen(gen_params *g) {
     g->n_stop = 0;
     wgml_grammar_free(g->grammar);
     g->grammar = NULL;
+    free(g->bias_tok), free(g->bias);
+    g->bias_tok = NULL, g->bias = NULL, g->n_bias = 0;
 }
 
 /* response_format ({"type": "text" | "json_object" | "json_schema", ...}) and llama.cpp's
@@ -388,6 +414,10 @@ static int answer_job(struct mg_connection *c, serve_server *s, serve_job *j, co
 /* Tokenizes, queues and answers a generation request whose prompt text is ready. */
 static int generate(struct mg_connection *c, serve_server *s, const char *text, int add_bos, int chat,
                     gen_params *g, serve_tools *tools) {
+    for (int i = 0; i < g->n_bias; i++)
+        if (g->bias_tok[i] >= s->info.n_vocab)
+            return serve_send_error(c, 400, "logit_bias", NULL, "logit_bias: token %d is not in the vocabulary (0..%d)",
+                                    (int)g->bias_tok[i], s->info.n_vocab - 1);
     size_t tlen = strlen(text);
     wgml_error err;
     /* no lock: tokenizing reads the vocabulary only (wgml.h), beside the scheduler's steps */
@@ -421,6 +451,8 @@ static int generate(struct mg_connection *c, serve_server *s, const char *text, 
     g->n_stop = 0; /* the job owns them now */
     j->grammar = g->grammar;
     g->grammar = NULL;
+    j->bias_tok = g->bias_tok, j->bias = g->bias, j->n_bias = g->n_bias; /* the job owns them now */
+    g->bias_tok = NULL, g->bias = NULL, g->n_bias = 0;
     if (tools && tools->tools && tools->choice != WGML_TOOL_CHOICE_NONE) { /* the job owns the tools now */
         j->tools = tools->tools;
         tools->tools = NULL;

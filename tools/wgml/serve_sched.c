@@ -57,6 +57,8 @@ void serve_job_unref(serve_server *s, serve_job *j) {
     for (int i = 0; i < j->n_stop; i++) free(j->stop[i]);
     wgml_grammar_free(j->grammar);
     wgml_tools_free(j->tools);
+    free(j->bias_tok);
+    free(j->bias);
     free(j->calls);
     free(j->text);
     free(j);
@@ -343,7 +345,8 @@ static void assign(serve_server *s) {
         if (wgml_batch_seq_keep(s->batch, best, keep, &err) ||
             wgml_batch_seq_sampler(s->batch, best, &j->sampler, &err) ||
             (j->grammar && wgml_batch_seq_grammar(s->batch, best, j->grammar, NULL, 0, &err)) ||
-            (j->tool_mode == 1 && wgml_batch_seq_grammar(s->batch, best, wgml_tools_grammar(j->tools), NULL, 0, &err))) {
+            (j->tool_mode == 1 && wgml_batch_seq_grammar(s->batch, best, wgml_tools_grammar(j->tools), NULL, 0, &err)) ||
+            wgml_batch_seq_logit_bias(s->batch, best, j->bias_tok, j->bias, j->n_bias, &err)) {
             snprintf(j->error, sizeof j->error, "%s", err.message);
             job_finish(s, j, SERVE_FINISH_ERROR);
             serve_job_unref(s, j);
