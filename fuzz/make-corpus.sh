@@ -111,6 +111,7 @@ sseed chat-json-object "c{\"messages\": [$user], \"max_tokens\": 16, \"stream\":
 sseed chat-grammar "c{\"messages\": [$user], \"max_tokens\": 8, \"grammar\": \"root ::= [a-z]{1,5} \\\".\\\"\"}"
 sseed chat-tools "c{\"messages\": [$user], \"max_tokens\": 40, \"tool_choice\": \"required\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}, \"required\": [\"a\"]}}}]}"
 sseed chat-tools-auto "c{\"messages\": [$user, {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"2\"}], \"max_tokens\": 8, \"stream\": true, \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}"
+sseed chat-logit-bias "c{\"messages\": [$user], \"max_tokens\": 8, \"logit_bias\": {\"5\": 100, \"17\": -100}, \"tool_choice\": \"auto\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"g\"}}]}"
 sseed chat-greedy "c{\"messages\": [$user], \"temperature\": 0, \"max_completion_tokens\": 4, \"n\": 1, \"stream\": false}"
 sseed chat-full "c{\"messages\": [$user]}"
 sseed chat-parts "c{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Hi\"}]}, {\"role\": \"tool\", \"content\": null}]}"
