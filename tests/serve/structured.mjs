@@ -196,13 +196,16 @@ for (const template of TOOL_MODEL ? TEMPLATES : []) {
       { role: 'assistant', content: null, tool_calls: first.tool_calls },
       { role: 'tool', tool_call_id: first.tool_calls[0].id, content: '{"temperature": 21}' }] });
     check(x.choices[0].message.role === 'assistant' && x.usage.prompt_tokens > 50, `${t}: second turn: ${JSON.stringify(x)}`);
-    const bad = async (extra) => tc.chat.completions.create({ model: 'm', messages: [ask2], ...extra }).then(() => null, (e) => e);
+    const bad = async (extra) => tc.chat.completions.create({ model: 'm', messages: [ask2], max_tokens: 4, ...extra }).then(() => null, (e) => e);
     let e = await bad({ tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } });
     check(e instanceof OpenAI.BadRequestError && e.param === 'tool_choice' && /nope/.test(e.message), `${t}: unknown function: ${e}`);
     e = await bad({ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { not: {} } } } } }] });
     check(e instanceof OpenAI.BadRequestError && e.param === 'tools' && /'not'/.test(e.message), `${t}: bad parameters: ${e}`);
     e = await bad({ tools: [{ type: 'function', function: { name: 'bad name!' } }] });
     check(e instanceof OpenAI.BadRequestError && e.param === 'tools', `${t}: bad name: ${e}`);
+    e = await bad({ tools: TOOLS, messages: [ask2, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function',
+      function: { name: 'add', arguments: '{"a": 1,' } }] }, { role: 'tool', tool_call_id: 'c1', content: '3' }] });
+    check(e instanceof OpenAI.BadRequestError && e.param === 'messages' && /arguments/.test(e.message), `${t}: unparsable arguments: ${e}`);
     e = await bad({ tools: TOOLS, response_format: { type: 'json_object' } });
     check(e instanceof OpenAI.BadRequestError && e.param === 'tools', `${t}: tools with response_format: ${e}`);
   } catch (err) {

@@ -47,10 +47,12 @@ int serve_chat_init(serve_server *s) {
 
 /* An assistant message's tool_calls carry their arguments as JSON text (OpenAI's API); templates
  * read them as objects (tool_call.arguments | tojson, as Hugging Face's convention has them): a
- * copy of the messages with each arguments string that holds a JSON object parsed. NULL: no
- * change needed (or out of memory: the messages go as they are). */
-static json_object *arguments_as_objects(json_object *messages) {
+ * copy of the messages with each arguments string parsed. NULL: no change needed (or out of
+ * memory: the messages go as they are). Arguments that are not a JSON object's text: *bad set,
+ * msg says which. */
+static json_object *arguments_as_objects(json_object *messages, int *bad, char *msg, size_t msg_size) {
     json_object *copy = NULL;
+    *bad = 0;
     const size_t n = json_object_array_length(messages);
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(messages, i), *calls;
@@ -63,7 +65,10 @@ static json_object *arguments_as_objects(json_object *messages) {
             json_object *parsed = json_tokener_parse(json_object_get_string(args));
             if (!parsed || !json_object_is_type(parsed, json_type_object)) {
                 json_object_put(parsed);
-                continue;
+                json_object_put(copy);
+                snprintf(msg, msg_size, "messages[%zu].tool_calls[%zu].function.arguments is not the JSON text of an object", i, k);
+                *bad = 1;
+                return NULL;
             }
             if (!copy && json_object_deep_copy(messages, &copy, NULL)) {
                 json_object_put(parsed);
@@ -89,7 +94,9 @@ char *serve_chat_prompt(serve_server *s, struct json_object *messages, const cha
             return NULL;
         }
     }
-    json_object *converted = arguments_as_objects(messages);
+    int bad;
+    json_object *converted = arguments_as_objects(messages, &bad, msg, msg_size);
+    if (bad) return NULL;
     const char *json = json_object_to_json_string_ext(converted ? converted : messages,
                                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     wgml_chat_params p = wgml_chat_default_params();
