@@ -234,7 +234,21 @@ class Model {
     if (withTools && choice !== 'none' && (options.grammar !== undefined || options.jsonSchema !== undefined || options.jsonObject))
       return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, 'tools cannot be combined with response_format or grammar'));
     const calling = withTools && choice !== 'none';
-    const msg = { op: 'chat', messages, options };
+    // an assistant message's calls carry their arguments as JSON text; templates read objects (as `wgml serve` gives them)
+    let bad = null;
+    const rendered = messages.map((m, i) => (!m || !Array.isArray(m.tool_calls) ? m : { ...m, tool_calls: m.tool_calls.map((c, k) => {
+      if (!c || !c.function || typeof c.function.arguments !== 'string') return c;
+      let a = null;
+      try {
+        a = JSON.parse(c.function.arguments);
+      } catch {
+        a = null;
+      }
+      if (!a || typeof a !== 'object' || Array.isArray(a)) bad = `messages[${i}].tool_calls[${k}].function.arguments is not the JSON text of an object`;
+      return { ...c, function: { ...c.function, arguments: a } };
+    }) }));
+    if (bad) return Promise.reject(new WgmlError(STATUS.INVALID_ARGUMENT, bad));
+    const msg = { op: 'chat', messages: rendered, options };
     if (withTools) msg.tools = { tools, choice, parallel: !!parallel_tool_calls };
     const pieces = this.#stream(msg, (text) => text);
     const id = `chatcmpl-${Math.random().toString(36).slice(2, 14)}`;

@@ -988,6 +988,17 @@ await test('API (CPU wasm): response_format json_schema, grammar and tool calls 
         if (ch.finish_reason) toolStream.finish = ch.finish_reason;
       }
     const auto = (await m.chat.completions.create({ messages, max_tokens: 12, seed: 9, tools: bodies[2].tools })).choices[0];
+    // a second turn with the call and its result; a call whose arguments are not JSON is refused
+    const call = got[2].choices[0].message.tool_calls[0];
+    const turn2 = (await m.chat.completions.create({ max_tokens: 4, temperature: 0, tools: bodies[2].tools, messages: [...messages,
+      { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: '5' }] })).usage;
+    let argErr = '';
+    try {
+      await m.chat.completions.create({ max_tokens: 4, tools: bodies[2].tools, messages: [...messages, { role: 'assistant',
+        content: null, tool_calls: [{ ...call, function: { ...call.function, arguments: '{"a":' } }] }] });
+    } catch (e) {
+      argErr = e.message;
+    }
     let err = '';
     try {
       await m.chat.completions.create({ messages, response_format: { type: 'json_schema', json_schema: { name: 'x',
@@ -996,7 +1007,7 @@ await test('API (CPU wasm): response_format json_schema, grammar and tool calls 
       err = e.message;
     }
     await m.dispose();
-    return { got, streamed, sampled, gen: gen.join(''), err, toolStream, auto };
+    return { got, streamed, sampled, gen: gen.join(''), err, toolStream, auto, turn2, argErr };
   }, { url: modelUrl, messages, bodies });
   for (let i = 0; i < 2; i++) {
     checkText(r.got[i].choices[0].message.content, want[i].choices[0].message.content, `constrained chat ${i} vs wgml serve`);
@@ -1017,6 +1028,8 @@ await test('API (CPU wasm): response_format json_schema, grammar and tool calls 
   check(st.finish === 'tool_calls' && st.calls.length === 1 && st.calls[0].index === 0 &&
     st.calls[0].function.arguments === r.got[2].choices[0].message.tool_calls[0].function.arguments, `streamed tool call: ${JSON.stringify(st)}`);
   check(['stop', 'length', 'tool_calls'].includes(r.auto.finish_reason), `auto: ${JSON.stringify(r.auto)}`);
+  check(r.turn2.prompt_tokens > 20, `second turn: ${JSON.stringify(r.turn2)}`);
+  check(/arguments/.test(r.argErr), `unparsable arguments: "${r.argErr}"`);
   checkText(r.streamed, r.got[0].choices[0].message.content, 'streamed constrained chat');
   for (const c of [r.got[0].choices[0], ...r.sampled]) {
     const doc = JSON.parse(c.message.content);
