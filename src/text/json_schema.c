@@ -701,7 +701,7 @@ static int string_body(conv *c, jv s, sbuf *b) {
 
 /* ---- arrays and objects ---- */
 
-static int array_body(conv *c, jv s, sbuf *b, const char *hint) {
+static int array_body(conv *c, jv s, sbuf *b) {
     jv *items = get(c, s, "items"), *prefix = get(c, s, "prefixItems");
     if (get(c, s, "uniqueItems")) {
         jv *u = get(c, s, "uniqueItems");
@@ -766,7 +766,6 @@ static int array_body(conv *c, jv s, sbuf *b, const char *hint) {
     sb_printf(b, " %s", ws);
     if (more_lo == 0) sb_puts(b, ")?");
     sb_puts(b, " \"]\"");
-    (void)hint;
     return 0;
 }
 
@@ -1013,7 +1012,7 @@ static int type_body(conv *c, jv s, const char *type, sbuf *b, const char *hint)
     if (!strcmp(type, "number")) return number_body(c, s, b);
     if (!strcmp(type, "boolean")) return sb_puts(b, "(\"true\" | \"false\")"), 0;
     if (!strcmp(type, "null")) return sb_puts(b, "\"null\""), 0;
-    if (!strcmp(type, "array")) return array_body(c, s, b, hint);
+    if (!strcmp(type, "array")) return array_body(c, s, b);
     if (!strcmp(type, "object")) return object_body(c, s, b, hint);
     return fail(c, "type '%s' is not a JSON Schema type", type);
 }
@@ -1108,7 +1107,7 @@ static int body_of(conv *c, jv s, sbuf *b, const char *hint) {
     /* no type: what the keywords say */
     if (get(c, s, "properties") || get(c, s, "required") || get(c, s, "additionalProperties"))
         return object_body(c, s, b, hint);
-    if (get(c, s, "items") || get(c, s, "prefixItems")) return array_body(c, s, b, hint);
+    if (get(c, s, "items") || get(c, s, "prefixItems")) return array_body(c, s, b);
     if (get(c, s, "pattern") || get(c, s, "format") || get(c, s, "minLength") || get(c, s, "maxLength"))
         return string_body(c, s, b);
     if (get(c, s, "minimum") || get(c, s, "maximum") || get(c, s, "exclusiveMinimum") || get(c, s, "exclusiveMaximum"))

@@ -43,18 +43,6 @@ static const cli_spec spec = {
     .opts = options,
 };
 
-typedef struct {
-    int n;        /* tokens seen */
-    double first; /* time of the first token of this generation */
-} tok_count;
-
-static int on_token(void *user, int32_t token, const char *text, size_t len) {
-    (void)text, (void)len;
-    tok_count *c = user;
-    if (token >= 0) c->n++;
-    return 0;
-}
-
 /* decode steps and their time: generations of the prompt until n tokens (grammar NULL: one, EOS ignored) */
 static int run(wgml_session *s, const char *prompt, const wgml_sampler_params *sp, const wgml_grammar *g, int n,
                double *tps, int *gens) {
@@ -63,14 +51,11 @@ static int run(wgml_session *s, const char *prompt, const wgml_sampler_params *s
     *gens = 0;
     while (made < n) {
         wgml_session_reset(s);
-        tok_count c = {0, 0};
         wgml_generate_params gp = wgml_generate_default_params();
         gp.n_predict = n - made;
         gp.ignore_eos = !g;
         gp.sampler = *sp;
         gp.grammar = g;
-        gp.on_token = on_token;
-        gp.user = &c;
         wgml_generate_result r;
         wgml_error err;
         if (wgml_generate(s, prompt, &gp, &r, &err)) return cli_fail_err(&err);
