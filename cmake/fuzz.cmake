@@ -1,7 +1,7 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
 # builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,g2p,kokoro_config,cli,serve,
-# whisper_bin,tiktoken,grammar,json_schema} against the
+# whisper_bin,tiktoken,grammar,json_schema,safetensors,image} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -27,7 +27,7 @@ if(WGML_FUZZ)
   target_compile_definitions(wgml_fuzzlib PRIVATE WGML_HAVE_ZLIB=1)
   target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads ZLIB::ZLIB m)
 
-  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken grammar json_schema)
+  set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken grammar json_schema safetensors)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()
@@ -62,6 +62,19 @@ if(WGML_FUZZ)
   target_link_options(fuzz_kokoro_config PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
   target_link_libraries(fuzz_kokoro_config PRIVATE wgml_fuzzlib PkgConfig::JSONC)
   set_target_properties(fuzz_kokoro_config PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
+
+  # The CLI's image reader (tools/wgml/image_file.c) decoding from memory, linked as the CLI links
+  # it: libjpeg-turbo and libpng (Debian's, not instrumented); with the define the PNG CRCs and
+  # Adler-32 are not checked, as a fuzzer cannot forge them.
+  pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
+  pkg_check_modules(LIBPNG REQUIRED IMPORTED_TARGET libpng)
+  add_executable(fuzz_image ${CMAKE_SOURCE_DIR}/fuzz/fuzz_image.c ${CMAKE_SOURCE_DIR}/tools/wgml/image_file.c)
+  target_include_directories(fuzz_image PRIVATE ${CMAKE_SOURCE_DIR}/tools/wgml ${CMAKE_SOURCE_DIR}/include)
+  target_compile_options(fuzz_image PRIVATE ${WGML_FUZZ_COMPILE_FLAGS})
+  target_compile_definitions(fuzz_image PRIVATE FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
+  target_link_options(fuzz_image PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
+  target_link_libraries(fuzz_image PRIVATE PkgConfig::LIBJPEG PkgConfig::LIBPNG ZLIB::ZLIB)
+  set_target_properties(fuzz_image PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   # The HTTP server (`wgml serve`: tools/wgml/serve_*.c), linked as the CLI links it: civetweb
   # (Debian's libcivetweb-dev, not instrumented), json-c and libsndfile (the audio uploads of

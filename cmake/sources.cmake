@@ -1,6 +1,6 @@
 # The library, the CLI and the tests. Each folder's sources are globbed so that
 # adding a file to a module needs no edit here.
-set(WGML_SRC_DIRS src src/chat src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/model/whisper src/audio src/tools src/backend src/backend/cpu)
+set(WGML_SRC_DIRS src src/chat src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/model/whisper src/model/clip src/image src/audio src/tools src/backend src/backend/cpu)
 set(WGML_LIB_SOURCES)
 foreach(dir ${WGML_SRC_DIRS})
   file(GLOB _s CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.c)
@@ -83,6 +83,12 @@ if(WGML_CLI_SOURCES AND NOT WGML_WASM)
   # libsndfile (Debian libsndfile1-dev, LGPL-2.1), linked by the CLI only, never by libwgml.
   pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
   target_link_libraries(wgml_cli PRIVATE PkgConfig::SNDFILE)
+  # Image files for the vision commands and the server's image inputs (tools/wgml/image_file.c):
+  # libjpeg-turbo (Debian libjpeg-dev, IJG/BSD) and libpng (Debian libpng-dev, libpng licence),
+  # linked by the CLI only, never by libwgml.
+  pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
+  pkg_check_modules(LIBPNG REQUIRED IMPORTED_TARGET libpng)
+  target_link_libraries(wgml_cli PRIVATE PkgConfig::LIBJPEG PkgConfig::LIBPNG)
   # `wgml serve` needs civetweb (Debian libcivetweb-dev); without it the command is left out.
   find_path(CIVETWEB_INCLUDE_DIR civetweb.h)
   find_library(CIVETWEB_LIBRARY civetweb)

@@ -7,7 +7,8 @@
 # small synthetic GGUFs and models, the shared vocabularies cut down, tiny
 # llama2.c checkpoint + tokenizer pairs, the tokenizer test strings, small
 # PyTorch checkpoints and bare pickles (fuzz_pth), small whisper.cpp ggml
-# .bin files (fuzz_whisper_bin). Inputs the
+# .bin files (fuzz_whisper_bin), small safetensors files and shard indexes
+# (fuzz_safetensors), small JPEGs and PNGs (fuzz_image, written here with Pillow). Inputs the
 # fuzzers found earlier stay: the corpus only grows.
 # Environment: WGML_FUZZ_BUILD (default build-fuzz), WGML_SHARED (default ../shared).
 set -euo pipefail
@@ -85,6 +86,64 @@ import json, sys
 for i, e in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
     open(f"{sys.argv[2]}/seed-{i:02d}", "w", encoding="utf-8").write(json.dumps(e["schema"], ensure_ascii=False))
 PY
+# fuzz_image: small JPEGs and PNGs of every kind (tools/wgml/image_file.c), written by Pillow
+# (Debian's python3-pil) and, for what Pillow cannot write (interlaced and 16-bit RGB PNGs, eXIf
+# after IDAT), by a few lines of PNG writer; EXIF orientations in both byte orders.
+im=$root/fuzz/corpus-run/image
+mkdir -p "$im"
+pil=
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import PIL.Image' 2>/dev/null; then pil=$py; break; fi
+done
+if [ -z "$pil" ]; then
+  echo "make-corpus.sh: no python3 with Pillow (apt install python3-pil): fuzz_image starts without seeds" >&2
+else
+  "$pil" - "$im" <<'PY'
+import io, struct, sys, zlib
+from PIL import Image
+out = sys.argv[1]
+w, h = 24, 16
+base = Image.new("RGB", (w, h))
+base.putdata([(x * 10 % 256, y * 16 % 256, (x * y * 7) % 256) for y in range(h) for x in range(w)])
+def save(name, im, fmt, **kw):
+    b = io.BytesIO()
+    im.save(b, fmt, **kw)
+    open(f"{out}/seed-{name}", "wb").write(b.getvalue())
+    return b.getvalue()
+def exif(o, be=False):
+    e = ">" if be else "<"
+    return (b"MM\0*" if be else b"II*\0") + struct.pack(e + "IHHHIHHI", 8, 1, 0x0112, 3, 1, o, 0, 0)
+save("baseline-420.jpg", base, "JPEG", quality=80)
+save("baseline-444.jpg", base, "JPEG", quality=80, subsampling=0)
+save("progressive.jpg", base, "JPEG", quality=80, progressive=True)
+save("optimized.jpg", base, "JPEG", quality=50, optimize=True)
+save("gray.jpg", base.convert("L"), "JPEG")
+save("cmyk.jpg", base.convert("CMYK"), "JPEG")
+save("exif-6.jpg", base, "JPEG", exif=b"Exif\0\0" + exif(6))
+save("exif-3-mm.jpg", base, "JPEG", exif=b"Exif\0\0" + exif(3, True))
+for mode in ("RGB", "RGBA", "L", "LA", "P", "1", "I"):
+    save(f"{mode}.png", base.convert(mode), "PNG")
+save("P-trns.png", base.convert("P"), "PNG", transparency=2)
+save("exif-8.png", base, "PNG", exif=exif(8))
+def chunk(t, d):
+    return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+def png(name, depth, ctype, ch, interlace=False, post=b""):
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+    raw = b""
+    for x0, y0, dx, dy in passes if interlace else [(0, 0, 1, 1)]:
+        for y in range(y0, h, dy) if x0 < w else []:
+            vals = [(x * 37 + y * 11 + c * 5) % (1 << depth) for x in range(x0, w, dx) for c in range(ch)]
+            row = b"".join(struct.pack(">H", v) for v in vals) if depth == 16 else bytes(vals)
+            raw += b"\0" + row
+    data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, ctype, 0, 0, int(interlace)))
+            + chunk(b"IDAT", zlib.compress(raw)) + post + chunk(b"IEND", b""))
+    open(f"{out}/seed-{name}", "wb").write(data)
+png("rgb16.png", 16, 2, 3)
+png("rgba16-interlaced.png", 16, 6, 4, True)
+png("gray-interlaced.png", 8, 0, 1, True)
+png("exif-after-idat.png", 8, 2, 3, post=chunk(b"eXIf", exif(5, True)))
+PY
+fi
 # fuzz_kokoro_config: the shared v1.0 and kokoro-tiny config.json files.
 kc=$root/fuzz/corpus-run/kokoro_config
 mkdir -p "$kc"
@@ -350,11 +409,11 @@ bseed leave-plain "d\\x10{\"prompt\": \"Once upon a time\"}"
 # Regression inputs (crashes found earlier, now fixed) seed their targets too; tiktoken's
 # seeds (rank files and whisper checkpoints' dims pickles) live there only.
 mkdir -p "$root/fuzz/corpus-run/tiktoken"
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors image; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors image; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

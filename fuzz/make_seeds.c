@@ -3,7 +3,7 @@
  *
  *   wgml_fuzz_seeds SHARED_DIR OUT_DIR
  *
- * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer,pth,whisper_bin}/ with small inputs that
+ * fills OUT_DIR/{gguf,model_load,llama2c,tokenizer,pth,whisper_bin,safetensors}/ with small inputs that
  * reach deep into each parser: GGUFs with every value type, nested arrays,
  * tensors of many types, other alignments and v2; tiny Llama and Qwen2
  * models (F32, F16, Q8_0, Q4_0, tied and untied, biases, rope_freqs); the
@@ -13,7 +13,9 @@
  * (a voice tensor, state dicts with views and every storage type, Kokoro's
  * dict of state dicts), whole and as bare pickles; small whisper.cpp ggml
  * .bin files (every tensor type, Whisper's tensor names at a tiny width, the
- * start of the shared micro model's vocabulary). The fuzzers mutate from there.
+ * start of the shared micro model's vocabulary); small safetensors files (every
+ * dtype, metadata, 0-d and empty tensors, fields out of order) and shard
+ * indexes for fuzz_safetensors' folder mode. The fuzzers mutate from there.
  * Built with the regular library (no fuzzing flags) by cmake/fuzz.cmake.
  */
 #include "core/dtype.h"
@@ -784,6 +786,80 @@ static void seed_texts(const char *shared) {
     }
 }
 
+/* ---- safetensors (fuzz_safetensors) ---- */
+
+/* A file: the header's length, the header (single quotes stand for double
+ * quotes), then data_len bytes of a pattern. */
+static void st_seed(const char *name, const char *header, size_t data_len) {
+    gb b = {0};
+    size_t hn = strlen(header);
+    gb_u64(&b, hn);
+    for (size_t i = 0; i < hn; i++) gb_u8(&b, header[i] == '\'' ? '"' : (uint8_t)header[i]);
+    for (size_t i = 0; i < data_len; i++) gb_u8(&b, (uint8_t)(i * 37 + 5));
+    write_bytes("safetensors", name, b.p, b.n);
+    gb_free(&b);
+}
+
+/* An index for fuzz_safetensors' folder mode (it starts with '{'): the target
+ * provides model-00001-of-00002.safetensors (x, y), model-00002-of-00002.safetensors
+ * (z, w) and other.safetensors (x, v). */
+static void st_index_seed(const char *name, const char *json) {
+    gb b = {0};
+    for (const char *c = json; *c; c++) gb_u8(&b, *c == '\'' ? '"' : (uint8_t)*c);
+    write_bytes("safetensors", name, b.p, b.n);
+    gb_free(&b);
+}
+
+static void seed_safetensors(void) {
+    static const struct {
+        const char *name;
+        int size;
+    } types[] = {{"BOOL", 1}, {"U8", 1},   {"I8", 1},  {"I16", 2}, {"U16", 2}, {"F16", 2},     {"BF16", 2},    {"I32", 4},
+                 {"U32", 4},  {"F32", 4},  {"F64", 8}, {"I64", 8}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1},
+                 {"C64", 8}};
+    gb h = {0};
+    char item[160];
+    size_t at = 0;
+    gb_put(&h, "{", 1);
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        int n = snprintf(item, sizeof item, "%s'%s':{'dtype':'%s','shape':[3,1],'data_offsets':[%zu,%zu]}", i ? "," : "",
+                         types[i].name, types[i].name, at, at + 3 * (size_t)types[i].size);
+        gb_put(&h, item, (size_t)n);
+        at += 3 * (size_t)types[i].size;
+    }
+    gb_put(&h, "}", 1);
+    while ((h.n + 8) % 8) gb_u8(&h, ' ');
+    gb_u8(&h, 0);
+    st_seed("all-dtypes.safetensors", (const char *)h.p, at);
+    gb_free(&h);
+    st_seed("metadata.safetensors",
+            "{'__metadata__':{'format':'pt','note':'\\u00e9\\ud83d\\ude00 \\\"q\\\" \\n'},"
+            "'model.embed.weight':{'dtype':'F32','shape':[2,3],'data_offsets':[0,24]},"
+            "'model.norm.weight':{'dtype':'F16','shape':[3],'data_offsets':[24,30]},"
+            "'model.head.weight':{'dtype':'BF16','shape':[1,1,3],'data_offsets':[30,36]}}    ",
+            36);
+    st_seed("scalar-empty.safetensors",
+            "{'e':{'dtype':'F16','shape':[0,4],'data_offsets':[0,0]},'s':{'dtype':'F32','shape':[],'data_offsets':[0,4]},"
+            "'pos':{'dtype':'I64','shape':[1,2],'data_offsets':[4,20]},'z':{'dtype':'U8','shape':[0],'data_offsets':[20,20]}}",
+            20);
+    st_seed("unordered.safetensors",
+            "\n { 'b' : {'shape':[2],'data_offsets':[4,6],'dtype':'U8','extra':[1,-2.5e3,true,null,{'k':'v'}]},\n"
+            "   'a' : {'dtype':'I32','shape':[1],'data_offsets':[0,4]}, '__metadata__':null }\t",
+            6);
+    st_seed("empty.safetensors", "{}      ", 0);
+    st_index_seed("index-ok.json",
+                  "{'metadata':{'total_size':38},'weight_map':{'x':'model-00001-of-00002.safetensors',"
+                  "'y':'model-00001-of-00002.safetensors','z':'model-00002-of-00002.safetensors',"
+                  "'w':'model-00002-of-00002.safetensors'}}");
+    st_index_seed("index-other.json", "{'weight_map':{'x':'other.safetensors','v':'other.safetensors'}}");
+    st_index_seed("index-wrong-shard.json",
+                  "{'weight_map':{'x':'model-00002-of-00002.safetensors','y':'model-00001-of-00002.safetensors'}}");
+    st_index_seed("index-two-shards.json",
+                  "{'weight_map':{'x':'model-00001-of-00002.safetensors','y':'model-00001-of-00002.safetensors',"
+                  "'v':'other.safetensors'}}");
+    st_index_seed("index-traversal.json", "{'weight_map':{'x':'../model-00001-of-00002.safetensors'}}");
+}
+
 /* ---- whisper.cpp ggml .bin (fuzz_whisper_bin) ---- */
 
 /* Whisper's tensors at width S (n_mels mel bands, one block a stack): the
@@ -912,8 +988,8 @@ int main(int argc, char **argv) {
     }
     const char *shared = argv[1];
     g_out = argv[2];
-    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer", "/pth", "/whisper_bin"};
-    for (int i = 0; i < 7; i++) {
+    static const char *dirs[] = {"", "/gguf", "/model_load", "/llama2c", "/tokenizer", "/pth", "/whisper_bin", "/safetensors"};
+    for (int i = 0; i < 8; i++) {
         char d[4096];
         snprintf(d, sizeof d, "%s%s", g_out, dirs[i]);
         if (mkdir(d, 0755) != 0 && errno != EEXIST) die(d, strerror(errno));
@@ -958,6 +1034,7 @@ int main(int argc, char **argv) {
     seed_texts(shared);
     seed_pths();
     seed_whisper_bins(shared);
+    seed_safetensors();
     printf("wgml_fuzz_seeds: wrote %d seeds under %s\n", g_count, g_out);
     return 0;
 }

@@ -133,14 +133,17 @@ void wgml_model_free(wgml_model *model);
 
 /* What a model can be used for: a family's tasks, as bits. GENERATE has
  * sessions and wgml_generate (the llama family), EMBED wgml_embed and RERANK
- * wgml_rerank (the bert family), SPEECH wgml_speak (the kokoro family);
- * TRANSCRIBE names the task of a family to come (Whisper). */
+ * wgml_rerank (the bert family), SPEECH wgml_speak (the kokoro family),
+ * TRANSCRIBE wgml_transcribe (the whisper family), EMBED_IMAGE
+ * wgml_embed_images and CLASSIFY wgml_classify_image (the clip family). */
 typedef enum wgml_task {
     WGML_TASK_GENERATE = 1u << 0,   /* text generation: sessions, wgml_generate (the LLM family) */
     WGML_TASK_EMBED = 1u << 1,      /* text to an embedding vector */
     WGML_TASK_RERANK = 1u << 2,     /* a relevance score for a query and a document */
     WGML_TASK_SPEECH = 1u << 3,     /* text to speech */
     WGML_TASK_TRANSCRIBE = 1u << 4, /* speech to text */
+    WGML_TASK_EMBED_IMAGE = 1u << 5, /* an image to an embedding vector (CLIP, SigLIP, ViT) */
+    WGML_TASK_CLASSIFY = 1u << 6,    /* an image's scores over labels (a ViT classifier) */
 } wgml_task;
 
 typedef struct wgml_model_info {
@@ -426,6 +429,16 @@ int wgml_token_to_text(const wgml_model *model, int32_t prev, int32_t token, cha
 /* 1 when the token ends a generation (EOS, or an end-of-turn token such as <|im_end|>). */
 int wgml_token_is_eog(const wgml_model *model, int32_t token);
 
+/* An RGB image as 8-bit pixels: h rows of w pixels, 3 bytes each (R, G, B),
+ * row y starting at data + y * stride (stride >= 3 * w). The vision models
+ * (CLIP, SigLIP, ViT) resize, crop and normalize it themselves, as the
+ * model's Hugging Face image processor does. */
+typedef struct wgml_image {
+    int w, h;
+    size_t stride;
+    const uint8_t *data;
+} wgml_image;
+
 /* ---- embeddings and reranking (task EMBED / RERANK: the bert family) ------- */
 
 /* How the token vectors of a text become one vector. */
@@ -477,6 +490,31 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
  * note through the model's log. */
 wgml_status wgml_rerank(wgml_model *model, const char *query, const char *const *docs, int n, float *scores,
                         wgml_error *err);
+
+/* ---- images (tasks EMBED_IMAGE and CLASSIFY: the clip family) ------------- */
+
+/* Embeds n images (task EMBED_IMAGE: CLIP, SigLIP and ViT vision towers).
+ * Each image is preprocessed as the model's Hugging Face image processor
+ * does (resize with Pillow's filters, center crop, rescale, normalize: the
+ * parameters the file holds), the images are packed into steps of up to
+ * params->n_batch images (0: 16 on the CPU, 64 on a GPU; each attends to its
+ * own rows only), and vector i goes to out[i * dim .. (i+1) * dim). dim must
+ * be wgml_embed_dim(model, params): the projection's size (CLIP), else the
+ * width. params->normalize as for texts (L2 by default); pooling, truncate
+ * and dimensions are not used (0). An image of 0 or more than 65535 pixels a
+ * side is an error naming it. */
+wgml_status wgml_embed_images(wgml_model *model, const wgml_image *images, int n, const wgml_embed_params *params,
+                              float *out, int dim, wgml_error *err);
+
+/* The labels of a classifier (task CLASSIFY: a ViT with its head): how many,
+ * and label i's name (NULL out of range or without a classifier). */
+int wgml_model_n_labels(const wgml_model *model);
+const char *wgml_model_label(const wgml_model *model, int i);
+
+/* Classifies n images over the model's labels: probs[i * n_labels + j] is
+ * image i's softmax probability of label j (n_labels = wgml_model_n_labels). */
+wgml_status wgml_classify_images(wgml_model *model, const wgml_image *images, int n, float *probs, int n_labels,
+                                 wgml_error *err);
 
 /* ---- speech (task SPEECH: the kokoro family) ------------------------------- */
 

@@ -45,7 +45,12 @@ static void note(const wgml_model *m, const char *fmt, ...) {
 
 int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params) {
     wgml_encoder_info ei;
-    if (!encoder(model, &ei)) return -1;
+    if (!encoder(model, &ei)) { /* an image encoder without a text tower: its vectors' */
+        if (!model || !model->fam->vision) return -1;
+        wgml_vision_info vi;
+        model->fam->vision->info(model->impl, &vi);
+        return params && params->dimensions && params->dimensions != vi.dim ? -1 : vi.dim;
+    }
     int d = params && params->dimensions ? params->dimensions : ei.dim;
     return d >= 1 && d <= ei.dim ? d : -1;
 }

@@ -20,7 +20,7 @@
 
 #include <stdatomic.h>
 
-#define WGML_MODEL_TASK_STATES 3
+#define WGML_MODEL_TASK_STATES 4
 
 struct wgml_model {
     gguf_file *gguf;
@@ -41,7 +41,7 @@ struct wgml_model {
 };
 
 /* The tasks whose states wait on the model between requests. */
-enum { WGML_STATE_ENCODER, WGML_STATE_SPEAKER, WGML_STATE_TRANSCRIBER };
+enum { WGML_STATE_ENCODER, WGML_STATE_SPEAKER, WGML_STATE_TRANSCRIBER, WGML_STATE_VISION };
 
 /* The idle state of `task` (NULL: none waiting; the caller makes one). */
 void *wgml_model_take_state(wgml_model *m, int task);

@@ -1203,6 +1203,7 @@ static double ref_unary(wgml_unary_kind kind, double x, double a, double b, doub
     case WGML_UNARY_SIN: return sin(x);
     case WGML_UNARY_EXP: return exp(x);
     case WGML_UNARY_SNAKE: return x + pow(sin(v * x), 2) / v;
+    case WGML_UNARY_GELU_QUICK: return x / (1 + exp(-1.702 * x));
     default: return NAN;
     }
 }

@@ -222,7 +222,7 @@ void oc_check_l2_norm(ctx *c) {
 
 static void unary_case(ctx *c, wgml_unary_kind kind, int64_t n, int64_t rows, int v, int in_place, double tol) {
     static const char *const names[WGML_UNARY_COUNT] = {"gelu", "gelu_erf", "tanh", "scale", "sigmoid",
-                                                        "leaky_relu", "sin", "exp", "snake"};
+                                                        "leaky_relu", "sin", "exp", "snake", "gelu_quick"};
     nn_case k = {.op = "unary", .n = n, .rows = rows, .out_rows = rows, .where = {v, IN_NONE}, .in_place = in_place,
                  .kind = kind, .pa = kind == WGML_UNARY_LEAKY_RELU ? 0.1f : -0.75f, .pb = 0.5f};
     char cfg[160];

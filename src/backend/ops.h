@@ -275,6 +275,7 @@ typedef enum wgml_unary_kind {
     WGML_UNARY_SIN,        /* sin(x) */
     WGML_UNARY_EXP,        /* exp(x) */
     WGML_UNARY_SNAKE,      /* x + sin(v x)^2 / v, v per column (Snake1d's alpha, channels last) */
+    WGML_UNARY_GELU_QUICK, /* x sigmoid(1.702 x) (OpenAI CLIP's QuickGELU) */
     WGML_UNARY_COUNT
 } wgml_unary_kind;
 

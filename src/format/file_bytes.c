@@ -70,3 +70,65 @@ void wgml_file_bytes_release(const uint8_t *base, size_t size, int kind) {
 #endif
     if (kind == WGML_BYTES_OWNED) wgml_free((void *)base);
 }
+
+char *wgml_path_join(const char *dir, const char *name) {
+    size_t dn = dir ? strlen(dir) : 0, nn = strlen(name);
+    int slash = dn > 0 && dir[dn - 1] != '/';
+    char *p = wgml_malloc(dn + (size_t)slash + nn + 1);
+    if (!p) return NULL;
+    if (dn) memcpy(p, dir, dn);
+    if (slash) p[dn] = '/';
+    memcpy(p + dn + (size_t)slash, name, nn + 1);
+    return p;
+}
+
+wgml_status wgml_read_text_file(const char *dir, const char *name, size_t max_size, int optional, char **text,
+                                size_t *len, wgml_error *err) {
+    *text = NULL;
+    if (len) *len = 0;
+    char *path = wgml_path_join(dir, name);
+    if (!path) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    wgml_status st = WGML_OK;
+    char *buf = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        if (!(optional && errno == ENOENT)) st = wgml_fail(err, WGML_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        wgml_free(path);
+        return st;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = wgml_fail(err, WGML_ERR_IO, "%s: not a regular file", path);
+        goto done;
+    }
+    if ((uint64_t)sb.st_size > (uint64_t)max_size) {
+        st = wgml_fail(err, WGML_ERR_FORMAT, "%s: file of %llu bytes is over the limit of %zu bytes", path,
+                       (unsigned long long)sb.st_size, max_size);
+        goto done;
+    }
+    size_t n = (size_t)sb.st_size, got = 0;
+    buf = wgml_malloc(n + 1);
+    if (!buf) {
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, n);
+        goto done;
+    }
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    if (got != n) {
+        st = wgml_fail(err, WGML_ERR_IO, "%s: short read (%zu of %zu bytes)", path, got, n);
+        goto done;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    buf = NULL;
+    if (len) *len = n;
+done:
+    close(fd);
+    wgml_free(buf);
+    wgml_free(path);
+    return st;
+}

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "model/family.h"
 #include "model/bert/bert.h"
+#include "model/clip/clip.h"
 #include "model/kokoro/kokoro.h"
 #include "model/llama/llama.h"
 #include "model/whisper/whisper.h"
@@ -17,6 +18,7 @@ static const wgml_family *const families[] = {
     &wgml_family_bert,
     &wgml_family_kokoro,
     &wgml_family_whisper,
+    &wgml_family_clip,
 };
 #define N_FAMILIES ((int)(sizeof families / sizeof families[0]))
 
@@ -100,6 +102,8 @@ const char *wgml_task_name(uint32_t task) {
     case WGML_TASK_RERANK: return "rerank";
     case WGML_TASK_SPEECH: return "speech";
     case WGML_TASK_TRANSCRIBE: return "transcribe";
+    case WGML_TASK_EMBED_IMAGE: return "embed-image";
+    case WGML_TASK_CLASSIFY: return "classify";
     }
     return "unknown";
 }

@@ -163,6 +163,32 @@ typedef struct wgml_transcriber {
                               wgml_error *err);
 } wgml_transcriber;
 
+struct wgml_image_prep; /* image/image_prep.h */
+
+/* What an image encoder takes and gives. */
+typedef struct wgml_vision_info {
+    int dim;        /* an image's vector */
+    int image_size; /* the side of the square of pixels it takes (after preprocessing) */
+    int n_labels;   /* a classifier's labels; 0: none */
+} wgml_vision_info;
+
+/* An image encoder: preprocessed images (n x [3][S][S] floats, S =
+ * image_size) in, one vector (or a classifier's scores) per image out. The
+ * images of one step attend to their own rows only. */
+typedef struct wgml_vision_encoder {
+    void (*info)(const void *model, wgml_vision_info *out);
+    /* The model's preprocessing (image/image_prep.h's parameters) into *out. */
+    void (*preprocess)(const void *model, struct wgml_image_prep *out);
+    /* The name of label i (0 .. n_labels-1). */
+    const char *(*label)(const void *model, int i);
+    /* A state for steps of up to n_images images (grown between steps). */
+    wgml_status (*create)(void *model, int n_images, void **state, wgml_error *err);
+    void (*free)(void *state);
+    /* WGML_ENCODE_POOLED / _L2: dim floats per image; WGML_ENCODE_SCORE: n_labels logits. */
+    wgml_status (*encode)(void *model, void *state, const float *pixels, int n, wgml_encoder_output what, float *out,
+                          wgml_error *err);
+} wgml_vision_encoder;
+
 typedef struct wgml_family {
     const char *name;          /* "llama" */
     const char *const *archs;  /* the architectures it reads, NULL-terminated: {"llama", "qwen2", NULL} */
@@ -195,6 +221,7 @@ typedef struct wgml_family {
     const wgml_encoder *encoder;
     const wgml_speaker *speaker;
     const wgml_transcriber *transcriber;
+    const wgml_vision_encoder *vision;
 } wgml_family;
 
 /* The family that reads architecture arch; NULL when none does. */

@@ -156,12 +156,13 @@ uint32_t quantize_file_type(const quantize_recipe *r, const uint64_t elements[WG
     return mostly((uint32_t)best);
 }
 
-/* Matrices that stay F32 in every recipe: BERT's learned position and token-type
+/* Matrices that stay F32 in every recipe: BERT's (and the vision towers') learned position and token-type
  * embeddings (llama.cpp's converter writes them F32 and its quantizer leaves them
  * alone: they are added to the activations, not multiplied) and a reranker's
  * one-row score projection (too small to be worth a quantized block). */
 static int keeps_f32(const char *name) {
-    return strcmp(name, "position_embd.weight") == 0 || strcmp(name, "token_types.weight") == 0 ||
+    return strcmp(name, "position_embd.weight") == 0 || strcmp(name, "v.position_embd.weight") == 0 ||
+           strcmp(name, "token_types.weight") == 0 ||
            strcmp(name, "cls.output.weight") == 0;
 }
 

@@ -103,6 +103,19 @@ static const synth_arch archs[] = {
      .n_vocab = 51866, .n_ctx = 448, .n_embd = 1280, .n_layer = 4, .n_head = 20, .n_head_kv = 20, .n_ff = 5120,
      .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 128, .n_audio_layer = 32, .n_audio_ctx = 1500,
      .whisper_seed = 20261206, .eot_factor = 2.5},
+    /* vision towers: n_ctx = rows per image (patches + the class row); n_vocab unused */
+    {.name = "clip-vit-b32", .arch = "clip", .source = "openai/clip-vit-base-patch32 (vision tower)",
+     .n_ctx = 50, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-5f,
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 32, .proj_dim = 512},
+    {.name = "clip-vit-b16", .arch = "clip", .source = "openai/clip-vit-base-patch16 (vision tower)",
+     .n_ctx = 197, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-5f,
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16, .proj_dim = 512},
+    {.name = "siglip-base", .arch = "siglip", .source = "google/siglip-base-patch16-224 (vision tower)",
+     .n_ctx = 196, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-6f,
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16},
+    {.name = "vit-base", .arch = "vit", .source = "google/vit-base-patch16-224",
+     .n_ctx = 197, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-12f,
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16, .n_labels = 1000},
 };
 /* clang-format on */
 #define N_ARCHS ((int)(sizeof archs / sizeof archs[0]))
@@ -253,6 +266,58 @@ static int whisper_tensors(const synth_arch *a, int n_layer, synth_tensor *out, 
     ADD(S, 1, "decoder.ln.bias");
     return n;
 }
+
+/* A vision tower block's tensors under pfx (model/clip/clip.h); attn_norm 0: none (SigLIP's head). */
+static int vision_block(int n, const char *pfx, int64_t E, int64_t F, int attn_norm, synth_tensor *out, int cap) {
+    static const char *const proj[4] = {"q", "k", "v", "out"};
+    if (attn_norm) {
+        ADD(E, 1, "%s.attn_norm.weight", pfx);
+        ADD(E, 1, "%s.attn_norm.bias", pfx);
+    }
+    for (int k = 0; k < 4; k++) {
+        ADD(E, E, "%s.attn_%s.weight", pfx, proj[k]);
+        ADD(E, 1, "%s.attn_%s.bias", pfx, proj[k]);
+    }
+    ADD(E, 1, "%s.ffn_norm.weight", pfx);
+    ADD(E, 1, "%s.ffn_norm.bias", pfx);
+    ADD(E, F, "%s.ffn_up.weight", pfx);
+    ADD(F, 1, "%s.ffn_up.bias", pfx);
+    ADD(F, E, "%s.ffn_down.weight", pfx);
+    ADD(E, 1, "%s.ffn_down.bias", pfx);
+    return n;
+}
+
+static int vision_tensors(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
+    const int64_t E = a->n_embd, F = a->n_ff, K = 3LL * a->patch_size * a->patch_size;
+    const int clip = !strcmp(a->arch, "clip"), siglip = !strcmp(a->arch, "siglip");
+    int n = 0;
+    MAT(K, E, "v.patch_embd.weight");
+    if (!clip) ADD(E, 1, "v.patch_embd.bias");
+    if (!siglip) ADD(E, 1, "v.class_embd");
+    MAT(E, a->n_ctx, "v.position_embd.weight");
+    if (clip) {
+        ADD(E, 1, "v.pre_norm.weight");
+        ADD(E, 1, "v.pre_norm.bias");
+    }
+    for (int i = 0; i < n_layer; i++) {
+        char pfx[24];
+        snprintf(pfx, sizeof pfx, "v.blk.%d", i);
+        n = vision_block(n, pfx, E, F, 1, out, cap);
+    }
+    ADD(E, 1, "v.post_norm.weight");
+    ADD(E, 1, "v.post_norm.bias");
+    if (a->proj_dim) MAT(E, a->proj_dim, "v.proj.weight");
+    if (siglip) {
+        ADD(E, 1, "v.head.probe");
+        n = vision_block(n, "v.head", E, F, 0, out, cap);
+    }
+    if (a->n_labels) {
+        MAT(E, a->n_labels, "v.classifier.weight");
+        ADD(a->n_labels, 1, "v.classifier.bias");
+    }
+    return n;
+}
+
 #undef ADD
 #undef MAT
 #undef ADD_DIMS
@@ -260,6 +325,7 @@ static int whisper_tensors(const synth_arch *a, int n_layer, synth_tensor *out, 
 int synth_tensor_list(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
     if (n_layer <= 0) n_layer = synth_arch_max_layers(a);
     if (a->kind == SYNTH_WHISPER) return whisper_tensors(a, n_layer, out, cap);
+    if (a->kind == SYNTH_VISION) return vision_tensors(a, n_layer, out, cap);
     return a->kind == SYNTH_DECODER ? decoder_tensors(a, n_layer, out, cap) : encoder_tensors(a, n_layer, out, cap);
 }
 
@@ -438,6 +504,31 @@ static wgml_status write_metadata(gguf_writer *w, const synth_arch *a, int n_lay
 #define KV_F32(suffix, v)                                                                                              \
     snprintf(key, sizeof key, "%s." suffix, a->arch);                                                                  \
     if ((st = gguf_writer_set_f32(w, key, (v), err))) return st;
+    if (a->kind == SYNTH_VISION) {
+        KV_U32("vision.image_size", a->image_size)
+        KV_U32("vision.patch_size", a->patch_size)
+        KV_U32("vision.embedding_length", a->n_embd)
+        KV_U32("vision.feed_forward_length", a->n_ff)
+        KV_U32("vision.block_count", n_layer)
+        KV_U32("vision.attention.head_count", a->n_head)
+        KV_F32("vision.attention.layer_norm_epsilon", a->eps)
+        if (a->proj_dim) {
+            KV_U32("vision.projection_dim", a->proj_dim)
+        }
+        if (a->n_labels) {
+            char **labels = wgml_calloc((size_t)a->n_labels, sizeof *labels);
+            st = labels ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+            for (int i = 0; !st && i < a->n_labels; i++)
+                if (!(labels[i] = wgml_malloc(24))) st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+                else snprintf(labels[i], 24, "LABEL_%d", i);
+            snprintf(key, sizeof key, "%s.classifier.output_labels", a->arch);
+            if (!st) st = gguf_writer_set_arr_str(w, key, (const char *const *)labels, NULL, (uint64_t)a->n_labels, err);
+            for (int i = 0; labels && i < a->n_labels; i++) wgml_free(labels[i]);
+            wgml_free(labels);
+            if (st) return st;
+        }
+        return WGML_OK;
+    }
     if (a->kind == SYNTH_DECODER) {
         KV_U32("vocab_size", a->n_vocab)
         KV_U32("context_length", a->n_ctx)
@@ -805,7 +896,7 @@ wgml_status synth_write(const char *out, const synth_params *p, synth_result *re
     if (n_layer < 1 || n_layer > a->n_layer)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "%s has %d layers; cannot write %d", a->name, a->n_layer,
                          p->n_layer);
-    if (!out || !p->vocab)
+    if (!out || (!p->vocab && a->kind != SYNTH_VISION))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "synth: output and vocabulary paths are required");
 
     gguf_file *vocab = NULL;
@@ -818,7 +909,7 @@ wgml_status synth_write(const char *out, const synth_params *p, synth_result *re
     normal_table *nt = NULL;
     synth_state S;
     memset(&S, 0, sizeof S);
-    wgml_status st = gguf_open(p->vocab, &vocab, err);
+    wgml_status st = p->vocab && a->kind != SYNTH_VISION ? gguf_open(p->vocab, &vocab, err) : WGML_OK;
     if (st) return st;
     int n = synth_tensor_list(a, n_layer, NULL, 0);
     ts = wgml_calloc((size_t)n, sizeof *ts);

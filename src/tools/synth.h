@@ -31,6 +31,11 @@
  * vocabulary (whisper.tokens) comes from a donor Whisper model (GGUF or
  * whisper.cpp .bin, params.vocab) or is synthesized (see synth_vocab.h).
  *
+ * Vision towers (kind SYNTH_VISION: clip-vit-b32, clip-vit-b16, siglip-base,
+ * vit-base) get model/clip/clip.h's tensors and keys, with the
+ * preprocessing of the architecture's image processor left to its defaults;
+ * they have no vocabulary (the text towers are not written).
+ *
  * Weights are a deterministic function of the seed and the tensor's name and
  * row (not of the thread count or of --layers): matrices ~ N(0, 0.02) like
  * the usual initialisation, norms 1 + N(0, 0.02), biases N(0, 0.02). Each
@@ -52,6 +57,7 @@ typedef enum synth_kind {
     SYNTH_BERT,        /* bert: learned positions, LayerNorm with biases, GELU, biased projections */
     SYNTH_NOMIC_BERT,  /* nomic-bert: bert's norms, RoPE, fused QKV, SwiGLU, no biases */
     SYNTH_WHISPER,     /* whisper: the official state dict's tensors (whisper_vocab.h's GGUF schema) */
+    SYNTH_VISION,      /* clip / siglip / vit: a vision tower in model/clip/clip.h's GGUF schema */
 } synth_kind;
 
 /* llama.cpp's LLAMA_POOLING_TYPE_* (the ARCH.pooling_type key) */
@@ -81,6 +87,10 @@ typedef struct synth_arch {
     int n_mels, n_audio_layer, n_audio_ctx;
     uint64_t whisper_seed; /* the weights' seed when params.seed is 0 */
     double eot_factor;     /* on the <|endoftext|> row of decoder.token_embedding.weight */
+    /* vision towers (kind SYNTH_VISION): n_embd, n_layer, n_head, n_ff and eps are the tower's */
+    int image_size, patch_size;
+    int proj_dim; /* CLIP's visual projection */
+    int n_labels; /* ViT's classifier ("LABEL_0" ...) */
 } synth_arch;
 
 int synth_arch_count(void);

@@ -77,7 +77,7 @@ static void list_archs(void) {
            "heads", "kv", "ffn", "theta", "eps", "source");
     for (int i = 0; i < synth_arch_count(); i++) {
         const synth_arch *a = synth_arch_at(i);
-        if (a->kind == SYNTH_WHISPER) continue;
+        if (a->kind == SYNTH_WHISPER || a->kind == SYNTH_VISION) continue;
         printf("%-18s %-10s %7d %7d %6d %6d %6d %6d %9d %6g %-5g %s%s%s%s%s\n", a->name, a->arch, a->n_vocab, a->n_ctx,
                a->n_embd, a->n_layer, a->n_head, a->n_head_kv, a->n_ff, a->rope_base, a->eps, a->source,
                a->tied ? ", tied output" : "", a->qkv_bias ? ", QKV biases" : "",
@@ -92,6 +92,16 @@ static void list_archs(void) {
         snprintf(layers, sizeof layers, "%d+%d", a->n_audio_layer, a->n_layer);
         printf("%-22s %-10s %7d %5d %6d %9s %6d %9d %10llu %6g %s\n", a->name, a->arch, a->n_vocab, a->n_mels,
                a->n_embd, layers, a->n_head, a->n_ctx, (unsigned long long)a->whisper_seed, a->eot_factor, a->source);
+    }
+    printf("\n%-18s %-10s %6s %6s %6s %6s %6s %6s %6s %s\n", "name", "arch", "image", "patch", "width", "layers",
+           "heads", "ffn", "out", "source");
+    for (int i = 0; i < synth_arch_count(); i++) {
+        const synth_arch *a = synth_arch_at(i);
+        if (a->kind != SYNTH_VISION) continue;
+        printf("%-18s %-10s %6d %6d %6d %6d %6d %6d %6d %s%s\n", a->name, a->arch, a->image_size, a->patch_size,
+               a->n_embd, a->n_layer, a->n_head, a->n_ff,
+               a->proj_dim ? a->proj_dim : a->n_labels ? a->n_labels : a->n_embd, a->source,
+               a->n_labels ? " (classifier)" : "");
     }
 }
 
@@ -161,6 +171,8 @@ int cmd_synth(int argc, char **argv) {
         return cli_usage_error("--layers %d: %s has %d layers", layers, sa->name, synth_arch_max_layers(sa));
     if (sa->kind == SYNTH_WHISPER) {
         if (opt.seed == UINT64_MAX) seed = 0; /* the variant's own */
+    } else if (sa->kind == SYNTH_VISION) {
+        if (vocab) return cli_usage_error("--vocab: %s has no text tower to give a vocabulary", sa->name);
     } else {
         const char *default_vocab = sa->kind != SYNTH_DECODER ? SYNTH_VOCAB_WORDPIECE
                                     : sa->bpe                 ? SYNTH_VOCAB_BPE

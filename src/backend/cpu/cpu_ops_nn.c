@@ -179,6 +179,7 @@ static void unary_rows(void *p, int64_t lo, int64_t hi, int ith) {
             break;
         }
         EACH(y + sin(v[c] * y) * sin(v[c] * y) / v[c]);
+    case WGML_UNARY_GELU_QUICK: EACH(y / (1.0 + exp(-1.702 * y)));
     case WGML_UNARY_COUNT: break;
     }
 #undef EACH

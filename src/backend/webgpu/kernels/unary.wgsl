@@ -99,6 +99,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             let s = sin_s(al * t);
             y = t + s * s / al;
         }
+        case 9u: {                                                                                // GELU_QUICK
+            let e = exp(-abs(1.702 * t));
+            let s = 1.0 / (1.0 + e);
+            y = t * select(e * s, s, t >= 0.0);
+        }
         default: {}
     }
     o[P.o_off + i] = y;
