@@ -5,7 +5,9 @@ whose greedy texts equal their solo runs, a client that disconnects mid-stream
 freeing its slot, the queue limit, a clean drain on SIGTERM, keep-alive
 comments that find a streamed client gone while its request waits in the queue,
 /v1/embeddings with an embedding model (a one-layer `wgml synth` all-minilm-l6)
-against `wgml embed`, /v1/audio/speech with Kokoro (../shared's kokoro-tiny
+against `wgml embed`, image inputs (vision(): /v1/embeddings with {"image": ...} items
+and /v1/classify on one-layer vit-base and clip-vit-b32, PNGs written with zlib) against
+`wgml embed --image` and `wgml classify --json`, /v1/audio/speech with Kokoro (../shared's kokoro-tiny
 converted) against `wgml speak`, byte for byte, /v1/audio/transcriptions and
 /v1/audio/translations with Whisper (a `wgml synth` whisper-micro; multipart uploads
 of WAVs written here) against `wgml transcribe`, and all four models served by one
@@ -1117,12 +1119,154 @@ def embeddings():
         stop_server(p)
 
 
+def png_bytes(w, h, seed):
+    """An 8-bit RGB PNG of w x h pixels (a pattern from seed), written with zlib and struct only."""
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    rows = b"".join(b"\0" + bytes(((x * 7 + y * 13 + seed * 31 + c * 85) * (seed + 3)) & 255
+                                  for x in range(w) for c in range(3)) for y in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def png_header_only(w, h):
+    """A black 8-bit gray PNG of w x h pixels (all zeros compress to almost nothing)."""
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)) +
+            chunk(b"IDAT", zlib.compress(bytes((w + 1) * h), 9)) + chunk(b"IEND", b""))
+
+
+def vision():
+    """A vision model serves /v1/embeddings with {"image": ...} items (floats and base64) as `wgml embed --image`
+    computes them, and a classifier /v1/classify as `wgml classify --json`; every bad input is a 400 the server
+    lives through."""
+    with tempfile.TemporaryDirectory() as d:
+        vit, clip, emb = os.path.join(d, "vit.gguf"), os.path.join(d, "clip.gguf"), os.path.join(d, "minilm.gguf")
+        for arch, path in (("vit-base", vit), ("clip-vit-b32", clip), ("all-minilm-l6", emb)):
+            subprocess.run([CLI, "synth", "--arch", arch, "--type", "F16", "--layers", "1", "-o", path], check=True,
+                           capture_output=True)
+        pngs = [png_bytes(40, 30, 1), png_bytes(24, 48, 2), png_bytes(17, 17, 3)]
+        files = []
+        for i, b in enumerate(pngs):
+            files.append(os.path.join(d, "%d.png" % i))
+            with open(files[-1], "wb") as f:
+                f.write(b)
+        items = [{"image": "data:image/png;base64," + base64.b64encode(b).decode()} for b in pngs]
+        items[2] = {"image": base64.b64encode(pngs[2]).decode()}  # bare base64 is taken too
+
+        def cli_vectors(model):
+            out = subprocess.run([CLI, "embed", "-m", model, "--backend", "cpu", "--image", *files], check=True,
+                                 capture_output=True, text=True).stdout
+            return [[float(x) for x in line.split()] for line in out.strip().splitlines()]
+
+        def post(port, path, body):
+            return request(port, "POST", path, body, key=None)
+
+        def alive(port, what):
+            s, o, _ = post(port, "/v1/embeddings", dict(input=items[:1]))
+            check(s == 200 and len(o["data"]) == 1, "a good request after %s: %s" % (what, s))
+
+        # the classifier: embeddings and labels
+        want = cli_vectors(vit)
+        want_cls = json.loads(subprocess.run([CLI, "classify", "-m", vit, "--backend", "cpu", "--json", "--top", "3",
+                                              "--image", *files], check=True, capture_output=True, text=True).stdout)
+        p, port = serve(vit)
+        try:
+            s, o, _ = post(port, "/v1/embeddings", dict(input=items, model="x"))
+            got = [e["embedding"] for e in sorted(o["data"], key=lambda e: e["index"])] if s == 200 else []
+            worst = max((abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w)), default=1)
+            check(s == 200 and o["object"] == "list" and o["model"] == "vit.gguf" and len(got) == 3 and
+                  all(len(g) == len(w) for g, w in zip(got, want)) and worst <= 1e-5 and
+                  o["usage"] == {"prompt_tokens": 0, "total_tokens": 0},
+                  "image embeddings equal `wgml embed --image`: %s worst %g %s" % (s, worst, str(o)[:200]))
+            s, o, _ = post(port, "/v1/embeddings", dict(input=items[1:2], encoding_format="base64"))
+            raw = base64.b64decode(o["data"][0]["embedding"]) if s == 200 else b""
+            n = len(want[1])
+            check(len(raw) == 4 * n and max(abs(a - b) for a, b in zip(struct.unpack("<%df" % n, raw), want[1])) <= 1e-5,
+                  "image embeddings in base64: %s %d bytes" % (s, len(raw)))
+            s, o, _ = post(port, "/v1/classify", dict(input=items, top=3))
+            check(s == 200 and o["object"] == "list" and o["model"] == "vit.gguf" and len(o["data"]) == 3,
+                  "classify: %s %s" % (s, str(o)[:300]))
+            for g, w in zip(o.get("data", []), want_cls["data"]):
+                check(g["index"] == w["index"] and [(x["label"], x["index"]) for x in g["labels"]] ==
+                      [(x["label"], x["index"]) for x in w["labels"]] and
+                      all(abs(x["score"] - y["score"]) <= 1e-5 for x, y in zip(g["labels"], w["labels"])),
+                      "classify %d equals `wgml classify --json`: %s %s" % (g["index"], g["labels"], w["labels"]))
+            s, o, _ = post(port, "/v1/classify", dict(input=items[:1]))
+            check(s == 200 and len(o["data"][0]["labels"]) == 5, "classify: 5 labels by default")
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            check(o["data"][0]["meta"]["capabilities"] == ["embeddings.images", "classify"], "vit capabilities %s" % o)
+            # errors: 400 with a message, and the server carries on
+            png = base64.b64encode(pngs[0]).decode()
+            garbage = base64.b64encode(b"GIF89a not really an image at all").decode()
+            truncated = base64.b64encode(pngs[0][:60]).decode()
+            huge = png_header_only(5000, 4000)  # 20 million pixels: over the 4096 x 4096 budget
+            for body, path, want_msg in [
+                    (dict(input=[{"image": "data:image/png;base64,iVBOR*w0"}]), "/v1/embeddings", "base64"),
+                    (dict(input=[{"image": png[:-3]}]), "/v1/embeddings", "base64"),
+                    (dict(input=[{"image": "data:text/plain;base64," + png}]), "/v1/embeddings", "data URL"),
+                    (dict(input=[{"image": "https://example.com/cat.png"}]), "/v1/embeddings", "URL"),
+                    (dict(input=[{"image": garbage}]), "/v1/embeddings", "GIF"),
+                    (dict(input=[{"image": truncated}]), "/v1/classify", "input[0]"),
+                    (dict(input=[{"image": base64.b64encode(huge).decode()}]), "/v1/embeddings", "limit"),
+                    (dict(input=[{"image": png}] * 65), "/v1/embeddings", "1 to 64"),
+                    (dict(input=[{"image": png}, {"text": "a cat"}]), "/v1/embeddings", "mixes"),
+                    (dict(input=[{"image": png, "text": "x"}]), "/v1/embeddings", "input[0]"),
+                    (dict(input=[{"image": 3}]), "/v1/classify", "input[0].image"),
+                    (dict(input=[{"image": png}], dimensions=8), "/v1/embeddings", "dimensions"),
+                    (dict(input=[{"image": png}], encoding_format="hex"), "/v1/embeddings", "encoding_format"),
+                    (dict(input=[{"image": png}], top=0), "/v1/classify", "top"),
+                    (dict(input="a cat"), "/v1/embeddings", "images only"),
+                    (dict(input=[{"text": "a cat"}]), "/v1/embeddings", "images only")]:
+                s, o, _ = post(port, path, body)
+                msg = o["error"]["message"] if isinstance(o, dict) and "error" in o else ""
+                check(s == 400 and want_msg in msg, "%s %s -> %s %s" % (path, str(body)[:60], s, msg or str(o)[:200]))
+                alive(port, str(body)[:40])
+        finally:
+            stop_server(p)
+        # a vision tower without a head: embeddings, no /v1/classify
+        want = cli_vectors(clip)
+        p, port = serve(clip)
+        try:
+            s, o, _ = post(port, "/v1/embeddings", dict(input=items))
+            got = [e["embedding"] for e in o["data"]] if s == 200 else []
+            worst = max((abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w)), default=1)
+            check(s == 200 and len(got) == 3 and worst <= 1e-5, "CLIP image embeddings: %s worst %g" % (s, worst))
+            s, o, _ = post(port, "/v1/classify", dict(input=items[:1]))
+            check(s == 400 and "no classifier head" in o["error"]["message"], "classify without a head: %s %s" % (s, o))
+            alive(port, "classify without a head")
+            s, o, _ = request(port, "GET", "/v1/models", key=None)
+            check(o["data"][0]["meta"]["capabilities"] == ["embeddings.images"], "clip capabilities %s" % o)
+        finally:
+            stop_server(p)
+        # a text embedding model takes {"text": ...} items and refuses images
+        p, port = serve(emb)
+        try:
+            s, o, _ = post(port, "/v1/embeddings", dict(input=[{"text": "a cat"}, "a dog"]))
+            s2, o2, _ = post(port, "/v1/embeddings", dict(input=["a cat", "a dog"]))
+            check(s == 200 and s2 == 200 and o["data"] == o2["data"], "{\"text\": ...} items: %s %s" % (s, s2))
+            s, o, _ = post(port, "/v1/embeddings", dict(input=items[:1]))
+            check(s == 400 and "texts only" in o["error"]["message"], "an image to a text model: %s %s" % (s, o))
+            s, o, _ = post(port, "/v1/classify", dict(input=items[:1]))
+            check(s == 400 and o["error"]["code"] == "model_not_supported", "classify on a text model: %s %s" % (s, o))
+            s, o, _ = post(port, "/v1/embeddings", dict(input="a cat"))
+            check(s == 200, "a good request after the errors: %s" % s)
+        finally:
+            stop_server(p)
+
+
 if __name__ == "__main__":
     part = sys.argv[3] if len(sys.argv) > 3 else "all"  # ctest runs "main", "models" and "hostile" side by side
     if part in ("all", "main"):
         main()
     if part in ("all", "models"):
         embeddings()
+        vision()
         transcription()
         speech()
         several_models()

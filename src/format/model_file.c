@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "format/ggml_whisper.h"
+#include "model/hf.h"
 
 wgml_model_format wgml_model_format_detect(const void *head, size_t n) {
     if (head && n >= 4 && memcmp(head, "GGUF", 4) == 0) return WGML_MODEL_FORMAT_GGUF;
@@ -20,6 +21,7 @@ const char *wgml_model_format_name(wgml_model_format fmt) {
     switch (fmt) {
     case WGML_MODEL_FORMAT_GGUF: return "GGUF";
     case WGML_MODEL_FORMAT_WHISPER_BIN: return "whisper.cpp ggml";
+    case WGML_MODEL_FORMAT_HF: return "Hugging Face (safetensors)";
     case WGML_MODEL_FORMAT_UNKNOWN: break;
     }
     return "unknown";
@@ -38,6 +40,10 @@ static wgml_model_format sniff(const char *path) {
 wgml_status wgml_model_file_open_format(const char *path, gguf_file **out, wgml_model_format *format,
                                         wgml_error *err) {
     *out = NULL;
+    if (wgml_hf_detect(path)) { /* a Hugging Face folder (or its safetensors): converted by its family */
+        if (format) *format = WGML_MODEL_FORMAT_HF;
+        return wgml_hf_open(path, out, err);
+    }
     wgml_model_format fmt = sniff(path);
     if (format) *format = fmt;
     if (fmt == WGML_MODEL_FORMAT_WHISPER_BIN) return ggml_whisper_open(path, out, err);

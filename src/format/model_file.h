@@ -5,7 +5,9 @@
  * (api.c, `wgml info`, `bench`, `template`, `tokenize`): a GGUF is opened as
  * it is (gguf_open, memory-mapped); a whisper.cpp ggml .bin (its magic
  * 0x67676d6c) is converted to the GGUF of model/whisper/whisper_vocab.h in
- * memory first (format/ggml_whisper.h). Anything else is a GGUF error (its
+ * memory first (format/ggml_whisper.h); a Hugging Face folder (config.json
+ * with model.safetensors, or shards), given as the folder or one of its
+ * safetensors files, by its family's converter (model/hf.h). Anything else is a GGUF error (its
  * message says the magic was not recognised).
  */
 #ifndef WGML_FORMAT_MODEL_FILE_H
@@ -20,6 +22,7 @@ typedef enum wgml_model_format {
     WGML_MODEL_FORMAT_UNKNOWN = 0,
     WGML_MODEL_FORMAT_GGUF,        /* "GGUF" */
     WGML_MODEL_FORMAT_WHISPER_BIN, /* whisper.cpp's ggml .bin */
+    WGML_MODEL_FORMAT_HF,          /* a Hugging Face folder: config.json + safetensors (model/hf.h) */
 } wgml_model_format;
 
 /* The format that bytes starting with head[0..n) are in (n may be < 4). */

@@ -164,6 +164,8 @@ typedef struct wgml_transcriber {
 } wgml_transcriber;
 
 struct wgml_image_prep; /* image/image_prep.h */
+struct wgml_hf_model;  /* model/hf.h */
+struct wgml_hf_plan;
 
 /* What an image encoder takes and gives. */
 typedef struct wgml_vision_info {
@@ -222,6 +224,12 @@ typedef struct wgml_family {
     const wgml_speaker *speaker;
     const wgml_transcriber *transcriber;
     const wgml_vision_encoder *vision;
+    /* Hugging Face folders (model/hf.h): the config.json model_types it reads,
+     * NULL-terminated (NULL: none), and the conversion of one to its GGUF
+     * (metadata through w, tensors into plan). */
+    const char *const *hf_types;
+    wgml_status (*hf_convert)(const struct wgml_hf_model *hf, const char *model_type, gguf_writer *w,
+                              struct wgml_hf_plan *plan, wgml_error *err);
 } wgml_family;
 
 /* The family that reads architecture arch; NULL when none does. */

@@ -16,7 +16,13 @@ compares:
 - `--normalize none`: the raw vectors, the tolerance scaled by the largest norm;
 - the first image embedded alone vs in the batch (1e-5);
 - vit-base: `wgml classify --json --top 5`: the reference's five most probable
-  labels, in order, with probabilities within 1e-4.
+  labels, in order, with probabilities within 1e-4;
+- Hugging Face folders (CPU and llvmpipe): each float model written as the folder
+  transformers saves (hf_folder.py: CLIPModel sharded in two with an index and a text
+  tower to skip, SiglipModel, ViTForImageClassification with id2label), then
+  `wgml embed -m DIR --image` against the same reference, `wgml convert hf DIR` giving
+  a GGUF whose vectors are the folder's (bit for bit), `-m DIR/model.safetensors`, and
+  `wgml convert hf --type Q8_0` within cosine 0.999 of the reference.
 
 Exit status: 0 pass, 1 fail, 77 skipped (no Python with numpy and PIL, and
 WGML_REQUIRE_SHARED unset). A missing adapter is skipped with a message,
@@ -68,6 +74,7 @@ from PIL import Image  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from clip_ref import VisionReference  # noqa: E402
+from hf_folder import write_hf_folder  # noqa: E402
 
 # Tolerances (do not loosen without a reason written here).
 TOL_MAX_DIFF = 1e-4   # max |wgml - reference| over every value of every unit vector
@@ -190,6 +197,38 @@ def make_images(d):
     return out
 
 
+def check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev):
+    """The model as a Hugging Face folder: -m DIR against the reference, and `wgml convert hf`."""
+    d = os.path.join(tmp, "hf-" + os.path.basename(model)[:-5])
+    if not os.path.isdir(d):
+        write_hf_folder(model, d, shards=2 if label.startswith("clip") else 1)
+    out = run(["embed", "-m", d, "--image"] + paths + opts, cfg)
+    if out is None:
+        return
+    folder = parse_vectors(out)
+    compare(cfg + " HF folder", folder, want)
+    if dev != "cpu":
+        return
+    conv = os.path.join(tmp, "conv-" + os.path.basename(model))
+    if run(["convert", "hf", d, "-o", conv], cfg) is None:
+        return
+    out = run(["embed", "-m", conv, "--image"] + paths + opts, cfg)
+    if out is not None:
+        same = parse_vectors(out) == [] or all(np.array_equal(a, b) for a, b in zip(parse_vectors(out), folder))
+        print("%s %-52s" % ("ok  " if same else "FAIL", cfg + " convert hf = the folder, bit for bit"))
+        if not same:
+            failures.append("%s: convert hf's GGUF gives other vectors than the folder" % cfg)
+    if not label.startswith("clip"):
+        out = run(["embed", "-m", os.path.join(d, "model.safetensors"), "--image", paths[0]] + opts, cfg)
+        if out is not None:
+            compare(cfg + " -m DIR/model.safetensors", parse_vectors(out), want[:1])
+    q8 = os.path.join(tmp, "q8-" + os.path.basename(model))
+    if run(["convert", "hf", d, "--type", "Q8_0", "-o", q8], cfg) is not None:
+        out = run(["embed", "-m", q8, "--image"] + paths + opts, cfg)
+        if out is not None:
+            compare(cfg + " convert hf --type Q8_0", parse_vectors(out), want, tol=1e-1, cos_min=0.999)
+
+
 def unit(v):
     return v / max(np.linalg.norm(v), 1e-12)
 
@@ -256,6 +295,8 @@ def main():
                         print("%s %-52s max |diff| %.3e" % ("ok  " if ok else "FAIL", cfg + " alone vs batch", d))
                         if not ok:
                             failures.append("%s alone vs batch: %.3e (or a bad JSON shape)" % (cfg, d))
+                if typ != "Q8_0" and dev in ("cpu", "llvmpipe"):
+                    check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev)
                 if logits[0] is not None and dev != "swiftshader":
                     out = run(["classify", "-m", model, "--image", "--json", "--top", "5"] + paths + opts, cfg)
                     if out is None:

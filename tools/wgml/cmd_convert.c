@@ -2,13 +2,16 @@
  * cmd_convert.c - `wgml convert llama2c CHECKPOINT TOKENIZER -o OUT.gguf`,
  * `wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILES]
  * [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf` and
- * `wgml convert whisper MODEL.pt --vocab FILE [--type T] -o OUT.gguf`.
+ * `wgml convert whisper MODEL.pt --vocab FILE [--type T] -o OUT.gguf` and
+ * `wgml convert hf DIR [--type T] -o OUT.gguf` (a Hugging Face folder, model/hf.h).
  */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "model/hf.h"
+#include "tools/quantize.h"
 #include "tools_internal.h"
 
 typedef struct {
@@ -45,13 +48,17 @@ static const cli_spec spec = {
              "       wgml convert kokoro MODEL.pth [--config config.json] [--voices DIR|FILE,FILE...]\n"
              "                           [--type F32|F16|BF16|Q8_0] [--prosody-type T] -o OUT.gguf\n"
              "       wgml convert whisper MODEL.pt --vocab FILE [--type F16|F32|Q8_0|Q5_0|Q5_1|Q4_0|Q4_1]\n"
-             "                            -o OUT.gguf\n",
+             "                            -o OUT.gguf\n"
+             "       wgml convert hf DIR [--type F16|Q8_0|Q4_K_M|...] -o OUT.gguf\n",
     .about = "llama2c: a llama2.c checkpoint (legacy or v1 'ak42' fp32 format, shared or separate\n"
              "classifier) and its tokenizer.bin into a GGUF file that wgml and llama.cpp can run.\n"
              "kokoro: the official Kokoro checkpoint (kokoro-v1_0.pth) into a GGUF of architecture\n"
              "'kokoro' (weight norm folded, voices as tensors).\n"
              "whisper: the official Whisper checkpoint (openai/whisper's tiny.pt, ...) into the GGUF\n"
-             "that wgml reads whisper.cpp's .bin as (docs/whisper.md), with the vocabulary of --vocab.\n",
+             "that wgml reads whisper.cpp's .bin as (docs/whisper.md), with the vocabulary of --vocab.\n"
+             "hf: a Hugging Face model folder (config.json, model.safetensors or shards with their index,\n"
+             "preprocessor_config.json) of a CLIP, SigLIP or ViT model into its GGUF (docs/vision.md),\n"
+             "matrices as stored (F32, F16, BF16) or quantized with --type (a `wgml quantize` recipe).\n",
     .opts = options,
     .max_args = 3,
 };
@@ -202,6 +209,31 @@ static int convert_whisper(const char *pt, const char *vocab, const char *type, 
     return CLI_OK;
 }
 
+/* `wgml convert hf DIR`: the folder's GGUF as its family converts it, then quantized to `type`. */
+static int convert_hf(const char *dir, const char *type, const char *out) {
+    if (type && !quantize_recipe_find(type))
+        return cli_usage_error("unknown type '%s' (known: %s)", type, quantize_recipe_list());
+    if (!wgml_hf_detect(dir))
+        return cli_fail("%s: not a Hugging Face model folder (a folder with config.json, or a .safetensors file in one)",
+                        dir);
+    wgml_error err;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.hf-tmp", out);
+    const char *first = type ? tmp : out;
+    if (wgml_hf_convert(dir, first, &err)) return cli_fail_err(&err);
+    if (type) {
+        cli_progress bar;
+        cli_progress_begin(&bar, "quantizing");
+        quantize_params qp = {.progress = cli_progress_cb, .progress_user = &bar};
+        wgml_status st = quantize_file(tmp, out, type, &qp, NULL, &err);
+        cli_progress_end(&bar);
+        remove(tmp);
+        if (st) return cli_fail_err(&err);
+    }
+    fprintf(stderr, "wgml convert: wrote %s%s%s\n", out, type ? " as " : "", type ? type : "");
+    return CLI_OK;
+}
+
 int cmd_convert(int argc, char **argv) {
     convert_opts opt = {0};
     int n_pos, rc = cli_parse(&spec, &opt, argc, argv, &n_pos);
@@ -209,10 +241,17 @@ int cmd_convert(int argc, char **argv) {
     char **pos = argv;
     const char *out = opt.out, *config = opt.config, *voices = opt.voices, *type = opt.type,
                *prosody_type = opt.prosody_type, *vocab = opt.vocab;
-    if (n_pos == 0) return cli_usage_error("name the source format (llama2c, kokoro or whisper)");
+    if (n_pos == 0) return cli_usage_error("name the source format (llama2c, kokoro, whisper or hf)");
+    if (!strcmp(pos[0], "hf")) {
+        if (n_pos != 2) return cli_usage_error("give the folder: wgml convert hf DIR -o OUT.gguf");
+        if (config || voices || prosody_type || vocab)
+            return cli_usage_error("--config, --voices, --prosody-type and --vocab are not for hf");
+        if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
+        return convert_hf(pos[1], type, out);
+    }
     const int kokoro = !strcmp(pos[0], "kokoro"), whisper = !strcmp(pos[0], "whisper");
     if (!kokoro && !whisper && strcmp(pos[0], "llama2c") != 0)
-        return cli_usage_error("unknown source format '%s' (llama2c, kokoro and whisper are supported)", pos[0]);
+        return cli_usage_error("unknown source format '%s' (llama2c, kokoro, whisper and hf are supported)", pos[0]);
     if (!out) return cli_usage_error("give the output file with -o OUT.gguf");
     if (whisper) {
         if (n_pos != 2)

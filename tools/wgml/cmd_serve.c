@@ -40,7 +40,7 @@ static int check_origin(void *base, const char *opt, const char *v) {
 static const cli_opt options[] = {
     CLI_LIST("--model", "-m", serve_opts, paths, n_paths, "FILE", NULL,
            "GGUF model (default: $WGML_MODEL, else the shipped stories260K.gguf);\n"
-           "up to 4, one per task: generate, embed, speak, transcribe"),
+           "up to 5, one per task: generate, embed, speak, transcribe, embed images"),
     CLI_INCLUDE(cli_device_table, serve_opts, mo),
     CLI_GROUP("Server:"),
     CLI_STRING("--host", NULL, serve_opts, host, "ADDR", "address to listen on (default 127.0.0.1)"),
@@ -96,8 +96,10 @@ static const cli_spec spec = {
              "decoded together in one batched step per token; others wait in a queue. An embedding\n"
              "model (the bert family) serves POST /v1/embeddings instead, a speech model (kokoro)\n"
              "POST /v1/audio/speech (wav or pcm), a Whisper model POST /v1/audio/transcriptions and\n"
-             "/v1/audio/translations (file uploads). -m may be given up to 4 times, one model per task:\n"
-             "an LLM, an embedding model, a speech model and a Whisper model from one process.\n",
+             "/v1/audio/translations (file uploads), a vision model (CLIP, SigLIP, ViT) POST /v1/embeddings\n"
+             "of images and, with a classifier head, POST /v1/classify. -m may be given several times, one\n"
+             "model per task: an LLM, an embedding model, a speech model, a Whisper model and a vision\n"
+             "model from one process.\n",
     .opts = options,
 };
 
@@ -143,11 +145,12 @@ int cmd_serve(int argc, char **argv) {
         wgml_model_get_info(models[k], &infos[k]);
         const char *base = strrchr(paths[k], '/');
         ids[k] = base ? base + 1 : paths[k];
-        uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH | WGML_TASK_TRANSCRIBE);
+        uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH | WGML_TASK_TRANSCRIBE |
+                                       WGML_TASK_EMBED_IMAGE);
         if (n_paths > 1 && (!t || (t & seen))) {
             for (int j = 0; j <= k; j++) wgml_model_free(models[j]);
             return cli_fail("%s: %s; with several --model each must do what the others do not (generate, embed, speak, "
-                            "transcribe)",
+                            "transcribe, embed images)",
                             paths[k], t ? "a second model for the same task" : "a model that does none of the tasks served");
         }
         seen |= t;
@@ -210,13 +213,18 @@ int cmd_serve(int argc, char **argv) {
                 s.info.backend, s.info.adapter, s.n_ctx);
     else if (s.info.tasks & WGML_TASK_TRANSCRIBE)
         fprintf(stderr, "wgml serve: %s on %s (%s), speech recognition\n", s.model_id, s.info.backend, s.info.adapter);
+    else if (s.info.tasks & WGML_TASK_EMBED_IMAGE)
+        fprintf(stderr, "wgml serve: %s on %s (%s), image embeddings%s\n", s.model_id, s.info.backend, s.info.adapter,
+                s.info.tasks & WGML_TASK_CLASSIFY ? " and classification" : "");
     else
         fprintf(stderr, "wgml serve: %s on %s (%s), speech\n", s.model_id, s.info.backend, s.info.adapter);
     for (int k = 0; k < s.n_extra; k++)
         fprintf(stderr, "wgml serve: also %s (%s) for %s\n", s.extra[k].id, s.extra[k].info.architecture,
                 s.extra[k].info.tasks & WGML_TASK_EMBED        ? "/v1/embeddings"
                 : s.extra[k].info.tasks & WGML_TASK_TRANSCRIBE ? "/v1/audio/transcriptions, /v1/audio/translations"
-                                                               : "/v1/audio/speech");
+                : s.extra[k].info.tasks & WGML_TASK_CLASSIFY   ? "/v1/embeddings (images), /v1/classify"
+                : s.extra[k].info.tasks & WGML_TASK_EMBED_IMAGE ? "/v1/embeddings (images)"
+                                                                : "/v1/audio/speech");
     printf("listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", bound);
     fflush(stdout);
     while (!signals_seen) usleep(50 * 1000);

@@ -19,6 +19,8 @@
  *                     the prompt through the model's chat template; serve_tools.c:
  *                     tools, tool_choice and the calls parsed from the reply).
  *   serve_embed.c     /v1/embeddings.      serve_speech.c  /v1/audio/speech.
+ *   serve_vision.c    image inputs: /v1/embeddings with {"image": ...} items
+ *                     and /v1/classify (base64 data URLs through image_file.c).
  *   serve_transcribe.c  /v1/audio/transcriptions and /v1/audio/translations
  *                     (multipart/form-data uploads, audio through libsndfile).
  *   serve_info.c      /v1/models, /health and /metrics.
@@ -100,8 +102,8 @@ typedef struct serve_hist {
     uint64_t n;
 } serve_hist;
 
-#define SERVE_N_ENDPOINTS 10 /* chat, completions, embeddings, audio_speech, audio_transcriptions, audio_translations,
-                               models, health, metrics, other (serve_http.c) */
+#define SERVE_N_ENDPOINTS 11 /* chat, completions, embeddings, audio_speech, audio_transcriptions, audio_translations,
+                               classify, models, health, metrics, other (serve_http.c) */
 #define SERVE_N_STATUS 13
 extern const int serve_status_codes[SERVE_N_STATUS]; /* the statuses counted (the last also counts others) */
 typedef struct serve_metrics {
@@ -121,7 +123,7 @@ typedef struct serve_slot {
 /* A model the server holds: the main one (serve_server.model) and, with
  * several --model, one that embeds, one that speaks and one that transcribes
  * beside it. */
-#define SERVE_MAX_MODELS 4
+#define SERVE_MAX_MODELS 5
 typedef struct serve_model {
     wgml_model *model;
     wgml_model_info info;
@@ -315,6 +317,19 @@ int serve_ep_chat(struct mg_connection *c, serve_server *s, struct json_object *
 int serve_ep_completions(struct mg_connection *c, serve_server *s, struct json_object *req);
 int serve_ep_embeddings(struct mg_connection *c, serve_server *s, struct json_object *req);
 int serve_ep_speech(struct mg_connection *c, serve_server *s, struct json_object *req);
+
+/* ---- serve_vision.c: image inputs ---- */
+#define SERVE_MAX_IMAGES 64                          /* images in one request */
+#define SERVE_IMAGE_MAX_PIXELS ((size_t)4096 * 4096) /* pixels of one image (width x height) */
+#define SERVE_IMAGE_MAX_TOTAL ((size_t)64 << 20)     /* pixels of all a request's images (192 MiB as RGB) */
+/* What /v1/embeddings' input holds: 0 strings (or one string), 1 {"image": ...} items only, 2 texts with
+ * some as {"text": ...} (serve_input_text reads either form); -1 with msg for a bad item or a mix of
+ * images and texts. */
+int serve_input_kind(struct json_object *input, char *msg, size_t msg_size);
+const char *serve_input_text(struct json_object *item); /* a string's or {"text": ...}'s text, else NULL */
+/* /v1/embeddings with image items (serve_ep_embeddings hands them over), and /v1/classify. */
+int serve_ep_embed_images(struct mg_connection *c, serve_server *s, struct json_object *req);
+int serve_ep_classify(struct mg_connection *c, serve_server *s, struct json_object *req);
 /* a multipart/form-data upload: the endpoint checks the content type and reads the body itself */
 int serve_ep_transcribe(struct mg_connection *c, serve_server *s, int translate);
 int serve_ep_models(struct mg_connection *c, serve_server *s);

@@ -10,17 +10,27 @@
 #include "cli.h"
 #include "serve.h"
 
-/* POST /v1/embeddings: input (a string or an array of up to 2048 non-empty strings),
+/* POST /v1/embeddings: input (a string or an array of up to 2048 non-empty strings, each
+ * also as {"text": ...}; an array of {"image": ...} goes to serve_ep_embed_images),
  * encoding_format ("float" or "base64": the float32 bytes, as OpenAI's client asks by
  * default), dimensions (keep the first N values, then normalize: Matryoshka models);
  * model and user are ignored. Runs in this HTTP thread, one request at a time on the
  * model (embed_mu): an embedding is one forward pass, with no stream to interleave. */
 int serve_ep_embeddings(struct mg_connection *c, serve_server *s, json_object *req) {
+    json_object *input = NULL, *v;
+    char msg[256];
+    int kind = json_object_object_get_ex(req, "input", &input) ? serve_input_kind(input, msg, sizeof msg) : 0;
+    if (kind < 0) return serve_send_error(c, 400, "input", NULL, "%s", msg);
+    if (kind == 1) return serve_ep_embed_images(c, s, req); /* {"image": ...} items: serve_vision.c */
     serve_model buf;
-    const serve_model *sm = serve_model_for(s, WGML_TASK_EMBED, &buf);
+    const serve_model *sm = serve_model_for(s, WGML_TASK_EMBED, &buf), *vm;
+    if (!sm && (vm = serve_model_for(s, WGML_TASK_EMBED_IMAGE, &buf)))
+        return serve_send_error(c, 400, "input", "model_not_supported",
+                                "%s: this model embeds images only: send 'input' as [{\"image\": "
+                                "\"data:image/png;base64,...\"}, ...]",
+                                vm->id);
     if (!sm) return serve_no_task(c, s, "embed text");
-    json_object *input, *v;
-    if (!json_object_object_get_ex(req, "input", &input))
+    if (!input)
         return serve_send_error(c, 400, "input", NULL, "'input' is required: a string or an array of strings");
     int n = json_object_is_type(input, json_type_array) ? (int)json_object_array_length(input) : 1;
     if (n < 1 || n > 2048) return serve_send_error(c, 400, "input", NULL, "'input' must hold 1 to 2048 texts, not %d", n);
@@ -29,12 +39,13 @@ int serve_ep_embeddings(struct mg_connection *c, serve_server *s, json_object *r
     if (!texts) return serve_send_error(c, 500, NULL, NULL, "out of memory");
     for (int i = 0; i < n; i++) {
         json_object *t = json_object_is_type(input, json_type_array) ? json_object_array_get_idx(input, (size_t)i) : input;
-        if (!json_object_is_type(t, json_type_string) || json_object_get_string_len(t) == 0) {
+        const char *text = serve_input_text(t);
+        if (!text || !*text) {
             free(texts);
             return serve_send_error(c, 400, "input", NULL,
                               "'input' must be a non-empty string or an array of them (token arrays are not taken)");
         }
-        texts[i] = json_object_get_string(t);
+        texts[i] = text;
     }
     int base64 = 0;
     wgml_embed_params ep = wgml_embed_default_params();

@@ -38,14 +38,15 @@ enum {
     EP_SPEECH,
     EP_TRANSCRIBE,
     EP_TRANSLATE,
+    EP_CLASSIFY,
     EP_MODELS,
     EP_HEALTH,
     EP_METRICS,
     EP_OTHER
 };
 const char *const serve_endpoint_names[SERVE_N_ENDPOINTS] = {
-    "chat_completions",     "completions",        "embeddings", "audio_speech", "audio_transcriptions",
-    "audio_translations",   "models",             "health",     "metrics",      "other"};
+    "chat_completions", "completions", "embeddings", "audio_speech", "audio_transcriptions", "audio_translations",
+    "classify",         "models",      "health",     "metrics",      "other"};
 
 const int serve_status_codes[SERVE_N_STATUS] = {200, 400, 401, 403, 404, 405, 408, 413, 415, 429, 499, 500, 503};
 
@@ -164,6 +165,7 @@ static int handle(struct mg_connection *c, void *user) {
                   {"/v1/embeddings", "POST", EP_EMBEDDINGS}, {"/v1/audio/speech", "POST", EP_SPEECH},
                   {"/v1/audio/transcriptions", "POST", EP_TRANSCRIBE},
                   {"/v1/audio/translations", "POST", EP_TRANSLATE},
+                  {"/v1/classify", "POST", EP_CLASSIFY},
                   {"/v1/models", "GET", EP_MODELS},
                   {"/health", "GET", EP_HEALTH},             {"/metrics", "GET", EP_METRICS}};
     int ep = EP_OTHER, status;
@@ -247,6 +249,7 @@ static int handle(struct mg_connection *c, void *user) {
                 status = ep == EP_CHAT          ? serve_ep_chat(c, s, req)
                          : ep == EP_EMBEDDINGS ? serve_ep_embeddings(c, s, req)
                          : ep == EP_SPEECH     ? serve_ep_speech(c, s, req)
+                         : ep == EP_CLASSIFY   ? serve_ep_classify(c, s, req)
                                                : serve_ep_completions(c, s, req);
             }
             json_object_put(req);

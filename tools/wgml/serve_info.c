@@ -26,6 +26,8 @@ static json_object *model_entry(serve_server *s, const wgml_model *model, const 
         json_object_array_add(caps, json_object_new_string("chat.completions"));
     }
     if (info->tasks & WGML_TASK_EMBED) json_object_array_add(caps, json_object_new_string("embeddings"));
+    if (info->tasks & WGML_TASK_EMBED_IMAGE) json_object_array_add(caps, json_object_new_string("embeddings.images"));
+    if (info->tasks & WGML_TASK_CLASSIFY) json_object_array_add(caps, json_object_new_string("classify"));
     if (info->tasks & WGML_TASK_SPEECH) {
         json_object_array_add(caps, json_object_new_string("audio.speech"));
         json_object *voices = json_object_new_array();

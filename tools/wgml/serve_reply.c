@@ -172,7 +172,8 @@ int serve_no_task(struct mg_connection *c, serve_server *s, const char *what) {
     for (int i = 0; i < s->n_extra; i++) tasks |= s->extra[i].info.tasks;
     char served[224] = "";
     if (tasks & WGML_TASK_GENERATE) strcat(served, " /v1/chat/completions /v1/completions");
-    if (tasks & WGML_TASK_EMBED) strcat(served, " /v1/embeddings");
+    if (tasks & (WGML_TASK_EMBED | WGML_TASK_EMBED_IMAGE)) strcat(served, " /v1/embeddings");
+    if (tasks & WGML_TASK_CLASSIFY) strcat(served, " /v1/classify");
     if (tasks & WGML_TASK_SPEECH) strcat(served, " /v1/audio/speech");
     if (tasks & WGML_TASK_TRANSCRIBE) strcat(served, " /v1/audio/transcriptions /v1/audio/translations");
     return serve_send_error(c, 400, "model", "model_not_supported", "no model of this server can %s (it serves:%s)", what,

@@ -119,4 +119,11 @@ void clip_state_free(clip_state *s);
 wgml_status clip_vision_encode(clip_model *m, clip_state *s, const float *pixels, int n, wgml_encoder_output what,
                                float *out, wgml_error *err);
 
+/* Hugging Face checkpoints (clip_hf.c, model/hf.h): the model_types read, and the conversion. */
+struct wgml_hf_model;
+struct wgml_hf_plan;
+extern const char *const clip_hf_types[];
+wgml_status clip_hf_convert(const struct wgml_hf_model *hf, const char *model_type, gguf_writer *w,
+                            struct wgml_hf_plan *plan, wgml_error *err);
+
 #endif

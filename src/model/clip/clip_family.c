@@ -133,4 +133,6 @@ const wgml_family wgml_family_clip = {
     .weights = weights,
     .get_info = get_info,
     .vision = &vision,
+    .hf_types = clip_hf_types,
+    .hf_convert = clip_hf_convert,
 };

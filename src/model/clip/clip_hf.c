@@ -1,0 +1,303 @@
+/*
+ * clip_hf.c - Hugging Face CLIP, SigLIP and ViT checkpoints as the family's
+ * GGUF (model/hf.h; the schema is clip.h's). The vision tower only: the
+ * text towers' tensors are left out.
+ *
+ *   CLIPModel, CLIPVisionModel(WithProjection)   model_type clip, clip_vision_model
+ *     vision_model.embeddings.{patch_embedding.weight, class_embedding, position_embedding.weight}
+ *     vision_model.pre_layrnorm, vision_model.encoder.layers.N.{layer_norm1, self_attn.{q,k,v,out}_proj,
+ *     layer_norm2, mlp.fc1, mlp.fc2}, vision_model.post_layernorm, visual_projection.weight
+ *   SiglipModel, SiglipVisionModel               model_type siglip, siglip_vision_model
+ *     the same tower (patch embedding with a bias, no class row, no pre-norm), and
+ *     vision_model.head.{probe, attention.in_proj_{weight,bias} (q, k, v stacked), attention.out_proj,
+ *     layernorm, mlp.fc1, mlp.fc2}
+ *   ViTModel, ViTForImageClassification         model_type vit ("vit." before each name but the head's)
+ *     embeddings.{cls_token, position_embeddings, patch_embeddings.projection}, encoder.layer.N.
+ *     {layernorm_before, attention.attention.{query,key,value}, attention.output.dense, layernorm_after,
+ *     intermediate.dense, output.dense}, layernorm, classifier (labels: config.json's id2label)
+ *
+ * The hyper-parameters come from config.json (its vision_config for CLIPModel
+ * and SiglipModel), the preprocessing from preprocessor_config.json (the
+ * processor's defaults without one).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "image/image_prep.h"
+#include "model/clip/clip.h"
+#include "model/hf.h"
+
+typedef struct {
+    const wgml_hf_model *hf;
+    gguf_writer *w;
+    wgml_hf_plan *plan;
+    const char *arch;
+    wgml_error *err;
+    int64_t D, F, L, H, S, P, proj;
+} conv;
+
+/* Plans GGUF tensor gname from checkpoint tensor src (rows of ne0; ne1 rows from first). */
+static wgml_status add(conv *c, const char *gname, const st_tensor *src, const char *hfname, int64_t first, int64_t ne0,
+                       int64_t ne1) {
+    if (!src)
+        return wgml_fail(c->err, WGML_ERR_FORMAT, "the checkpoint has no tensor '%s' (for %s)", hfname, gname);
+    return wgml_hf_plan_add(c->plan, gname, src, first, ne0, ne1, c->err);
+}
+
+#define ADD(gname, ne0, ne1, ...)                                                                                      \
+    do {                                                                                                               \
+        char hn_[160];                                                                                                 \
+        snprintf(hn_, sizeof hn_, __VA_ARGS__);                                                                        \
+        if ((st = add(c, gname, st_find(c->hf->st, hn_), hn_, 0, ne0, ne1))) return st;                                \
+    } while (0)
+
+/* Weight + bias of a linear layer or a norm (hf: "<pfx>.weight" / ".bias"; out x in). */
+static wgml_status linear(conv *c, const char *gname, const char *hf, int64_t in, int64_t out) {
+    wgml_status st;
+    char g[96];
+    snprintf(g, sizeof g, "%s.weight", gname);
+    ADD(g, in, out, "%s.weight", hf);
+    snprintf(g, sizeof g, "%s.bias", gname);
+    ADD(g, out, 1, "%s.bias", hf);
+    return WGML_OK;
+}
+
+/* A LayerNorm's weight and bias (D each). */
+static wgml_status norm(conv *c, const char *gname, const char *hf) {
+    wgml_status st;
+    char g[96];
+    snprintf(g, sizeof g, "%s.weight", gname);
+    ADD(g, c->D, 1, "%s.weight", hf);
+    snprintf(g, sizeof g, "%s.bias", gname);
+    ADD(g, c->D, 1, "%s.bias", hf);
+    return WGML_OK;
+}
+
+/* The tower's blocks, names from the architecture's own. */
+static wgml_status blocks(conv *c, const char *pfx, int vit) {
+    wgml_status st;
+    for (int64_t i = 0; i < c->L; i++) {
+        char g[64], h[160];
+        const long long l = (long long)i;
+#define LIN(gsuffix, in, out, ...)                                                                                     \
+    snprintf(g, sizeof g, "v.blk.%lld.%s", l, gsuffix);                                                                \
+    snprintf(h, sizeof h, __VA_ARGS__);                                                                                \
+    if ((st = linear(c, g, h, in, out))) return st;
+#define NORM(gsuffix, ...)                                                                                             \
+    snprintf(g, sizeof g, "v.blk.%lld.%s", l, gsuffix);                                                                \
+    snprintf(h, sizeof h, __VA_ARGS__);                                                                                \
+    if ((st = norm(c, g, h))) return st;
+        if (vit) {
+            NORM("attn_norm", "%sencoder.layer.%lld.layernorm_before", pfx, l)
+            LIN("attn_q", c->D, c->D, "%sencoder.layer.%lld.attention.attention.query", pfx, l)
+            LIN("attn_k", c->D, c->D, "%sencoder.layer.%lld.attention.attention.key", pfx, l)
+            LIN("attn_v", c->D, c->D, "%sencoder.layer.%lld.attention.attention.value", pfx, l)
+            LIN("attn_out", c->D, c->D, "%sencoder.layer.%lld.attention.output.dense", pfx, l)
+            NORM("ffn_norm", "%sencoder.layer.%lld.layernorm_after", pfx, l)
+            LIN("ffn_up", c->D, c->F, "%sencoder.layer.%lld.intermediate.dense", pfx, l)
+            LIN("ffn_down", c->F, c->D, "%sencoder.layer.%lld.output.dense", pfx, l)
+        } else {
+            NORM("attn_norm", "%sencoder.layers.%lld.layer_norm1", pfx, l)
+            LIN("attn_q", c->D, c->D, "%sencoder.layers.%lld.self_attn.q_proj", pfx, l)
+            LIN("attn_k", c->D, c->D, "%sencoder.layers.%lld.self_attn.k_proj", pfx, l)
+            LIN("attn_v", c->D, c->D, "%sencoder.layers.%lld.self_attn.v_proj", pfx, l)
+            LIN("attn_out", c->D, c->D, "%sencoder.layers.%lld.self_attn.out_proj", pfx, l)
+            NORM("ffn_norm", "%sencoder.layers.%lld.layer_norm2", pfx, l)
+            LIN("ffn_up", c->D, c->F, "%sencoder.layers.%lld.mlp.fc1", pfx, l)
+            LIN("ffn_down", c->F, c->D, "%sencoder.layers.%lld.mlp.fc2", pfx, l)
+        }
+#undef LIN
+#undef NORM
+    }
+    return WGML_OK;
+}
+
+/* SigLIP's attention-pooling head: in_proj's rows are q, k, v one after another. */
+static wgml_status siglip_head(conv *c) {
+    wgml_status st;
+    const char *ip = "vision_model.head.attention.in_proj_weight", *ib = "vision_model.head.attention.in_proj_bias";
+    ADD("v.head.probe", c->D, 1, "vision_model.head.probe");
+    static const char *const qkv[3] = {"q", "k", "v"};
+    for (int k = 0; k < 3; k++) {
+        char g[48];
+        snprintf(g, sizeof g, "v.head.attn_%s.weight", qkv[k]);
+        if ((st = add(c, g, st_find(c->hf->st, ip), ip, k * c->D, c->D, c->D))) return st;
+        snprintf(g, sizeof g, "v.head.attn_%s.bias", qkv[k]);
+        if ((st = add(c, g, st_find(c->hf->st, ib), ib, k, c->D, 1))) return st;
+    }
+    if ((st = linear(c, "v.head.attn_out", "vision_model.head.attention.out_proj", c->D, c->D)) ||
+        (st = norm(c, "v.head.ffn_norm", "vision_model.head.layernorm")) ||
+        (st = linear(c, "v.head.ffn_up", "vision_model.head.mlp.fc1", c->D, c->F)) ||
+        (st = linear(c, "v.head.ffn_down", "vision_model.head.mlp.fc2", c->F, c->D)))
+        return st;
+    return WGML_OK;
+}
+
+static wgml_status set_u32(conv *c, const char *suffix, int64_t v) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", c->arch, suffix);
+    return gguf_writer_set_u32(c->w, key, (uint32_t)v, c->err);
+}
+
+/* The preprocessing as ARCH.preprocess.* keys (clip_load.c reads them back). */
+static wgml_status write_preprocess(conv *c, clip_variant v) {
+    wgml_image_prep p;
+    wgml_image_processor proc = v == CLIP_OPENAI   ? WGML_IMAGE_PROCESSOR_CLIP
+                                : v == CLIP_SIGLIP ? WGML_IMAGE_PROCESSOR_SIGLIP
+                                                   : WGML_IMAGE_PROCESSOR_VIT;
+    wgml_status st;
+    if (c->hf->preprocessor_text) {
+        if ((st = wgml_image_prep_parse(c->hf->preprocessor_text, c->hf->preprocessor_len, proc, &p, c->err))) {
+            wgml_error_prefix(c->err, "preprocessor_config.json");
+            return st;
+        }
+    } else {
+        wgml_image_prep_defaults(proc, &p);
+    }
+    char key[128];
+    float mean[3], std[3];
+    for (int k = 0; k < 3; k++) mean[k] = (float)p.image_mean[k], std[k] = (float)p.image_std[k];
+    const int shortest = p.do_resize && p.resize_shortest;
+    if ((st = set_u32(c, "preprocess.resize_shortest", shortest ? p.shortest_edge : 0)) ||
+        (st = set_u32(c, "preprocess.resize_height", p.do_resize && !shortest ? p.height : 0)) ||
+        (st = set_u32(c, "preprocess.resize_width", p.do_resize && !shortest ? p.width : 0)) ||
+        (st = set_u32(c, "preprocess.resample", (int64_t)p.resample)) ||
+        (st = set_u32(c, "preprocess.crop_height", p.do_center_crop ? p.crop_height : 0)) ||
+        (st = set_u32(c, "preprocess.crop_width", p.do_center_crop ? p.crop_width : 0)))
+        return st;
+    snprintf(key, sizeof key, "%s.preprocess.rescale_factor", c->arch);
+    if ((st = gguf_writer_set_f32(c->w, key, p.do_rescale ? (float)p.rescale_factor : 0.0f, c->err))) return st;
+    snprintf(key, sizeof key, "%s.preprocess.normalize", c->arch);
+    if ((st = gguf_writer_set_bool(c->w, key, p.do_normalize, c->err))) return st;
+    snprintf(key, sizeof key, "%s.preprocess.image_mean", c->arch);
+    if ((st = gguf_writer_set_arr(c->w, key, GGUF_TYPE_FLOAT32, mean, 3, c->err))) return st;
+    snprintf(key, sizeof key, "%s.preprocess.image_std", c->arch);
+    return gguf_writer_set_arr(c->w, key, GGUF_TYPE_FLOAT32, std, 3, c->err);
+}
+
+/* ViT's id2label ({"0": "tench", ...}) as the labels in index order, n of them. */
+static wgml_status write_labels(conv *c, jv cfg, int64_t n) {
+    jv id2 = wgml_hf_dict(c->hf, cfg, "id2label");
+    if (id2.t != JV_DICT || (int64_t)id2.u.d->n != n)
+        return wgml_fail(c->err, WGML_ERR_FORMAT, "config.json: id2label must name the classifier's %lld labels",
+                         (long long)n);
+    const char **names = wgml_calloc((size_t)n, sizeof *names);
+    if (!names) return wgml_fail(c->err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+    wgml_status st = WGML_OK;
+    for (size_t i = 0; i < id2.u.d->n && !st; i++) {
+        jv k = id2.u.d->k[i], v = id2.u.d->v[i];
+        char *end = NULL;
+        long idx = k.t == JV_STR ? strtol(k.u.s->s, &end, 10) : -1;
+        if (k.t != JV_STR || !end || *end || end == k.u.s->s || idx < 0 || idx >= n || names[idx] || v.t != JV_STR)
+            st = wgml_fail(c->err, WGML_ERR_FORMAT, "config.json: id2label must map \"0\" .. \"%lld\" to strings",
+                           (long long)n - 1);
+        else
+            names[idx] = v.u.s->s;
+    }
+    char key[128];
+    snprintf(key, sizeof key, "%s.classifier.output_labels", c->arch);
+    if (!st) st = gguf_writer_set_arr_str(c->w, key, names, NULL, (uint64_t)n, c->err);
+    wgml_free(names);
+    return st;
+}
+
+static const char *act_of(const char *hf_act) {
+    if (!strcmp(hf_act, "quick_gelu")) return "quick_gelu";
+    if (!strcmp(hf_act, "gelu")) return "gelu";
+    if (!strcmp(hf_act, "gelu_pytorch_tanh") || !strcmp(hf_act, "gelu_new") || !strcmp(hf_act, "gelu_fast"))
+        return "gelu_tanh";
+    return NULL;
+}
+
+static wgml_status convert(const wgml_hf_model *hf, const char *model_type, gguf_writer *w, wgml_hf_plan *plan,
+                           wgml_error *err) {
+    const clip_variant v = !strncmp(model_type, "siglip", 6) ? CLIP_SIGLIP
+                           : !strcmp(model_type, "vit")       ? CLIP_VIT
+                                                              : CLIP_OPENAI;
+    conv cc = {.hf = hf, .w = w, .plan = plan, .err = err}, *c = &cc;
+    c->arch = v == CLIP_OPENAI ? "clip" : v == CLIP_SIGLIP ? "siglip" : "vit";
+    /* the vision tower's config: vision_config of a two-tower model, else the whole config */
+    jv cfg = wgml_hf_dict(hf, hf->config, "vision_config");
+    if (cfg.t != JV_DICT) cfg = hf->config;
+    const char *what = cfg.u.d == hf->config.u.d ? "config.json" : "config.json vision_config";
+    /* the defaults of transformers' configuration classes */
+    c->D = 768, c->F = 3072, c->L = 12, c->H = 12, c->S = 224, c->P = v == CLIP_OPENAI ? 32 : 16, c->proj = 512;
+    double eps = v == CLIP_OPENAI ? 1e-5 : v == CLIP_SIGLIP ? 1e-6 : 1e-12;
+    const char *act = v == CLIP_OPENAI ? "quick_gelu" : v == CLIP_SIGLIP ? "gelu_pytorch_tanh" : "gelu";
+    if (wgml_hf_int(hf, cfg, what, "hidden_size", 1, 1 << 16, &c->D, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "intermediate_size", 1, 1 << 18, &c->F, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "num_hidden_layers", 1, 1024, &c->L, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "num_attention_heads", 1, 1024, &c->H, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "image_size", 1, 4096, &c->S, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "patch_size", 1, 256, &c->P, err) < 0 ||
+        wgml_hf_num(hf, cfg, what, "layer_norm_eps", &eps, err) < 0)
+        return WGML_ERR_FORMAT;
+    wgml_hf_str(hf, cfg, "hidden_act", &act);
+    if (v == CLIP_OPENAI && (wgml_hf_int(hf, hf->config, "config.json", "projection_dim", 1, 1 << 16, &c->proj, err) < 0 ||
+                             wgml_hf_int(hf, cfg, what, "projection_dim", 1, 1 << 16, &c->proj, err) < 0))
+        return WGML_ERR_FORMAT;
+    int64_t channels = 3;
+    if (wgml_hf_int(hf, cfg, what, "num_channels", 1, 16, &channels, err) < 0) return WGML_ERR_FORMAT;
+    if (channels != 3)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: %lld channels (RGB images, 3, are read)", what,
+                         (long long)channels);
+    if (!act_of(act)) return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: hidden_act '%.40s' is not supported", what, act);
+    if (c->S % c->P || c->D % c->H)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: image_size %lld, patch_size %lld, hidden_size %lld and %lld heads "
+                         "do not fit together", what, (long long)c->S, (long long)c->P, (long long)c->D,
+                         (long long)c->H);
+    const int64_t G = c->S / c->P, rows = G * G + (v != CLIP_SIGLIP), K = 3 * c->P * c->P;
+    /* ViT: ViTForImageClassification's names have "vit." before the tower's; ViTModel's none */
+    const char *vp = v == CLIP_VIT ? (st_find(hf->st, "vit.embeddings.cls_token") ? "vit." : "") : "vision_model.";
+    const int64_t labels = v == CLIP_VIT && st_find(hf->st, "classifier.weight")
+                               ? st_find(hf->st, "classifier.weight")->shape[0]
+                               : 0;
+    const int proj = v == CLIP_OPENAI && st_find(hf->st, "visual_projection.weight");
+
+    wgml_status st;
+    char key[128];
+    if ((st = gguf_writer_set_str(w, "general.architecture", c->arch, err)) ||
+        (st = gguf_writer_set_str(w, "general.name", hf->dir, err)) || (st = set_u32(c, "vision.image_size", c->S)) ||
+        (st = set_u32(c, "vision.patch_size", c->P)) || (st = set_u32(c, "vision.embedding_length", c->D)) ||
+        (st = set_u32(c, "vision.feed_forward_length", c->F)) || (st = set_u32(c, "vision.block_count", c->L)) ||
+        (st = set_u32(c, "vision.attention.head_count", c->H)) ||
+        (proj && (st = set_u32(c, "vision.projection_dim", c->proj))))
+        return st;
+    snprintf(key, sizeof key, "%s.vision.attention.layer_norm_epsilon", c->arch);
+    if ((st = gguf_writer_set_f32(w, key, (float)eps, err))) return st;
+    snprintf(key, sizeof key, "%s.vision.activation", c->arch);
+    if ((st = gguf_writer_set_str(w, key, act_of(act), err))) return st;
+    if (labels && (st = write_labels(c, hf->config, labels))) return st;
+    if ((st = write_preprocess(c, v))) return st;
+
+    char h[160];
+    if (v == CLIP_VIT) {
+        snprintf(h, sizeof h, "%sembeddings.patch_embeddings.projection", vp);
+        if ((st = linear(c, "v.patch_embd", h, K, c->D))) return st;
+        ADD("v.class_embd", c->D, 1, "%sembeddings.cls_token", vp);
+        ADD("v.position_embd.weight", c->D, rows, "%sembeddings.position_embeddings", vp);
+    } else {
+        ADD("v.patch_embd.weight", K, c->D, "%sembeddings.patch_embedding.weight", vp);
+        if (v == CLIP_SIGLIP) ADD("v.patch_embd.bias", c->D, 1, "%sembeddings.patch_embedding.bias", vp);
+        if (v == CLIP_OPENAI) ADD("v.class_embd", c->D, 1, "%sembeddings.class_embedding", vp);
+        ADD("v.position_embd.weight", c->D, rows, "%sembeddings.position_embedding.weight", vp);
+        if (v == CLIP_OPENAI && (st = norm(c, "v.pre_norm", "vision_model.pre_layrnorm"))) return st;
+    }
+    if ((st = blocks(c, vp, v == CLIP_VIT))) return st;
+    snprintf(h, sizeof h, "%s%s", vp, v == CLIP_VIT ? "layernorm" : "post_layernorm");
+    if ((st = norm(c, "v.post_norm", h))) return st;
+    if (proj) ADD("v.proj.weight", c->D, c->proj, "visual_projection.weight");
+    if (v == CLIP_SIGLIP && (st = siglip_head(c))) return st;
+    if (labels && (st = linear(c, "v.classifier", "classifier", c->D, labels))) return st;
+    return WGML_OK;
+}
+
+const char *const clip_hf_types[] = {"clip", "clip_vision_model", "siglip", "siglip_vision_model", "vit", NULL};
+
+wgml_status clip_hf_convert(const wgml_hf_model *hf, const char *model_type, gguf_writer *w, wgml_hf_plan *plan,
+                            wgml_error *err) {
+    return convert(hf, model_type, w, plan, err);
+}
