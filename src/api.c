@@ -286,6 +286,8 @@ void wgml_model_free(wgml_model *m) {
     if (spk) m->fam->speaker->free(spk);
     void *tr = wgml_model_take_state(m, WGML_STATE_TRANSCRIBER);
     if (tr) m->fam->transcriber->free(tr);
+    void *vis = wgml_model_take_state(m, WGML_STATE_VISION);
+    if (vis) m->fam->vision->free(vis);
     if (m->impl) m->fam->free(m->impl);
     if (m->be) m->be->free(m->be);
     chat_model_info_free(&m->chat);

@@ -253,6 +253,29 @@ static void test_embed_rerank(void **state) {
     remove(texts);
 }
 
+/* wgml bench --images on a 1-layer synth CLIP tower: its JSON, chosen by the model's task too, and a
+ * model that does not embed images named. */
+static void test_bench_images(void **state) {
+    (void)state;
+    result r;
+    char args[4400], clip[1024];
+    snprintf(clip, sizeof clip, "%s", tu_tmp_path("bench-clip.gguf"));
+    snprintf(args, sizeof args, "synth --arch clip-vit-b32 --type F16 --layers 1 -o '%s'", clip);
+    run(&r, args);
+    expect_exit(&r, 0);
+    snprintf(args, sizeof args, "bench -m '%s' --backend cpu --count 2 --batch 2 --repeat 1 --no-limits --json", clip);
+    run(&r, args);
+    expect_exit(&r, 0);
+    assert_non_null(strstr(r.out, "\"batch_images_per_s\""));
+    assert_non_null(strstr(r.out, "\"single_latency_ms_p50\""));
+    assert_non_null(strstr(r.out, "\"rows_per_image\":50"));
+    snprintf(args, sizeof args, "bench --images %s --backend cpu", model());
+    run(&r, args);
+    expect_exit(&r, 1);
+    assert_non_null(strstr(r.err, "does not embed images"));
+    remove(clip);
+}
+
 static double json_number_at(const char *p, const char *key);
 
 static void test_bench_json(void **state) {
@@ -1273,7 +1296,7 @@ int main(void) {
         cmocka_unit_test(test_bad_model),     cmocka_unit_test(test_prompt_too_long),
         cmocka_unit_test(test_usage_errors),  cmocka_unit_test(test_info),
         cmocka_unit_test(test_tokenize),      cmocka_unit_test(test_embed_rerank),
-        cmocka_unit_test(test_bench_json),
+        cmocka_unit_test(test_bench_json),    cmocka_unit_test(test_bench_images),
         cmocka_unit_test(test_bench_repeat),
         cmocka_unit_test(test_convert),
         cmocka_unit_test(test_speak),       cmocka_unit_test(test_transcribe),

@@ -32,6 +32,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_bench_embed(int argc, char **argv); /* wgml bench --embed */
+int cmd_bench_images(int argc, char **argv); /* wgml bench on a vision model, or --images */
 int cmd_bench_speech(int argc, char **argv); /* wgml bench on a speech model, or --speech */
 int cmd_bench_parallel(int argc, char **argv); /* wgml bench --parallel N */
 int cmd_serve(int argc, char **argv);

@@ -43,9 +43,11 @@ static const cli_opt options[] = {
     CLI_FLAG("--profile", NULL, bench_opts, profile, "per-kernel time table (GPU timestamps / CPU op time)"),
     CLI_FLAG_SET("--no-limits", NULL, bench_opts, limits, 0, "skip measuring the device's bandwidth and matmul rate"),
     CLI_FLAG("--json", NULL, bench_opts, json, "print one JSON object on stdout"),
-    /* these two hand the arguments to the other benchmarks before parsing (cmd_bench) */
+    /* these hand the arguments to the other benchmarks before parsing (cmd_bench) */
     CLI_FLAG("--embed", NULL, bench_opts, other,
              "embedding speed of a BERT-family model instead (wgml bench --embed --help)"),
+    CLI_FLAG("--images", NULL, bench_opts, other,
+             "image embedding speed of a vision tower instead (wgml bench --images --help)"),
     CLI_INT("--parallel", NULL, bench_opts, other, "N", 1, 256,
             "one stream's decode rate against N streams decoded together\n(wgml bench --parallel N --help)"),
     CLI_STRING("--grammar", NULL, bench_opts, grammar, "FILE",
@@ -58,7 +60,8 @@ static const cli_spec spec = {
     .about = "Measures prompt processing (pp) and generation (tg) speed.\n",
     .opts = options,
     .more = "\nA speech model (the kokoro family) gets the speech benchmark: wgml bench --speech --help;\n"
-            "a speech recognition model (whisper), the transcription benchmark: wgml bench --transcribe --help.\n",
+            "a speech recognition model (whisper), the transcription benchmark: wgml bench --transcribe --help;\n"
+            "a vision tower (CLIP, SigLIP, ViT), the image benchmark: wgml bench --images --help.\n",
 };
 
 typedef struct {
@@ -201,6 +204,7 @@ static double median_of(run_result *r, int n, size_t field) {
 int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--embed")) return cmd_bench_embed(argc, argv);
+        else if (!strcmp(argv[i], "--images")) return cmd_bench_images(argc, argv);
         else if (!strcmp(argv[i], "--speech")) return cmd_bench_speech(argc, argv);
         else if (!strcmp(argv[i], "--parallel")) return cmd_bench_parallel(argc, argv);
         else if (!strcmp(argv[i], "--transcribe")) return cmd_bench_transcribe(argc, argv);
@@ -208,6 +212,7 @@ int cmd_bench(int argc, char **argv) {
     const uint32_t tasks = model_tasks(argc, argv);
     if (tasks & WGML_TASK_SPEECH) return cmd_bench_speech(argc, argv);
     if (tasks & WGML_TASK_TRANSCRIBE) return cmd_bench_transcribe(argc, argv);
+    if (tasks & WGML_TASK_EMBED_IMAGE) return cmd_bench_images(argc, argv);
     bench_opts opt = {.pp = 128, .tg = 128, .repeat = 1, .limits = 1};
     int rc = cli_parse(&spec, &opt, argc, argv, NULL);
     if (rc >= 0) return rc;
