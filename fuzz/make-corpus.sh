@@ -86,6 +86,18 @@ import json, sys
 for i, e in enumerate(json.load(open(sys.argv[1], encoding="utf-8"))):
     open(f"{sys.argv[2]}/seed-{i:02d}", "w", encoding="utf-8").write(json.dumps(e["schema"], ensure_ascii=False))
 PY
+# fuzz_hf: config.json (NUL, preprocessor_config.json) of each architecture fuzz/fuzz_hf.c's
+# tiny model.safetensors holds (width 4, 1 layer, 4 x 4 images of 2 x 2 patches, 3 labels).
+hf=$root/fuzz/corpus-run/hf
+mkdir -p "$hf"
+tower='"hidden_size": 4, "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 1, "image_size": 4, "patch_size": 2'
+printf '%s' "{\"model_type\": \"clip\", \"projection_dim\": 4, \"vision_config\": {$tower, \"hidden_act\": \"quick_gelu\"}}" > "$hf/seed-clip"
+printf '%s\000%s' "{\"model_type\": \"clip\", \"projection_dim\": 4, \"vision_config\": {$tower}}" \
+  '{"crop_size": 4, "do_center_crop": true, "do_normalize": true, "do_resize": true, "feature_extractor_type": "CLIPFeatureExtractor", "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711], "resample": 3, "size": 4}' > "$hf/seed-clip-prep"
+printf '%s\000%s' "{\"model_type\": \"siglip\", \"vision_config\": {$tower, \"hidden_act\": \"gelu_pytorch_tanh\"}}" \
+  '{"do_normalize": true, "do_rescale": true, "do_resize": true, "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "SiglipImageProcessor", "image_std": [0.5, 0.5, 0.5], "resample": 3, "rescale_factor": 0.00392156862745098, "size": {"height": 4, "width": 4}}' > "$hf/seed-siglip"
+printf '%s' "{\"model_type\": \"vit\", $tower, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}" > "$hf/seed-vit"
+printf '%s' "{\"model_type\": \"siglip_vision_model\", $tower, \"layer_norm_eps\": 1e-6}" > "$hf/seed-siglip-vision"
 # fuzz_image: small JPEGs and PNGs of every kind (tools/wgml/image_file.c), written by Pillow
 # (Debian's python3-pil) and, for what Pillow cannot write (interlaced and 16-bit RGB PNGs, eXIf
 # after IDAT), by a few lines of PNG writer; EXIF orientations in both byte orders.
@@ -409,11 +421,11 @@ bseed leave-plain "d\\x10{\"prompt\": \"Once upon a time\"}"
 # Regression inputs (crashes found earlier, now fixed) seed their targets too; tiktoken's
 # seeds (rank files and whisper checkpoints' dims pickles) live there only.
 mkdir -p "$root/fuzz/corpus-run/tiktoken"
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors image; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors hf image; do
   if [ -d "$root/tests/data/fuzz/$t" ]; then
     cp "$root/tests/data/fuzz/$t"/* "$root/fuzz/corpus-run/$t/" 2>/dev/null || true
   fi
 done
-for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors image; do
+for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors hf image; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done

@@ -2,7 +2,7 @@
 # run.sh TARGET SECONDS - runs one fuzz target for SECONDS on its corpus.
 #
 # TARGET is gguf, llama2c, model_load, pth, tokenizer, chat_template, g2p,
-# kokoro_config, cli, serve, whisper_bin, tiktoken, grammar, json_schema, safetensors or image. New interesting inputs are added to
+# kokoro_config, cli, serve, whisper_bin, tiktoken, grammar, json_schema, safetensors, hf or image. New interesting inputs are added to
 # fuzz/corpus-run/TARGET/; a crash, a sanitizer report or a timeout
 # leaves the input in fuzz/corpus-run/artifacts/TARGET/ and makes the script
 # fail. Prints the executions per second and the total executions.
@@ -10,7 +10,7 @@
 # ../shared), WGML_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
 set -uo pipefail
 if [ $# -ne 2 ]; then
-  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve whisper_bin tiktoken grammar json_schema safetensors image)" >&2
+  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve whisper_bin tiktoken grammar json_schema safetensors hf image)" >&2
   exit 2
 fi
 target=$1
@@ -46,6 +46,7 @@ case $target in
   whisper_bin) flags+=(-max_len=65536) ;;
   tiktoken)   flags+=(-max_len=65536) ;;
   safetensors) flags+=(-max_len=65536 -dict="$root/fuzz/safetensors.dict") ;;
+  hf) flags+=(-max_len=8192) ;;
   image)      flags+=(-max_len=65536) ;;
   *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac

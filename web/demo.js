@@ -10,18 +10,23 @@
 // tab (Whisper models, .bin or .gguf): record from the microphone (PCM from
 // an AudioWorklet, or a ScriptProcessor where there is none) or choose/drop
 // an audio file; segments appear with [start --> end] as each 30 s window is
-// decoded (model.transcribe); language, translate, word times.
+// decoded (model.transcribe); language, translate, word times. The images
+// tab (vision models: CLIP, SigLIP, ViT): choose or drop images; a classifier
+// shows each image's top 5 labels (model.classify), an image embedder the
+// cosine similarity matrix of the images (model.embedImages, unit vectors).
 //
 // For tests and the curious, window.wgmlDemo holds the state: the model, its
 // info(), the status ('idle', 'loading', 'ready', 'generating', 'speaking',
-// 'error', 'recording', 'transcribing'), how many loads, generations, speeches
-// and transcriptions have finished (successfully or not), the last speech (its
-// chunks as they arrived) and the last transcript (its segments).
-import wgml, { STATUS } from './wgml.js';
+// 'error', 'recording', 'transcribing', 'seeing'), how many loads, generations, speeches,
+// transcriptions and image runs have finished (successfully or not), the last speech (its
+// chunks as they arrived), the last transcript (its segments) and the last
+// images' labels (imageLabels) and similarity matrix (imageMatrix).
+import wgml, { STATUS, imagePixels } from './wgml.js';
 
 const $ = (id) => document.getElementById(id);
 const demo = { model: null, info: null, status: 'idle', webgpu: null, error: '', loads: 0, generations: 0, speeches: 0, speech: null,
-  chat: [], chats: 0, transcripts: 0, transcript: null, audio: null, transcribeOptions: {} };
+  chat: [], chats: 0, transcripts: 0, transcript: null, audio: null, transcribeOptions: {},
+  images: [], imageRuns: 0, imageLabels: null, imageMatrix: null };
 window.wgmlDemo = demo;
 
 const hasTask = (task) => !!(demo.model && demo.info && (demo.info.tasks || []).includes(task));
@@ -30,7 +35,7 @@ function setStatus(s) {
   demo.status = s;
   document.body.dataset.status = s;
   const busy = s === 'loading' || s === 'generating' || s === 'speaking' || s === 'chatting' || s === 'recording' ||
-    s === 'transcribing';
+    s === 'transcribing' || s === 'seeing';
   $('load').disabled = busy;
   $('unload').disabled = busy || !demo.model;
   $('generate').disabled = busy || !demo.model || (demo.info && !hasTask('generate'));
@@ -43,10 +48,11 @@ function setStatus(s) {
   $('record-stop').disabled = s !== 'recording';
   $('transcribe').disabled = busy || !hasTask('transcribe') || !demo.audio;
   $('transcribe-stop').disabled = s !== 'transcribing';
+  $('image-run').disabled = busy || !(hasTask('classify') || hasTask('embed-image')) || !demo.images.length;
 }
 
 function showTab(name) {
-  for (const t of ['generate', 'chat', 'speech', 'transcribe']) {
+  for (const t of ['generate', 'chat', 'speech', 'transcribe', 'images']) {
     $(`tab-${t}`).setAttribute('aria-selected', String(t === name));
     $(`${t}-section`).hidden = t !== name;
   }
@@ -83,7 +89,7 @@ function explain(e) {
     case STATUS.IO:
       return `The model could not be read: ${msg}`;
     case STATUS.UNSUPPORTED:
-      if (/espeak|does not (speak|generate|embed|transcribe)|Web Audio/.test(msg)) return msg;
+      if (/espeak|does not (speak|generate|embed|transcribe|see)|no classifier|Web Audio|createImageBitmap/.test(msg)) return msg;
       return `This model is not supported: ${msg}`;
     case STATUS.NO_ADAPTER:
       return `No WebGPU adapter: ${msg}. Choose the CPU backend.`;
@@ -100,7 +106,8 @@ function showInfo(i) {
   $('info-adapter').textContent = gpu ? i.adapter : 'none (CPU)';
   const what = (i.tasks || []).includes('speech')
     ? `${(i.voices || []).length} voices, ${i.sample_rate} Hz`
-    : `${i.n_layer} layers, vocabulary ${i.n_vocab}`;
+    : i.image_size ? `images of ${i.image_size} x ${i.image_size} pixels${i.n_labels ? `, ${i.n_labels} labels` : ''}`
+      : `${i.n_layer} layers, vocabulary ${i.n_vocab}`;
   $('info-model').textContent = `${i.name || i.architecture}: ${(i.n_params / 1e6).toFixed(2)}M parameters, ` +
     `${mib(i.weights_bytes)} of weights, ${what}` + (gpu ? `, ${mib(i.device_memory_bytes)} on the GPU` : '');
 }
@@ -156,6 +163,7 @@ async function loadModel() {
       showVoices(demo.model.voices);
       showTab('speech');
     } else if (hasTask('transcribe')) showTab('transcribe');
+    else if (hasTask('classify') || hasTask('embed-image')) showTab('images');
     else if (hasTask('generate')) showTab('generate');
     const fallback = demo.info.notes.find((n) => /webgpu unavailable/i.test(n));
     if (demo.info.backend === 'cpu' && fallback)
@@ -608,6 +616,134 @@ async function transcribe() {
     demo.transcripts++;
   }
 }
+
+// ---- the images tab ----
+
+function chooseImages(files) {
+  const list = [...(files || [])].filter((f) => !f.type || f.type.startsWith('image/'));
+  if (!list.length) return;
+  demo.images = list;
+  $('image-info').textContent = `${list.length} image${list.length === 1 ? '' : 's'}: ${list.map((f) => f.name).join(', ')}`;
+  setStatus(demo.status);
+  if (demo.model && demo.status === 'ready') seeImages();
+}
+
+function showMatrix(names, m) {
+  const table = $('image-matrix');
+  const head = table.querySelector('thead');
+  const body = table.querySelector('tbody');
+  head.textContent = '';
+  body.textContent = '';
+  const hr = document.createElement('tr');
+  hr.append(document.createElement('th'));
+  for (const n of names) {
+    const th = document.createElement('th');
+    th.textContent = n;
+    th.scope = 'col';
+    hr.append(th);
+  }
+  head.append(hr);
+  m.forEach((row, i) => {
+    const tr = document.createElement('tr');
+    const th = document.createElement('th');
+    th.textContent = names[i];
+    th.scope = 'row';
+    tr.append(th);
+    for (const v of row) {
+      const td = document.createElement('td');
+      td.textContent = v.toFixed(4);
+      td.style.setProperty('--sim', String(Math.max(0, v)));
+      tr.append(td);
+    }
+    body.append(tr);
+  });
+  table.hidden = false;
+}
+
+// The chosen images through the model: a classifier's top 5 per image, and
+// with two images or more an embedder's cosine similarity matrix.
+async function seeImages() {
+  const classify = hasTask('classify');
+  const embed = hasTask('embed-image');
+  if (!demo.images.length) return;
+  if (!classify && !embed) {
+    showError('This model does not see images: load a vision model (CLIP, SigLIP or a ViT classifier).');
+    demo.imageRuns++;
+    return;
+  }
+  showError('');
+  setStatus('seeing');
+  const files = demo.images;
+  $('image-results').textContent = '';
+  $('image-matrix').hidden = true;
+  demo.imageLabels = null;
+  demo.imageMatrix = null;
+  const t0 = performance.now();
+  try {
+    $('image-status').textContent = `${classify ? 'classifying' : 'embedding'} ${files.length} image${files.length === 1 ? '' : 's'}...`;
+    const pixels = await Promise.all(files.map((f) => imagePixels(f))); // decoded once for both calls
+    const labels = classify ? await demo.model.classify(pixels, { top: 5 }) : null;
+    files.forEach((f, i) => {
+      const li = document.createElement('li');
+      li.className = 'image';
+      const img = document.createElement('img');
+      img.src = URL.createObjectURL(f);
+      img.alt = f.name;
+      img.onload = () => URL.revokeObjectURL(img.src);
+      const cap = document.createElement('span');
+      cap.className = 'name';
+      cap.textContent = f.name;
+      li.append(img, cap);
+      if (labels) {
+        const ol = document.createElement('ol');
+        ol.className = 'labels';
+        for (const l of labels[i]) {
+          const item = document.createElement('li');
+          item.dataset.index = String(l.index);
+          item.textContent = `${l.label} `;
+          const p = document.createElement('small');
+          p.textContent = `${(100 * l.score).toFixed(2)}%`;
+          item.append(p);
+          ol.append(item);
+        }
+        li.append(ol);
+      }
+      $('image-results').append(li);
+    });
+    demo.imageLabels = labels;
+    if (embed && files.length > 1) {
+      const v = await demo.model.embedImages(pixels);
+      const m = v.map((a) => v.map((b) => a.reduce((s, x, k) => s + x * b[k], 0)));
+      demo.imageMatrix = m;
+      showMatrix(files.map((f) => f.name), m);
+    }
+    $('image-status').textContent = `${files.length} image${files.length === 1 ? '' : 's'} in ${((performance.now() - t0) / 1e3).toFixed(2)} s` +
+      (embed && !classify && files.length < 2 ? ' (choose two or more images to compare them)' : '');
+    setStatus('ready');
+  } catch (e) {
+    showError(explain(e));
+    $('image-status').textContent = '';
+    if (e.code === STATUS.DEVICE_LOST) await unload().catch(() => {});
+    setStatus(demo.model ? 'ready' : 'error');
+  } finally {
+    demo.imageRuns++;
+  }
+}
+
+$('tab-images').addEventListener('click', () => showTab('images'));
+$('image-files').addEventListener('change', () => chooseImages($('image-files').files));
+$('image-run').addEventListener('click', seeImages);
+const imageDrop = $('image-drop');
+imageDrop.addEventListener('dragover', (e) => {
+  e.preventDefault();
+  imageDrop.classList.add('over');
+});
+imageDrop.addEventListener('dragleave', () => imageDrop.classList.remove('over'));
+imageDrop.addEventListener('drop', (e) => {
+  e.preventDefault();
+  imageDrop.classList.remove('over');
+  chooseImages(e.dataTransfer.files);
+});
 
 $('load').addEventListener('click', loadModel);
 $('unload').addEventListener('click', async () => {

@@ -1,7 +1,7 @@
 // engine.js - runs web/dist/wgml.wasm: instantiates it with its imports (the
 // GPU layer of gpu.js, model reads, token callbacks, a few WASI functions) and
 // makes the asynchronous imports look synchronous to C. Models of every task:
-// generate, embed, rerank, speak (Kokoro; text through a G2P function the
+// generate, embed, rerank, embedImages and classify (images), speak (Kokoro; text through a G2P function the
 // caller gives, see web/g2p.js), transcribe (Whisper).
 //
 // Three ways to wait, picked once (Engine.create({ mode })):
@@ -490,6 +490,73 @@ export class Engine {
       } finally {
         x.wgmlw_free(out);
         this.#freeStrings(strings);
+      }
+    });
+  }
+
+  // images: an array of { width, height, data } with data the RGBA8 pixels
+  // (a Uint8Array or Uint8ClampedArray of 4 * width * height bytes: what
+  // getImageData gives); the alpha is dropped. Copied into wasm memory as
+  // they are, with their sizes and pointers; free with #freeImages.
+  #allocImages(images, what) {
+    if (!Array.isArray(images) || !images.length)
+      throw new WgmlError(1, `${what}: images must be a non-empty array of { width, height, data } (RGBA8)`);
+    images.forEach((im, i) => {
+      const ok = im && Number.isInteger(im.width) && Number.isInteger(im.height) && im.width > 0 && im.height > 0 &&
+        ArrayBuffer.isView(im.data) && im.data.byteLength === 4 * im.width * im.height;
+      if (!ok) throw new WgmlError(1, `${what}: image ${i} is not { width, height, data } with 4 * width * height bytes of RGBA`);
+    });
+    const x = this.#x;
+    const ptrs = images.map((im) => x.wgmlw_malloc(im.data.byteLength));
+    const arr = x.wgmlw_malloc(12 * images.length);
+    images.forEach((im, i) => {
+      new Uint8Array(this.memory, ptrs[i], im.data.byteLength).set(new Uint8Array(im.data.buffer, im.data.byteOffset, im.data.byteLength));
+      new Int32Array(this.memory, arr + 12 * i, 3).set([im.width, im.height, ptrs[i]]);
+    });
+    return { arr, ptrs };
+  }
+
+  // Image embeddings (the clip family: CLIP, SigLIP, ViT; info.tasks has
+  // 'embed-image'). images: see #allocImages. Options: normalize ('l2' |
+  // 'none'), batch (images per step, 0: 16 on the CPU, 64 on a GPU).
+  // Resolves to an array of Float32Array, one per image.
+  embedImages(model, images, { normalize = 'l2', batch = 0 } = {}) {
+    const norm = normalize === true ? 0 : normalize === false ? 1 : NORMALIZE[normalize];
+    if (norm === undefined) return Promise.reject(new WgmlError(1, `unknown normalize '${normalize}' (l2 or none)`));
+    return this.#exclusive(async () => {
+      const x = this.#x;
+      const dim = x.wgmlw_embed_dim(model, 0);
+      if (dim < 0) {
+        // no images: the library only checks the model, and says what it lacks
+        await this.#call('wgmlw_embed_images', [model, 0, 0, norm, 0, 0, -1]);
+        throw this.lastError();
+      }
+      const imgs = this.#allocImages(images, 'embedImages');
+      const out = x.wgmlw_malloc(4 * images.length * dim);
+      try {
+        const st = await this.#call('wgmlw_embed_images', [model, imgs.arr, images.length, norm, batch | 0, out, dim]);
+        if (st) throw this.lastError();
+        const all = new Float32Array(this.memory, out, images.length * dim);
+        return images.map((_, i) => all.slice(i * dim, (i + 1) * dim));
+      } finally {
+        x.wgmlw_free(out);
+        this.#freeStrings(imgs);
+      }
+    });
+  }
+
+  // Image classification (a ViT with its head; info.tasks has 'classify'):
+  // per image its top labels, best first: [[{ label, index, score }], ...]
+  // (score: the softmax probability). top: how many (0: all).
+  classify(model, images, { top = 5 } = {}) {
+    return this.#exclusive(async () => {
+      const imgs = this.#allocImages(images, 'classify');
+      try {
+        const p = await this.#call('wgmlw_classify_images', [model, imgs.arr, images.length, top | 0]);
+        if (!p) throw this.lastError();
+        return JSON.parse(this.cstring(p));
+      } finally {
+        this.#freeStrings(imgs);
       }
     });
   }

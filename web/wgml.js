@@ -10,6 +10,8 @@
 //   model.info();                                 // backend, adapter, family, tasks, sizes, tokens/s
 //   await model.embed(['a text', 'another']);     // embedding models: [Float32Array, ...]
 //   await model.rerank('query', ['doc 1', 'doc 2']);  // rerankers: Float32Array of scores
+//   await model.embedImages([file, img, canvas]); // CLIP/SigLIP/ViT: [Float32Array, ...]
+//   await model.classify([file], { top: 5 });     // ViT classifiers: [[{ label, index, score }, ...]]
 //   for await (const chunk of tts.speak('Hello there. How are you?', { voice: 'af_heart' }))
 //     play(chunk.audio, chunk.sampleRate);       // Kokoro: one chunk per sentence, as it is made
 //   for await (const s of stt.transcribe(file, { language: 'auto' }))
@@ -92,6 +94,73 @@ async function audioSamples(input, rate) {
     throw new WgmlError(STATUS.FORMAT, `transcribe: the browser could not decode the audio file: ${(e && e.message) || e}`);
   }
   return audioSamples(decoded, rate);
+}
+
+// The RGBA8 pixels of an image, { width, height, data: Uint8ClampedArray }:
+// what model.embedImages() and model.classify() read of each image. input: an
+// ImageData or { width, height, data } (RGBA, 4 bytes a pixel, used as they
+// are), a Blob/File (decoded by the browser's createImageBitmap, EXIF
+// orientation applied as the CLI does), an ImageBitmap, HTMLImageElement,
+// SVGImageElement, HTMLCanvasElement, OffscreenCanvas, HTMLVideoElement or
+// VideoFrame. Pixels are read through an OffscreenCanvas's getImageData with
+// no color space conversion and no premultiplied alpha where
+// createImageBitmap allows it, so they are the file's own; the browser's JPEG
+// decoder may still differ from libjpeg's by a level or two.
+export async function imagePixels(input) {
+  const bad = (what) => new WgmlError(STATUS.INVALID_ARGUMENT, `image: ${what}`);
+  if (input && typeof input === 'object' && Number.isInteger(input.width) && Number.isInteger(input.height) &&
+      input.data !== undefined && !(typeof Blob !== 'undefined' && input instanceof Blob)) {
+    const { width, height, data } = input;
+    if (!(width > 0 && height > 0)) throw bad(`${width} x ${height} pixels`);
+    if (!ArrayBuffer.isView(data) && !Array.isArray(data)) throw bad('data must be a Uint8ClampedArray or Uint8Array of RGBA bytes');
+    const bytes = ArrayBuffer.isView(data) ? new Uint8ClampedArray(data.buffer, data.byteOffset, data.byteLength) : Uint8ClampedArray.from(data);
+    if (bytes.length !== 4 * width * height)
+      throw bad(`data has ${bytes.length} bytes, RGBA of ${width} x ${height} pixels is ${4 * width * height}`);
+    return { width, height, data: bytes };
+  }
+  if (typeof createImageBitmap !== 'function')
+    throw new WgmlError(STATUS.UNSUPPORTED, 'image: this context has no createImageBitmap: pass { width, height, data } (RGBA)');
+  const options = { colorSpaceConversion: 'none', premultiplyAlpha: 'none' };
+  let bitmap;
+  const owned = !(typeof ImageBitmap !== 'undefined' && input instanceof ImageBitmap);
+  try {
+    if (typeof Blob !== 'undefined' && input instanceof Blob)
+      bitmap = await createImageBitmap(input, { ...options, imageOrientation: 'from-image' });
+    else if (!owned) bitmap = input;
+    else {
+      if (typeof HTMLImageElement !== 'undefined' && input instanceof HTMLImageElement && !input.complete) await input.decode();
+      bitmap = await createImageBitmap(input, options);
+    }
+  } catch (e) {
+    if (e instanceof WgmlError) throw e;
+    const blob = typeof Blob !== 'undefined' && input instanceof Blob;
+    throw new WgmlError(blob ? STATUS.FORMAT : STATUS.INVALID_ARGUMENT, blob
+      ? `image: the browser could not decode the image file${input.name ? ` '${input.name}'` : ''}: ${(e && e.message) || e}`
+      : `image: not an image the browser can read (ImageData, { width, height, data }, Blob/File, ImageBitmap, <img>, canvas, video): ${(e && e.message) || e}`);
+  }
+  try {
+    const { width, height } = bitmap;
+    if (!(width > 0 && height > 0)) throw bad(`${width} x ${height} pixels (an image not loaded yet?)`);
+    const canvas = typeof OffscreenCanvas !== 'undefined' ? new OffscreenCanvas(width, height)
+      : Object.assign(document.createElement('canvas'), { width, height });
+    const ctx = canvas.getContext('2d', { willReadFrequently: true });
+    ctx.drawImage(bitmap, 0, 0);
+    const d = ctx.getImageData(0, 0, width, height);
+    return { width, height, data: d.data };
+  } finally {
+    if (owned && bitmap && bitmap.close) bitmap.close();
+  }
+}
+
+async function imageList(images, what) {
+  // an array, or any iterable of images (a FileList from <input type=file multiple>), or one image
+  const list = Array.isArray(images) ? images : images === undefined || images === null ? null
+    : typeof images === 'object' && typeof images[Symbol.iterator] === 'function' ? [...images] : [images];
+  if (!list || !list.length) throw new WgmlError(STATUS.INVALID_ARGUMENT, `${what}: no images`);
+  return Promise.all(list.map((im, i) => imagePixels(im).catch((e) => {
+    const code = e instanceof WgmlError ? e.code : STATUS.INVALID_ARGUMENT;
+    throw new WgmlError(code, list.length > 1 ? `image ${i}: ${(e && e.message) || e}` : (e && e.message) || String(e));
+  })));
 }
 
 class Model {
@@ -463,6 +532,28 @@ class Model {
     return this.#task({ op: 'embed', texts: list, options: { pooling, normalize, dimensions, truncate, batch } });
   }
 
+  // Image embedding models (info().tasks has 'embed-image': CLIP, SigLIP and
+  // ViT vision towers): resolves to an array of Float32Array, one vector per
+  // image (images: one image or an array of them, each anything imagePixels
+  // takes: ImageData, { width, height, data } RGBA, Blob/File, ImageBitmap,
+  // <img>, canvas, OffscreenCanvas; a FileList too). Each is resized, cropped and normalized
+  // in C as the model's Hugging Face image processor does (`wgml embed
+  // --image`). Options: normalize ('l2' (default) | 'none'), batch (images
+  // per step, 0 = 16 on the CPU, 64 on a GPU).
+  async embedImages(images, { normalize = 'l2', batch = 0 } = {}) {
+    const pixels = await imageList(images, 'embedImages');
+    return this.#task({ op: 'embedImages', images: pixels, options: { normalize, batch } });
+  }
+
+  // Image classifiers (info().tasks has 'classify': a ViT with its head;
+  // info().n_labels labels): per image its top labels, best first,
+  // [[{ label, index, score (the softmax probability) }, ...], ...], as
+  // `wgml classify --json`. images: as embedImages. Options: top (5; 0 = all).
+  async classify(images, { top = 5 } = {}) {
+    const pixels = await imageList(images, 'classify');
+    return this.#task({ op: 'classify', images: pixels, options: { top: Number(top) } });
+  }
+
   // Rerankers (info().tasks has 'rerank', a cross-encoder): resolves to a
   // Float32Array of relevance logits, one per document (higher: more relevant).
   async rerank(query, docs) {
@@ -520,4 +611,4 @@ export async function load(source, { onProgress, backend = 'auto', nCtx = 0, cac
   }
 }
 
-export default { load, webgpuAvailable, decodeAudio, WgmlError, STATUS };
+export default { load, webgpuAvailable, decodeAudio, imagePixels, WgmlError, STATUS };

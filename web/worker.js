@@ -11,6 +11,9 @@
 //   {op:'chat', id, messages, options}     the same, the messages through the chat template first
 //   {op:'embed', id, texts, options}       {type:'done', id, result: [Float32Array], info}
 //   {op:'rerank', id, query, docs}         {type:'done', id, result: Float32Array, info}
+//   {op:'embedImages', id, images, options} {type:'done', id, result: [Float32Array], info}
+//                                           (images: [{ width, height, data: RGBA8 }])
+//   {op:'classify', id, images, options}   {type:'done', id, result: [[{ label, index, score }]], info}
 //   {op:'speak', id, input, options}       {type:'chunk', id, chunk: {audio, sample_rate, start, phonemes, words, index}} ...
 //                                          {type:'done', id, result, info}
 //   {op:'phonemize', id, text, options}    {type:'done', id, result: 'phonemes', info}
@@ -319,6 +322,16 @@ async function embed(texts, options) {
   return engine.embed(model, texts, options).catch(async (e) => { throw await withTasks(e); });
 }
 
+async function embedImages(images, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  return engine.embedImages(model, images, options).catch(async (e) => { throw await withTasks(e); });
+}
+
+async function classify(images, options) {
+  if (!model) throw new WgmlError(1, 'no model is loaded');
+  return engine.classify(model, images, options).catch(async (e) => { throw await withTasks(e); });
+}
+
 async function rerank(query, docs) {
   if (!model) throw new WgmlError(1, 'no model is loaded');
   return engine.rerank(model, query, docs).catch(async (e) => { throw await withTasks(e); });
@@ -422,6 +435,16 @@ self.onmessage = async (ev) => {
       case 'embed': {
         const result = await embed(m.texts, m.options || {});
         post({ type: 'done', id: m.id, result, info: await info() }, result.map((v) => v.buffer));
+        break;
+      }
+      case 'embedImages': {
+        const result = await embedImages(m.images, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() }, result.map((v) => v.buffer));
+        break;
+      }
+      case 'classify': {
+        const result = await classify(m.images, m.options || {});
+        post({ type: 'done', id: m.id, result, info: await info() });
         break;
       }
       case 'rerank': {

@@ -17,6 +17,12 @@
  *                                             wgml_embed: texts is an array of n string pointers,
  *                                             out has room for n * dim floats
  *   wgmlw_rerank(m, query, docs, n, scores)   wgml_rerank
+ *   wgmlw_embed_images(m, images, n, normalize, n_batch, out, dim)
+ *                                             wgml_embed_images: images is n * 3 ints (width,
+ *                                             height, pointer to RGBA8 pixels, rows packed),
+ *                                             out has room for n * dim floats (dim: wgmlw_embed_dim)
+ *   wgmlw_classify_images(m, images, n, top)  JSON: per image its top labels
+ *                                             [[{"label","index","score"}, ...], ...]
  *   wgmlw_g2p_pieces(lang, text)              JSON: the espeak-ng voice, the pieces of text
  *                                             (normalized, split) that JS phonemizes, and the
  *                                             words it phonemizes alone (for word times)
@@ -49,6 +55,7 @@
  * Notes from the library (e.g. the WebGPU-to-CPU fallback) go to wgml.log.
  */
 #include "api_internal.h"
+#include "api_model.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "text/g2p.h"
@@ -241,9 +248,10 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
     }
     append("\"family\":");
     append_str(i.family);
-    static const char *const task_names[] = {"generate", "embed", "rerank", "speech", "transcribe"};
+    static const char *const task_names[] = {"generate", "embed",      "rerank",  "speech",
+                                             "transcribe", "embed-image", "classify"};
     append(",\"tasks\":[");
-    for (int t = 0, n = 0; t < 5; t++)
+    for (int t = 0, n = 0; t < (int)(sizeof task_names / sizeof task_names[0]); t++)
         if (i.tasks & (1u << t)) append("%s\"%s\"", n++ ? "," : "", task_names[t]);
     append("],");
     if (i.family && !strcmp(i.family, "bert")) {
@@ -252,6 +260,11 @@ EXPORT(wgmlw_info) const char *wgmlw_info(wgml_model *m) {
                i.causal ? "true" : "false");
     }
     if (i.tasks & WGML_TASK_TRANSCRIBE) append("\"sample_rate\":%d,", i.sample_rate);
+    if (m->fam->vision) { /* the side of the square the images become, and a classifier's labels */
+        wgml_vision_info vi;
+        m->fam->vision->info(m->impl, &vi);
+        append("\"image_size\":%d,\"n_labels\":%d,", vi.image_size, vi.n_labels);
+    }
     if (i.tasks & WGML_TASK_SPEECH) {
         append("\"sample_rate\":%d,\"voices\":[", i.sample_rate);
         for (int v = 0; v < i.n_voices; v++) {
@@ -443,6 +456,120 @@ EXPORT(wgmlw_rerank)
 int wgmlw_rerank(wgml_model *m, const char *query, const char *const *docs, int n, float *scores) {
     wgml_error_clear(&last_error);
     return (int)wgml_rerank(m, query, docs, n, scores, &last_error);
+}
+
+/* ---- images (the clip family) -------------------------------------------------------- */
+
+/* images: n * 3 ints, image i's width, height and RGBA8 pixels (rows of 4 * width
+ * bytes, packed: what getImageData gives) as wgml_images of RGB8 (*rgb: one
+ * buffer for all, free with wgml_free). The alpha is dropped, as the CLI's
+ * decoders do (Pillow's convert("RGB")). */
+static wgml_status rgb_images(const int *images, int n, wgml_image **out, uint8_t **rgb, wgml_error *err) {
+    *out = NULL;
+    *rgb = NULL;
+    if (n < 0 || (n > 0 && !images)) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "images: NULL or a negative count");
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const int w = images[3 * i], h = images[3 * i + 1];
+        if (w < 1 || h < 1 || w > 65535 || h > 65535 || !images[3 * i + 2])
+            return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "image %d: %d x %d pixels (1 .. 65535 a side)", i, w, h);
+        total += (size_t)w * (size_t)h * 3;
+    }
+    wgml_image *im = wgml_malloc((size_t)(n > 0 ? n : 1) * sizeof *im);
+    uint8_t *buf = wgml_malloc(total ? total : 1);
+    if (!im || !buf) {
+        wgml_free(im);
+        wgml_free(buf);
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for %d images' pixels", n);
+    }
+    uint8_t *d = buf;
+    for (int i = 0; i < n; i++) {
+        const size_t w = (size_t)images[3 * i], h = (size_t)images[3 * i + 1], np = w * h;
+        const uint8_t *s = (const uint8_t *)(intptr_t)images[3 * i + 2];
+        im[i] = (wgml_image){(int)w, (int)h, 3 * w, d};
+        for (size_t k = 0; k < np; k++, s += 4, d += 3) {
+            d[0] = s[0];
+            d[1] = s[1];
+            d[2] = s[2];
+        }
+    }
+    *out = im;
+    *rgb = buf;
+    return WGML_OK;
+}
+
+/* normalize: wgml_normalize (0 l2, 1 none); n_batch: images per step (0: the library's). */
+EXPORT(wgmlw_embed_images)
+int wgmlw_embed_images(wgml_model *m, const int *images, int n, int normalize, int n_batch, float *out, int dim) {
+    wgml_error_clear(&last_error);
+    if (!m) return (int)wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_embed_images: no model");
+    wgml_image *im;
+    uint8_t *rgb;
+    wgml_status st = rgb_images(images, n, &im, &rgb, &last_error);
+    if (st) return (int)st;
+    wgml_embed_params p = wgml_embed_default_params();
+    p.normalize = (wgml_normalize)normalize;
+    p.n_batch = n_batch;
+    st = wgml_embed_images(m, im, n, &p, out, dim, &last_error);
+    wgml_free(rgb);
+    wgml_free(im);
+    return (int)st;
+}
+
+/* Classifies n images: per image its top labels by probability (top: how many,
+ * at most the model's labels; 0 or less: all), as JSON
+ * [[{"label":"...","index":j,"score":p}, ...], ...]; NULL with the reason. */
+EXPORT(wgmlw_classify_images) const char *wgmlw_classify_images(wgml_model *m, const int *images, int n, int top) {
+    wgml_error_clear(&last_error);
+    if (!m) {
+        wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_classify_images: no model");
+        return NULL;
+    }
+    const int L = wgml_model_n_labels(m);
+    if (!L) { /* the library's message */
+        wgml_classify_images(m, NULL, 0, NULL, 0, &last_error);
+        return NULL;
+    }
+    wgml_image *im;
+    uint8_t *rgb;
+    if (rgb_images(images, n, &im, &rgb, &last_error)) return NULL;
+    float *probs = wgml_malloc((size_t)(n > 0 ? n : 1) * (size_t)L * sizeof *probs);
+    int *order = wgml_malloc((size_t)L * sizeof *order);
+    wgml_status st = !probs || !order ? wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory for the scores")
+                                      : wgml_classify_images(m, im, n, probs, L, &last_error);
+    wgml_free(rgb);
+    wgml_free(im);
+    const int k = top > 0 && top < L ? top : L;
+    if (!st) {
+        json_start();
+        append("[");
+        for (int i = 0; i < n; i++) {
+            const float *p = probs + (size_t)i * (size_t)L;
+            /* the k best by a partial selection: higher score first, then the lower index (as the CLI) */
+            for (int j = 0; j < L; j++) order[j] = j;
+            for (int a = 0; a < k; a++) {
+                int b = a;
+                for (int j = a + 1; j < L; j++)
+                    if (p[order[j]] > p[order[b]] || (p[order[j]] == p[order[b]] && order[j] < order[b])) b = j;
+                const int t = order[a];
+                order[a] = order[b];
+                order[b] = t;
+            }
+            append("%s[", i ? "," : "");
+            for (int a = 0; a < k; a++) {
+                const char *label = wgml_model_label(m, order[a]);
+                append("%s{\"label\":", a ? "," : "");
+                append_str(label);
+                append(",\"index\":%d,\"score\":%.9g}", order[a], (double)p[order[a]]);
+            }
+            append("]");
+        }
+        append("]");
+        if (json_cut) st = wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory listing the labels");
+    }
+    wgml_free(order);
+    wgml_free(probs);
+    return st ? NULL : json;
 }
 
 /* ---- speech (the kokoro family) ------------------------------------------------------ */

@@ -1,8 +1,9 @@
 // png.mjs - just enough of a PNG decoder to check a screenshot in the browser
 // tests: 8-bit RGB/RGBA, non-interlaced (what Chromium writes), all five
 // scanline filters. decodePng(buffer) -> { width, height, channels, pixels };
-// imageStats(img) -> { distinctColors, lumaStdDev, darkFraction, lightFraction }.
-import { inflateSync } from 'node:zlib';
+// imageStats(img) -> { distinctColors, lumaStdDev, darkFraction, lightFraction };
+// encodePng({ width, height, pixels }) -> an RGB PNG file's bytes (test images).
+import { deflateSync, inflateSync } from 'node:zlib';
 
 export function decodePng(buf) {
   const sig = [137, 80, 78, 71, 13, 10, 26, 10];
@@ -79,4 +80,36 @@ export function imageStats({ width, height, channels, pixels }) {
   const mean = sum / n;
   return { distinctColors: colors.size, lumaStdDev: Math.sqrt(Math.max(0, sum2 / n - mean * mean)),
            darkFraction: dark / n, lightFraction: light / n };
+}
+
+// encodePng({ width, height, pixels }) -> a Buffer: an 8-bit RGB PNG (filter
+// 0, one IDAT) of pixels, 3 bytes a pixel, rows packed (test images).
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+export function encodePng({ width, height, pixels }) {
+  const chunk = (type, data) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, 'latin1');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8; // depth
+  ihdr[9] = 2; // RGB
+  const raw = Buffer.alloc(height * (3 * width + 1));
+  for (let y = 0; y < height; y++) raw.set(pixels.subarray(3 * width * y, 3 * width * (y + 1)), y * (3 * width + 1) + 1);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0))]);
 }

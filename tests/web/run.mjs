@@ -18,6 +18,9 @@
 // and GGUF) of the reference `jfk` clip against `wgml transcribe` and the
 // reference kit's greedy tokens, on the CPU wasm (samples, word times, a WAV Blob
 // the browser decodes, an AudioBuffer) and WebGPU, and the demo's transcribe tab.
+// Images (tests/web/vision.mjs): a random-weight ViT classifier's embedImages
+// and classify (RGBA, ImageData, PNG Blobs) against `wgml embed --image` and
+// `wgml classify` on WebGPU, the CPU wasm and in Node, and the demo's images tab.
 // Greedy text must equal the llama2.c reference. Screenshots go to build/web-artifacts/
 // and are checked (the DOM text at that moment, and the PNG is not blank).
 // Prints one line per test and then "N passed, N failed"; exits 1 on failure.
@@ -32,6 +35,7 @@ import { promisify } from 'node:util';
 import { startServer } from '../../scripts/serve-web.mjs';
 import { Engine } from '../../web/engine.js';
 import { decodePng, imageStats } from './png.mjs';
+import { visionTests } from './vision.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
@@ -1322,6 +1326,9 @@ await test('page, transcribe tab (CPU wasm): a whisper.cpp .bin from the file pi
   check(page.errors.length === 0, `page errors: ${page.errors}`);
   await page.close();
 });
+
+// ---- images (the clip family): tests/web/vision.mjs ----
+await visionTests({ test, check, Engine, wasmPath, repo, profiles, openDemo, launch, base, demoUrl, modelUrl, artifacts });
 
 await cpuCtx.close();
 server.close();

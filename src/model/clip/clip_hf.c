@@ -154,8 +154,9 @@ static wgml_status write_preprocess(conv *c, clip_variant v) {
             wgml_error_prefix(c->err, "preprocessor_config.json");
             return st;
         }
-    } else {
+    } else { /* no preprocessor_config.json: the processor's defaults at the model's image size */
         wgml_image_prep_defaults(proc, &p);
+        p.shortest_edge = p.height = p.width = p.crop_height = p.crop_width = (int)c->S;
     }
     char key[128];
     float mean[3], std[3];
