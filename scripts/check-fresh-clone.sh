@@ -37,13 +37,21 @@ wgml=./build/wgml
 python3 -c 'import math, struct, wave, sys
 w = wave.open(sys.argv[1], "wb"); w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
 w.writeframes(b"".join(struct.pack("<h", int(3000 * math.sin(i * 0.05))) for i in range(16000)))' "$tmp/tone.wav"
+# a 40 x 30 PNG (Python's zlib and struct), for the vision towers
+python3 -c 'import struct, sys, zlib
+w, h = 40, 30
+raw = b"".join(b"\0" + bytes(v for x in range(w) for v in (x * 6 % 256, y * 8 % 256, (x + y) * 3 % 256)) for y in range(h))
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                              + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))' "$tmp/image.png"
 # every table of `synth --list`: its rows, without the header lines
 for arch in $($wgml synth --list | awk 'NF > 0 && $1 != "name" {print $1}'); do
     $wgml synth --arch "$arch" --type Q8_0 --layers 1 -o "$tmp/$arch.gguf" 2>"$tmp/stderr" ||
         { cat "$tmp/stderr" >&2; die "synth --arch $arch"; }
-    # each with its task: generate, embed, rerank or transcribe (wgml info names it)
+    # each with its task: generate, embed, rerank, transcribe or embed-image (wgml info names it)
     task=$($wgml info "$tmp/$arch.gguf" | awk '$1 == "tasks:" {print $2}')
-    case $task in
+    case ${task%,} in
+    embed-image) cmd=(embed -m "$tmp/$arch.gguf" --backend cpu --image "$tmp/image.png") ;;
     embed) cmd=(embed -m "$tmp/$arch.gguf" --backend cpu "Hello" "world") ;;
     rerank) cmd=(rerank -m "$tmp/$arch.gguf" --backend cpu -q "Hello" "world") ;;
     transcribe) cmd=(transcribe -m "$tmp/$arch.gguf" --backend cpu -l en --max-tokens 4 --no-fallback "$tmp/tone.wav") ;;
