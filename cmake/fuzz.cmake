@@ -77,15 +77,18 @@ if(WGML_FUZZ)
   set_target_properties(fuzz_image PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
 
   # The HTTP server (`wgml serve`: tools/wgml/serve_*.c), linked as the CLI links it: civetweb
-  # (Debian's libcivetweb-dev, not instrumented), json-c and libsndfile (the audio uploads of
-  # serve_transcribe.c, through audio_file.c; not instrumented). Without civetweb it is left out.
+  # (Debian's libcivetweb-dev, not instrumented), json-c, libsndfile (the audio uploads of
+  # serve_transcribe.c, through audio_file.c) and libjpeg/libpng (the image inputs of serve_vision.c,
+  # through image_file.c); none instrumented. Without civetweb it is left out.
   find_path(CIVETWEB_INCLUDE_DIR civetweb.h)
   find_library(CIVETWEB_LIBRARY civetweb)
   if(CIVETWEB_INCLUDE_DIR AND CIVETWEB_LIBRARY)
-    set(WGML_FUZZ_SERVE_SOURCES serve_http.c serve_guard.c serve_reply.c serve_generate.c serve_embed.c serve_speech.c
-                                serve_transcribe.c serve_info.c serve_sched.c serve_chat.c serve_tools.c cli_util.c cli_json.c
-                                cli_transcript.c audio_file.c)
-    list(TRANSFORM WGML_FUZZ_SERVE_SOURCES PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
+    # Every serve_*.c (globbed, as the CLI globs its sources, so a new endpoint file cannot be
+    # missed here) and the helpers they call.
+    file(GLOB WGML_FUZZ_SERVE_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/wgml/serve_*.c)
+    set(WGML_FUZZ_SERVE_HELPERS cli_util.c cli_json.c cli_transcript.c audio_file.c image_file.c)
+    list(TRANSFORM WGML_FUZZ_SERVE_HELPERS PREPEND ${CMAKE_SOURCE_DIR}/tools/wgml/)
+    list(APPEND WGML_FUZZ_SERVE_SOURCES ${WGML_FUZZ_SERVE_HELPERS})
     add_executable(fuzz_serve ${CMAKE_SOURCE_DIR}/fuzz/fuzz_serve.c ${WGML_FUZZ_SERVE_SOURCES})
     target_include_directories(fuzz_serve PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/tools/wgml
                                ${CIVETWEB_INCLUDE_DIR})
@@ -93,7 +96,8 @@ if(WGML_FUZZ)
     target_compile_definitions(fuzz_serve PRIVATE WGML_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     target_link_options(fuzz_serve PRIVATE -fsanitize=fuzzer,${WGML_FUZZ_SANITIZERS})
     pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
-    target_link_libraries(fuzz_serve PRIVATE wgml_fuzzlib PkgConfig::JSONC PkgConfig::SNDFILE ${CIVETWEB_LIBRARY})
+    target_link_libraries(fuzz_serve PRIVATE wgml_fuzzlib PkgConfig::JSONC PkgConfig::SNDFILE
+                          PkgConfig::LIBJPEG PkgConfig::LIBPNG ${CIVETWEB_LIBRARY})
     set_target_properties(fuzz_serve PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fuzz)
   else()
     message(STATUS "civetweb not found (apt install libcivetweb-dev): fuzz_serve is left out")
