@@ -4,12 +4,13 @@
  *
  * These are the reference every GPU backend is compared with, so they are
  * plain C that computes in double where rounding matters (sums, the
- * transcendental functions of unary; Snake and GELU (erf) alone have float
- * kernels, SIMD where the CPU has it, kernels.h and kernels_impl.h, outside
- * the exact mode); the row ops and unary share their rows out over the
- * thread pool. Each op may run in place (out the very view of its input;
- * validate.c allows nothing else to overlap): every element is read before
- * it is written.
+ * transcendental functions of unary; Snake and the GELUs (erf, tanh, quick)
+ * alone have float kernels, SIMD where the CPU has it, and GELU (erf) a
+ * portable float one too, kernels.h and kernels_impl.h, outside the exact
+ * mode); the row ops and unary share their rows out over the thread pool.
+ * Each op may run in place (out the very view of its input; validate.c
+ * allows nothing else to overlap): every element is read before it is
+ * written.
  */
 #include <math.h>
 #include <string.h>
@@ -131,6 +132,33 @@ cpu_gelu_erf_fn cpu_kernels_gelu_erf(void) {
     return f ? f : cpu_gelu_erf_scalar;
 }
 
+/* GELU's sigmoid forms (kernels_impl.h): the scalar kernel is the double
+ * formula of unary_rows below, so the exact backend, other CPUs and wasm
+ * get the same bits from either. */
+static double gelu_sig_ref(double y, int kind) {
+    return kind == CPU_GELU_TANH ? 0.5 * y * (1.0 + tanh(0.79788456080286535588 * (y + 0.044715 * y * y * y)))
+                                 : y / (1.0 + exp(-1.702 * y));
+}
+
+void cpu_gelu_sig_scalar(float *out, const float *in, int64_t n, int kind) {
+    for (int64_t i = 0; i < n; i++) out[i] = (float)gelu_sig_ref(in[i], kind);
+}
+
+cpu_gelu_sig_fn cpu_kernels_gelu_sig_isa(const char *isa) {
+    if (strcmp(isa, "scalar") == 0) return cpu_gelu_sig_scalar;
+#if defined(WGML_CPU_X86)
+    if (!cpu_kernels_get_isa(isa, WGML_F32)) return NULL;
+    if (strcmp(isa, "avx512") == 0) return cpu_gelu_sig_avx512;
+    if (strcmp(isa, "avx2") == 0) return cpu_gelu_sig_avx2;
+#endif
+    return NULL;
+}
+
+cpu_gelu_sig_fn cpu_kernels_gelu_sig(void) {
+    cpu_gelu_sig_fn f = cpu_kernels_gelu_sig_isa(cpu_kernels_isa());
+    return f ? f : cpu_gelu_sig_scalar;
+}
+
 typedef struct {
     float *out;
     const float *x, *v;
@@ -139,6 +167,7 @@ typedef struct {
     double a, b;
     cpu_snake_fn snake; /* Snake's SIMD kernel (float); NULL: the double code below */
     cpu_gelu_erf_fn gelu_erf; /* GELU_ERF in float; NULL (exact mode): libm's erf in double */
+    cpu_gelu_sig_fn gelu_sig; /* GELU and GELU_QUICK in float SIMD; NULL (exact mode, or no SIMD): double */
 } unary_task;
 
 /* Rows [lo, hi): one switch per chunk, a plain loop per kind. */
@@ -160,7 +189,12 @@ static void unary_rows(void *p, int64_t lo, int64_t hi, int ith) {
     }                                                                                                                  \
     break
     switch (t->kind) {
-    case WGML_UNARY_GELU: EACH(0.5 * y * (1.0 + tanh(0.79788456080286535588 * (y + 0.044715 * y * y * y))));
+    case WGML_UNARY_GELU:
+        if (t->gelu_sig) {
+            t->gelu_sig(t->out + lo * n, t->x + lo * n, (hi - lo) * n, CPU_GELU_TANH);
+            break;
+        }
+        EACH(gelu_sig_ref(y, CPU_GELU_TANH));
     case WGML_UNARY_GELU_ERF:
         if (t->gelu_erf) {
             t->gelu_erf(t->out + lo * n, t->x + lo * n, (hi - lo) * n);
@@ -179,7 +213,12 @@ static void unary_rows(void *p, int64_t lo, int64_t hi, int ith) {
             break;
         }
         EACH(y + sin(v[c] * y) * sin(v[c] * y) / v[c]);
-    case WGML_UNARY_GELU_QUICK: EACH(y / (1.0 + exp(-1.702 * y)));
+    case WGML_UNARY_GELU_QUICK:
+        if (t->gelu_sig) {
+            t->gelu_sig(t->out + lo * n, t->x + lo * n, (hi - lo) * n, CPU_GELU_QUICK);
+            break;
+        }
+        EACH(gelu_sig_ref(y, CPU_GELU_QUICK));
     case WGML_UNARY_COUNT: break;
     }
 #undef EACH
@@ -189,10 +228,13 @@ void cpu_op_unary(cpu_backend *cb, const wgml_unary_args *a) {
     if (!cpu_check(cb, "unary", a->out) || !cpu_check(cb, "unary", a->x) || (a->v && !cpu_check(cb, "unary", a->v)))
         return;
     /* Snake, a hundred million sines an utterance in Kokoro, in SIMD float unless exact; GELU (erf),
-     * a fifth of Whisper's encoder in libm's double erf, in float unless exact */
+     * a fifth of Whisper's encoder in libm's double erf, in float unless exact; QuickGELU and tanh
+     * GELU (CLIP's and SigLIP's MLPs) in SIMD float unless exact */
     cpu_snake_fn snake = cb->exact ? NULL : cpu_kernels_snake();
+    cpu_gelu_sig_fn gelu_sig = cb->exact ? NULL : cpu_kernels_gelu_sig();
     unary_task t = {cpu_ptr(a->out), cpu_ptr(a->x), vec(a->v), a->x->ne[0], a->kind, a->a, a->b,
-                    snake == cpu_snake_scalar ? NULL : snake, cb->exact ? NULL : cpu_kernels_gelu_erf()};
+                    snake == cpu_snake_scalar ? NULL : snake, cb->exact ? NULL : cpu_kernels_gelu_erf(),
+                    gelu_sig == cpu_gelu_sig_scalar ? NULL : gelu_sig};
     wgml_threadpool_run_range(cb->pool, unary_rows, &t, wgml_tensor_nrows(a->x), chunk_rows(t.n));
 }
 

@@ -84,6 +84,41 @@ void cpu_gelu_erf_avx512(float *out, const float *in, int64_t n); /* AVX-512 F *
 cpu_gelu_erf_fn cpu_kernels_gelu_erf(void);
 cpu_gelu_erf_fn cpu_kernels_gelu_erf_isa(const char *isa);
 
+/*
+ * GELU's two sigmoid forms over n contiguous floats (out may be in), both
+ * x sigmoid(z(x)) = x / (1 + exp(-z)): kind CPU_GELU_QUICK, QuickGELU (CLIP),
+ * z = 1.702 x; CPU_GELU_TANH, the tanh approximation (SigLIP),
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), z = 2 sqrt(2/pi)
+ * (x + 0.044715 x^3) since (1 + tanh(u)) / 2 = sigmoid(2 u). The scalar one
+ * is the double formula the exact backend keeps (the reference, and the
+ * kernel of other CPUs and wasm); the SIMD ones compute in float
+ * (kernels_act_x86.c) with a vectorized exp: within 1e-7 of the double
+ * formula everywhere (absolute below |out| = 1, relative above; measured
+ * 6.6e-8) and 2.2 ulp of the exact value wherever |out| >= 1e-36 (below
+ * that they give -0 where the double formula gives a tiny or subnormal
+ * value); -0, NaN, +-inf as the double formula gives them. (Below x = -5
+ * tanh GELU's double formula loses digits to 1 + tanh's cancellation, and
+ * gives -0 below -7.3: there, at values under 1e-6, the SIMD ones are the
+ * closer to the exact value.)
+ */
+enum { CPU_GELU_QUICK = 0, CPU_GELU_TANH = 1 };
+/* z = x (A + B x^2); each constant the float nearest the double one, and the rest */
+#define CPU_GELU_QUICK_A 1.702f
+#define CPU_GELU_QUICK_A_LO -2.193450932e-08f
+#define CPU_GELU_TANH_A 1.59576912160573071f /* 2 sqrt(2/pi) */
+#define CPU_GELU_TANH_A_LO -4.534068054e-08f
+#define CPU_GELU_TANH_B 0.0713548162726002527f /* 2 sqrt(2/pi) 0.044715 */
+#define CPU_GELU_TANH_B_LO 2.398832466e-09f
+typedef void (*cpu_gelu_sig_fn)(float *out, const float *in, int64_t n, int kind);
+void cpu_gelu_sig_scalar(float *out, const float *in, int64_t n, int kind);
+#if defined(__x86_64__) || defined(__i386__)
+void cpu_gelu_sig_avx2(float *out, const float *in, int64_t n, int kind);   /* AVX2 + FMA */
+void cpu_gelu_sig_avx512(float *out, const float *in, int64_t n, int kind); /* AVX-512 F */
+#endif
+/* As cpu_kernels_gelu_erf and _isa. */
+cpu_gelu_sig_fn cpu_kernels_gelu_sig(void);
+cpu_gelu_sig_fn cpu_kernels_gelu_sig_isa(const char *isa);
+
 /* The portable attention kernel (kernels.c): the reference the SIMD one is
  * tested against, and the one used without x86 SIMD. */
 void cpu_attn_scalar(const cpu_attn_job *job);
