@@ -20,17 +20,36 @@ include(GNUInstallDirs)
 #                it, as they use internal symbols too
 #   wgml_shared  with -DBUILD_SHARED_LIBS=ON (native builds): the shared library
 #                libwgml.so.0 (libwgml.so.<version>), which exports the functions
-#                of include/wgml.h and nothing else
+#                of include/wgml.h and nothing else, and is installed
+#   wgml_so      without it, in every other native build (not the sanitizer and
+#                fuzz builds): the same shared library from the same objects,
+#                built beside libwgml.a but not installed (cmake --install of such
+#                a build stays the static library): what the Python package
+#                (python/, docs/python.md) loads from <build>/libwgml.so
+# The objects are position-independent in every native build, so that one compile
+# makes both libraries; -fno-semantic-interposition keeps the calls between the
+# library's own functions direct (inlinable) as in a non-PIC build.
 # WGML_LIB_TARGETS lists the libraries made, for what every one of them needs.
 add_library(wgml_objects OBJECT ${WGML_LIB_SOURCES})
 target_include_directories(wgml_objects PUBLIC ${CMAKE_SOURCE_DIR}/include PRIVATE ${CMAKE_SOURCE_DIR}/src)
 add_library(wgml STATIC $<TARGET_OBJECTS:wgml_objects>)
 set(WGML_LIB_TARGETS wgml)
 
-if(BUILD_SHARED_LIBS AND NOT WGML_WASM)
+set(WGML_SO_TARGET "")
+if(NOT WGML_WASM)
+  if(BUILD_SHARED_LIBS)
+    set(WGML_SO_TARGET wgml_shared)
+  elseif(NOT WGML_SANITIZE AND NOT WGML_FUZZ)
+    set(WGML_SO_TARGET wgml_so)
+  endif()
+endif()
+if(WGML_SO_TARGET)
   set_target_properties(wgml_objects PROPERTIES POSITION_INDEPENDENT_CODE ON)
-  add_library(wgml_shared SHARED $<TARGET_OBJECTS:wgml_objects>)
-  set_target_properties(wgml_shared PROPERTIES
+  if(CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+    target_compile_options(wgml_objects PRIVATE -fno-semantic-interposition)
+  endif()
+  add_library(${WGML_SO_TARGET} SHARED $<TARGET_OBJECTS:wgml_objects>)
+  set_target_properties(${WGML_SO_TARGET} PROPERTIES
     OUTPUT_NAME wgml
     VERSION ${PROJECT_VERSION}
     SOVERSION ${PROJECT_VERSION_MAJOR})
@@ -45,9 +64,9 @@ if(BUILD_SHARED_LIBS AND NOT WGML_WASM)
   set(_wgml_map ${CMAKE_BINARY_DIR}/generated/wgml.map)
   file(CONFIGURE OUTPUT ${_wgml_map} CONTENT "/* the symbols libwgml.so exports: the functions of include/wgml.h */\n{\n  global:\n    ${_wgml_api};\n  local: *;\n};\n")
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/include/wgml.h)
-  target_link_options(wgml_shared PRIVATE "LINKER:--version-script=${_wgml_map}" "LINKER:--no-undefined")
-  set_property(TARGET wgml_shared APPEND PROPERTY LINK_DEPENDS ${_wgml_map})
-  list(APPEND WGML_LIB_TARGETS wgml_shared)
+  target_link_options(${WGML_SO_TARGET} PRIVATE "LINKER:--version-script=${_wgml_map}" "LINKER:--no-undefined")
+  set_property(TARGET ${WGML_SO_TARGET} APPEND PROPERTY LINK_DEPENDS ${_wgml_map})
+  list(APPEND WGML_LIB_TARGETS ${WGML_SO_TARGET})
 endif()
 
 foreach(_t ${WGML_LIB_TARGETS})
@@ -63,8 +82,8 @@ if(NOT WGML_WASM)
   target_compile_definitions(wgml_objects PRIVATE WGML_HAVE_ZLIB=1)
   target_link_libraries(wgml_objects PUBLIC Threads::Threads ZLIB::ZLIB)
   target_link_libraries(wgml PUBLIC Threads::Threads ZLIB::ZLIB m)
-  if(TARGET wgml_shared)
-    target_link_libraries(wgml_shared PRIVATE Threads::Threads ZLIB::ZLIB m)
+  if(WGML_SO_TARGET)
+    target_link_libraries(${WGML_SO_TARGET} PRIVATE Threads::Threads ZLIB::ZLIB m)
   endif()
 endif()
 
@@ -120,6 +139,10 @@ endif()
 # WebGPU (Dawn) backend and GPU layer: see cmake/webgpu.cmake.
 if(EXISTS ${CMAKE_SOURCE_DIR}/cmake/webgpu.cmake)
   include(cmake/webgpu.cmake)
+endif()
+# (webgpu.cmake links Dawn to wgml_shared; the uninstalled wgml_so needs it too)
+if(TARGET wgml_so AND TARGET wgml_dawn)
+  target_link_libraries(wgml_so PRIVATE wgml_dawn)
 endif()
 
 if(EXISTS ${CMAKE_SOURCE_DIR}/cmake/fuzz.cmake AND NOT WGML_WASM)

@@ -1,7 +1,9 @@
 /*
  * fuzz_tokenizer.c - libFuzzer target: text -> token ids -> text.
  *
- * The vocabularies in ../shared/vocab (or $WGML_SHARED/vocab) are loaded once.
+ * The vocabularies in ../shared/vocab (or $WGML_SHARED/vocab) are loaded once,
+ * with the CLIP BPE and SigLIP unigram vocabularies `wgml synth` makes
+ * (tools/synth_vocab.h).
  * Input: byte 0 selects the vocabulary, byte 1 bit 0 asks for BOS, the rest is
  * the text (any bytes: invalid UTF-8 included). The text is encoded (with a
  * small buffer first, to exercise the "count exceeds cap" contract), every id
@@ -10,6 +12,7 @@
  */
 #include "format/gguf.h"
 #include "text/tokenizer.h"
+#include "tools/synth_vocab.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -28,9 +31,34 @@ static const char *k_vocabs[] = {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.
                                  "ggml-vocab-bert-bge.gguf"};
 #define N_VOCABS (int)(sizeof k_vocabs / sizeof k_vocabs[0])
 
-static gguf_file *g_files[N_VOCABS];
-static wgml_tokenizer *g_tok[N_VOCABS];
+static gguf_file *g_files[N_VOCABS + 2];
+static wgml_tokenizer *g_tok[N_VOCABS + 2];
 static int g_n;
+
+/* A synthetic vocabulary (clip: CLIP's BPE, else SigLIP's unigram) as a GGUF in memory. */
+static void add_synth(int clip) {
+    wgml_error err;
+    gguf_writer *w = gguf_writer_create();
+    void *data = NULL;
+    size_t size = 0;
+    gguf_file *f = NULL;
+    wgml_tokenizer *t = NULL;
+    wgml_status st = w ? WGML_OK : WGML_ERR_OUT_OF_MEMORY;
+    if (!st) st = clip ? synth_vocab_clip(w, 2048, &err) : synth_vocab_unigram(w, 2048, &err);
+    if (!st) st = gguf_writer_begin_memory(w, &err);
+    if (!st) st = gguf_writer_finish(w, &err);
+    if (!st) st = gguf_writer_take_memory(w, &data, &size, &err);
+    gguf_writer_free(w);
+    if (!st && (st = gguf_open_memory(data, size, "synth", &f, &err))) free(data);
+    if (!st) gguf_own_bytes(f);
+    if (!st) st = wgml_tokenizer_load(f, &t, &err);
+    if (st) {
+        fprintf(stderr, "fuzz_tokenizer: synthetic vocabulary: %s\n", err.message);
+        abort();
+    }
+    g_files[g_n] = f;
+    g_tok[g_n++] = t;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
@@ -59,6 +87,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         fprintf(stderr, "fuzz_tokenizer: no vocabulary loaded\n");
         exit(1);
     }
+    add_synth(1);
+    add_synth(0);
     return 0;
 }
 

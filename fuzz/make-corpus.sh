@@ -98,6 +98,33 @@ printf '%s\000%s' "{\"model_type\": \"siglip\", \"vision_config\": {$tower, \"hi
   '{"do_normalize": true, "do_rescale": true, "do_resize": true, "image_mean": [0.5, 0.5, 0.5], "image_processor_type": "SiglipImageProcessor", "image_std": [0.5, 0.5, 0.5], "resample": 3, "rescale_factor": 0.00392156862745098, "size": {"height": 4, "width": 4}}' > "$hf/seed-siglip"
 printf '%s' "{\"model_type\": \"vit\", $tower, \"id2label\": {\"0\": \"a\", \"1\": \"b\", \"2\": \"c\"}}" > "$hf/seed-vit"
 printf '%s' "{\"model_type\": \"siglip_vision_model\", $tower, \"layer_norm_eps\": 1e-6}" > "$hf/seed-siglip-vision"
+# fuzz_hf_tokenizer: small tokenizer.json files (CLIP's BPE with merges as strings and as pairs,
+# a unigram model; flag byte 0) and spiece.model files written by tests/reference/hf_tokenizer_files.py
+# (flag byte 1: alone, 3: with a SiglipTokenizer config); any python3 will do (standard library).
+ht=$root/fuzz/corpus-run/hf_tokenizer
+mkdir -p "$ht"
+clipv='"h": 0, "i": 1, "i</w>": 2, "hi</w>": 3, "a</w>": 4, "<|startoftext|>": 5, "<|endoftext|>": 6'
+clipa='[{"id": 5, "content": "<|startoftext|>", "special": true}, {"id": 6, "content": "<|endoftext|>", "special": true}]'
+printf '\000%s' "{\"added_tokens\": $clipa, \"post_processor\": {\"type\": \"RobertaProcessing\", \"sep\": [\"<|endoftext|>\", 6], \"cls\": [\"<|startoftext|>\", 5]}, \"model\": {\"type\": \"BPE\", \"end_of_word_suffix\": \"</w>\", \"vocab\": {$clipv}, \"merges\": [\"h i</w>\"]}}" > "$ht/seed-clip"
+printf '\000%s\000%s' "{\"added_tokens\": $clipa, \"model\": {\"type\": \"BPE\", \"end_of_word_suffix\": \"</w>\", \"unk_token\": \"<|endoftext|>\", \"vocab\": {$clipv}, \"merges\": [[\"h\", \"i</w>\"]]}}" \
+  '{"tokenizer_class": "CLIPTokenizer", "bos_token": {"content": "<|startoftext|>"}, "eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}' > "$ht/seed-clip-pairs"
+printf '\000%s\000%s' '{"added_tokens": [{"id": 1, "content": "</s>", "special": true}], "pre_tokenizer": {"type": "Metaspace", "prepend_scheme": "always"}, "post_processor": {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A"}}, {"SpecialToken": {"id": "</s>"}}], "special_tokens": {"</s>": {"id": "</s>", "ids": [1]}}}, "model": {"type": "Unigram", "unk_id": 2, "byte_fallback": true, "vocab": [["<pad>", 0], ["</s>", 0], ["<unk>", 0], ["\u2581", -1], ["\u2581a", -2], ["a", -3], ["b", -4], ["<0x41>", -9]]}}' \
+  '{"tokenizer_class": "SiglipTokenizer", "pad_token": "</s>", "unk_token": {"content": "<unk>"}}' > "$ht/seed-unigram"
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import struct' 2>/dev/null; then
+    "$py" - "$root/tests/reference" "$ht" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import hf_tokenizer_files as h
+pieces = h.siglip_pieces(64)
+with open(sys.argv[2] + "/seed-spiece", "wb") as f:
+    f.write(b"\x03" + h.spiece_model_bytes(pieces))
+with open(sys.argv[2] + "/seed-spiece-bpe", "wb") as f:
+    f.write(b"\x01" + h.spiece_model_bytes(pieces[:40], model_type=2, bos_id=-1))
+PY
+    break
+  fi
+done
 # fuzz_image: small JPEGs and PNGs of every kind (tools/wgml/image_file.c), written by Pillow
 # (Debian's python3-pil) and, for what Pillow cannot write (interlaced and 16-bit RGB PNGs, eXIf
 # after IDAT), by a few lines of PNG writer; EXIF orientations in both byte orders.

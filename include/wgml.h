@@ -135,7 +135,8 @@ void wgml_model_free(wgml_model *model);
  * sessions and wgml_generate (the llama family), EMBED wgml_embed and RERANK
  * wgml_rerank (the bert family), SPEECH wgml_speak (the kokoro family),
  * TRANSCRIBE wgml_transcribe (the whisper family), EMBED_IMAGE
- * wgml_embed_images and CLASSIFY wgml_classify_image (the clip family). */
+ * wgml_embed_images and CLASSIFY wgml_classify_images / wgml_zero_shot_classify
+ * (the clip family; with a text tower also EMBED: texts into the images' space). */
 typedef enum wgml_task {
     WGML_TASK_GENERATE = 1u << 0,   /* text generation: sessions, wgml_generate (the LLM family) */
     WGML_TASK_EMBED = 1u << 1,      /* text to an embedding vector */
@@ -472,7 +473,9 @@ wgml_embed_params wgml_embed_default_params(void);
  * defaults); -1 when the model has no EMBED task or dimensions is out of range. */
 int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params);
 
-/* Embeds n UTF-8 texts: each becomes [CLS] text [SEP], texts are packed into
+/* Embeds n UTF-8 texts: each becomes [CLS] text [SEP] (or the vocabulary's
+ * own special tokens: CLIP's <|startoftext|> text <|endoftext|>, SigLIP's
+ * text </s> padded to its context of 64), texts are packed into
  * steps of up to n_batch tokens (each attends to itself only), and vector i
  * goes to out[i * dim .. (i+1) * dim). dim must be wgml_embed_dim(model,
  * params). The same text gives the same vector alone or in any batch, to
@@ -515,6 +518,15 @@ const char *wgml_model_label(const wgml_model *model, int i);
  * image i's softmax probability of label j (n_labels = wgml_model_n_labels). */
 wgml_status wgml_classify_images(wgml_model *model, const wgml_image *images, int n, float *probs, int n_labels,
                                  wgml_error *err);
+
+/* Zero-shot classification by a model with an image and a text tower (CLIP,
+ * SigLIP): n images scored against n_labels label texts ("a photo of a
+ * cat"); logit = exp(logit_scale) cos(image, text) (+ logit_bias: SigLIP),
+ * and probs[i * n_labels + j] is CLIP's softmax over the labels, SigLIP's
+ * sigmoid of each label on its own (its labels need not sum to 1). Labels
+ * longer than the text context are cut (keeping the end token). */
+wgml_status wgml_zero_shot_classify(wgml_model *model, const wgml_image *images, int n, const char *const *labels,
+                                    int n_labels, float *probs, wgml_error *err);
 
 /* ---- speech (task SPEECH: the kokoro family) ------------------------------- */
 

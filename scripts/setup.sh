@@ -19,13 +19,15 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # python3-numpy: the float64 BERT reference in tests/reference; python3-pil: Pillow, which the image
 # preprocessing test (tests/test_image_prep.py) compares src/image's resize with, and
 # tests/test_image_file.py the image file reader; curl: the SSE framing test of
-# tests/test_serve.py), and for the browser
+# tests/test_serve.py; python3-pip, python3-setuptools, python3-wheel: `pip install ./python`, the
+# Python package over build/libwgml.so, offline (docs/python.md)), and for the browser
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
 # wasm-opt for the Asyncify variant (docs/web.md).
 need=()
 for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev libcivetweb-dev libedit-dev valgrind \
          zlib1g-dev libsndfile1-dev libjpeg-dev libpng-dev \
-         wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy python3-pil curl; do
+         wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy python3-pil curl \
+         python3-pip python3-setuptools python3-wheel; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -176,7 +176,10 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
     char arch[64];
     wgml_status st = wgml_family_of(g, arch, sizeof arch, &m->fam, err);
     if (!st) st = m->fam->describe(g, NULL, NULL, err); /* the hyper-parameters, before the tokenizer */
-    if (!st && !m->fam->no_tokenizer) st = wgml_tokenizer_load(g, &m->tok, err);
+    /* a family whose files need no tokenizer (Kokoro; the clip family's vision towers) still loads one
+     * its file holds (CLIP's and SigLIP's text towers) */
+    if (!st && (!m->fam->no_tokenizer || gguf_find_kv(g, "tokenizer.ggml.model")))
+        st = wgml_tokenizer_load(g, &m->tok, err);
     if (!st) st = chat_model_info_load(g, m->tok, m->fam->decoder != NULL, &m->chat, err);
     if (!st) {
         gguf_str name;

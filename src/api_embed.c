@@ -1,12 +1,15 @@
 /*
  * api_embed.c - the public API's embedding and reranking (include/wgml.h),
- * for models whose family has an encoder (model/family.h: bert's today).
+ * for models whose family has an encoder (model/family.h: bert's, and the
+ * text towers of the clip family).
  *
- * Texts are tokenized as [CLS] text [SEP] (a reranker's pair as [CLS] query
- * [SEP] doc [SEP]), cut to the context when asked, and packed in input
- * order into steps of up to n_batch tokens: each text attends to its own
- * rows only, so a text's vector does not depend on its neighbours and no row
- * is padding.
+ * Texts are tokenized with the vocabulary's special tokens ([CLS] text
+ * [SEP]; a reranker's pair as [CLS] query [SEP] doc [SEP]; CLIP's
+ * <|startoftext|> text <|endoftext|>; SigLIP's text </s>), cut to the
+ * context when asked, and packed in input order into steps of up to n_batch
+ * tokens: each text attends to its own rows only, so a text's vector does
+ * not depend on its neighbours. No row is padding except for an encoder
+ * trained on padded texts (SigLIP: each text padded to the context).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -26,11 +29,14 @@ wgml_embed_params wgml_embed_default_params(void) {
     return (wgml_embed_params){.pooling = WGML_POOLING_MODEL, .normalize = WGML_NORMALIZE_L2};
 }
 
-/* The model's encoder and what it reads and gives (info); NULL when it has none. */
+/* The model's encoder and what it reads and gives (info); NULL when it has none (a family whose
+ * encoder interface this model lacks, e.g. a vision tower without a text tower, gives dim 0). */
 static const wgml_encoder *encoder(const wgml_model *m, wgml_encoder_info *info) {
+    memset(info, 0, sizeof *info);
+    info->pad_id = -1;
     if (!m || !m->fam->encoder) return NULL;
     m->fam->encoder->info(m->impl, info);
-    return m->fam->encoder;
+    return info->dim > 0 ? m->fam->encoder : NULL;
 }
 
 static void note(const wgml_model *m, const char *fmt, ...) {
@@ -81,12 +87,13 @@ static wgml_status tokenize_all(const wgml_model *m, const char *query, const ch
                                 token_lists *L, wgml_error *err) {
     wgml_encoder_info ei;
     encoder(m, &ei);
-    const int n_ctx = ei.n_ctx, n_types = ei.n_types;
+    const int n_ctx = ei.n_ctx, n_types = ei.n_types, pad = ei.pad_id;
     memset(L, 0, sizeof *L);
     size_t total = 0, qlen = query ? strlen(query) + 2 : 0;
     for (int i = 0; i < n; i++) {
         if (!texts[i]) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "text %d is NULL", i);
-        total += strlen(texts[i]) + 2 + qlen;
+        size_t need = strlen(texts[i]) + 2 + qlen;
+        total += pad >= 0 && need < (size_t)n_ctx ? (size_t)n_ctx : need;
     }
     L->toks = wgml_malloc((total + 1) * sizeof *L->toks);
     L->types = wgml_calloc(total + 1, sizeof *L->types);
@@ -132,6 +139,7 @@ static wgml_status tokenize_all(const wgml_model *m, const char *query, const ch
             t[n_ctx - 1] = t[len - 1]; /* keep the closing [SEP] */
             len = n_ctx;
         }
+        for (; pad >= 0 && len < n_ctx; len++) t[len] = pad; /* padded to the context (SigLIP) */
         at += (size_t)len;
     }
     L->off[n] = (int)at;
@@ -184,8 +192,10 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
     if (!model || n < 0 || (n > 0 && (!texts || !out)))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_embed: NULL argument or negative count");
     if (!encoder(model, &ei))
-        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not embed text (its family has no encoder)",
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this %s model does not embed text (it has no text encoder)",
                          model->fam->name);
+    if (!model->tok)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this %s model has no tokenizer in its file", model->fam->name);
     wgml_embed_params p = params ? *params : wgml_embed_default_params();
     const int E = ei.dim, want = wgml_embed_dim(model, &p);
     if (want < 0)

@@ -124,3 +124,53 @@ wgml_status wgml_classify_images(wgml_model *model, const wgml_image *images, in
     }
     return st;
 }
+
+wgml_status wgml_zero_shot_classify(wgml_model *model, const wgml_image *images, int n, const char *const *labels,
+                                    int n_labels, float *probs, wgml_error *err) {
+    if (!model || n < 0 || n_labels < 0 || (n > 0 && (!images || !probs)) || (n_labels > 0 && !labels))
+        return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_zero_shot_classify: NULL argument or negative count");
+    wgml_vision_info vi;
+    if (!vision(model, &vi, "classify images", err)) return WGML_ERR_UNSUPPORTED;
+    if (vi.zero_shot == WGML_ZERO_SHOT_NONE)
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                         "this %s model has no text tower: zero-shot classification needs one (CLIP, SigLIP)",
+                         model->fam->name);
+    if (n_labels < 1) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "zero-shot classification needs labels");
+    if (n == 0) return WGML_OK;
+    const int D = vi.dim;
+    float *img = wgml_malloc((size_t)n * (size_t)D * sizeof *img);
+    float *txt = wgml_malloc((size_t)n_labels * (size_t)D * sizeof *txt);
+    wgml_status st = img && txt ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the vectors");
+    wgml_embed_params p = wgml_embed_default_params();
+    p.truncate = 1;
+    if (!st && wgml_embed_dim(model, &p) != D)
+        st = wgml_fail(err, WGML_ERR_FORMAT, "the text vectors (%d) and the image vectors (%d) differ",
+                       wgml_embed_dim(model, &p), D);
+    if (!st && (st = wgml_embed(model, labels, n_labels, &p, txt, D, err))) wgml_error_prefix(err, "the labels");
+    if (!st) st = wgml_embed_images(model, images, n, &p, img, D, err);
+    const double scale = exp((double)vi.logit_scale), bias = vi.logit_bias;
+    for (int i = 0; !st && i < n; i++) { /* cosines of unit vectors, scaled; then softmax or sigmoid, in double */
+        float *pr = probs + (size_t)i * (size_t)n_labels;
+        const float *a = img + (size_t)i * (size_t)D;
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < n_labels; j++) {
+            const float *b = txt + (size_t)j * (size_t)D;
+            double dot = 0;
+            for (int k = 0; k < D; k++) dot += (double)a[k] * b[k];
+            double logit = scale * dot + (vi.zero_shot == WGML_ZERO_SHOT_SIGMOID ? bias : 0.0);
+            if (vi.zero_shot == WGML_ZERO_SHOT_SIGMOID) {
+                pr[j] = (float)(1.0 / (1.0 + exp(-logit)));
+            } else {
+                pr[j] = (float)logit;
+                mx = logit > mx ? logit : mx;
+            }
+        }
+        if (vi.zero_shot == WGML_ZERO_SHOT_SOFTMAX) {
+            for (int j = 0; j < n_labels; j++) sum += exp((double)pr[j] - mx);
+            for (int j = 0; j < n_labels; j++) pr[j] = (float)(exp((double)pr[j] - mx) / sum);
+        }
+    }
+    wgml_free(img);
+    wgml_free(txt);
+    return st;
+}

@@ -1215,7 +1215,8 @@ def vision():
                     (dict(input=[{"image": truncated}]), "/v1/classify", "input[0]"),
                     (dict(input=[{"image": base64.b64encode(huge).decode()}]), "/v1/embeddings", "limit"),
                     (dict(input=[{"image": png}] * 65), "/v1/embeddings", "1 to 64"),
-                    (dict(input=[{"image": png}, {"text": "a cat"}]), "/v1/embeddings", "mixes"),
+                    (dict(input=[{"image": png}, {"text": "a cat"}]), "/v1/embeddings", "no text tower"),
+                    (dict(input=[{"image": png}], labels=["a cat"]), "/v1/classify", "zero-shot"),
                     (dict(input=[{"image": png, "text": "x"}]), "/v1/embeddings", "input[0]"),
                     (dict(input=[{"image": 3}]), "/v1/classify", "input[0].image"),
                     (dict(input=[{"image": png}], dimensions=8), "/v1/embeddings", "dimensions"),
@@ -1229,19 +1230,51 @@ def vision():
                 alive(port, str(body)[:40])
         finally:
             stop_server(p)
-        # a vision tower without a head: embeddings, no /v1/classify
+        # CLIP with its text tower: images and texts in one request (in input order, as `wgml embed`
+        # gives them), zero-shot /v1/classify with labels as `wgml classify --labels`, none without
         want = cli_vectors(clip)
+        texts = ["a photo of a cat", "a dog"]
+        out = subprocess.run([CLI, "embed", "-m", clip, "--backend", "cpu", "--text", *texts], check=True,
+                             capture_output=True, text=True).stdout
+        want_text = [[float(x) for x in line.split()] for line in out.strip().splitlines()]
+        want_zero = json.loads(subprocess.run([CLI, "classify", "-m", clip, "--backend", "cpu", "--json", "--top", "2",
+                                               "--image", *files, "--labels", *texts], check=True, capture_output=True,
+                                              text=True).stdout)
         p, port = serve(clip)
         try:
             s, o, _ = post(port, "/v1/embeddings", dict(input=items))
             got = [e["embedding"] for e in o["data"]] if s == 200 else []
             worst = max((abs(a - b) for g, w in zip(got, want) for a, b in zip(g, w)), default=1)
             check(s == 200 and len(got) == 3 and worst <= 1e-5, "CLIP image embeddings: %s worst %g" % (s, worst))
-            s, o, _ = post(port, "/v1/classify", dict(input=items[:1]))
-            check(s == 400 and "no classifier head" in o["error"]["message"], "classify without a head: %s %s" % (s, o))
-            alive(port, "classify without a head")
+            s, o, _ = post(port, "/v1/embeddings", dict(input=[items[0], texts[0], {"text": texts[1]}, items[1]]))
+            got = [e["embedding"] for e in sorted(o["data"], key=lambda e: e["index"])] if s == 200 else []
+            exp = [want[0], want_text[0], want_text[1], want[1]]
+            worst = max((abs(a - b) for g, w in zip(got, exp) for a, b in zip(g, w)), default=1)
+            check(s == 200 and len(got) == 4 and worst <= 1e-5 and o["usage"]["prompt_tokens"] > 0,
+                  "CLIP images and texts in one request: %s worst %g %s" % (s, worst, str(o)[:200]))
+            s, o, _ = post(port, "/v1/embeddings", dict(input=texts))
+            got = [e["embedding"] for e in o["data"]] if s == 200 else []
+            worst = max((abs(a - b) for g, w in zip(got, want_text) for a, b in zip(g, w)), default=1)
+            check(s == 200 and worst <= 1e-5, "CLIP text embeddings: %s worst %g" % (s, worst))
+            s, o, _ = post(port, "/v1/classify", dict(input=items, labels=texts, top=2))
+            for g, w in zip(o.get("data", []) if s == 200 else [None], want_zero["data"]):
+                check(g is not None and [(x["label"], x["index"]) for x in g["labels"]] ==
+                      [(x["label"], x["index"]) for x in w["labels"]] and
+                      all(abs(x["score"] - y["score"]) <= 1e-5 for x, y in zip(g["labels"], w["labels"])),
+                      "zero-shot classify equals `wgml classify --labels`: %s %s" % (g, w["labels"]))
+            for body, want_msg in [(dict(input=items[:1]), "give 'labels'"),
+                                   (dict(input=items[:1], labels=[]), "'labels' must be"),
+                                   (dict(input=items[:1], labels="a cat"), "'labels' must be"),
+                                   (dict(input=items[:1], labels=["a cat", 3]), "labels[1]"),
+                                   (dict(input=items[:1], labels=["a\u0000cat"]), "U+0000"),
+                                   (dict(input=[texts[0]], labels=texts), "images only")]:
+                s, o, _ = post(port, "/v1/classify", body)
+                msg = o["error"]["message"] if isinstance(o, dict) and "error" in o else ""
+                check(s == 400 and want_msg in msg, "/v1/classify %s -> %s %s" % (str(body)[:60], s, msg or str(o)[:200]))
+                alive(port, str(body)[:40])
             s, o, _ = request(port, "GET", "/v1/models", key=None)
-            check(o["data"][0]["meta"]["capabilities"] == ["embeddings.images"], "clip capabilities %s" % o)
+            check(o["data"][0]["meta"]["capabilities"] == ["embeddings", "embeddings.images", "classify"],
+                  "clip capabilities %s" % o)
         finally:
             stop_server(p)
         # a text embedding model takes {"text": ...} items and refuses images

@@ -49,6 +49,7 @@ function setStatus(s) {
   $('transcribe').disabled = busy || !hasTask('transcribe') || !demo.audio;
   $('transcribe-stop').disabled = s !== 'transcribing';
   $('image-run').disabled = busy || !(hasTask('classify') || hasTask('embed-image')) || !demo.images.length;
+  $('image-labels').disabled = busy || !zeroShot();
 }
 
 function showTab(name) {
@@ -660,10 +661,24 @@ function showMatrix(names, m) {
   table.hidden = false;
 }
 
-// The chosen images through the model: a classifier's top 5 per image, and
+// Whether the model scores images against texts (a CLIP or SigLIP with its text tower).
+function zeroShot() {
+  return hasTask('embed-image') && hasTask('embed') && hasTask('classify');
+}
+
+// The zero-shot label texts typed in: one per line, or separated by commas on one line.
+function labelTexts() {
+  const t = $('image-labels').value.trim();
+  if (!t) return [];
+  return (t.includes('\n') ? t.split('\n') : t.split(',')).map((x) => x.trim()).filter((x) => x);
+}
+
+// The chosen images through the model: a classifier's top 5 per image (or,
+// for CLIP / SigLIP with labels typed in, the labels' zero-shot scores), and
 // with two images or more an embedder's cosine similarity matrix.
 async function seeImages() {
-  const classify = hasTask('classify');
+  const texts = zeroShot() ? labelTexts() : [];
+  const classify = texts.length > 0 || (hasTask('classify') && !zeroShot());
   const embed = hasTask('embed-image');
   if (!demo.images.length) return;
   if (!classify && !embed) {
@@ -682,7 +697,9 @@ async function seeImages() {
   try {
     $('image-status').textContent = `${classify ? 'classifying' : 'embedding'} ${files.length} image${files.length === 1 ? '' : 's'}...`;
     const pixels = await Promise.all(files.map((f) => imagePixels(f))); // decoded once for both calls
-    const labels = classify ? await demo.model.classify(pixels, { top: 5 }) : null;
+    const labels = !classify ? null
+      : texts.length ? await demo.model.classify(pixels, { top: 5, labels: texts })
+        : await demo.model.classify(pixels, { top: 5 });
     files.forEach((f, i) => {
       const li = document.createElement('li');
       li.className = 'image';

@@ -545,18 +545,24 @@ export class Engine {
     });
   }
 
-  // Image classification (a ViT with its head; info.tasks has 'classify'):
-  // per image its top labels, best first: [[{ label, index, score }], ...]
-  // (score: the softmax probability). top: how many (0: all).
-  classify(model, images, { top = 5 } = {}) {
+  // Image classification (a ViT with its head, or with labels a CLIP or SigLIP
+  // model zero-shot; info.tasks has 'classify'): per image its top labels,
+  // best first: [[{ label, index, score }], ...] (score: the softmax
+  // probability; SigLIP's zero-shot: a sigmoid each). top: how many (0: all).
+  classify(model, images, { top = 5, labels = null } = {}) {
+    if (labels !== null && (!Array.isArray(labels) || !labels.length || !labels.every((t) => typeof t === 'string' && t)))
+      return Promise.reject(new WgmlError(1, 'classify: labels must be a non-empty array of non-empty strings'));
     return this.#exclusive(async () => {
       const imgs = this.#allocImages(images, 'classify');
+      const strings = labels ? this.#allocStrings(labels) : null;
       try {
-        const p = await this.#call('wgmlw_classify_images', [model, imgs.arr, images.length, top | 0]);
+        const p = await this.#call('wgmlw_classify_images', [model, imgs.arr, images.length, top | 0,
+          strings ? strings.arr : 0, labels ? labels.length : 0]);
         if (!p) throw this.lastError();
         return JSON.parse(this.cstring(p));
       } finally {
         this.#freeStrings(imgs);
+        if (strings) this.#freeStrings(strings);
       }
     });
   }

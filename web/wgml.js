@@ -12,6 +12,7 @@
 //   await model.rerank('query', ['doc 1', 'doc 2']);  // rerankers: Float32Array of scores
 //   await model.embedImages([file, img, canvas]); // CLIP/SigLIP/ViT: [Float32Array, ...]
 //   await model.classify([file], { top: 5 });     // ViT classifiers: [[{ label, index, score }, ...]]
+//   await model.classify([file], { labels: ['a photo of a cat', 'a photo of a dog'] }); // CLIP/SigLIP zero-shot
 //   for await (const chunk of tts.speak('Hello there. How are you?', { voice: 'af_heart' }))
 //     play(chunk.audio, chunk.sampleRate);       // Kokoro: one chunk per sentence, as it is made
 //   for await (const s of stt.transcribe(file, { language: 'auto' }))
@@ -546,12 +547,16 @@ class Model {
   }
 
   // Image classifiers (info().tasks has 'classify': a ViT with its head;
-  // info().n_labels labels): per image its top labels, best first,
-  // [[{ label, index, score (the softmax probability) }, ...], ...], as
-  // `wgml classify --json`. images: as embedImages. Options: top (5; 0 = all).
-  async classify(images, { top = 5 } = {}) {
+  // info().n_labels labels), or zero-shot with labels (texts, e.g. 'a photo
+  // of a cat') a CLIP or SigLIP model with its text tower: per image its top
+  // labels, best first, [[{ label, index, score }, ...], ...], as `wgml
+  // classify --json` (score: the softmax probability; SigLIP's zero-shot: a
+  // sigmoid each). images: as embedImages. Options: top (5; 0 = all), labels.
+  async classify(images, { top = 5, labels = null } = {}) {
     const pixels = await imageList(images, 'classify');
-    return this.#task({ op: 'classify', images: pixels, options: { top: Number(top) } });
+    const options = { top: Number(top) };
+    if (labels !== null) options.labels = Array.isArray(labels) ? labels.map(String) : labels;
+    return this.#task({ op: 'classify', images: pixels, options });
   }
 
   // Rerankers (info().tasks has 'rerank', a cross-encoder): resolves to a

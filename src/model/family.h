@@ -93,6 +93,8 @@ typedef struct wgml_encoder_info {
     int n_types;     /* token types (a pair's second text is type 1 when there are 2) */
     wgml_pool_mode pool; /* the model's own pooling */
     int rerank;      /* it scores pairs (a cross-encoder) */
+    int32_t pad_id;  /* -1: texts are packed as they are; else each is padded with this id to n_ctx
+                      * rows (SigLIP's text tower, trained on padded texts, reads the last row) */
 } wgml_encoder_info;
 
 /* One step of texts packed in rows: text s is rows start[s] .. start[s+1]-1
@@ -168,10 +170,19 @@ struct wgml_hf_model;  /* model/hf.h */
 struct wgml_hf_plan;
 
 /* What an image encoder takes and gives. */
+/* How a model with a text tower scores images against texts (zero-shot classification). */
+typedef enum wgml_zero_shot_kind {
+    WGML_ZERO_SHOT_NONE = 0, /* no text tower */
+    WGML_ZERO_SHOT_SOFTMAX,  /* CLIP: softmax over the labels of exp(scale) cos */
+    WGML_ZERO_SHOT_SIGMOID,  /* SigLIP: sigmoid(exp(scale) cos + bias) per label */
+} wgml_zero_shot_kind;
+
 typedef struct wgml_vision_info {
     int dim;        /* an image's vector */
     int image_size; /* the side of the square of pixels it takes (after preprocessing) */
     int n_labels;   /* a classifier's labels; 0: none */
+    wgml_zero_shot_kind zero_shot;
+    float logit_scale, logit_bias; /* zero-shot: logits = exp(logit_scale) cos + logit_bias */
 } wgml_vision_info;
 
 /* An image encoder: preprocessed images (n x [3][S][S] floats, S =
@@ -195,7 +206,8 @@ typedef struct wgml_family {
     const char *name;          /* "llama" */
     const char *const *archs;  /* the architectures it reads, NULL-terminated: {"llama", "qwen2", NULL} */
     uint32_t tasks;            /* wgml_task bits */
-    int no_tokenizer;          /* its files hold no text tokenizer (tokenizer.ggml.*): Kokoro's phonemes */
+    int no_tokenizer;          /* its files need no text tokenizer (Kokoro's phonemes, a vision tower); one is
+                                  loaded when present (tokenizer.ggml.model) */
     /* Reads and checks the hyper-parameters from f's metadata only (no
      * tensors, no backend) and passes each to field (NULL: only check). */
     wgml_status (*describe)(const gguf_file *f, wgml_family_field_fn field, void *user, wgml_error *err);

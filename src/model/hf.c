@@ -13,6 +13,7 @@
 #include "core/fp16.h"
 #include "format/file_bytes.h"
 #include "model/family.h"
+#include "model/hf_tokenizer.h"
 
 #define HF_MAX_CONFIG (16u << 20) /* bytes of config.json / preprocessor_config.json */
 
@@ -179,6 +180,7 @@ static wgml_status convert(const char *path, const char *out_path, void **data, 
     }
     if (!st_ && !(w = gguf_writer_create())) st_ = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     if (!st_) st_ = fam->hf_convert(&hf, type, w, &plan, err);
+    if (!st_) st_ = wgml_hf_tokenizer_write(&hf, type, w, err); /* tokenizer.json / spiece.model, when there */
     int64_t most = 1;
     for (int i = 0; !st_ && i < plan.n; i++) {
         const wgml_hf_tensor *t = &plan.t[i];

@@ -83,13 +83,20 @@ static wgml_status try_pair(tok_merge *m, const wgml_tokenizer *tok, const char 
 
 wgml_status tok_merge_run(tok_merge *m, const wgml_tokenizer *tok, const char *text, size_t len, tok_pair_fn pair,
                           int track_nodes, wgml_error *err) {
+    return tok_merge_run_tail(m, tok, text, len, 0, pair, track_nodes, err);
+}
+
+wgml_status tok_merge_run_tail(tok_merge *m, const wgml_tokenizer *tok, const char *text, size_t len, size_t tail,
+                               tok_pair_fn pair, int track_nodes, wgml_error *err) {
     m->n_sym = m->n_node = m->n_heap = 0;
     if (len == 0) return WGML_OK;
     if (len >= INT32_MAX)
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "tokenizer: text of %zu bytes too long", len);
+    if (tail >= len) tail = 0; /* a tail needs a character to hang on */
 
+    const size_t body = len - tail;
     size_t n = 0;
-    for (size_t i = 0; i < len; i += (size_t)uni_char_len(text + i, len - i))
+    for (size_t i = 0; i < body; i += (size_t)uni_char_len(text + i, body - i))
         n++;
     wgml_status st = grow((void **)&m->sym, &m->cap_sym, n, sizeof *m->sym, err);
     if (st == WGML_OK && track_nodes) st = grow((void **)&m->node, &m->cap_node, 2 * n, sizeof *m->node, err);
@@ -97,7 +104,8 @@ wgml_status tok_merge_run(tok_merge *m, const wgml_tokenizer *tok, const char *t
 
     size_t off = 0;
     for (size_t i = 0; i < n; i++) {
-        uint32_t clen = (uint32_t)uni_char_len(text + off, len - off);
+        uint32_t clen = (uint32_t)uni_char_len(text + off, body - off);
+        if (i + 1 == n) clen += (uint32_t)tail;
         m->sym[i] = (tok_sym){(int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, (uint32_t)off, clen, (int32_t)i};
         if (track_nodes) m->node[i] = (tok_node){(uint32_t)off, clen, -1, -1};
         off += clen;

@@ -17,17 +17,25 @@
  * the "rstrip" attribute on their special tokens, as in their Hugging Face
  * configuration: whitespace after such a token is dropped.
  *
+ * Unigram vocabularies ("t5") normalize the whole text first (unigram.c:
+ * SigLIP's canonicalization, whitespace stripped and collapsed), then cut it
+ * at special tokens; only the fragment that starts the text gets the "▁"
+ * prefix, as SentencePiece sees one string. With add_bos, a vocabulary that
+ * sets tokenizer.ggml.add_eos_token gets EOS after the text (CLIP, SigLIP).
+ *
  * Pieces (the bytes a token stands for):
  *   SPM   normal: the text with U+2581 as ' '; byte <0xXX>: that byte
  *   BPE   normal: the GPT-2 byte-level symbols mapped back to bytes (a symbol
- *         outside that mapping is kept as its UTF-8)
+ *         outside that mapping is kept as its UTF-8); CLIP: "</w>" a space
+ *   UGM   as SPM
  *   WPM   normal: the text with U+2581 as ' ' (GGUF WordPiece vocabularies
  *         store word-initial pieces as "▁word" and continuations as bare
  *         "ing", which is what a "##ing" continuation became in conversion);
  *         in BERT's own spelling, "##ing" renders "ing" and "word" " word"
  *   all   user-defined: the text as is; control, unknown and unused: nothing
  * Decoding concatenates pieces, dropping one leading space from the first
- * non-empty piece for SentencePiece (the dummy prefix) and WordPiece.
+ * non-empty piece for SentencePiece and Unigram (the dummy prefix) and
+ * WordPiece, and for CLIP the space of the last word's "</w>".
  */
 #include "core/alloc.h"
 #include "core/error.h"
@@ -275,6 +283,7 @@ static wgml_status load_special_ids(wgml_tokenizer *tok, const gguf_file *f, wgm
     /* defaults per model, as llama.cpp's */
     if (tok->kind == WGML_VOCAB_SPM) tok->bos = 1, tok->eos = 2, tok->unk = 0;
     if (tok->kind == WGML_VOCAB_WPM) tok->bos = 101, tok->unk = 100, tok->sep = 102;
+    if (tok->kind == WGML_VOCAB_UGM) tok->eos = 1, tok->unk = 2; /* T5's, as llama.cpp defaults them */
     int32_t *ids[] = {&tok->bos, &tok->eos, &tok->unk, &tok->sep};
     for (size_t i = 0; i < 4; i++)
         if (*ids[i] >= n) *ids[i] = -1;
@@ -326,6 +335,8 @@ static wgml_status load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err
         tok->kind = WGML_VOCAB_BPE;
     else if (gguf_str_eq(model, "bert"))
         tok->kind = WGML_VOCAB_WPM;
+    else if (gguf_str_eq(model, "t5"))
+        tok->kind = WGML_VOCAB_UGM;
     else
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: unsupported tokenizer model '%.*s' (tokenizer.ggml.model)",
                          name, (int)(model.len > 64 ? 64 : model.len), model.ptr);
@@ -351,14 +362,16 @@ static wgml_status load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err
     if ((st = load_special_ids(tok, f, err)) != WGML_OK) return st;
     if ((st = load_types(tok, f, err)) != WGML_OK) return st;
 
-    tok->add_bos = tok->kind != WGML_VOCAB_BPE;
+    tok->add_bos = tok->kind != WGML_VOCAB_BPE && tok->kind != WGML_VOCAB_UGM;
     switch (tok->kind) {
     case WGML_VOCAB_SPM: st = spm_load(tok, f, err); break;
     case WGML_VOCAB_BPE: st = bpe_load(tok, f, pre.ptr, (size_t)pre.len, err); break;
     case WGML_VOCAB_WPM: st = wpm_load(tok, f, err); break;
+    case WGML_VOCAB_UGM: st = ugm_load(tok, f, pre.ptr, (size_t)pre.len, err); break;
     }
     if (st != WGML_OK) return st;
     if ((st = read_bool(f, "tokenizer.ggml.add_bos_token", &tok->add_bos, err)) != WGML_OK) return st;
+    if ((st = read_bool(f, "tokenizer.ggml.add_eos_token", &tok->add_eos, err)) != WGML_OK) return st;
     if ((st = build_specials(tok, err)) != WGML_OK) return st;
     mark_attrs(tok, f);
     return WGML_OK;
@@ -390,6 +403,7 @@ void wgml_tokenizer_free(wgml_tokenizer *tok) {
     tok_map_free(&tok->text_map);
     tok_strtab_free(&tok->merges);
     tok_map_free(&tok->merge_map);
+    ugm_free(tok);
     wgml_free(tok->score);
     wgml_free(tok->type);
     wgml_free(tok->attr);
@@ -430,12 +444,13 @@ static size_t match_special(const wgml_tokenizer *tok, const char *s, size_t n, 
     return 0;
 }
 
-static wgml_status encode_fragment(const wgml_tokenizer *tok, const char *s, size_t n, int after_special, tok_vec *ids,
-                                   wgml_error *err) {
+static wgml_status encode_fragment(const wgml_tokenizer *tok, const char *text0, const char *s, size_t n,
+                                   int after_special, tok_vec *ids, wgml_error *err) {
     switch (tok->kind) {
     case WGML_VOCAB_SPM: return spm_encode(tok, s, n, tok->add_space_prefix && after_special, ids, err);
-    case WGML_VOCAB_BPE: return bpe_encode(tok, s, n, ids, err);
+    case WGML_VOCAB_BPE: return tok->clip ? bpe_encode_clip(tok, s, n, ids, err) : bpe_encode(tok, s, n, ids, err);
     case WGML_VOCAB_WPM: return wpm_encode(tok, s, n, ids, err);
+    case WGML_VOCAB_UGM: return ugm_encode(tok, s, n, tok->add_space_prefix && s == text0, ids, err);
     }
     return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "tokenizer: bad vocabulary kind");
 }
@@ -453,7 +468,7 @@ static wgml_status encode_all(const wgml_tokenizer *tok, const char *text, size_
             i++;
             continue;
         }
-        if (i > frag) st = encode_fragment(tok, text + frag, i - frag, after_special, ids, err);
+        if (i > frag) st = encode_fragment(tok, text, text + frag, i - frag, after_special, ids, err);
         if (st == WGML_OK) st = tok_vec_push(ids, (uint32_t)id, err);
         after_special = 1;
         i += m;
@@ -462,9 +477,11 @@ static wgml_status encode_all(const wgml_tokenizer *tok, const char *text, size_
                 i++;
         frag = i;
     }
-    if (st == WGML_OK && frag < len) st = encode_fragment(tok, text + frag, len - frag, after_special, ids, err);
+    if (st == WGML_OK && frag < len) st = encode_fragment(tok, text, text + frag, len - frag, after_special, ids, err);
     if (st == WGML_OK && add_bos && tok->kind == WGML_VOCAB_WPM && tok->sep >= 0)
         st = tok_vec_push(ids, (uint32_t)tok->sep, err);
+    else if (st == WGML_OK && add_bos && tok->add_eos && tok->eos >= 0)
+        st = tok_vec_push(ids, (uint32_t)tok->eos, err);
     return st;
 }
 
@@ -481,7 +498,15 @@ int wgml_tokenizer_encode(const wgml_tokenizer *tok, const char *text, size_t le
         return -1;
     }
     tok_vec ids = {0};
-    wgml_status st = encode_all(tok, text, len, add_bos, &ids, err);
+    char *norm = NULL;
+    size_t norm_len = 0;
+    wgml_status st = WGML_OK;
+    if (tok->kind == WGML_VOCAB_UGM) { /* the whole text first: its specials are found in the normalized text */
+        st = ugm_normalize(tok, text, len, &norm, &norm_len, err);
+        text = norm, len = norm_len;
+    }
+    if (st == WGML_OK) st = encode_all(tok, text, len, add_bos, &ids, err);
+    wgml_free(norm);
     if (st == WGML_OK && ids.n > INT_MAX)
         st = wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_tokenizer_encode: %zu tokens is too many", ids.n);
     if (st != WGML_OK) {
@@ -515,12 +540,14 @@ static int hex_digit(char c) {
     return -1;
 }
 
-/* Writes the piece of id; with strip, drops one leading ' ' (from U+2581). */
-static void render(const wgml_tokenizer *tok, int32_t id, out_buf *o, int strip) {
+/* Writes the piece of id; with strip, drops one leading ' ' (from U+2581).
+ * Returns 1 when the piece ends with the space of a CLIP "</w>". */
+static int render(const wgml_tokenizer *tok, int32_t id, out_buf *o, int strip) {
     const char *s = tok->text.blob + tok->text.off[id];
     size_t n = tok->text.len[id];
+    int eow = 0;
     switch (tok->type[id]) {
-    case TOK_USER_DEFINED: put(o, s, n); return;
+    case TOK_USER_DEFINED: put(o, s, n); return 0;
     case TOK_BYTE:
         if (n == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' && hex_digit(s[3]) >= 0 && hex_digit(s[4]) >= 0) {
             char byte = (char)(hex_digit(s[3]) << 4 | hex_digit(s[4]));
@@ -528,17 +555,18 @@ static void render(const wgml_tokenizer *tok, int32_t id, out_buf *o, int strip)
         } else {
             put(o, s, n);
         }
-        return;
+        return 0;
     case TOK_NORMAL: break;
-    default: return; /* control, unknown, unused */
+    default: return 0; /* control, unknown, unused */
     }
+    if (tok->clip && n >= 4 && memcmp(s + n - 4, "</w>", 4) == 0) n -= 4, eow = 1;
     if (tok->kind == WGML_VOCAB_WPM && tok->wpm_hash_prefix) { /* "##ing" -> "ing", "word" -> " word" */
         if (n >= 2 && s[0] == '#' && s[1] == '#')
             s += 2, n -= 2;
         else if (!strip)
             put(o, " ", 1);
         put(o, s, n);
-        return;
+        return 0;
     }
     for (size_t i = 0; i < n;) {
         int len;
@@ -559,6 +587,8 @@ static void render(const wgml_tokenizer *tok, int32_t id, out_buf *o, int strip)
         strip = 0;
         i += (size_t)len;
     }
+    if (eow) put(o, " ", 1);
+    return eow;
 }
 
 static size_t piece_len(const wgml_tokenizer *tok, int32_t id) {
@@ -577,12 +607,17 @@ int wgml_tokenizer_piece(const wgml_tokenizer *tok, int32_t id, char *buf, int c
 int wgml_tokenizer_decode(const wgml_tokenizer *tok, const int32_t *ids, int n, char *buf, int cap) {
     if (!tok || n < 0 || (n > 0 && !ids)) return -1;
     out_buf o = {buf, buf && cap > 0 ? (size_t)cap : 0, 0};
-    int strip = (tok->kind == WGML_VOCAB_SPM && tok->add_space_prefix) || tok->kind == WGML_VOCAB_WPM;
+    int strip = ((tok->kind == WGML_VOCAB_SPM || tok->kind == WGML_VOCAB_UGM) && tok->add_space_prefix) ||
+                tok->kind == WGML_VOCAB_WPM;
+    int eow = 0; /* the output ends with a CLIP word's space */
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= tok->n_vocab) return -1;
         int s = strip && tok->type[ids[i]] == TOK_NORMAL;
         if (strip && piece_len(tok, ids[i]) > 0) strip = 0;
-        render(tok, ids[i], &o, s);
+        size_t before = o.n;
+        int e = render(tok, ids[i], &o, s);
+        if (o.n > before) eow = e;
     }
+    if (eow) o.n--;
     return o.n > INT_MAX ? -1 : (int)o.n;
 }

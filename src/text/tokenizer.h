@@ -7,6 +7,12 @@
  *   gpt2   byte-level BPE with ranked merges (tokenizer.ggml.merges) after the
  *          pre-tokenizer that `tokenizer.ggml.pre` names splits the text.
  *   bert   WordPiece (lower-casing, accent stripping, ## continuations).
+ *   t5     SentencePiece's unigram model: the segmentation with the highest
+ *          sum of piece log-probabilities (tokenizer.ggml.scores), "▁" for
+ *          spaces; tokenizer.ggml.pre = "siglip" adds SigLIP's text
+ *          canonicalization (lower-case, no ASCII punctuation) in front.
+ * gpt2 with tokenizer.ggml.pre = "clip" is CLIP's BPE: lower-cased words
+ * whose last symbol carries "</w>" (unigram.c and bpe.c say more).
  * Special/control tokens written literally in the text (e.g. "<|im_start|>")
  * are recognised as single tokens.
  *
@@ -28,6 +34,7 @@ typedef enum wgml_vocab_kind {
     WGML_VOCAB_SPM = 1,
     WGML_VOCAB_BPE,
     WGML_VOCAB_WPM,
+    WGML_VOCAB_UGM, /* SentencePiece unigram ("t5") */
 } wgml_vocab_kind;
 
 /* Reads tokenizer.ggml.* from f. Unknown model or pre-tokenizer names are
@@ -46,7 +53,9 @@ int wgml_tokenizer_wants_bos(const wgml_tokenizer *tok);
 int wgml_tokenizer_is_eog(const wgml_tokenizer *tok, int32_t id);
 
 /* Encodes UTF-8 text (invalid bytes are handled, never a crash). add_bos
- * prepends BOS (if the vocabulary has one); for WordPiece it adds [CLS]/[SEP].
+ * prepends BOS (if the vocabulary has one); for WordPiece it adds [CLS]/[SEP];
+ * when the vocabulary sets tokenizer.ggml.add_eos_token it also appends EOS
+ * (CLIP: <|startoftext|> .. <|endoftext|>; SigLIP, without a BOS: .. </s>).
  * Writes at most cap ids and returns the total count, which may exceed cap;
  * returns -1 with err filled on failure. */
 int wgml_tokenizer_encode(const wgml_tokenizer *tok, const char *text, size_t len, int add_bos, int32_t *out,

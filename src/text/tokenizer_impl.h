@@ -6,7 +6,9 @@
  *   merge.c      the bigram merge engine SentencePiece and BPE both run
  *   spm.c        SentencePiece (tokenizer.ggml.model = "llama")
  *   bpe.c        byte-level BPE ("gpt2") and the GPT-2 byte <-> symbol mapping
- *   pretok.c     the regex pre-tokenizers BPE vocabularies name
+ *   pretok.c     the regex pre-tokenizers BPE vocabularies name (and CLIP's
+ *                words, bpe.c)
+ *   unigram.c    SentencePiece's unigram model ("t5"), SigLIP's canonicalization
  *   wordpiece.c  WordPiece ("bert")
  *   unicode.c    UTF-8 and character properties
  */
@@ -87,6 +89,7 @@ struct wgml_tokenizer {
 
     int32_t bos, eos, eot, eom, unk, sep;
     int add_bos;          /* tokenizer.ggml.add_bos_token or the model default */
+    int add_eos;          /* tokenizer.ggml.add_eos_token: EOS after the text when add_bos is asked */
     int add_space_prefix; /* SPM: a space in front of each text fragment */
 
     /* Tokens recognised literally in the text (control, user-defined,
@@ -104,6 +107,13 @@ struct wgml_tokenizer {
     int ignore_merges; /* a word that is a whole token skips the merges */
     tok_strtab merges; /* "left right", index = rank */
     tok_map merge_map;
+    int clip; /* pre "clip": CLIP's normalization and words, "</w>" on each word's last symbol */
+
+    /* Unigram (unigram.c) */
+    struct ugm_trie *trie; /* the pieces that can be output, by their bytes */
+    float unk_score;       /* an unknown character's score: the lowest piece score - 10 */
+    int siglip;            /* pre "siglip": SigLIP's canonicalization first */
+    int remove_extra_ws;   /* strip, and collapse whitespace runs (tokenizer.ggml.remove_extra_whitespaces) */
 
     /* WordPiece */
     int lowercase, strip_accents; /* normalizer */
@@ -153,6 +163,10 @@ typedef struct tok_merge {
  * built. State is reused between calls; free with tok_merge_free. */
 wgml_status tok_merge_run(tok_merge *m, const wgml_tokenizer *tok, const char *text, size_t len, tok_pair_fn pair,
                           int track_nodes, wgml_error *err);
+/* The same with the last `tail` bytes of text glued to the last character
+ * (CLIP's "</w>": the initial symbols of "hi</w>" are "h" and "i</w>"). */
+wgml_status tok_merge_run_tail(tok_merge *m, const wgml_tokenizer *tok, const char *text, size_t len, size_t tail,
+                               tok_pair_fn pair, int track_nodes, wgml_error *err);
 void tok_merge_free(tok_merge *m);
 
 /* ---- the models ---- */
@@ -170,6 +184,20 @@ uint32_t bpe_byte_to_cp(uint8_t b);
  * each) into word; returns the length written. */
 size_t bpe_spell(const char *text, size_t n, char *word);
 int bpe_cp_to_byte(uint32_t cp);
+
+/* CLIP: a fragment normalized (lower-cased) and cut into words, each BPE-merged with "</w>". */
+wgml_status bpe_encode_clip(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err);
+
+wgml_status ugm_load(wgml_tokenizer *tok, const gguf_file *f, const char *pre, size_t pre_len, wgml_error *err);
+void ugm_free(wgml_tokenizer *tok);
+/* The whole text normalized before special tokens are looked for: SigLIP's
+ * canonicalization (pre "siglip"), then whitespace stripped and collapsed to
+ * single spaces (remove_extra_ws). *out is wgml_malloc'ed. */
+wgml_status ugm_normalize(const wgml_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len,
+                          wgml_error *err);
+/* Encodes one fragment of normalized text; space_prefix puts a "▁" in front. */
+wgml_status ugm_encode(const wgml_tokenizer *tok, const char *text, size_t len, int space_prefix, tok_vec *out,
+                       wgml_error *err);
 
 wgml_status wpm_load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err);
 wgml_status wpm_encode(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err);

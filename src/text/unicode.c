@@ -167,3 +167,87 @@ void uni_canonical_order(uint32_t *cps, size_t n) {
         cps[j] = x;
     }
 }
+
+int uni_lower_full(uint32_t cp, uint32_t out[2]) {
+    if (cp == 0x130) { /* LATIN CAPITAL LETTER I WITH DOT ABOVE: the one code point whose lower case is two */
+        out[0] = 'i';
+        out[1] = 0x307;
+        return 2;
+    }
+    out[0] = uni_tolower(cp);
+    return 1;
+}
+
+/* The composite of the pair (a, b), or 0 (binary search, Hangul algorithmically). */
+static uint32_t compose_pair(uint32_t a, uint32_t b) {
+    if (a >= HANGUL_L && a < HANGUL_L + 19 && b >= HANGUL_V && b < HANGUL_V + HANGUL_VCOUNT)
+        return HANGUL_S + ((a - HANGUL_L) * HANGUL_VCOUNT + (b - HANGUL_V)) * HANGUL_TCOUNT;
+    if (a >= HANGUL_S && a < HANGUL_S + HANGUL_SCOUNT && (a - HANGUL_S) % HANGUL_TCOUNT == 0 && b > HANGUL_T &&
+        b < HANGUL_T + HANGUL_TCOUNT)
+        return a + (b - HANGUL_T);
+    size_t lo = 0, hi = uni_compose_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const uint32_t *p = uni_compose_pairs[mid];
+        if (a < p[0] || (a == p[0] && b < p[1]))
+            hi = mid;
+        else if (a > p[0] || b > p[1])
+            lo = mid + 1;
+        else
+            return p[2];
+    }
+    return 0;
+}
+
+size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += (size_t)uni_decompose(in[i], out + m);
+    uni_canonical_order(out, m);
+    size_t k = 0, starter = 0, between = 0;
+    int have_starter = 0, last_ccc = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint32_t c = out[i];
+        int ccc = uni_ccc(c);
+        if (have_starter && (between == 0 || (last_ccc != 0 && last_ccc < ccc))) {
+            uint32_t comp = compose_pair(out[starter], c);
+            if (comp) {
+                out[starter] = comp;
+                continue;
+            }
+        }
+        if (ccc == 0) {
+            have_starter = 1, starter = k, between = 0, last_ccc = 0;
+        } else {
+            between++, last_ccc = ccc;
+        }
+        out[k++] = c;
+    }
+    return k;
+}
+
+/* 1 cased, 2 case-ignorable, 0 neither (the final-sigma classes of unicode_compose.c). */
+static int sigma_class(uint32_t cp) {
+    size_t lo = 0, hi = uni_sigma_class_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < uni_sigma_class[mid][0])
+            hi = mid;
+        else if (cp > uni_sigma_class[mid][1])
+            lo = mid + 1;
+        else
+            return (int)uni_sigma_class[mid][2];
+    }
+    return 0;
+}
+
+int uni_final_sigma(const uint32_t *cps, size_t i, size_t n) {
+    size_t j = i;
+    while (j > 0 && sigma_class(cps[j - 1]) == 2)
+        j--;
+    if (j == 0 || sigma_class(cps[j - 1]) != 1) return 0;
+    size_t k = i + 1;
+    while (k < n && sigma_class(cps[k]) == 2)
+        k++;
+    return k == n || sigma_class(cps[k]) != 1;
+}

@@ -1,7 +1,7 @@
 /*
  * unicode.h - the little Unicode the tokenizers need: UTF-8 decoding that
  * never fails, general-category flags, simple lower-casing and canonical
- * decomposition (NFD) for accent stripping.
+ * decomposition (NFD) for accent stripping, and NFC.
  *
  * Invalid UTF-8: uni_decode() turns each byte that does not start a
  * well-formed sequence (stray continuation byte, truncated or overlong
@@ -51,6 +51,14 @@ static inline int uni_is_number(uint32_t cp) { return (uni_flags(cp) & UNI_NUMBE
 
 /* Simple (one code point) lower-case mapping. */
 uint32_t uni_tolower(uint32_t cp);
+/* The full lower-case form of cp out of context, as Python's str.lower() and
+ * Rust's to_lowercase() give it (U+0130 becomes "i" + U+0307; the final-sigma
+ * rule needs the context: uni_final_sigma). Writes 1 or 2 code points to out and
+ * returns the count. */
+int uni_lower_full(uint32_t cp, uint32_t out[2]);
+/* Whether the capital sigma at cps[i] lowers to the final form ς in its
+ * context cps[0..n) (Unicode's Final_Sigma, as Python's str.lower()). */
+int uni_final_sigma(const uint32_t *cps, size_t i, size_t n);
 /* Canonical combining class (0 for starters). */
 int uni_ccc(uint32_t cp);
 /* Writes the canonical decomposition of cp (cp itself when it has none) to
@@ -58,6 +66,10 @@ int uni_ccc(uint32_t cp);
 int uni_decompose(uint32_t cp, uint32_t *out);
 /* Canonical ordering: stable-sorts each run of non-starters by combining class. */
 void uni_canonical_order(uint32_t *cps, size_t n);
+/* NFC (canonical decomposition, ordering, then canonical composition) of
+ * in[0..n) into out, which must have room for n * UNI_NFD_MAX code points;
+ * returns the count written. Pseudo code points pass through. */
+size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out);
 
 /* Tables generated into unicode_data.c. */
 extern const char uni_data_version[];
@@ -72,5 +84,11 @@ extern const uint16_t uni_nfd_index[];
 extern const uint32_t uni_nfd_data[];
 extern const size_t uni_ccc_count;
 extern const uint32_t uni_ccc_range[][3];
+/* unicode_compose.c (scripts/gen_unicode_compose.py): canonical pairs (first, second, composite), sorted */
+extern const char uni_compose_version[];
+extern const size_t uni_compose_count;
+extern const uint32_t uni_compose_pairs[][3];
+extern const size_t uni_sigma_class_count;
+extern const uint32_t uni_sigma_class[][3]; /* first, last, 1 cased / 2 case-ignorable */
 
 #endif

@@ -104,15 +104,18 @@ static const synth_arch archs[] = {
      .eps = 1e-5f, .kind = SYNTH_WHISPER, .n_mels = 128, .n_audio_layer = 32, .n_audio_ctx = 1500,
      .whisper_seed = 20261206, .eot_factor = 2.5},
     /* vision towers: n_ctx = rows per image (patches + the class row); n_vocab unused */
-    {.name = "clip-vit-b32", .arch = "clip", .source = "openai/clip-vit-base-patch32 (vision tower)",
+    {.name = "clip-vit-b32", .arch = "clip", .source = "openai/clip-vit-base-patch32",
      .n_ctx = 50, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-5f,
-     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 32, .proj_dim = 512},
-    {.name = "clip-vit-b16", .arch = "clip", .source = "openai/clip-vit-base-patch16 (vision tower)",
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 32, .proj_dim = 512,
+     .text_vocab = 49408, .text_ctx = 77, .text_embd = 512, .text_layer = 12, .text_head = 8, .text_ff = 2048},
+    {.name = "clip-vit-b16", .arch = "clip", .source = "openai/clip-vit-base-patch16",
      .n_ctx = 197, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-5f,
-     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16, .proj_dim = 512},
-    {.name = "siglip-base", .arch = "siglip", .source = "google/siglip-base-patch16-224 (vision tower)",
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16, .proj_dim = 512,
+     .text_vocab = 49408, .text_ctx = 77, .text_embd = 512, .text_layer = 12, .text_head = 8, .text_ff = 2048},
+    {.name = "siglip-base", .arch = "siglip", .source = "google/siglip-base-patch16-224",
      .n_ctx = 196, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-6f,
-     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16},
+     .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16,
+     .text_vocab = 32000, .text_ctx = 64, .text_embd = 768, .text_layer = 12, .text_head = 12, .text_ff = 3072},
     {.name = "vit-base", .arch = "vit", .source = "google/vit-base-patch16-224",
      .n_ctx = 197, .n_embd = 768, .n_layer = 12, .n_head = 12, .n_head_kv = 12, .n_ff = 3072, .eps = 1e-12f,
      .kind = SYNTH_VISION, .image_size = 224, .patch_size = 16, .n_labels = 1000},
@@ -287,6 +290,10 @@ static int vision_block(int n, const char *pfx, int64_t E, int64_t F, int attn_n
     return n;
 }
 
+/* A text tower's blocks when the vision tower has n_layer, and its vectors' size. */
+static int text_layers(const synth_arch *a, int n_layer) { return n_layer < a->text_layer ? n_layer : a->text_layer; }
+static int64_t text_proj(const synth_arch *a) { return a->proj_dim ? a->proj_dim : a->n_embd; }
+
 static int vision_tensors(const synth_arch *a, int n_layer, synth_tensor *out, int cap) {
     const int64_t E = a->n_embd, F = a->n_ff, K = 3LL * a->patch_size * a->patch_size;
     const int clip = !strcmp(a->arch, "clip"), siglip = !strcmp(a->arch, "siglip");
@@ -314,6 +321,20 @@ static int vision_tensors(const synth_arch *a, int n_layer, synth_tensor *out, i
     if (a->n_labels) {
         MAT(E, a->n_labels, "v.classifier.weight");
         ADD(a->n_labels, 1, "v.classifier.bias");
+    }
+    if (a->text_layer) { /* the text tower: as many blocks as the vision tower's, at most its own */
+        const int64_t D = a->text_embd;
+        MAT(D, a->text_vocab, "t.token_embd.weight");
+        MAT(D, a->text_ctx, "t.position_embd.weight");
+        for (int i = 0; i < text_layers(a, n_layer); i++) {
+            char pfx[24];
+            snprintf(pfx, sizeof pfx, "t.blk.%d", i);
+            n = vision_block(n, pfx, D, a->text_ff, 1, out, cap);
+        }
+        ADD(D, 1, "t.post_norm.weight");
+        ADD(D, 1, "t.post_norm.bias");
+        MAT(D, text_proj(a), "t.proj.weight");
+        if (siglip) ADD(text_proj(a), 1, "t.proj.bias");
     }
     return n;
 }
@@ -525,6 +546,23 @@ static wgml_status write_metadata(gguf_writer *w, const synth_arch *a, int n_lay
             if (!st) st = gguf_writer_set_arr_str(w, key, (const char *const *)labels, NULL, (uint64_t)a->n_labels, err);
             for (int i = 0; labels && i < a->n_labels; i++) wgml_free(labels[i]);
             wgml_free(labels);
+            if (st) return st;
+        }
+        if (a->text_layer) { /* the text tower, its zero-shot scale (the trained CLIP's 100; SigLIP's
+                              * initial 10 and -10) and its vocabulary */
+            const int siglip = !strcmp(a->arch, "siglip");
+            KV_U32("text.context_length", a->text_ctx)
+            KV_U32("text.embedding_length", a->text_embd)
+            KV_U32("text.feed_forward_length", a->text_ff)
+            KV_U32("text.block_count", text_layers(a, n_layer))
+            KV_U32("text.attention.head_count", a->text_head)
+            KV_U32("text.projection_dim", text_proj(a))
+            KV_F32("text.attention.layer_norm_epsilon", a->eps)
+            KV_F32("logit_scale", logf(siglip ? 10.0f : 100.0f))
+            if (siglip) {
+                KV_F32("logit_bias", -10.0f)
+            }
+            st = siglip ? synth_vocab_unigram(w, a->text_vocab, err) : synth_vocab_clip(w, a->text_vocab, err);
             if (st) return st;
         }
         return WGML_OK;

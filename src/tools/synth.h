@@ -91,6 +91,9 @@ typedef struct synth_arch {
     int image_size, patch_size;
     int proj_dim; /* CLIP's visual projection */
     int n_labels; /* ViT's classifier ("LABEL_0" ...) */
+    /* their text towers (CLIP, SigLIP; text_layer 0: none), with a generated vocabulary of
+     * text_vocab tokens (tools/synth_vocab.h): CLIP's byte-level BPE, SigLIP's Unigram */
+    int text_vocab, text_ctx, text_embd, text_layer, text_head, text_ff;
 } synth_arch;
 
 int synth_arch_count(void);

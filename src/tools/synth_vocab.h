@@ -39,4 +39,24 @@ wgml_status synth_vocab_copy(gguf_writer *w, const gguf_file *vocab, int64_t n_v
 wgml_status synth_whisper_tokens(gguf_writer *w, const char *donor, int n_text,
                                  void (*log)(void *user, const char *line), void *log_user, wgml_error *err);
 
+/* Made-up text vocabularies in the shapes of the vision family's text towers
+ * (src/tools/synth_text_vocab.c), written as the tokenizer.ggml.* keys that
+ * the Hugging Face converter writes for real ones (model/hf_tokenizer.h).
+ *
+ * synth_vocab_clip: CLIP's byte-level BPE with "</w>" word ends, exactly
+ *   n_vocab tokens (49408 for CLIP, at least 514): ids 0..255 the byte
+ *   symbols in CLIP's order, 256..511 the same with "</w>", then the result
+ *   of each merge in rank order (merges built on a built-in English word
+ *   list and then on made-up syllable words, each word's symbols joined left
+ *   to right), <|startoftext|> (BOS) at n_vocab - 2 and <|endoftext|> (EOS,
+ *   also unknown and padding) at n_vocab - 1; add_bos and add_eos set.
+ * synth_vocab_unigram: SigLIP's SentencePiece unigram vocabulary, exactly
+ *   n_vocab pieces (32000 for SigLIP, at least 64): 0 <pad>, 1 </s> (EOS and
+ *   padding, as Hugging Face's SiglipTokenizer pads with </s>), 2 <unk>, then
+ *   "▁", words with and without "▁", and single characters, with scores
+ *   (log-probabilities) strictly decreasing by id; pre "siglip", add_eos set
+ *   and no BOS. */
+wgml_status synth_vocab_clip(gguf_writer *w, int n_vocab, wgml_error *err);
+wgml_status synth_vocab_unigram(gguf_writer *w, int n_vocab, wgml_error *err);
+
 #endif

@@ -21,7 +21,7 @@
  *                                             wgml_embed_images: images is n * 3 ints (width,
  *                                             height, pointer to RGBA8 pixels, rows packed),
  *                                             out has room for n * dim floats (dim: wgmlw_embed_dim)
- *   wgmlw_classify_images(m, images, n, top)  JSON: per image its top labels
+ *   wgmlw_classify_images(m, images, n, top, texts, n_texts)  JSON: per image its top labels
  *                                             [[{"label","index","score"}, ...], ...]
  *   wgmlw_g2p_pieces(lang, text)              JSON: the espeak-ng voice, the pieces of text
  *                                             (normalized, split) that JS phonemizes, and the
@@ -517,15 +517,19 @@ int wgmlw_embed_images(wgml_model *m, const int *images, int n, int normalize, i
 }
 
 /* Classifies n images: per image its top labels by probability (top: how many,
- * at most the model's labels; 0 or less: all), as JSON
- * [[{"label":"...","index":j,"score":p}, ...], ...]; NULL with the reason. */
-EXPORT(wgmlw_classify_images) const char *wgmlw_classify_images(wgml_model *m, const int *images, int n, int top) {
+ * at most the labels; 0 or less: all), as JSON
+ * [[{"label":"...","index":j,"score":p}, ...], ...]; NULL with the reason.
+ * texts (n_texts > 0): label texts scored zero-shot (a CLIP or SigLIP model,
+ * wgml_zero_shot_classify); else the classifier's own labels. */
+EXPORT(wgmlw_classify_images)
+const char *wgmlw_classify_images(wgml_model *m, const int *images, int n, int top, const char *const *texts,
+                                  int n_texts) {
     wgml_error_clear(&last_error);
     if (!m) {
         wgml_fail(&last_error, WGML_ERR_INVALID_ARGUMENT, "wgmlw_classify_images: no model");
         return NULL;
     }
-    const int L = wgml_model_n_labels(m);
+    const int L = n_texts > 0 ? n_texts : wgml_model_n_labels(m);
     if (!L) { /* the library's message */
         wgml_classify_images(m, NULL, 0, NULL, 0, &last_error);
         return NULL;
@@ -536,7 +540,8 @@ EXPORT(wgmlw_classify_images) const char *wgmlw_classify_images(wgml_model *m, c
     float *probs = wgml_malloc((size_t)(n > 0 ? n : 1) * (size_t)L * sizeof *probs);
     int *order = wgml_malloc((size_t)L * sizeof *order);
     wgml_status st = !probs || !order ? wgml_fail(&last_error, WGML_ERR_OUT_OF_MEMORY, "out of memory for the scores")
-                                      : wgml_classify_images(m, im, n, probs, L, &last_error);
+                      : n_texts > 0 ? wgml_zero_shot_classify(m, im, n, texts, L, probs, &last_error)
+                                    : wgml_classify_images(m, im, n, probs, L, &last_error);
     wgml_free(rgb);
     wgml_free(im);
     const int k = top > 0 && top < L ? top : L;
@@ -557,7 +562,7 @@ EXPORT(wgmlw_classify_images) const char *wgmlw_classify_images(wgml_model *m, c
             }
             append("%s[", i ? "," : "");
             for (int a = 0; a < k; a++) {
-                const char *label = wgml_model_label(m, order[a]);
+                const char *label = n_texts > 0 ? texts[order[a]] : wgml_model_label(m, order[a]);
                 append("%s{\"label\":", a ? "," : "");
                 append_str(label);
                 append(",\"index\":%d,\"score\":%.9g}", order[a], (double)p[order[a]]);

@@ -47,18 +47,49 @@ def activation(name, x):
     raise ValueError("activation %s" % name)
 
 
-def attention(q, k, v, n_head):
-    """softmax(q k^T / sqrt(d)) v per head: q (n, D), k and v (m, D)."""
+def attention(q, k, v, n_head, causal=False):
+    """softmax(q k^T / sqrt(d)) v per head: q (n, D), k and v (m, D); causal: row i sees rows <= i."""
     n, D = q.shape
     d = D // n_head
     out = np.empty((n, D))
     for h in range(n_head):
         s = slice(h * d, (h + 1) * d)
         a = q[:, s] @ k[:, s].T / math.sqrt(d)
+        if causal:
+            a = np.where(np.tril(np.ones((n, k.shape[0]), dtype=bool)), a, -np.inf)
         a = np.exp(a - a.max(axis=1, keepdims=True))
         a /= a.sum(axis=1, keepdims=True)
         out[:, s] = a @ v[:, s]
     return out
+
+
+def cubic_resample_matrix(m, n):
+    """torch's bicubic resampling of m samples to n (align_corners=False, a = -0.75, edge samples
+    repeated) as an n x m matrix: out = R @ in."""
+    a = -0.75
+    R = np.zeros((n, m))
+    for o in range(n):
+        src = m / n * (o + 0.5) - 0.5
+        f = math.floor(src)
+        t = src - f
+        w = [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+             ((a + 2) * t - (a + 3)) * t * t + 1,
+             ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+             ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a]
+        for k in range(4):
+            R[o, min(max(f - 1 + k, 0), m - 1)] += w[k]
+    return R
+
+
+def interpolate_positions(table, class_row, grid):
+    """HF's interpolate_pos_encoding: the patch rows of the position table, a G x G image of D
+    channels, resampled bicubically to grid x grid; the class row kept."""
+    head, patches = table[:class_row], table[class_row:]
+    G = int(round(math.sqrt(patches.shape[0])))
+    R = cubic_resample_matrix(G, grid)
+    img = patches.reshape(G, G, -1)
+    out = np.einsum("yi,xj,ijd->yxd", R, R, img).reshape(grid * grid, -1)
+    return np.vstack([head, out])
 
 
 class VisionReference:
@@ -96,11 +127,11 @@ class VisionReference:
         y = x @ self.t(pfx + ".weight").T
         return y + self.t(pfx + ".bias") if bias else y
 
-    def block(self, x, pfx, attn_norm=True):
+    def block(self, x, pfx, attn_norm=True, causal=False):
         h = layer_norm(x, self.t(pfx + ".attn_norm.weight"), self.t(pfx + ".attn_norm.bias"), self.eps) \
             if attn_norm else x
         q, k, v = (self.linear(h, pfx + ".attn_" + n) for n in "qkv")
-        x = x + self.linear(attention(q, k, v, self.H), pfx + ".attn_out")
+        x = x + self.linear(attention(q, k, v, self.H, causal), pfx + ".attn_out")
         h = layer_norm(x, self.t(pfx + ".ffn_norm.weight"), self.t(pfx + ".ffn_norm.bias"), self.eps)
         return x + self.linear(activation(self.act, self.linear(h, pfx + ".ffn_up")), pfx + ".ffn_down")
 
@@ -111,7 +142,10 @@ class VisionReference:
         x = self.linear(patches, "v.patch_embd", bias=self.arch != "clip")
         if self.arch != "siglip":
             x = np.vstack([self.t("v.class_embd")[None, :], x])
-        x = x + self.t("v.position_embd.weight")
+        pos = self.t("v.position_embd.weight")
+        if pos.shape[0] != x.shape[0]:  # another size than trained: interpolated positions
+            pos = interpolate_positions(pos, 0 if self.arch == "siglip" else 1, G)
+        x = x + pos
         if self.arch == "clip":
             x = layer_norm(x, self.t("v.pre_norm.weight"), self.t("v.pre_norm.bias"), self.eps)
         for i in range(self.L):
@@ -161,3 +195,53 @@ class VisionReference:
         x = (a.astype(np.float64) * (1 / 255)).astype(np.float32)
         x = (x - mean) / std
         return x.transpose(2, 0, 1)
+
+
+class TextReference(VisionReference):
+    """The text tower of the same GGUF (HF's CLIPTextModel + text_projection, SiglipTextModel with
+    its head), on token ids as the tokenizer gives them (CLIP: <|startoftext|> .. <|endoftext|>,
+    SigLIP: .. </s>):
+
+      x = token_embd[ids] + position_embd[0 .. n)       (SigLIP: the ids padded to the context)
+      each layer as the vision tower's (CLIP: causal attention)
+      CLIP:   text_projection(LN(x[first EOS]))        (final_layer_norm)
+      SigLIP: head(LN(x[-1]))                          (weight and bias)
+      zero-shot logits: exp(logit_scale) cos(image, text) (+ logit_bias: SigLIP)
+    """
+
+    def __init__(self, path):
+        super().__init__(path)
+        g = self.g
+        a = self.arch + ".text."
+        self.L = g.get(a + "block_count")
+        self.H = g.get(a + "attention.head_count")
+        self.ctx = g.get(a + "context_length")
+        self.eps = g.get(a + "attention.layer_norm_epsilon", self.DEFAULT_EPS[self.arch])
+        self.act = g.get(a + "activation", self.DEFAULT_ACT[self.arch])
+        self.eos = g.get("tokenizer.ggml.eos_token_id")
+        pad = g.get("tokenizer.ggml.padding_token_id")
+        self.pad = self.eos if pad is None else pad
+        self.logit_scale = g.get(self.arch + ".logit_scale", math.log(100.0))
+        self.logit_bias = g.get(self.arch + ".logit_bias", 0.0)
+
+    def embed_ids(self, ids):
+        """The text's vector before any normalization."""
+        ids = list(ids)
+        siglip = self.arch == "siglip"
+        if siglip:
+            ids = ids + [self.pad] * (self.ctx - len(ids))
+        x = self.t("t.token_embd.weight")[ids] + self.t("t.position_embd.weight")[:len(ids)]
+        for i in range(self.L):
+            x = self.block(x, "t.blk.%d" % i, causal=not siglip)
+        row = len(ids) - 1 if siglip or self.eos not in ids else ids.index(self.eos)
+        e = layer_norm(x[row], self.t("t.post_norm.weight"), self.t("t.post_norm.bias"), self.eps)
+        return self.linear(e, "t.proj", bias=siglip)
+
+    def zero_shot(self, image_vecs, text_vecs):
+        """Probabilities [image][label] from raw vectors: CLIP's softmax, SigLIP's sigmoids."""
+        u = lambda v: v / np.linalg.norm(v)  # noqa: E731
+        logits = np.array([[math.exp(self.logit_scale) * (u(a) @ u(b)) for b in text_vecs] for a in image_vecs])
+        if self.arch == "siglip":
+            return 1 / (1 + np.exp(-(logits + self.logit_bias)))
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return p / p.sum(axis=1, keepdims=True)

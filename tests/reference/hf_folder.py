@@ -5,8 +5,11 @@ writes for the same weights (config.json, preprocessor_config.json, model.safete
 shards with model.safetensors.index.json), under the checkpoint names of CLIPModel,
 SiglipModel or ViTForImageClassification: the mapping of src/model/clip/clip_hf.c, the
 other way round and written separately from it, so that a wrong name on either side
-shows. Tensors keep the GGUF's type (F32 or F16). A CLIP folder also gets tensors of a
-text tower, logit_scale and an int64 position_ids buffer, which the reader must skip.
+shows. Tensors keep the GGUF's type (F32 or F16). A GGUF with a text tower gives its
+tensors (CLIPModel's text_model + text_projection + logit_scale, SiglipModel's text_model
+with its head + logit_scale + logit_bias) and a tokenizer as the model ships it
+(hf_tokenizer_files.py: CLIP's tokenizer.json, SigLIP's spiece.model); CLIP's int64
+position_ids buffers are there for the reader to skip.
 
 The safetensors writer is this file's own (the format: an 8-byte little-endian header
 length, the JSON header, the tensors' bytes back to back).
@@ -19,6 +22,7 @@ import struct
 import numpy as np
 
 from gguf_reader import GGUFFile
+from hf_tokenizer_files import write_clip_tokenizer, write_siglip_tokenizer
 
 _DT = {np.dtype("float32"): "F32", np.dtype("float16"): "F16", np.dtype("int64"): "I64"}
 
@@ -37,6 +41,42 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h)
         for b in blobs:
             f.write(b)
+
+
+def _text_tower(g, arch, t, out):
+    """The text tower's tensors (CLIPModel's text_model + text_projection + logit_scale; SiglipModel's
+    text_model with its head + logit_scale and logit_bias) into out; its text_config."""
+    a = arch + ".text."
+    D, F = g.get(a + "embedding_length"), g.get(a + "feed_forward_length")
+    L, H, ctx = g.get(a + "block_count"), g.get(a + "attention.head_count"), g.get(a + "context_length")
+    V = g.tensors["t.token_embd.weight"].shape[1]
+    siglip = arch == "siglip"
+    pre = "text_model."
+    out[pre + "embeddings.token_embedding.weight"] = t("t.token_embd.weight")
+    out[pre + "embeddings.position_embedding.weight"] = t("t.position_embd.weight", np.float32)
+    if not siglip:
+        out[pre + "embeddings.position_ids"] = np.arange(ctx, dtype=np.int64)[None, :]
+    names = {"attn_norm": "layer_norm1", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+             "attn_v": "self_attn.v_proj", "attn_out": "self_attn.out_proj", "ffn_norm": "layer_norm2",
+             "ffn_up": "mlp.fc1", "ffn_down": "mlp.fc2"}
+    for i in range(L):
+        for ours, theirs in names.items():
+            for wb in ("weight", "bias"):
+                out[pre + "encoder.layers.%d.%s.%s" % (i, theirs, wb)] = t("t.blk.%d.%s.%s" % (i, ours, wb))
+    out[pre + "final_layer_norm.weight"] = t("t.post_norm.weight")
+    out[pre + "final_layer_norm.bias"] = t("t.post_norm.bias")
+    if siglip:
+        out[pre + "head.weight"] = t("t.proj.weight")
+        out[pre + "head.bias"] = t("t.proj.bias")
+        out["logit_scale"] = np.array([g.get(arch + ".logit_scale")], dtype=np.float32)
+        out["logit_bias"] = np.array([g.get(arch + ".logit_bias")], dtype=np.float32)
+    else:
+        out["text_projection.weight"] = t("t.proj.weight")
+        out["logit_scale"] = np.array(g.get(arch + ".logit_scale"), dtype=np.float32)
+    return {"model_type": arch + "_text_model", "hidden_size": D, "intermediate_size": F, "num_hidden_layers": L,
+            "num_attention_heads": H, "max_position_embeddings": ctx, "vocab_size": V,
+            "layer_norm_eps": float(g.get(a + "attention.layer_norm_epsilon")),
+            "hidden_act": "gelu_pytorch_tanh" if siglip else "quick_gelu"}
 
 
 def _hf_tensors(g):
@@ -92,14 +132,14 @@ def _hf_tensors(g):
     out[post + ".weight"] = t("v.post_norm.weight")
     out[post + ".bias"] = t("v.post_norm.bias")
 
+    tcfg = _text_tower(g, arch, t, out) if "t.token_embd.weight" in g.tensors else None
     if arch == "clip":
         out["visual_projection.weight"] = t("v.proj.weight")
-        out["logit_scale"] = np.array(2.6592, dtype=np.float32)
-        out["text_model.embeddings.token_embedding.weight"] = np.zeros((16, 8), dtype=mdt)
-        out["text_projection.weight"] = np.zeros((8, 8), dtype=mdt)
+        if tcfg is None:  # a vision-only GGUF: a text tower's names the reader must not take for one
+            out["logit_scale"] = np.array(2.6592, dtype=np.float32)
         config = {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": g.get(a + "projection_dim"),
                   "vision_config": dict(vcfg, hidden_act="quick_gelu", model_type="clip_vision_model"),
-                  "text_config": {"hidden_size": 8, "model_type": "clip_text_model"}}
+                  "text_config": tcfg or {"hidden_size": 8, "model_type": "clip_text_model"}}
         prep = {"crop_size": S, "do_center_crop": True, "do_normalize": True, "do_resize": True,
                 "feature_extractor_type": "CLIPFeatureExtractor",
                 "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
@@ -115,7 +155,7 @@ def _hf_tensors(g):
             out[h + theirs + ".bias"] = t("v.head.%s.bias" % ours)
         config = {"model_type": "siglip", "architectures": ["SiglipModel"],
                   "vision_config": dict(vcfg, hidden_act="gelu_pytorch_tanh", model_type="siglip_vision_model"),
-                  "text_config": {"hidden_size": D, "model_type": "siglip_text_model"}}
+                  "text_config": tcfg or {"hidden_size": D, "model_type": "siglip_text_model"}}
         prep = {"do_normalize": True, "do_rescale": True, "do_resize": True, "image_mean": [0.5, 0.5, 0.5],
                 "image_processor_type": "SiglipImageProcessor", "image_std": [0.5, 0.5, 0.5],
                 "processor_class": "SiglipProcessor", "resample": 3, "rescale_factor": 0.00392156862745098,
@@ -136,6 +176,12 @@ def write_hf_folder(gguf_path, out_dir, shards=1):
     g = GGUFFile(gguf_path)
     tensors, config, prep = _hf_tensors(g)
     os.makedirs(out_dir, exist_ok=True)
+    if "t.token_embd.weight" in g.tensors:  # a text tower: its tokenizer as the model ships it
+        V = g.tensors["t.token_embd.weight"].shape[1]
+        if g.get("general.architecture") == "siglip":
+            write_siglip_tokenizer(out_dir, n_vocab=V, form="spiece")
+        else:
+            write_clip_tokenizer(out_dir, n_vocab=V)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     with open(os.path.join(out_dir, "preprocessor_config.json"), "w") as f:

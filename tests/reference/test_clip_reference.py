@@ -17,6 +17,15 @@ compares:
 - the first image embedded alone vs in the batch (1e-5);
 - vit-base: `wgml classify --json --top 5`: the reference's five most probable
   labels, in order, with probabilities within 1e-4;
+- the text towers (CLIP, SigLIP): `wgml embed --text` of texts of every kind
+  (the ids from `wgml tokenize --bos`, whose tokenizers test_text_tokenizers.py
+  checks) against the reference's (clip_ref.py TextReference), a text over the
+  context refused and cut with --truncate, and `wgml classify --labels`
+  (zero-shot: CLIP's softmax, SigLIP's sigmoids of wgml's own vectors, whose accuracy
+  the other checks hold) within 1e-4;
+- another size than trained (CPU and llvmpipe): a CLIP folder whose preprocessor makes
+  288 x 288 and a SigLIP one 256 x 256, the positions interpolated bicubically as HF's
+  interpolate_pos_encoding does, against the reference run at that size;
 - Hugging Face folders (CPU and llvmpipe): each float model written as the folder
   transformers saves (hf_folder.py: CLIPModel sharded in two with an index and a text
   tower to skip, SiglipModel, ViTForImageClassification with id2label), then
@@ -73,7 +82,7 @@ import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clip_ref import VisionReference  # noqa: E402
+from clip_ref import TextReference, VisionReference  # noqa: E402
 from hf_folder import write_hf_folder  # noqa: E402
 
 # Tolerances (do not loosen without a reason written here).
@@ -197,8 +206,9 @@ def make_images(d):
     return out
 
 
-def check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev):
-    """The model as a Hugging Face folder: -m DIR against the reference, and `wgml convert hf`."""
+def check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev, tref=None):
+    """The model as a Hugging Face folder: -m DIR against the reference, and `wgml convert hf`;
+    with a text tower its texts through the folder's own tokenizer files."""
     d = os.path.join(tmp, "hf-" + os.path.basename(model)[:-5])
     if not os.path.isdir(d):
         write_hf_folder(model, d, shards=2 if label.startswith("clip") else 1)
@@ -207,6 +217,19 @@ def check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev):
         return
     folder = parse_vectors(out)
     compare(cfg + " HF folder", folder, want)
+    if tref is not None:
+        ids = [token_ids(d, t, cfg) for t in TEXTS]
+        out = run(["embed", "-m", d, "--text"] + TEXTS + opts, cfg)
+        if out is not None and all(i is not None for i in ids):
+            with open(os.path.join(d, "tokenizer_config.json")) as f:  # the folder's eos / pad
+                tc = json.load(f)
+            eos_txt = tc.get("eos_token", "</s>")
+            eos_txt = eos_txt["content"] if isinstance(eos_txt, dict) else eos_txt
+            saved = (tref.eos, tref.pad)
+            tref.eos = tref.pad = ids[0][-1]  # every text ends with the end token (and SigLIP pads with it)
+            compare(cfg + " HF folder --text (%s)" % eos_txt, parse_vectors(out),
+                    [unit(tref.embed_ids(i)) for i in ids])
+            tref.eos, tref.pad = saved
     if dev != "cpu":
         return
     conv = os.path.join(tmp, "conv-" + os.path.basename(model))
@@ -231,6 +254,99 @@ def check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev):
 
 def unit(v):
     return v / max(np.linalg.norm(v), 1e-12)
+
+
+# Another size than trained (HF's interpolate_pos_encoding): a folder whose preprocessor makes these.
+OTHER_SIZE = {"clip": 288, "siglip": 256}
+
+
+def check_other_size(model, ref, tmp, images, opts, cfg):
+    """The model's folder with a preprocessor_config.json that makes another size: the positions
+    bicubically interpolated, against the reference run at that size."""
+    S2 = OTHER_SIZE[ref.arch]
+    d = os.path.join(tmp, "hf%d-%s" % (S2, os.path.basename(model)[:-5]))
+    if not os.path.isdir(d):
+        write_hf_folder(model, d)
+        with open(os.path.join(d, "preprocessor_config.json")) as f:
+            prep = json.load(f)
+        if ref.arch == "clip":
+            prep["size"], prep["crop_size"] = S2, S2
+        else:
+            prep["size"] = {"height": S2, "width": S2}
+        with open(os.path.join(d, "preprocessor_config.json"), "w") as f:
+            json.dump(prep, f)
+    info = run(["info", "-m", d], cfg) or ""
+    if "interpolated" not in info:
+        fail("%s: `wgml info` of a folder at %d pixels does not say the positions are interpolated" % (cfg, S2))
+    S = ref.S
+    ref.S = S2
+    try:
+        want = [unit(ref.embed(ref.preprocess(img))[0]) for _, img in images]
+    finally:
+        ref.S = S
+    out = run(["embed", "-m", d, "--image"] + [p for p, _ in images] + opts, cfg)
+    if out is not None:
+        compare(cfg + " at %d x %d (interpolated positions)" % (S2, S2), parse_vectors(out), want)
+
+
+# Texts for the text towers: cased, punctuated, contractions, digits, accents, CJK, emoji,
+# whitespace runs, a special token written in the text (CLIP pools at the first EOS), an empty
+# one; and one longer than CLIP's 77 tokens (an error without --truncate).
+TEXTS = ["a photo of a cat", "A DOG, running on the beach!", "it's 3 o'clock: don't be late",
+         "caf\u00e9 na\u00efve \u00fcber", "\u732b\u3068\u72ac \U0001F431", "  spaced   out\ttext  ",
+         "before <|endoftext|> after", ""]
+LONG_TEXT = " ".join("word%d" % i for i in range(120))
+
+
+def token_ids(model, text, cfg):
+    """The ids `wgml tokenize --bos` gives (its tokenizers are tested against their own reference)."""
+    out = run(["tokenize", "-m", model, "--bos", text], cfg + " tokenize")
+    return None if out is None else [int(t) for t in out.split()]
+
+
+def check_text_tower(model, tref, images, opts, cfg, k):
+    """`wgml embed --text` and `wgml classify --labels` (zero-shot) against the text reference."""
+    ids = [token_ids(model, t, cfg) for t in TEXTS]
+    if any(i is None for i in ids):
+        return
+    want = [tref.embed_ids(i) for i in ids]
+    out = run(["embed", "-m", model, "--text"] + TEXTS + opts, cfg)
+    got_text = parse_vectors(out) if out is not None else None
+    if out is not None:
+        compare(cfg + " embed --text", got_text, [unit(w) for w in want])
+    # too long: an error naming the context, then --truncate keeps the first tokens and the end token
+    p = subprocess.run([WGML, "embed", "-m", model, "--text", LONG_TEXT] + opts, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if p.returncode == 0 or b"context" not in p.stderr:
+        fail("%s: a text of %d words: exit %d, %r (expected an error naming the context)" %
+             (cfg, 120, p.returncode, p.stderr[-300:]))
+    long_ids = token_ids(model, LONG_TEXT, cfg)
+    out = run(["embed", "-m", model, "--truncate", "--text", LONG_TEXT] + opts, cfg)
+    if out is not None and long_ids is not None:
+        cut = long_ids[:tref.ctx - 1] + long_ids[-1:]
+        compare(cfg + " embed --text --truncate", parse_vectors(out), [unit(tref.embed_ids(cut))])
+    # zero-shot: the scores of wgml's own vectors (their accuracy is checked above), so that the
+    # check holds the scoring to 1e-4 whatever the weights' type (the logit scale, 100, turns a
+    # Q8_0 model's 3e-5 in the cosines into 1e-2 in the probabilities)
+    labels = TEXTS[:4]
+    img = run(["embed", "-m", model, "--image"] + [p for p, _ in images[:k]] + opts, cfg)
+    out = run(["classify", "-m", model, "--json", "--top", str(len(labels)), "--image"] +
+              [p for p, _ in images[:k]] + ["--labels"] + labels + opts, cfg)
+    if out is None or img is None or got_text is None:
+        return
+    probs = tref.zero_shot(parse_vectors(img), got_text[:len(labels)])
+    worst = 0.0
+    for i, e in enumerate(json.loads(out)["data"]):
+        for g in e["labels"]:
+            if g["label"] != labels[g["index"]]:
+                fail("%s zero-shot: label %d named %r" % (cfg, g["index"], g["label"]))
+            worst = max(worst, abs(g["score"] - probs[i][g["index"]]))
+        if len(e["labels"]) != len(labels):
+            fail("%s zero-shot: image %d has %d labels, expected %d" % (cfg, i, len(e["labels"]), len(labels)))
+    ok = worst <= TOL_PROB
+    print("%s %-52s max |prob diff| %.3e" % ("ok  " if ok else "FAIL", cfg + " zero-shot classify", worst))
+    if not ok:
+        failures.append("%s zero-shot: probability off by %.3e" % (cfg, worst))
 
 
 def main():
@@ -264,6 +380,7 @@ def main():
             if run(["synth", "--arch", arch, "--type", typ, "--layers", "2", "-o", model], "synth") is None:
                 continue
             ref = VisionReference(model)
+            tref = TextReference(model) if ref.g.get(ref.arch + ".text.block_count") else None
             raw, logits = [], []
             for _, img in images:
                 e, lg = ref.embed(ref.preprocess(img))
@@ -295,8 +412,12 @@ def main():
                         print("%s %-52s max |diff| %.3e" % ("ok  " if ok else "FAIL", cfg + " alone vs batch", d))
                         if not ok:
                             failures.append("%s alone vs batch: %.3e (or a bad JSON shape)" % (cfg, d))
+                if tref is not None:
+                    check_text_tower(model, tref, images, opts, cfg, k)
                 if typ != "Q8_0" and dev in ("cpu", "llvmpipe"):
-                    check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev)
+                    check_hf_folder(label, model, tmp, paths, want, opts, cfg, dev, tref)
+                    if ref.arch in OTHER_SIZE:
+                        check_other_size(model, ref, tmp, images[:2], opts, cfg)
                 if logits[0] is not None and dev != "swiftshader":
                     out = run(["classify", "-m", model, "--image", "--json", "--top", "5"] + paths + opts, cfg)
                     if out is None:

@@ -6,7 +6,8 @@
 // browser decodes: lossless, so the same pixels), against the native CLI's
 // `wgml embed --image` vectors (within 1e-4) and `wgml classify --json` top-5
 // labels: in Node (the CPU wasm, no browser), in Chromium on WebGPU
-// (SwiftShader) and the CPU wasm, and the demo's images tab.
+// (SwiftShader) and the CPU wasm, and the demo's images tab; and a random-weight
+// CLIP's text tower (texts embedded, zero-shot classification) in Node.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -56,6 +57,24 @@ export function visionFiles({ repo, profiles }) {
     top: classified.data.map((d) => d.labels),
   };
   return (cache = { dir, model, pngs, images, want });
+}
+
+// A random-weight CLIP with its text tower (clip-vit-b32 Q8_0, one layer a tower: ~40 MiB) and the
+// native CLI's text vectors and zero-shot scores of the same images.
+const TEXTS = ['a photo of a cat', 'A DOG, running!', "it's 3 o'clock"];
+let clipCache = null;
+export function clipFiles(ctx) {
+  if (clipCache) return clipCache;
+  const { dir, pngs } = visionFiles(ctx);
+  const cli = path.join(ctx.repo, 'build/wgml');
+  const run = (a) => execFileSync(cli, a, { cwd: ctx.repo, stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+  const model = path.join(dir, 'clip-vit-b32.gguf');
+  run(['synth', '--arch', 'clip-vit-b32', '--type', 'Q8_0', '--layers', '1', '-o', model]);
+  const text = run(['embed', '-m', model, '--backend', 'cpu', '--text', ...TEXTS])
+    .trim().split('\n').map((l) => l.trim().split(/\s+/).map(Number));
+  const zero = JSON.parse(run(['classify', '-m', model, '--backend', 'cpu', '--json', '--top', String(TEXTS.length),
+    '--image', ...pngs, '--labels', ...TEXTS]));
+  return (clipCache = { model, want: { text, zero: zero.data.map((d) => d.labels) } });
 }
 
 function maxDiff(got, want) {
@@ -109,6 +128,30 @@ export async function visionTests(ctx) {
     check(all[0].length === 1000 && Math.abs(all[0].reduce((s, l) => s + l.score, 0) - 1) < 1e-4, 'classify { top: 0 }: not all 1000 probabilities');
     const bad = await e.embedImages(m, [{ width: 2, height: 2, data: new Uint8Array(12) }]).then(() => 'no error', (x) => `${x.code}: ${x.message}`);
     check(/^1: embedImages: image 0 is not/.test(bad), `a short RGBA buffer: ${bad}`);
+    await e.freeModel(m);
+  });
+
+  await test('node: CPU wasm CLIP text tower: embed texts and zero-shot classify equal the native CLI', async () => {
+    const { images } = visionFiles(ctx);
+    const { model, want } = clipFiles(ctx);
+    const e = await Engine.create({ wasm: readFileSync(wasmPath), mode: 'sync', log: () => {} });
+    const b = readFileSync(model);
+    const m = await e.load({ size: b.length, read: (o, n) => b.subarray(o, o + n) }, { backend: 'cpu' });
+    const info = await e.info(m);
+    check(info.family === 'clip' && ['embed', 'embed-image', 'classify'].every((t) => info.tasks.includes(t)),
+      `info ${JSON.stringify(info)}`);
+    const d = maxDiff(await e.embed(m, TEXTS), want.text);
+    check(d < 1e-4, `embed (CLIP's text tower) differs from the native CLI by ${d}`);
+    // scores within 2e-4: CLIP's logit scale (100) turns the wasm and native kernels' small differences
+    // in the Q8_0 vectors into differences of up to 1.8e-5 (measured) in the probabilities
+    const got = await e.classify(m, rgbaOf(images), { labels: TEXTS, top: 0 });
+    check(got.length === want.zero.length, `${got.length} images zero-shot classified`);
+    for (let i = 0; i < want.zero.length; i++)
+      check(got[i].length === TEXTS.length && got[i].every((l, k) => l.label === want.zero[i][k].label &&
+        l.index === want.zero[i][k].index && Math.abs(l.score - want.zero[i][k].score) < 2e-4),
+      `image ${i}: zero-shot ${JSON.stringify(got[i])}, the CLI's ${JSON.stringify(want.zero[i])}`);
+    const bad = await e.classify(m, rgbaOf(images), { labels: [] }).then(() => 'no error', (x) => `${x.code}: ${x.message}`);
+    check(/labels must be/.test(bad), `classify { labels: [] }: ${bad}`);
     await e.freeModel(m);
   });
 

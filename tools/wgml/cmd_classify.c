@@ -1,8 +1,10 @@
 /*
- * cmd_classify.c - `wgml classify -m MODEL --image IMAGE...`: the labels an
- * image classifier (a ViT with its head, wgml_classify_images) gives each
- * image file: per image its path, then its top N labels as "PROB<TAB>LABEL",
- * or with --json one object for all.
+ * cmd_classify.c - `wgml classify -m MODEL --image IMAGE... [--labels TEXT...]`:
+ * the labels an image classifier (a ViT with its head, wgml_classify_images)
+ * gives each image file, or with --labels the zero-shot scores of the label
+ * texts by a model with a text tower (CLIP, SigLIP: wgml_zero_shot_classify):
+ * per image its path, then its top N labels as "PROB<TAB>LABEL", or with
+ * --json one object for all.
  */
 #include <json-c/json.h>
 #include <stdlib.h>
@@ -29,12 +31,20 @@ static const cli_opt options[] = {
 };
 
 static const cli_spec spec = {
-    .usage = "usage: wgml classify -m MODEL [options] (--image IMAGE... | -f FILE)\n",
+    .usage = "usage: wgml classify -m MODEL [options] (--image IMAGE... | -f FILE) [--labels TEXT...]\n",
     .about = "Classifies images with an image classifier (a ViT with a classifier head): for each\n"
-             "image its most probable labels with their softmax probabilities.\n",
+             "image its most probable labels with their softmax probabilities. With --labels (the\n"
+             "rest of the arguments up to the next option are label texts, e.g. \"a photo of a cat\")\n"
+             "a CLIP or SigLIP model scores each image against the texts (zero-shot): CLIP's softmax\n"
+             "over the labels, SigLIP's sigmoid of each label on its own.\n",
     .opts = options,
     .max_args = -1,
 };
+
+/* Label j's name: the given text, or the classifier's. */
+static const char *label_of(const wgml_model *m, const char **texts, int n_texts, int j) {
+    return n_texts > 0 ? texts[j] : wgml_model_label(m, j);
+}
 
 static const float *sort_probs;
 static int by_prob(const void *a, const void *b) {
@@ -42,8 +52,32 @@ static int by_prob(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
+/* Takes `--labels TEXT...` (up to the next option or the end) out of argv; returns the new argc,
+ * the labels in *labels (pointers into argv) and their count in *n_labels (-1: no --labels). */
+static int take_labels(int argc, char **argv, const char ***labels, int *n_labels) {
+    *n_labels = -1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--labels")) continue;
+        int j = i + 1;
+        while (j < argc && !(argv[j][0] == '-' && argv[j][1])) j++;
+        static const char *store[4096];
+        const int k = j - i - 1 < 4096 ? j - i - 1 : 4096;
+        for (int q = 0; q < k; q++) store[q] = argv[i + 1 + q];
+        *labels = store;
+        *n_labels = j - i - 1;
+        memmove(argv + i, argv + j, (size_t)(argc - j) * sizeof *argv);
+        return argc - (j - i);
+    }
+    return argc;
+}
+
 int cmd_classify(int argc, char **argv) {
     classify_opts opt = {.top = 5};
+    const char **label_texts = NULL;
+    int n_texts;
+    argc = take_labels(argc, argv, &label_texts, &n_texts);
+    if (n_texts == 0) return cli_usage_error("--labels: give the label texts after it");
+    if (n_texts > 4096) return cli_usage_error("--labels: %d labels (4096 at most)", n_texts);
     int n_args, rc = cli_parse(&spec, &opt, argc, argv, &n_args);
     if (rc >= 0) return rc;
     char **lines;
@@ -69,11 +103,12 @@ int cmd_classify(int argc, char **argv) {
         imgs[i] = cli_image_view(&files[i]);
     }
     if (!(model = cli_load_model(&opt.mo, NULL))) goto done;
-    const int L = wgml_model_n_labels(model);
+    const int L = n_texts > 0 ? n_texts : wgml_model_n_labels(model);
     if (!L) {
         wgml_model_info info;
         wgml_model_get_info(model, &info);
-        rc = cli_fail("%s: a %s model (%s) has no classifier head; use a ViT image classifier",
+        rc = cli_fail("%s: a %s model (%s) has no classifier head; use a ViT image classifier, or give --labels "
+                      "to a CLIP or SigLIP model",
                       opt.mo.model ? opt.mo.model : "model", info.family, info.architecture);
         goto done;
     }
@@ -84,7 +119,8 @@ int cmd_classify(int argc, char **argv) {
         goto done;
     }
     wgml_error err;
-    if (wgml_classify_images(model, imgs, n, probs, L, &err)) {
+    if (n_texts > 0 ? wgml_zero_shot_classify(model, imgs, n, label_texts, L, probs, &err)
+                    : wgml_classify_images(model, imgs, n, probs, L, &err)) {
         rc = cli_fail_err(&err);
         goto done;
     }
@@ -100,7 +136,8 @@ int cmd_classify(int argc, char **argv) {
             json_object_object_add(e, "image", json_object_new_string(paths[i]));
             for (int k = 0; k < top; k++) {
                 json_object *l = json_object_new_object();
-                json_object_object_add(l, "label", json_object_new_string(wgml_model_label(model, order[k])));
+                const char *name = label_of(model, label_texts, n_texts, order[k]);
+                json_object_object_add(l, "label", json_object_new_string(name));
                 json_object_object_add(l, "index", json_object_new_int(order[k]));
                 json_object_object_add(l, "score", json_object_new_double(sort_probs[order[k]]));
                 json_object_array_add(labels, l);
@@ -109,7 +146,8 @@ int cmd_classify(int argc, char **argv) {
             json_object_array_add(data, e);
         } else {
             printf("%s\n", paths[i]);
-            for (int k = 0; k < top; k++) printf("%.6f\t%s\n", sort_probs[order[k]], wgml_model_label(model, order[k]));
+            for (int k = 0; k < top; k++)
+                printf("%.6f\t%s\n", sort_probs[order[k]], label_of(model, label_texts, n_texts, order[k]));
         }
     }
     if (opt.json) {

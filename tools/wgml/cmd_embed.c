@@ -1,6 +1,7 @@
 /*
  * cmd_embed.c - `wgml embed -m MODEL [TEXT... | -f FILE]`: embedding vectors
- * of texts with a BERT-family model (wgml_embed), or with --image of image
+ * of texts with a BERT-family model or the text tower of a CLIP or SigLIP
+ * model (wgml_embed), or with --image of image
  * files (JPEG, PNG) with a CLIP, SigLIP or ViT vision tower
  * (wgml_embed_images), one vector per line, or an OpenAI-shaped JSON object
  * with --json.
@@ -143,8 +144,8 @@ int cmd_embed(int argc, char **argv) {
         wgml_model_info info;
         wgml_model_get_info(model, &info);
         if (!(info.tasks & WGML_TASK_EMBED) && !(info.tasks & WGML_TASK_RERANK))
-            rc = cli_fail("%s: a %s model (%s) does not embed text; use a BERT-family model", mo.model ? mo.model : "model",
-                          info.family, info.architecture);
+            rc = cli_fail("%s: a %s model (%s) does not embed text; use a BERT-family model, or a CLIP or SigLIP "
+                          "model with its text tower", mo.model ? mo.model : "model", info.family, info.architecture);
         else
             rc = cli_usage_error("--dimensions %d: the model's vectors have %d values", ep.dimensions, info.n_embd);
         goto done;

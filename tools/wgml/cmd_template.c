@@ -109,7 +109,7 @@ int cmd_template(int argc, char **argv) {
             rc = cli_fail_err(&err);
             goto done;
         }
-        if (!fam->no_tokenizer && wgml_tokenizer_load(g, &tok, &err)) {
+        if ((!fam->no_tokenizer || gguf_find_kv(g, "tokenizer.ggml.model")) && wgml_tokenizer_load(g, &tok, &err)) {
             rc = cli_fail_err(&err);
             goto done;
         }

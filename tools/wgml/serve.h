@@ -319,7 +319,8 @@ int serve_ep_embeddings(struct mg_connection *c, serve_server *s, struct json_ob
 int serve_ep_speech(struct mg_connection *c, serve_server *s, struct json_object *req);
 
 /* ---- serve_vision.c: image inputs ---- */
-#define SERVE_MAX_IMAGES 64                          /* images in one request */
+#define SERVE_MAX_IMAGES 64                          /* images (and texts beside them) in one request */
+#define SERVE_MAX_LABELS 1024                        /* label texts of a zero-shot /v1/classify */
 #define SERVE_IMAGE_MAX_PIXELS ((size_t)4096 * 4096) /* pixels of one image (width x height) */
 #define SERVE_IMAGE_MAX_TOTAL ((size_t)64 << 20)     /* pixels of all a request's images (192 MiB as RGB) */
 /* What /v1/embeddings' input holds: 0 strings (or one string), 1 {"image": ...} items only, 2 texts with

@@ -11,7 +11,8 @@
 #include "serve.h"
 
 /* POST /v1/embeddings: input (a string or an array of up to 2048 non-empty strings, each
- * also as {"text": ...}; an array of {"image": ...} goes to serve_ep_embed_images),
+ * also as {"text": ...}; an array with {"image": ...} items, and texts beside them for a CLIP
+ * or SigLIP model, goes to serve_ep_embed_images),
  * encoding_format ("float" or "base64": the float32 bytes, as OpenAI's client asks by
  * default), dimensions (keep the first N values, then normalize: Matryoshka models);
  * model and user are ignored. Runs in this HTTP thread, one request at a time on the
@@ -59,9 +60,10 @@ int serve_ep_embeddings(struct mg_connection *c, serve_server *s, json_object *r
     }
     if (json_object_object_get_ex(req, "dimensions", &v) && !json_object_is_type(v, json_type_null)) {
         int64_t d = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
-        if (d < 1 || d > sm->info.n_embd) {
+        const int full = wgml_embed_dim(sm->model, NULL); /* the vectors' size (a CLIP's projection, not its width) */
+        if (d < 1 || d > full) {
             free(texts);
-            return serve_send_error(c, 400, "dimensions", NULL, "'dimensions' must be an integer from 1 to %d", sm->info.n_embd);
+            return serve_send_error(c, 400, "dimensions", NULL, "'dimensions' must be an integer from 1 to %d", full);
         }
         ep.dimensions = (int)d;
     }

@@ -121,10 +121,6 @@ int serve_input_kind(json_object *input, char *msg, size_t msg_size) {
         images += k == 1;
     }
     if (!has_object) return 0;
-    if (images && images != n) {
-        snprintf(msg, msg_size, "'input' mixes images and texts: send them in separate requests");
-        return -1;
-    }
     return images ? 1 : 2;
 }
 
@@ -138,14 +134,14 @@ const char *serve_input_text(json_object *item) {
 
 /* The images of a request's input (an array of {"image": ...}): 0 with *out (n of them, to
  * free with free_images) and *n, or the HTTP status sent. */
-static int read_images(struct mg_connection *c, json_object *req, cli_image **out, int *n_out) {
+static int read_images(struct mg_connection *c, json_object *req, const char **texts, cli_image **out, int *n_out) {
     json_object *input;
     if (!json_object_object_get_ex(req, "input", &input) || !json_object_is_type(input, json_type_array))
         return serve_send_error(c, 400, "input", NULL,
                                 "'input' is required: an array of {\"image\": \"data:image/png;base64,...\"}");
     int n = (int)json_object_array_length(input);
     if (n < 1 || n > SERVE_MAX_IMAGES)
-        return serve_send_error(c, 400, "input", NULL, "'input' must hold 1 to %d images, not %d", SERVE_MAX_IMAGES, n);
+        return serve_send_error(c, 400, "input", NULL, "'input' must hold 1 to %d items, not %d", SERVE_MAX_IMAGES, n);
     cli_image *imgs = calloc((size_t)n, sizeof *imgs);
     if (!imgs) return serve_send_error(c, 500, NULL, NULL, "out of memory");
     size_t total = 0;
@@ -155,9 +151,15 @@ static int read_images(struct mg_connection *c, json_object *req, cli_image **ou
     for (int i = 0; i < n && !status; i++) {
         const char *text = NULL, *s = NULL;
         int k = item_kind(json_object_array_get_idx(input, (size_t)i), i, &text, &s, msg, sizeof msg);
+        if (k == 0 && texts && text && *text) {
+            texts[i] = text;
+            continue;
+        }
         if (k != 1) {
             status = serve_send_error(c, 400, "input", NULL, "%s",
-                                      k < 0 ? msg : "'input' mixes images and texts: send them in separate requests");
+                                      k < 0     ? msg
+                                      : !texts  ? "'input' holds a text: this endpoint takes images only"
+                                                : "'input' holds an empty text");
             break;
         }
         size_t len = strlen(s);
@@ -246,12 +248,27 @@ static const serve_model *image_model(struct mg_connection *c, serve_server *s, 
     return NULL;
 }
 
+/* The first model that has every task bit of tasks, or NULL. */
+static const serve_model *model_with_all(serve_server *s, uint32_t tasks, serve_model *buf) {
+    if ((s->info.tasks & tasks) == tasks) {
+        *buf = (serve_model){s->model, s->info, s->model_id};
+        return buf;
+    }
+    for (int i = 0; i < s->n_extra; i++)
+        if ((s->extra[i].info.tasks & tasks) == tasks) return &s->extra[i];
+    return NULL;
+}
+
+/* /v1/embeddings with {"image": ...} items, and texts beside them ("...", {"text": ...}) for a
+ * model with a text tower (CLIP, SigLIP: vectors in one space), in input order. */
 int serve_ep_embed_images(struct mg_connection *c, serve_server *s, json_object *req) {
     serve_model buf;
     int status = 0;
     const serve_model *sm = image_model(c, s, WGML_TASK_EMBED_IMAGE, &buf, &status);
     if (!sm) return status;
-    json_object *v;
+    json_object *v, *input = NULL;
+    if (json_object_object_get_ex(req, "input", &input) && serve_has_nul(input, 0))
+        return serve_send_error(c, 400, "input", NULL, "'input' cannot contain U+0000");
     int base64 = 0;
     if (json_object_object_get_ex(req, "encoding_format", &v) && !json_object_is_type(v, json_type_null)) {
         const char *f = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
@@ -265,29 +282,56 @@ int serve_ep_embed_images(struct mg_connection *c, serve_server *s, json_object 
     wgml_embed_params ep = wgml_embed_default_params();
     int dim = wgml_embed_dim(sm->model, &ep);
     if (dim < 1) return serve_send_error(c, 500, NULL, NULL, "%s gives no image vectors", sm->id);
+    const char *texts[SERVE_MAX_IMAGES] = {0};
     cli_image *imgs = NULL;
     int n = 0;
-    if ((status = read_images(c, req, &imgs, &n))) return status;
+    if ((status = read_images(c, req, texts, &imgs, &n))) return status;
+    int n_text = 0;
+    for (int i = 0; i < n; i++) n_text += texts[i] != NULL;
+    if (n_text && !(sm->info.tasks & WGML_TASK_EMBED)) {
+        free_images(imgs, n);
+        return serve_send_error(c, 400, "input", "model_not_supported",
+                                "%s (a %s %s) embeds images only: it has no text tower for the texts in 'input'",
+                                sm->id, sm->info.family, sm->info.architecture);
+    }
+    /* the images and the texts each packed together, then their vectors back in input order */
     wgml_image *views = calloc((size_t)n, sizeof *views);
-    float *vec = malloc((size_t)n * (size_t)dim * sizeof *vec);
-    if (!views || !vec) {
+    const char **tx = calloc((size_t)n, sizeof *tx);
+    float *vec = malloc((size_t)n * (size_t)dim * sizeof *vec), *tmp = malloc((size_t)n * (size_t)dim * sizeof *tmp);
+    if (!views || !tx || !vec || !tmp) {
         free(views);
+        free(tx);
         free(vec);
+        free(tmp);
         free_images(imgs, n);
         return serve_send_error(c, 500, NULL, NULL, "out of memory");
     }
-    for (int i = 0; i < n; i++) views[i] = cli_image_view(&imgs[i]);
+    int ni = 0, nt = 0;
+    for (int i = 0; i < n; i++)
+        if (texts[i]) tx[nt++] = texts[i];
+        else views[ni++] = cli_image_view(&imgs[i]);
     wgml_error err;
+    long long tokens = 0;
     pthread_mutex_lock(&s->embed_mu); /* one embedding request at a time on a model, as for texts */
-    wgml_status st = wgml_embed_images(sm->model, views, n, &ep, vec, dim, &err);
+    wgml_status st = ni ? wgml_embed_images(sm->model, views, ni, &ep, tmp, dim, &err) : WGML_OK;
+    if (!st && nt) st = wgml_embed(sm->model, tx, nt, &ep, tmp + (size_t)ni * (size_t)dim, dim, &err);
+    for (int i = 0; !st && i < nt; i++) {
+        int k = wgml_tokenize(sm->model, tx[i], strlen(tx[i]), 1, NULL, 0, &err);
+        tokens += k > 0 ? k : 0;
+    }
     pthread_mutex_unlock(&s->embed_mu);
-    if (st == WGML_ERR_INVALID_ARGUMENT)
+    for (int i = 0, a = 0, b = ni; !st && i < n; i++) /* images first in tmp, then texts */
+        memcpy(vec + (size_t)i * (size_t)dim, tmp + (size_t)(texts[i] ? b++ : a++) * (size_t)dim,
+               (size_t)dim * sizeof *vec);
+    if (st == WGML_ERR_INVALID_ARGUMENT || st == WGML_ERR_CONTEXT_FULL)
         status = serve_send_error(c, 400, "input", NULL, "%s", err.message);
     else if (st)
-        status = serve_send_error(c, 500, NULL, NULL, "embedding the images failed: %s", err.message);
-    else /* usage: images are no tokens (0 prompt and total tokens) */
-        status = serve_send_json(c, 200, cli_embeddings_json(vec, n, dim, sm->id, 0, base64));
+        status = serve_send_error(c, 500, NULL, NULL, "embedding the input failed: %s", err.message);
+    else /* usage: the texts' tokens (images are no tokens) */
+        status = serve_send_json(c, 200, cli_embeddings_json(vec, n, dim, sm->id, tokens, base64));
     free(vec);
+    free(tmp);
+    free(tx);
     free(views);
     free_images(imgs, n);
     return status;
@@ -299,27 +343,75 @@ static int by_prob(const void *a, const void *b) {
     return x < y ? 1 : x > y ? -1 : *(const int *)a - *(const int *)b;
 }
 
+/* The label texts of a zero-shot request ('labels': 1 to SERVE_MAX_LABELS non-empty strings):
+ * their count (pointers into req in *out), or -(the HTTP status sent). */
+static int read_labels(struct mg_connection *c, json_object *labels, const char ***out) {
+    int n = json_object_is_type(labels, json_type_array) ? (int)json_object_array_length(labels) : 0;
+    if (n < 1 || n > SERVE_MAX_LABELS)
+        return -serve_send_error(c, 400, "labels", NULL, "'labels' must be an array of 1 to %d texts",
+                                 SERVE_MAX_LABELS);
+    if (serve_has_nul(labels, 0)) return -serve_send_error(c, 400, "labels", NULL, "'labels' cannot contain U+0000");
+    const char **t = calloc((size_t)n, sizeof *t);
+    if (!t) return -serve_send_error(c, 500, NULL, NULL, "out of memory");
+    for (int i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(labels, (size_t)i);
+        if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e)) {
+            free(t);
+            return -serve_send_error(c, 400, "labels", NULL, "'labels[%d]' must be a non-empty string", i);
+        }
+        t[i] = json_object_get_string(e);
+    }
+    *out = t;
+    return n;
+}
+
 /* POST /v1/classify (a wgml extension): input (an array of up to SERVE_MAX_IMAGES {"image": ...}),
- * top (labels per image, 1.., default 5; more than the model has gives them all); model is
- * ignored. Per image its labels, most probable first, with their softmax probabilities, as
- * `wgml classify --json` prints them. Runs in this HTTP thread under embed_mu. */
+ * labels (optional: texts to score each image against, zero-shot, with a CLIP or SigLIP model;
+ * without it, a classifier's own labels), top (labels per image, 1.., default 5; more than there
+ * are gives them all); model is ignored. Per image its labels, most probable first, with their
+ * probabilities (softmax; SigLIP's zero-shot: a sigmoid each), as `wgml classify --json` prints
+ * them. Runs in this HTTP thread under embed_mu. */
 int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req) {
     serve_model buf;
     int status = 0;
-    const serve_model *sm = image_model(c, s, WGML_TASK_CLASSIFY, &buf, &status);
-    if (!sm) return status;
-    const int L = wgml_model_n_labels(sm->model);
-    json_object *v;
+    json_object *v, *jl = NULL;
+    const char **label_texts = NULL;
+    const int zero_shot = json_object_object_get_ex(req, "labels", &jl) && !json_object_is_type(jl, json_type_null);
+    const serve_model *sm = NULL;
+    if (zero_shot) {
+        if (!(sm = model_with_all(s, WGML_TASK_EMBED_IMAGE | WGML_TASK_EMBED | WGML_TASK_CLASSIFY, &buf)))
+            return serve_send_error(c, 400, "labels", "model_not_supported",
+                                    "no model here scores images against texts: 'labels' (zero-shot) needs a CLIP or "
+                                    "SigLIP model with its text tower");
+    } else {
+        for (int i = -1; i < s->n_extra && !sm; i++) { /* a model with a classifier head */
+            const serve_model *m = i < 0 ? (buf = (serve_model){s->model, s->info, s->model_id}, &buf) : &s->extra[i];
+            if (wgml_model_n_labels(m->model) > 0) sm = m;
+        }
+        if (!sm && model_with_all(s, WGML_TASK_EMBED_IMAGE | WGML_TASK_EMBED, &buf))
+            return serve_send_error(c, 400, "labels", NULL,
+                                    "%s has no classifier head: give 'labels', the texts to score each image against "
+                                    "(zero-shot)", buf.id);
+        if (!sm && !(sm = image_model(c, s, WGML_TASK_CLASSIFY, &buf, &status))) return status;
+    }
+    int L = zero_shot ? read_labels(c, jl, &label_texts) : wgml_model_n_labels(sm->model);
+    if (L < 0) return -L;
     int top = 5;
     if (json_object_object_get_ex(req, "top", &v) && !json_object_is_type(v, json_type_null)) {
         int64_t t = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
-        if (t < 1 || t > INT32_MAX) return serve_send_error(c, 400, "top", NULL, "'top' must be a positive integer");
+        if (t < 1 || t > INT32_MAX) {
+            free(label_texts);
+            return serve_send_error(c, 400, "top", NULL, "'top' must be a positive integer");
+        }
         top = (int)t;
     }
     if (top > L) top = L;
     cli_image *imgs = NULL;
     int n = 0;
-    if ((status = read_images(c, req, &imgs, &n))) return status;
+    if ((status = read_images(c, req, NULL, &imgs, &n))) {
+        free(label_texts);
+        return status;
+    }
     wgml_image *views = calloc((size_t)n, sizeof *views);
     float *probs = malloc((size_t)n * (size_t)L * sizeof *probs);
     int *order = malloc((size_t)L * sizeof *order);
@@ -327,6 +419,7 @@ int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req
         free(views);
         free(probs);
         free(order);
+        free(label_texts);
         free_images(imgs, n);
         return serve_send_error(c, 500, NULL, NULL, "out of memory");
     }
@@ -334,7 +427,8 @@ int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req
     wgml_error err;
     json_object *data = NULL;
     pthread_mutex_lock(&s->embed_mu);
-    wgml_status st = wgml_classify_images(sm->model, views, n, probs, L, &err);
+    wgml_status st = zero_shot ? wgml_zero_shot_classify(sm->model, views, n, label_texts, L, probs, &err)
+                               : wgml_classify_images(sm->model, views, n, probs, L, &err);
     if (!st) {
         data = json_object_new_array();
         for (int i = 0; i < n; i++) {
@@ -345,7 +439,8 @@ int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req
             json_object_object_add(e, "index", json_object_new_int(i));
             for (int k = 0; k < top; k++) {
                 json_object *l = json_object_new_object();
-                json_object_object_add(l, "label", json_object_new_string(wgml_model_label(sm->model, order[k])));
+                const char *name = zero_shot ? label_texts[order[k]] : wgml_model_label(sm->model, order[k]);
+                json_object_object_add(l, "label", json_object_new_string(name));
                 json_object_object_add(l, "index", json_object_new_int(order[k]));
                 json_object_object_add(l, "score", json_object_new_double(sort_probs[order[k]]));
                 json_object_array_add(labels, l);
@@ -355,7 +450,7 @@ int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req
         }
     }
     pthread_mutex_unlock(&s->embed_mu);
-    if (st == WGML_ERR_INVALID_ARGUMENT) {
+    if (st == WGML_ERR_INVALID_ARGUMENT || st == WGML_ERR_CONTEXT_FULL) {
         status = serve_send_error(c, 400, "input", NULL, "%s", err.message);
     } else if (st) {
         status = serve_send_error(c, 500, NULL, NULL, "classifying the images failed: %s", err.message);
@@ -369,6 +464,7 @@ int serve_ep_classify(struct mg_connection *c, serve_server *s, json_object *req
     free(order);
     free(probs);
     free(views);
+    free(label_texts);
     free_images(imgs, n);
     return status;
 }

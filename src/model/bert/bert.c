@@ -19,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "model/bert/bert.h"
+#include "model/acts.h"
 #include "model/blocks.h"
 
 /* Activations for up to `rows` token rows (and as many texts). */
@@ -27,15 +28,13 @@ struct bert_state {
     int rows;
     wgml_tensor x, q, k, v, att, h, pooled, cls, score;
     wgml_tensor ids, types, pos, seq, range, start; /* i32 tables uploaded per step */
-    wgml_buffer *bufs[16];
-    int n_bufs;
+    wgml_acts acts;
     int32_t *host; /* staging for the tables: pos, seq, range */
 };
 
 /* Frees the buffers (the state struct stays). */
 static void state_release(bert_state *s) {
-    for (int i = 0; i < s->n_bufs; i++) s->m->be->buffer_free(s->m->be, s->bufs[i]);
-    s->n_bufs = 0;
+    wgml_acts_release(&s->acts);
     s->rows = 0;
     wgml_free(s->host);
     s->host = NULL;
@@ -54,20 +53,6 @@ void bert_model_free(bert_model *m) {
     wgml_free(m);
 }
 
-static wgml_status new_tensor(wgml_backend *be, bert_state *s, wgml_tensor *t, const char *name, uint32_t type,
-                              int64_t ne0, int64_t ne1, wgml_error *err) {
-    size_t size = wgml_row_size(type, ne0) * (size_t)ne1;
-    wgml_buffer *b;
-    wgml_status st = be->buffer_create(be, size, WGML_BUFFER_ACTIVATIONS, &b, err);
-    if (st) {
-        wgml_error_prefix(err, "allocating '%s' (%zu bytes)", name, size);
-        return st;
-    }
-    s->bufs[s->n_bufs++] = b;
-    *t = (wgml_tensor){.type = type, .ne = {ne0, ne1, 1, 1}, .buf = b, .offset = 0, .name = name};
-    return WGML_OK;
-}
-
 /* Makes s's buffers for `rows` rows (s holds none). */
 static wgml_status state_reserve(bert_state *s, int rows, wgml_error *err) {
     const bert_model *m = s->m;
@@ -76,23 +61,23 @@ static wgml_status state_reserve(bert_state *s, int rows, wgml_error *err) {
     if (!(s->host = wgml_malloc((size_t)R * 5 * sizeof(int32_t))))
         return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's activations");
     s->rows = rows;
-    wgml_backend *be = m->be;
+    wgml_acts *a = &s->acts;
     wgml_status st;
-    if ((st = new_tensor(be, s, &s->x, "x", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->q, "q", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->k, "k", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->v, "v", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->att, "att", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->h, "h", WGML_F32, hp->n_ff, R, err)) ||
-        (st = new_tensor(be, s, &s->pooled, "pooled", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->cls, "cls", WGML_F32, E, R, err)) ||
-        (st = new_tensor(be, s, &s->score, "score", WGML_F32, 1, R, err)) ||
-        (st = new_tensor(be, s, &s->ids, "ids", WGML_I32, R, 1, err)) ||
-        (st = new_tensor(be, s, &s->types, "types", WGML_I32, R, 1, err)) ||
-        (st = new_tensor(be, s, &s->pos, "pos", WGML_I32, R, 1, err)) ||
-        (st = new_tensor(be, s, &s->seq, "seq", WGML_I32, R, 1, err)) ||
-        (st = new_tensor(be, s, &s->range, "range", WGML_I32, 2, R, err)) ||
-        (st = new_tensor(be, s, &s->start, "start", WGML_I32, R + 1, 1, err))) {
+    if ((st = wgml_acts_tensor(a, &s->x, "x", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->q, "q", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->k, "k", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->v, "v", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->att, "att", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->h, "h", WGML_F32, hp->n_ff, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->pooled, "pooled", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->cls, "cls", WGML_F32, E, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->score, "score", WGML_F32, 1, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->ids, "ids", WGML_I32, R, 1, err)) ||
+        (st = wgml_acts_tensor(a, &s->types, "types", WGML_I32, R, 1, err)) ||
+        (st = wgml_acts_tensor(a, &s->pos, "pos", WGML_I32, R, 1, err)) ||
+        (st = wgml_acts_tensor(a, &s->seq, "seq", WGML_I32, R, 1, err)) ||
+        (st = wgml_acts_tensor(a, &s->range, "range", WGML_I32, 2, R, err)) ||
+        (st = wgml_acts_tensor(a, &s->start, "start", WGML_I32, R + 1, 1, err))) {
         state_release(s);
         return st;
     }
@@ -105,6 +90,7 @@ wgml_status bert_state_create(bert_model *m, int rows, bert_state **out, wgml_er
     bert_state *s = wgml_calloc(1, sizeof *s);
     if (!s) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the encoder's activations");
     s->m = m;
+    s->acts.be = m->be;
     wgml_status st = state_reserve(s, rows, err);
     if (st) {
         wgml_free(s);
@@ -112,15 +98,6 @@ wgml_status bert_state_create(bert_model *m, int rows, bert_state **out, wgml_er
     }
     *out = s;
     return WGML_OK;
-}
-
-static const wgml_tensor *opt(const wgml_tensor *t) { return t->buf ? t : NULL; }
-
-/* A view of the first n elements of a one-row i32 table. */
-static wgml_tensor head(const wgml_tensor *t, int64_t n) {
-    wgml_tensor v = *t;
-    v.ne[0] = n;
-    return v;
 }
 
 static wgml_status check_batch(const bert_model *m, const wgml_encoder_batch *b, wgml_error *err) {
@@ -175,8 +152,8 @@ wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *
     wgml_tensor x = wgml_tensor_rows(&s->x, 0, n), q = wgml_tensor_rows(&s->q, 0, n);
     wgml_tensor k = wgml_tensor_rows(&s->k, 0, n), v = wgml_tensor_rows(&s->v, 0, n);
     wgml_tensor att = wgml_tensor_rows(&s->att, 0, n), h = wgml_tensor_rows(&s->h, 0, n);
-    wgml_tensor ids = head(&s->ids, n), typ = head(&s->types, n), tpos = head(&s->pos, n), tseq = head(&s->seq, n);
-    wgml_tensor trange = wgml_tensor_rows(&s->range, 0, n), tstart = head(&s->start, n_seq + 1);
+    wgml_tensor ids = wgml_acts_head(&s->ids, n), typ = wgml_acts_head(&s->types, n), tpos = wgml_acts_head(&s->pos, n), tseq = wgml_acts_head(&s->seq, n);
+    wgml_tensor trange = wgml_tensor_rows(&s->range, 0, n), tstart = wgml_acts_head(&s->start, n_seq + 1);
     wgml_tensor pooled = wgml_tensor_rows(&s->pooled, 0, n_seq);
 
     be->begin(be, &(wgml_step){.pos = 0, .n_tokens = n});
@@ -198,7 +175,7 @@ wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *
         wgml_op_add(be, &(wgml_add_args){.out = &x, .a = &x, .b = &att});
     }
     wgml_op_layer_norm(be, &(wgml_layer_norm_args){.out = &x, .x = &x, .w = &m->embd_norm_w,
-                                                   .b = opt(&m->embd_norm_b), .eps = hp->eps});
+                                                   .b = wgml_opt(&m->embd_norm_b), .eps = hp->eps});
     wgml_rope rope = hp->rope;
     const wgml_encoder_layer_cfg cfg = {.n_head = hp->n_head, .head_dim = hp->head_dim, .eps = hp->eps,
                                         .act = WGML_UNARY_GELU_ERF, .causal = hp->causal,
@@ -207,11 +184,11 @@ wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *
     const wgml_encoder_acts acts = {&x, &q, &k, &v, &att, &h};
     for (int l = 0; l < hp->n_layer; l++) {
         const bert_layer *L = &m->layers[l];
-        const wgml_encoder_layer w = {.wq = &L->wq, .wk = &L->wk, .wv = &L->wv, .bq = opt(&L->bq), .bk = opt(&L->bk),
-                                      .bv = opt(&L->bv), .wo = &L->wo, .bo = opt(&L->bo), .attn_norm_w = &L->attn_norm_w,
-                                      .attn_norm_b = opt(&L->attn_norm_b), .up = &L->up, .b_up = opt(&L->b_up),
-                                      .gate = opt(&L->gate), .down = &L->down, .b_down = opt(&L->b_down),
-                                      .ffn_norm_w = &L->out_norm_w, .ffn_norm_b = opt(&L->out_norm_b)};
+        const wgml_encoder_layer w = {.wq = &L->wq, .wk = &L->wk, .wv = &L->wv, .bq = wgml_opt(&L->bq), .bk = wgml_opt(&L->bk),
+                                      .bv = wgml_opt(&L->bv), .wo = &L->wo, .bo = wgml_opt(&L->bo), .attn_norm_w = &L->attn_norm_w,
+                                      .attn_norm_b = wgml_opt(&L->attn_norm_b), .up = &L->up, .b_up = wgml_opt(&L->b_up),
+                                      .gate = wgml_opt(&L->gate), .down = &L->down, .b_down = wgml_opt(&L->b_down),
+                                      .ffn_norm_w = &L->out_norm_w, .ffn_norm_b = wgml_opt(&L->out_norm_b)};
         wgml_block_encoder_layer(be, &w, &cfg, &acts); /* post-norm (model/blocks.h) */
     }
     if (what == WGML_ENCODE_SCORE) {
@@ -220,11 +197,11 @@ wgml_status bert_encode(bert_model *m, bert_state *s, const wgml_encoder_batch *
         const wgml_tensor *c = &pooled;
         if (m->cls_w.buf) { /* BERT's pooler: tanh(W [CLS] + b) */
             wgml_op_matmul(be, &(wgml_matmul_args){.x = &pooled, .n_w = 1, .w = {&m->cls_w},
-                                                   .bias = {opt(&m->cls_b)}, .out = {&cls}});
+                                                   .bias = {wgml_opt(&m->cls_b)}, .out = {&cls}});
             wgml_op_unary(be, &(wgml_unary_args){.out = &cls, .x = &cls, .kind = WGML_UNARY_TANH});
             c = &cls;
         }
-        wgml_op_matmul(be, &(wgml_matmul_args){.x = c, .n_w = 1, .w = {&m->cls_out_w}, .bias = {opt(&m->cls_out_b)},
+        wgml_op_matmul(be, &(wgml_matmul_args){.x = c, .n_w = 1, .w = {&m->cls_out_w}, .bias = {wgml_opt(&m->cls_out_b)},
                                                .out = {&score}});
         be->download(be, &score, out, (size_t)n_seq * sizeof(float));
     } else {

@@ -1,7 +1,8 @@
 /*
  * clip_family.c - the vision family's registry entry (model/family.h):
- * architectures "clip", "siglip" and "vit"; task embed-image, and classify
- * for a ViT with a classifier head.
+ * architectures "clip", "siglip" and "vit"; task embed-image, classify for
+ * a ViT with a classifier head, and with a text tower (CLIP, SigLIP) embed
+ * (texts) and zero-shot classify.
  */
 #include <stdio.h>
 
@@ -23,6 +24,9 @@ static wgml_status describe(const gguf_file *f, wgml_family_field_fn field, void
 #define F(key, ...) (snprintf(s, sizeof s, __VA_ARGS__), field(user, key, s))
     F("image", "%d x %d pixels, patches of %d (%d x %d)%s", v->image_size, v->image_size, v->patch_size, v->grid,
       v->grid, v->class_row ? " + a class row" : "");
+    if (v->grid != v->trained_grid)
+        F("positions", "interpolated (bicubic) from the %d x %d patches of %d x %d pixels it was trained at",
+          v->trained_grid, v->trained_grid, v->trained_size, v->trained_size);
     F("layers", "%d", v->n_layer);
     F("embedding", "%d", v->n_embd);
     F("feed-forward", "%d (%s)", v->n_ff, act_name(v->act));
@@ -31,6 +35,13 @@ static wgml_status describe(const gguf_file *f, wgml_family_field_fn field, void
     F("pooling", "%s", v->map_head ? "attention-pooling head (MAP)" : "class row");
     if (v->proj_dim) F("projection", "%d", v->proj_dim);
     if (v->n_labels) F("labels", "%d", v->n_labels);
+    const clip_text_hparams *t = &hp.t;
+    if (t->n_layer) {
+        F("text tower", "%d layers, width %d, %d heads, feed-forward %d (%s), %d tokens%s", t->n_layer, t->n_embd,
+          t->n_head, t->n_ff, act_name(t->act), t->n_ctx, t->causal ? ", causal" : ", padded to the context");
+        F("text vector", "%d (%s)", t->proj_dim, t->causal ? "first EOS row, projected" : "last row, head");
+        F("zero-shot", "exp(%.4g) x cosine%s", hp.logit_scale, hp.t.pad_to_ctx ? " + bias, sigmoid" : ", softmax");
+    }
     if (!p->do_resize) F("preprocess", "no resize");
     else if (p->resize_shortest) F("preprocess", "shortest side to %d, resample %d", p->shortest_edge, (int)p->resample);
     else F("preprocess", "resize to %d x %d, resample %d", p->width, p->height, (int)p->resample);
@@ -50,8 +61,10 @@ static wgml_status load(const gguf_file *f, wgml_backend *be, const wgml_family_
     return st;
 }
 
+/* Embed-image always; classify with a classifier head or a text tower (zero-shot); embed with a text tower. */
 static uint32_t tasks_of(const clip_hparams *hp) {
-    return WGML_TASK_EMBED_IMAGE | (hp->v.n_labels ? WGML_TASK_CLASSIFY : 0);
+    return WGML_TASK_EMBED_IMAGE | (hp->v.n_labels || hp->t.n_layer ? WGML_TASK_CLASSIFY : 0) |
+           (hp->t.n_layer ? WGML_TASK_EMBED : 0);
 }
 
 static uint32_t file_tasks(const gguf_file *f) {
@@ -78,9 +91,39 @@ static void get_info(const void *model, wgml_model_info *info) {
     info->n_ff = v->n_ff;
     info->head_dim = v->head_dim;
     /* the position table is read a row per patch, not multiplied */
-    uint64_t table = (uint64_t)v->n_embd * (uint64_t)v->n_rows;
+    uint64_t table = m->v.pos_embd.buf ? (uint64_t)v->n_embd * (uint64_t)v->n_rows : 0; /* a weight unless interpolated */
     info->matmul_params = m->w.n_params > table ? m->w.n_params - table : 0;
 }
+
+/* ---- the text tower's encoder interface ---- */
+
+static void enc_info(const void *model, wgml_encoder_info *out) {
+    const clip_model *m = model;
+    const clip_text_hparams *t = &m->hp.t;
+    *out = (wgml_encoder_info){.dim = clip_text_dim(m), .n_ctx = t->n_ctx, .n_types = 1, .pool = WGML_POOL_LAST,
+                               .pad_id = t->pad_to_ctx ? m->pad : -1};
+}
+
+static wgml_status enc_create(void *model, int n_rows, void **state, wgml_error *err) {
+    clip_text_state *s = NULL;
+    wgml_status st = clip_text_state_create(model, n_rows, &s, err);
+    *state = s;
+    return st;
+}
+
+static void enc_free(void *state) { clip_text_state_free(state); }
+
+static wgml_status enc_encode(void *model, void *state, const wgml_encoder_batch *b, wgml_pool_mode pool,
+                              wgml_encoder_output what, float *out, wgml_error *err) {
+    return clip_text_encode(model, state, b, pool, what, out, err);
+}
+
+static const wgml_encoder text_encoder = {
+    .info = enc_info,
+    .create = enc_create,
+    .free = enc_free,
+    .encode = enc_encode,
+};
 
 /* ---- the vision interface ---- */
 
@@ -89,6 +132,11 @@ static void vis_info(const void *model, wgml_vision_info *out) {
     out->dim = clip_vision_dim(m);
     out->image_size = m->hp.v.image_size;
     out->n_labels = m->hp.v.n_labels;
+    out->logit_scale = m->hp.logit_scale;
+    out->logit_bias = m->hp.logit_bias;
+    out->zero_shot = !m->hp.t.n_layer             ? WGML_ZERO_SHOT_NONE
+                     : m->hp.variant == CLIP_SIGLIP ? WGML_ZERO_SHOT_SIGMOID
+                                                    : WGML_ZERO_SHOT_SOFTMAX;
 }
 
 static void vis_preprocess(const void *model, wgml_image_prep *out) { *out = ((const clip_model *)model)->hp.prep; }
@@ -124,7 +172,7 @@ static const wgml_vision_encoder vision = {
 const wgml_family wgml_family_clip = {
     .name = "clip",
     .archs = archs,
-    .tasks = WGML_TASK_EMBED_IMAGE | WGML_TASK_CLASSIFY,
+    .tasks = WGML_TASK_EMBED_IMAGE | WGML_TASK_CLASSIFY | WGML_TASK_EMBED,
     .no_tokenizer = 1,
     .describe = describe,
     .file_tasks = file_tasks,
@@ -133,6 +181,7 @@ const wgml_family wgml_family_clip = {
     .weights = weights,
     .get_info = get_info,
     .vision = &vision,
+    .encoder = &text_encoder,
     .hf_types = clip_hf_types,
     .hf_convert = clip_hf_convert,
 };

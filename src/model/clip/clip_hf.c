@@ -1,7 +1,7 @@
 /*
  * clip_hf.c - Hugging Face CLIP, SigLIP and ViT checkpoints as the family's
- * GGUF (model/hf.h; the schema is clip.h's). The vision tower only: the
- * text towers' tensors are left out.
+ * GGUF (model/hf.h; the schema is clip.h's): the vision tower, and the
+ * text tower where the checkpoint has one (CLIPModel, SiglipModel).
  *
  *   CLIPModel, CLIPVisionModel(WithProjection)   model_type clip, clip_vision_model
  *     vision_model.embeddings.{patch_embedding.weight, class_embedding, position_embedding.weight}
@@ -11,6 +11,10 @@
  *     the same tower (patch embedding with a bias, no class row, no pre-norm), and
  *     vision_model.head.{probe, attention.in_proj_{weight,bias} (q, k, v stacked), attention.out_proj,
  *     layernorm, mlp.fc1, mlp.fc2}
+ *   text towers: text_model.embeddings.{token_embedding, position_embedding}.weight,
+ *     text_model.encoder.layers.N (as the vision tower's), text_model.final_layer_norm, and
+ *     CLIP's text_projection.weight (no bias) or SigLIP's text_model.head; logit_scale (and
+ *     SigLIP's logit_bias) as one value each; sizes from config.json's text_config
  *   ViTModel, ViTForImageClassification         model_type vit ("vit." before each name but the head's)
  *     embeddings.{cls_token, position_embeddings, patch_embeddings.projection}, encoder.layer.N.
  *     {layernorm_before, attention.attention.{query,key,value}, attention.output.dense, layernorm_after,
@@ -20,12 +24,14 @@
  * and SiglipModel), the preprocessing from preprocessor_config.json (the
  * processor's defaults without one).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/fp16.h"
 #include "image/image_prep.h"
 #include "model/clip/clip.h"
 #include "model/hf.h"
@@ -76,18 +82,18 @@ static wgml_status norm(conv *c, const char *gname, const char *hf) {
     return WGML_OK;
 }
 
-/* The tower's blocks, names from the architecture's own. */
-static wgml_status blocks(conv *c, const char *pfx, int vit) {
+/* A tower's blocks (GGUF names under gp: "v" or "t"), names from the architecture's own. */
+static wgml_status blocks(conv *c, const char *gp, const char *pfx, int vit) {
     wgml_status st;
     for (int64_t i = 0; i < c->L; i++) {
         char g[64], h[160];
         const long long l = (long long)i;
 #define LIN(gsuffix, in, out, ...)                                                                                     \
-    snprintf(g, sizeof g, "v.blk.%lld.%s", l, gsuffix);                                                                \
+    snprintf(g, sizeof g, "%s.blk.%lld.%s", gp, l, gsuffix);                                                           \
     snprintf(h, sizeof h, __VA_ARGS__);                                                                                \
     if ((st = linear(c, g, h, in, out))) return st;
 #define NORM(gsuffix, ...)                                                                                             \
-    snprintf(g, sizeof g, "v.blk.%lld.%s", l, gsuffix);                                                                \
+    snprintf(g, sizeof g, "%s.blk.%lld.%s", gp, l, gsuffix);                                                           \
     snprintf(h, sizeof h, __VA_ARGS__);                                                                                \
     if ((st = norm(c, g, h))) return st;
         if (vit) {
@@ -213,6 +219,90 @@ static const char *act_of(const char *hf_act) {
     return NULL;
 }
 
+/* A one-element checkpoint tensor's value (logit_scale, logit_bias); absent: *out kept. */
+static wgml_status scalar(conv *c, const char *name, float *out) {
+    const st_tensor *t = st_find(c->hf->st, name);
+    if (!t) return WGML_OK;
+    if (t->n_elements != 1 || (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16))
+        return wgml_fail(c->err, WGML_ERR_FORMAT, "'%s' is not one F32 / F16 / BF16 value", name);
+    const unsigned char *b = t->data;
+    if (t->dtype == ST_F32) {
+        memcpy(out, b, sizeof *out);
+    } else {
+        uint16_t h = (uint16_t)(b[0] | b[1] << 8);
+        *out = t->dtype == ST_BF16 ? wgml_bf16_to_f32(h) : wgml_f16_to_f32(h);
+    }
+    if (!isfinite(*out)) return wgml_fail(c->err, WGML_ERR_FORMAT, "'%s' is not finite", name);
+    return WGML_OK;
+}
+
+/* The text tower (CLIPModel's text_model + text_projection, SigLIP's text_model with its head),
+ * its config from text_config, and the zero-shot scale (and SigLIP's bias). */
+static wgml_status text_tower(conv *c, clip_variant v, int64_t vision_width) {
+    const wgml_hf_model *hf = c->hf;
+    jv cfg = wgml_hf_dict(hf, hf->config, "text_config");
+    const char *what = "config.json text_config";
+    if (cfg.t != JV_DICT) return wgml_fail(c->err, WGML_ERR_FORMAT, "config.json: the text tower has no text_config");
+    const int siglip = v == CLIP_SIGLIP;
+    int64_t D = siglip ? 768 : 512, F = siglip ? 3072 : 2048, L = 12, H = siglip ? 12 : 8, ctx = siglip ? 64 : 77;
+    double eps = siglip ? 1e-6 : 1e-5;
+    const char *act = siglip ? "gelu_pytorch_tanh" : "quick_gelu";
+    wgml_error *err = c->err;
+    if (wgml_hf_int(hf, cfg, what, "hidden_size", 1, 1 << 16, &D, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "intermediate_size", 1, 1 << 18, &F, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "num_hidden_layers", 1, 1024, &L, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "num_attention_heads", 1, 1024, &H, err) < 0 ||
+        wgml_hf_int(hf, cfg, what, "max_position_embeddings", 1, 1 << 14, &ctx, err) < 0 ||
+        wgml_hf_num(hf, cfg, what, "layer_norm_eps", &eps, err) < 0)
+        return WGML_ERR_FORMAT;
+    wgml_hf_str(hf, cfg, "hidden_act", &act);
+    if (!act_of(act)) return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: hidden_act '%.40s' is not supported", what, act);
+    if (D % H) return wgml_fail(err, WGML_ERR_FORMAT, "%s: hidden_size %lld and %lld heads do not fit together", what,
+                                (long long)D, (long long)H);
+    const st_tensor *te = st_find(hf->st, "text_model.embeddings.token_embedding.weight");
+    const st_tensor *pr = st_find(hf->st, siglip ? "text_model.head.weight" : "text_projection.weight");
+    if (te->rank != 2 || te->shape[1] != D || te->shape[0] < 1)
+        return wgml_fail(err, WGML_ERR_FORMAT, "text_model.embeddings.token_embedding.weight is not [vocab][%lld]",
+                         (long long)D);
+    if (!pr || pr->rank != 2 || pr->shape[1] != D)
+        return wgml_fail(err, WGML_ERR_FORMAT, "the checkpoint has no %s of [out][%lld]",
+                         siglip ? "text_model.head.weight" : "text_projection.weight", (long long)D);
+    const int64_t V = te->shape[0], P = pr->shape[0];
+    if ((siglip && P != vision_width) || (!siglip && P != c->proj))
+        return wgml_fail(err, WGML_ERR_FORMAT, "the text vectors (%lld) and the image vectors (%lld) differ",
+                         (long long)P, (long long)(siglip ? vision_width : c->proj));
+    float scale = logf(100.0f), bias = 0;
+    wgml_status st;
+    if ((st = scalar(c, "logit_scale", &scale)) || (st = scalar(c, "logit_bias", &bias))) return st;
+    char key[128];
+#define F32(suffix, val)                                                                                               \
+    snprintf(key, sizeof key, "%s.%s", c->arch, suffix);                                                               \
+    if ((st = gguf_writer_set_f32(c->w, key, (float)(val), err))) return st;
+    if ((st = set_u32(c, "text.context_length", ctx)) || (st = set_u32(c, "text.embedding_length", D)) ||
+        (st = set_u32(c, "text.feed_forward_length", F)) || (st = set_u32(c, "text.block_count", L)) ||
+        (st = set_u32(c, "text.attention.head_count", H)) || (st = set_u32(c, "text.projection_dim", P)))
+        return st;
+    F32("text.attention.layer_norm_epsilon", eps)
+    F32("logit_scale", scale)
+    if (siglip) {
+        F32("logit_bias", bias)
+    }
+#undef F32
+    snprintf(key, sizeof key, "%s.text.activation", c->arch);
+    if ((st = gguf_writer_set_str(c->w, key, act_of(act), err))) return st;
+    /* the tensors: the blocks at the text tower's sizes */
+    const int64_t sD = c->D, sF = c->F, sL = c->L;
+    c->D = D, c->F = F, c->L = L;
+    ADD("t.token_embd.weight", D, V, "text_model.embeddings.token_embedding.weight");
+    ADD("t.position_embd.weight", D, ctx, "text_model.embeddings.position_embedding.weight");
+    if (!(st = blocks(c, "t", "text_model.", 0)) && !(st = norm(c, "t.post_norm", "text_model.final_layer_norm"))) {
+        st = siglip ? linear(c, "t.proj", "text_model.head", D, P)
+                    : add(c, "t.proj.weight", pr, "text_projection.weight", 0, D, P);
+    }
+    c->D = sD, c->F = sF, c->L = sL;
+    return st;
+}
+
 static wgml_status convert(const wgml_hf_model *hf, const char *model_type, gguf_writer *w, wgml_hf_plan *plan,
                            wgml_error *err) {
     const clip_variant v = !strncmp(model_type, "siglip", 6) ? CLIP_SIGLIP
@@ -250,7 +340,7 @@ static wgml_status convert(const wgml_hf_model *hf, const char *model_type, gguf
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: image_size %lld, patch_size %lld, hidden_size %lld and %lld heads "
                          "do not fit together", what, (long long)c->S, (long long)c->P, (long long)c->D,
                          (long long)c->H);
-    const int64_t G = c->S / c->P, rows = G * G + (v != CLIP_SIGLIP), K = 3 * c->P * c->P;
+    const int64_t G = c->S / c->P, rows = G * G + (v != CLIP_SIGLIP), K = 3 * c->P * c->P, vision_width = c->D;
     /* ViT: ViTForImageClassification's names have "vit." before the tower's; ViTModel's none */
     const char *vp = v == CLIP_VIT ? (st_find(hf->st, "vit.embeddings.cls_token") ? "vit." : "") : "vision_model.";
     const int64_t labels = v == CLIP_VIT && st_find(hf->st, "classifier.weight")
@@ -287,12 +377,15 @@ static wgml_status convert(const wgml_hf_model *hf, const char *model_type, gguf
         ADD("v.position_embd.weight", c->D, rows, "%sembeddings.position_embedding.weight", vp);
         if (v == CLIP_OPENAI && (st = norm(c, "v.pre_norm", "vision_model.pre_layrnorm"))) return st;
     }
-    if ((st = blocks(c, vp, v == CLIP_VIT))) return st;
+    if ((st = blocks(c, "v", vp, v == CLIP_VIT))) return st;
     snprintf(h, sizeof h, "%s%s", vp, v == CLIP_VIT ? "layernorm" : "post_layernorm");
     if ((st = norm(c, "v.post_norm", h))) return st;
     if (proj) ADD("v.proj.weight", c->D, c->proj, "visual_projection.weight");
     if (v == CLIP_SIGLIP && (st = siglip_head(c))) return st;
     if (labels && (st = linear(c, "v.classifier", "classifier", c->D, labels))) return st;
+    if (v != CLIP_VIT && st_find(hf->st, "text_model.embeddings.token_embedding.weight") &&
+        (st = text_tower(c, v, vision_width)))
+        return st;
     return WGML_OK;
 }
 

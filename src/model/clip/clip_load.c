@@ -87,6 +87,67 @@ static wgml_status read_preprocess(const gguf_file *f, const char *arch, clip_va
     return st;
 }
 
+/* ARCH.<tower>.activation into *act (absent: *act kept). */
+static wgml_status read_activation(const gguf_file *f, const char *arch, const char *tower, wgml_unary_kind *act,
+                                   wgml_error *err) {
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s.activation", arch, tower);
+    gguf_str a;
+    int r = gguf_get_str(f, key, &a, err);
+    if (r < 0) return WGML_ERR_FORMAT;
+    if (r == 0) return WGML_OK;
+    if (gguf_str_eq(a, "quick_gelu")) *act = WGML_UNARY_GELU_QUICK;
+    else if (gguf_str_eq(a, "gelu")) *act = WGML_UNARY_GELU_ERF;
+    else if (gguf_str_eq(a, "gelu_tanh")) *act = WGML_UNARY_GELU;
+    else
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: activation '%.*s' is not supported (quick_gelu, gelu, gelu_tanh)",
+                         gguf_name(f), (int)(a.len > 40 ? 40 : a.len), a.ptr);
+    return WGML_OK;
+}
+
+/* The text tower's hyper-parameters (none without ARCH.text.block_count) and the zero-shot scale. */
+static wgml_status read_text_hparams(const gguf_file *f, clip_hparams *hp, wgml_error *err) {
+    const char *arch = hp->arch;
+    clip_text_hparams *t = &hp->t;
+    const int64_t big = 1 << 16;
+    wgml_status st;
+    hp->logit_scale = logf(100.0f); /* CLIP's trained value, the usual default */
+    hp->logit_bias = 0;
+    if ((st = wgml_hparam_float(f, arch, "logit_scale", &hp->logit_scale, err)) ||
+        (st = wgml_hparam_float(f, arch, "logit_bias", &hp->logit_bias, err)))
+        return st;
+    if (!isfinite(hp->logit_scale) || fabsf(hp->logit_scale) > 20 || !isfinite(hp->logit_bias))
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: logit scale %g / bias %g out of range", gguf_name(f),
+                         hp->logit_scale, hp->logit_bias);
+    if ((st = wgml_hparam_int(f, arch, "text.block_count", 1, 1024, &t->n_layer, 0, err)) || !t->n_layer) return st;
+    if (hp->variant == CLIP_VIT)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: a vit model has no text tower", gguf_name(f));
+    if ((st = wgml_hparam_int(f, arch, "text.context_length", 1, 1 << 14, &t->n_ctx, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "text.embedding_length", 1, big, &t->n_embd, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "text.feed_forward_length", 1, 4 * big, &t->n_ff, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "text.attention.head_count", 1, 1024, &t->n_head, 1, err)) ||
+        (st = wgml_hparam_int(f, arch, "text.projection_dim", 1, big, &t->proj_dim, 1, err)))
+        return st;
+    if (t->n_embd % t->n_head)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: text width %d is not divisible by %d heads", gguf_name(f),
+                         t->n_embd, t->n_head);
+    t->head_dim = t->n_embd / t->n_head;
+    t->causal = hp->variant == CLIP_OPENAI;
+    t->pad_to_ctx = hp->variant == CLIP_SIGLIP;
+    t->eps = hp->v.eps;
+    t->act = hp->variant == CLIP_OPENAI ? WGML_UNARY_GELU_QUICK : WGML_UNARY_GELU;
+    if ((st = wgml_hparam_float(f, arch, "text.attention.layer_norm_epsilon", &t->eps, err))) return st;
+    if (!(t->eps > 0 && t->eps < 1))
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: text layer norm epsilon %g is out of range", gguf_name(f), t->eps);
+    if (hp->variant == CLIP_OPENAI && hp->v.proj_dim != t->proj_dim)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: the text projection (%d) and the image projection (%d) differ",
+                         gguf_name(f), t->proj_dim, hp->v.proj_dim);
+    if (hp->variant == CLIP_SIGLIP && t->proj_dim != hp->v.n_embd)
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: the text head gives %d, the image vectors have %d", gguf_name(f),
+                         t->proj_dim, hp->v.n_embd);
+    return read_activation(f, arch, "text", &t->act, err);
+}
+
 wgml_status clip_read_hparams(const gguf_file *f, clip_hparams *hp, wgml_error *err) {
     memset(hp, 0, sizeof *hp);
     const wgml_family *fam;
@@ -114,7 +175,8 @@ wgml_status clip_read_hparams(const gguf_file *f, clip_hparams *hp, wgml_error *
         return wgml_fail(err, WGML_ERR_FORMAT, "%s: vision width %d is not divisible by %d heads", gguf_name(f),
                          v->n_embd, v->n_head);
     v->head_dim = v->n_embd / v->n_head;
-    v->grid = v->image_size / v->patch_size;
+    v->trained_size = v->image_size;
+    v->trained_grid = v->grid = v->image_size / v->patch_size;
     v->class_row = hp->variant != CLIP_SIGLIP;
     v->n_rows = v->grid * v->grid + v->class_row;
     v->pre_norm = hp->variant == CLIP_OPENAI;
@@ -127,22 +189,11 @@ wgml_status clip_read_hparams(const gguf_file *f, clip_hparams *hp, wgml_error *
     v->act = hp->variant == CLIP_OPENAI ? WGML_UNARY_GELU_QUICK
              : hp->variant == CLIP_SIGLIP ? WGML_UNARY_GELU
                                           : WGML_UNARY_GELU_ERF;
+    if ((st = read_activation(f, arch, "vision", &v->act, err))) return st;
     char key[128];
-    snprintf(key, sizeof key, "%s.vision.activation", arch);
-    gguf_str act;
-    int r = gguf_get_str(f, key, &act, err);
-    if (r < 0) return WGML_ERR_FORMAT;
-    if (r > 0) {
-        if (gguf_str_eq(act, "quick_gelu")) v->act = WGML_UNARY_GELU_QUICK;
-        else if (gguf_str_eq(act, "gelu")) v->act = WGML_UNARY_GELU_ERF;
-        else if (gguf_str_eq(act, "gelu_tanh")) v->act = WGML_UNARY_GELU;
-        else
-            return wgml_fail(err, WGML_ERR_UNSUPPORTED, "%s: activation '%.*s' is not supported (quick_gelu, gelu, "
-                             "gelu_tanh)", gguf_name(f), (int)(act.len > 40 ? 40 : act.len), act.ptr);
-    }
     snprintf(key, sizeof key, "%s.classifier.output_labels", arch);
     const gguf_value *labels;
-    r = gguf_get_arr(f, key, GGUF_TYPE_STRING, &labels, err);
+    int r = gguf_get_arr(f, key, GGUF_TYPE_STRING, &labels, err);
     if (r < 0) return WGML_ERR_FORMAT;
     if (r > 0) {
         if (labels->v.arr.n < 1 || labels->v.arr.n > (1u << 20))
@@ -150,12 +201,21 @@ wgml_status clip_read_hparams(const gguf_file *f, clip_hparams *hp, wgml_error *
                              (unsigned long long)labels->v.arr.n);
         v->n_labels = (int)labels->v.arr.n;
     }
-    if ((st = read_preprocess(f, arch, hp->variant, &hp->prep, err))) return st;
+    if ((st = read_preprocess(f, arch, hp->variant, &hp->prep, err)) || (st = read_text_hparams(f, hp, err)))
+        return st;
     int out_h, out_w;
     if ((st = wgml_image_prep_output_size(&hp->prep, v->image_size, v->image_size, &out_h, &out_w, err))) return st;
-    if (out_h != v->image_size || out_w != v->image_size)
-        return wgml_fail(err, WGML_ERR_FORMAT, "%s: the preprocessing makes %d x %d pixels, the model takes %d x %d",
-                         gguf_name(f), out_w, out_h, v->image_size, v->image_size);
+    if (out_h != v->image_size || out_w != v->image_size) {
+        /* another size: square, whole patches; the positions interpolated (HF's interpolate_pos_encoding) */
+        if (out_h != out_w || out_h % v->patch_size || out_h / v->patch_size > 256)
+            return wgml_fail(err, WGML_ERR_FORMAT,
+                             "%s: the preprocessing makes %d x %d pixels: the model (trained at %d x %d) takes a square "
+                             "of whole %d-pixel patches, at most 256 a side", gguf_name(f), out_w, out_h,
+                             v->image_size, v->image_size, v->patch_size);
+        v->image_size = out_h;
+        v->grid = out_h / v->patch_size;
+        v->n_rows = v->grid * v->grid + v->class_row;
+    }
     return WGML_OK;
 }
 
@@ -209,10 +269,72 @@ static wgml_status read_labels(const gguf_file *f, clip_model *m, wgml_error *er
     return WGML_OK;
 }
 
+/* The position table: a weight, or when the model runs at another size than it was trained for,
+ * kept on the host for each state to interpolate (clip_pos_interpolate). */
+static wgml_status load_positions(wgml_weights_loader *L, clip_model *m, wgml_error *err) {
+    const clip_vision_hparams *hp = &m->hp.v;
+    const int64_t E = hp->n_embd, trained_rows = (int64_t)hp->trained_grid * hp->trained_grid + hp->class_row;
+    if (hp->grid == hp->trained_grid)
+        return wgml_weights_load(L, &m->v.pos_embd, "v.position_embd.weight", E, hp->n_rows, 1);
+    const gguf_tensor *t = gguf_find_tensor(L->f, "v.position_embd.weight");
+    if (!t || t->n_dims != 2 || t->ne[0] != E || t->ne[1] != trained_rows || (t->type != WGML_F32 && t->type != WGML_F16))
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: no position table 'v.position_embd.weight' of %lld x %lld F32 or F16 "
+                         "values to interpolate", gguf_name(L->f), (long long)E, (long long)trained_rows);
+    m->pos_src = t;
+    return WGML_OK;
+}
+
+/* The text tower's weights; its vocabulary's size from the token table. */
+static wgml_status load_text(wgml_weights_loader *L, clip_model *m, wgml_error *err) {
+    clip_text_hparams *hp = &m->hp.t;
+    clip_text *t = &m->t;
+    const gguf_tensor *te = gguf_find_tensor(L->f, "t.token_embd.weight");
+    if (!te || te->n_dims != 2 || te->ne[0] != hp->n_embd || te->ne[1] < 1 || te->ne[1] > (1 << 24))
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: no token table 't.token_embd.weight' of width %d", gguf_name(L->f),
+                         hp->n_embd);
+    hp->n_vocab = (int)te->ne[1];
+    if (!(t->blocks = wgml_calloc((size_t)hp->n_layer, sizeof *t->blocks)))
+        return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading the model");
+    const int64_t E = hp->n_embd, F = hp->n_ff;
+    const int siglip = m->hp.variant == CLIP_SIGLIP;
+    wgml_status st;
+    if ((st = wgml_weights_load(L, &t->tok_embd, "t.token_embd.weight", E, hp->n_vocab, 1)) ||
+        (st = wgml_weights_load(L, &t->pos_embd, "t.position_embd.weight", E, hp->n_ctx, 1)))
+        return st;
+    for (int i = 0; i < hp->n_layer; i++) {
+        char pfx[32];
+        snprintf(pfx, sizeof pfx, "t.blk.%d", i);
+        if ((st = load_block(L, &t->blocks[i], pfx, E, F, 1))) return st;
+    }
+    if ((st = wgml_weights_load(L, &t->post_norm_w, "t.post_norm.weight", E, 1, 1)) ||
+        (st = wgml_weights_load(L, &t->post_norm_b, "t.post_norm.bias", E, 1, 1)) ||
+        (st = wgml_weights_load(L, &t->proj, "t.proj.weight", E, hp->proj_dim, 1)) ||
+        (st = wgml_weights_load(L, &t->proj_b, "t.proj.bias", hp->proj_dim, 1, siglip)))
+        return st;
+    return WGML_OK;
+}
+
+/* The tokenizer's EOS and pad ids, which the text tower pools and pads with. */
+static wgml_status read_special_ids(const gguf_file *f, clip_model *m, wgml_error *err) {
+    int64_t eos = -1, pad = -1;
+    if (gguf_get_int(f, "tokenizer.ggml.eos_token_id", 0, m->hp.t.n_vocab - 1, &eos, err) < 0 ||
+        gguf_get_int(f, "tokenizer.ggml.padding_token_id", 0, m->hp.t.n_vocab - 1, &pad, err) < 0) {
+        wgml_error_prefix(err, "%s: the text tower's %d tokens", gguf_name(f), m->hp.t.n_vocab);
+        return WGML_ERR_FORMAT;
+    }
+    m->eos = (int32_t)eos;
+    m->pad = (int32_t)(pad >= 0 ? pad : eos);
+    if (m->hp.t.pad_to_ctx && m->pad < 0 && gguf_find_kv(f, "tokenizer.ggml.model")) /* none: no text at all */
+        return wgml_fail(err, WGML_ERR_FORMAT, "%s: a %s text tower needs a padding (or EOS) token", gguf_name(f),
+                         m->hp.arch);
+    return WGML_OK;
+}
+
 void clip_model_free(clip_model *m) {
     if (!m) return;
     wgml_weights_free(&m->w);
     wgml_free(m->v.blocks);
+    wgml_free(m->t.blocks);
     for (int i = 0; m->labels && i < m->hp.v.n_labels; i++) wgml_free(m->labels[i]);
     wgml_free(m->labels);
     wgml_free(m);
@@ -224,6 +346,7 @@ wgml_status clip_model_load(const gguf_file *f, wgml_backend *be, const wgml_wei
     clip_model *m = wgml_calloc(1, sizeof *m);
     if (!m) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory loading the model");
     m->be = be;
+    m->eos = m->pad = -1;
     wgml_status st = clip_read_hparams(f, &m->hp, err);
     if (st) goto fail;
     const clip_vision_hparams *hp = &m->hp.v;
@@ -240,7 +363,7 @@ wgml_status clip_model_load(const gguf_file *f, wgml_backend *be, const wgml_wei
     if ((st = wgml_weights_load(&L, &v->patch_w, "v.patch_embd.weight", K, E, 1)) ||
         (st = wgml_weights_load(&L, &v->patch_b, "v.patch_embd.bias", E, 1, m->hp.variant != CLIP_OPENAI)) ||
         (st = wgml_weights_load(&L, &v->class_embd, "v.class_embd", E, 1, hp->class_row)) ||
-        (st = wgml_weights_load(&L, &v->pos_embd, "v.position_embd.weight", E, hp->n_rows, 1)) ||
+        (st = load_positions(&L, m, err)) ||
         (st = wgml_weights_load(&L, &v->pre_norm_w, "v.pre_norm.weight", E, 1, hp->pre_norm)) ||
         (st = wgml_weights_load(&L, &v->pre_norm_b, "v.pre_norm.bias", E, 1, hp->pre_norm)))
         goto fail;
@@ -257,6 +380,7 @@ wgml_status clip_model_load(const gguf_file *f, wgml_backend *be, const wgml_wei
         (hp->n_labels && (st = wgml_weights_load(&L, &v->cls_w, "v.classifier.weight", E, hp->n_labels, 1))) ||
         (hp->n_labels && (st = wgml_weights_load(&L, &v->cls_b, "v.classifier.bias", hp->n_labels, 1, 1))))
         goto fail;
+    if (m->hp.t.n_layer && ((st = load_text(&L, m, err)) || (st = read_special_ids(f, m, err)))) goto fail;
     if ((st = wgml_weights_end(&L))) goto fail;
     *out = m;
     return WGML_OK;
