@@ -192,8 +192,8 @@ wgml_status wgml_embed(wgml_model *model, const char *const *texts, int n, const
     if (!model || n < 0 || (n > 0 && (!texts || !out)))
         return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_embed: NULL argument or negative count");
     if (!encoder(model, &ei))
-        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this %s model does not embed text (it has no text encoder)",
-                         model->fam->name);
+        return wgml_fail(err, WGML_ERR_UNSUPPORTED, "a %s model does not embed text (%s)", model->fam->name,
+                         model->fam->encoder ? "this one has no text tower" : "its family has no encoder");
     if (!model->tok)
         return wgml_fail(err, WGML_ERR_UNSUPPORTED, "this %s model has no tokenizer in its file", model->fam->name);
     wgml_embed_params p = params ? *params : wgml_embed_default_params();
