@@ -51,6 +51,21 @@ wgml_status spm_load(wgml_tokenizer *tok, const gguf_file *f, wgml_error *err) {
     return WGML_OK;
 }
 
+/* The <0xXX> tokens of bytes s[0..n) (unknown where one is missing), for SentencePiece's byte
+ * fallback (spm.c, unigram.c). */
+wgml_status tok_push_bytes(const wgml_tokenizer *tok, const char *s, size_t n, tok_vec *out, wgml_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = tok->byte_token[(uint8_t)s[i]];
+        if (id < 0) id = tok->unk;
+        if (id < 0)
+            return wgml_fail(err, WGML_ERR_TOKENIZER, "tokenizer: no token <0x%02X> and no unknown token",
+                             (unsigned)(uint8_t)s[i]);
+        wgml_status st = tok_vec_push(out, (uint32_t)id, err);
+        if (st != WGML_OK) return st;
+    }
+    return WGML_OK;
+}
+
 /* Output for a symbol that is no usable piece: its bytes, or unknown. */
 static wgml_status fallback(const wgml_tokenizer *tok, const char *s, size_t n, tok_vec *out, wgml_error *err) {
     if (!tok->has_byte_tokens) {
@@ -62,16 +77,7 @@ static wgml_status fallback(const wgml_tokenizer *tok, const char *s, size_t n, 
         }
         return tok_vec_push(out, (uint32_t)tok->unk, err);
     }
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = tok->byte_token[(uint8_t)s[i]];
-        if (id < 0) id = tok->unk;
-        if (id < 0)
-            return wgml_fail(err, WGML_ERR_TOKENIZER, "tokenizer: no token <0x%02X> and no unknown token",
-                             (unsigned)(uint8_t)s[i]);
-        wgml_status st = tok_vec_push(out, (uint32_t)id, err);
-        if (st != WGML_OK) return st;
-    }
-    return WGML_OK;
+    return tok_push_bytes(tok, s, n, out, err);
 }
 
 static int outputable(uint8_t type) { return type == TOK_NORMAL || type == TOK_USER_DEFINED; }

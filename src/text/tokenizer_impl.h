@@ -188,6 +188,10 @@ int bpe_cp_to_byte(uint32_t cp);
 /* CLIP: a fragment normalized (lower-cased) and cut into words, each BPE-merged with "</w>". */
 wgml_status bpe_encode_clip(const wgml_tokenizer *tok, const char *text, size_t len, tok_vec *out, wgml_error *err);
 
+/* SentencePiece's byte fallback (spm.c): the <0xXX> tokens of bytes s[0..n), unknown where one is
+ * missing; shared with unigram.c. */
+wgml_status tok_push_bytes(const wgml_tokenizer *tok, const char *s, size_t n, tok_vec *out, wgml_error *err);
+
 wgml_status ugm_load(wgml_tokenizer *tok, const gguf_file *f, const char *pre, size_t pre_len, wgml_error *err);
 void ugm_free(wgml_tokenizer *tok);
 /* The whole text normalized before special tokens are looked for: SigLIP's

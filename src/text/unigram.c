@@ -199,18 +199,7 @@ typedef struct lattice {
 
 static wgml_status push_unknown(const wgml_tokenizer *tok, const char *s, size_t n, int prev_unk, tok_vec *out,
                                 wgml_error *err) {
-    if (tok->has_byte_tokens) {
-        for (size_t i = 0; i < n; i++) {
-            int32_t id = tok->byte_token[(uint8_t)s[i]];
-            if (id < 0) id = tok->unk;
-            if (id < 0)
-                return wgml_fail(err, WGML_ERR_TOKENIZER, "tokenizer: no token <0x%02X> and no unknown token",
-                                 (unsigned)(uint8_t)s[i]);
-            wgml_status st = tok_vec_push(out, (uint32_t)id, err);
-            if (st != WGML_OK) return st;
-        }
-        return WGML_OK;
-    }
+    if (tok->has_byte_tokens) return tok_push_bytes(tok, s, n, out, err);
     if (tok->unk < 0) {
         int len;
         return wgml_fail(err, WGML_ERR_TOKENIZER,
