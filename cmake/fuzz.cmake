@@ -1,7 +1,7 @@
 # Fuzz targets (libFuzzer), see docs/fuzzing.md:
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DWGML_FUZZ=ON
 # builds build-fuzz/fuzz/fuzz_{gguf,llama2c,tokenizer,model_load,pth,chat_template,g2p,kokoro_config,cli,serve,
-# whisper_bin,tiktoken,grammar,json_schema,safetensors,hf,hf_tokenizer,image} against the
+# whisper_bin,tiktoken,grammar,json_schema,safetensors,hf,hf_tokenizer,hub,image} against the
 # library sources compiled again with coverage instrumentation and ASan+UBSan,
 # and wgml_fuzz_seeds (the seed-corpus writer) against the regular library.
 # The instrumented library is built with FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
@@ -28,7 +28,7 @@ if(WGML_FUZZ)
   target_link_libraries(wgml_fuzzlib PUBLIC Threads::Threads ZLIB::ZLIB m)
 
   set(WGML_FUZZ_TARGETS gguf llama2c model_load pth chat_template g2p whisper_bin tiktoken grammar json_schema safetensors hf
-      hf_tokenizer)
+      hf_tokenizer hub)
   if(WGML_FUZZ_TOKENIZER)
     list(APPEND WGML_FUZZ_TARGETS tokenizer)
   endif()

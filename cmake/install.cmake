@@ -50,6 +50,9 @@ endif()
 
 # ---- Dawn ---------------------------------------------------------------------------
 set(WGML_PC_DEPS "-lpthread -lz -lm")
+if(WGML_HAVE_CURL)
+  set(WGML_PC_DEPS "-lcurl -lcrypto ${WGML_PC_DEPS}")
+endif()
 set(WGML_CONFIG_DAWN_FILE "")
 set(WGML_CONFIG_DAWN_NO_SONAME FALSE)
 if(TARGET wgml_dawn)

@@ -1,6 +1,6 @@
 # The library, the CLI and the tests. Each folder's sources are globbed so that
 # adding a file to a module needs no edit here.
-set(WGML_SRC_DIRS src src/chat src/core src/format src/text src/model src/model/llama src/model/bert src/model/kokoro src/model/whisper src/model/clip src/image src/audio src/tools src/backend src/backend/cpu)
+set(WGML_SRC_DIRS src src/chat src/core src/format src/net src/text src/model src/model/llama src/model/bert src/model/kokoro src/model/whisper src/model/clip src/image src/audio src/tools src/backend src/backend/cpu)
 set(WGML_LIB_SOURCES)
 foreach(dir ${WGML_SRC_DIRS})
   file(GLOB _s CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/${dir}/*.c)
@@ -8,8 +8,10 @@ foreach(dir ${WGML_SRC_DIRS})
 endforeach()
 # readers of JSON files (json-c): the library wgml_json, for the CLI and the tests
 list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "_json[.]c$")
-if(WGML_WASM) # the browser build (cmake/web.cmake): no mmap for the CLI's llama2.c converter
+if(WGML_WASM) # the browser build (cmake/web.cmake): no mmap for the CLI's llama2.c converter, and
+  # no downloads (the page fetches models itself, web/src): only the names of src/net/hub.c
   list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "/format/llama2c[.]c$")
+  list(FILTER WGML_LIB_SOURCES EXCLUDE REGEX "/net/(fetch|http)[.]c$")
 endif()
 include(GNUInstallDirs)
 
@@ -84,6 +86,23 @@ if(NOT WGML_WASM)
   target_link_libraries(wgml PUBLIC Threads::Threads ZLIB::ZLIB m)
   if(WGML_SO_TARGET)
     target_link_libraries(${WGML_SO_TARGET} PRIVATE Threads::Threads ZLIB::ZLIB m)
+  endif()
+  # Models by URL (src/net): libcurl (Debian libcurl4-openssl-dev, the curl licence, MIT-like) for
+  # HTTP, and OpenSSL's libcrypto (Apache-2.0) for SHA-256. Without them a model by URL is
+  # WGML_ERR_UNSUPPORTED, saying so.
+  find_package(CURL QUIET)
+  find_package(OpenSSL QUIET COMPONENTS Crypto)
+  if(CURL_FOUND AND OpenSSL_FOUND)
+    target_compile_definitions(wgml_objects PRIVATE WGML_HAVE_CURL=1)
+    target_link_libraries(wgml_objects PUBLIC CURL::libcurl OpenSSL::Crypto)
+    target_link_libraries(wgml PUBLIC CURL::libcurl OpenSSL::Crypto)
+    if(WGML_SO_TARGET)
+      target_link_libraries(${WGML_SO_TARGET} PRIVATE CURL::libcurl OpenSSL::Crypto)
+    endif()
+    set(WGML_HAVE_CURL ON)
+  else()
+    message(STATUS "libcurl or libcrypto not found (apt install libcurl4-openssl-dev libssl-dev): no models by URL")
+    set(WGML_HAVE_CURL OFF)
   endif()
 endif()
 

@@ -456,3 +456,15 @@ done
 for t in gguf llama2c model_load pth tokenizer chat_template kokoro_config cli serve whisper_bin tiktoken safetensors hf image; do
   printf '%-12s %5d inputs\n' "$t" "$(find "$root/fuzz/corpus-run/$t" -type f | wc -l)"
 done
+# fuzz_hub: model names, a NUL, then a repository's file list (Hugging Face's tree JSON).
+hb=$root/fuzz/corpus-run/hub
+mkdir -p "$hb"
+tree='[{"type":"file","oid":"0","size":10,"path":"README.md"},{"type":"directory","path":"sub"},{"type":"file","size":100,"path":"m-Q4_K_M.gguf","lfs":{"oid":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":100}},{"type":"file","size":9,"path":"sub/m-Q8_0.gguf"},{"type":"file","size":5,"path":"mmproj-f16.gguf"},{"type":"file","size":5,"path":"m-00001-of-00002.gguf"}]'
+folder='[{"type":"file","size":2,"path":"config.json"},{"type":"file","size":9,"path":"model.safetensors","lfs":{"oid":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}},{"type":"file","size":2,"path":"tokenizer.json"}]'
+printf 'Q4_K_M\000%s' "$tree" > "$hb/seed-tree"
+printf '\000%s' "$folder" > "$hb/seed-folder"
+printf 'hf://owner/repo:Q8_0' > "$hb/seed-hf-tag"
+printf 'hf://owner/repo/sub/file.gguf' > "$hb/seed-hf-file"
+printf 'owner/repo:Q4_K_M' > "$hb/seed-short"
+printf 'https://user:pw@host:8080/a/../b/model.gguf?x=1#f' > "$hb/seed-url"
+printf 'base.en\000[{"type":"file","size":1,"path":"ggml-base.en.bin"},{"type":"file","size":1,"path":"ggml-base.bin"}]' > "$hb/seed-bins"

@@ -10,7 +10,7 @@
 # ../shared), WGML_FUZZ_ARGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
 set -uo pipefail
 if [ $# -ne 2 ]; then
-  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve whisper_bin tiktoken grammar json_schema safetensors hf hf_tokenizer image)" >&2
+  echo "usage: fuzz/run.sh TARGET SECONDS   (TARGET: gguf llama2c model_load pth tokenizer chat_template g2p kokoro_config cli serve whisper_bin tiktoken grammar json_schema safetensors hf hf_tokenizer hub image)" >&2
   exit 2
 fi
 target=$1
@@ -48,6 +48,7 @@ case $target in
   safetensors) flags+=(-max_len=65536 -dict="$root/fuzz/safetensors.dict") ;;
   hf) flags+=(-max_len=8192) ;;
   hf_tokenizer) flags+=(-max_len=16384) ;;
+  hub)        flags+=(-max_len=8192) ;;
   image)      flags+=(-max_len=65536) ;;
   *) echo "run.sh: unknown target '$target'" >&2; exit 2 ;;
 esac

@@ -66,6 +66,7 @@ typedef enum wgml_status {
     WGML_ERR_NO_ADAPTER,       /* no usable GPU adapter */
     WGML_ERR_TOKENIZER,        /* text cannot be tokenized with this vocabulary */
     WGML_ERR_TEMPLATE,         /* a chat template failed or refused the messages (raise_exception) */
+    WGML_ERR_NETWORK,          /* a download failed: no connection, an HTTP error, a file failing its check */
 } wgml_status;
 
 #define WGML_ERROR_MESSAGE_MAX 512
@@ -130,6 +131,43 @@ wgml_status wgml_model_load_stream(wgml_read_fn read, void *user, uint64_t size,
                                    wgml_model **out, wgml_error *err);
 
 void wgml_model_free(wgml_model *model);
+
+/* ---- models by URL --------------------------------------------------------
+ * wgml_model_load (and every command that takes a model) also takes a model
+ * by name, downloaded once into a cache (docs/models-by-url.md):
+ *   https://host/path/model.gguf       a file at a URL (or http://)
+ *   hf://owner/repo/path/file.gguf     a file of a Hugging Face repository
+ *   hf://owner/repo:Q4_K_M             the repository's GGUF of that quantization
+ *   owner/repo:Q4_K_M                  the same, when no such local path exists
+ *   hf://owner/repo                    its Q4_K_M GGUF, else Q8_0, else the first;
+ *                                      or a folder of config.json + safetensors
+ * Downloads resume after a dropped connection or an interrupted run, and are
+ * checked against the size and SHA-256 the server gives before they are used.
+ * The cache: $WGML_CACHE_DIR/models, else $XDG_CACHE_HOME/wgml/models, else
+ * ~/.cache/wgml/models. $HF_TOKEN goes to Hugging Face ($HF_ENDPOINT) only.
+ * WGML_OFFLINE=1 (or HF_HUB_OFFLINE=1) keeps to the cache. wgml_model_load
+ * reports the download through wgml_model_params.progress (stage "download"). */
+
+typedef struct wgml_fetch_params {
+    int offline;               /* 1: the cache only, never the network (or WGML_OFFLINE=1) */
+    const char *cache_dir;     /* the folder to keep models in; NULL: as above */
+    const char *hf_token;      /* NULL: $HF_TOKEN */
+    wgml_progress_fn progress; /* stages "download" (bytes) and "verify"; may cancel */
+    void *progress_user;
+    void (*log)(void *user, const char *line); /* retries, the cache used without a connection */
+    void *log_user;
+} wgml_fetch_params;
+
+wgml_fetch_params wgml_fetch_default_params(void);
+
+/* 1 when `model` is one of the forms above (and not an existing local path). */
+int wgml_model_is_remote(const char *model);
+
+/* The local path of `model` into path (cap bytes): a local path as it is, a
+ * remote one after finding it in the cache or downloading it there. A
+ * download that fails leaves what it got for the next try to resume. */
+wgml_status wgml_model_fetch(const char *model, const wgml_fetch_params *params, char *path, size_t cap,
+                             wgml_error *err);
 
 /* What a model can be used for: a family's tasks, as bits. GENERATE has
  * sessions and wgml_generate (the llama family), EMBED wgml_embed and RERANK

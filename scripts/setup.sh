@@ -22,12 +22,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 # tests/test_serve.py; python3-pip, python3-setuptools, python3-wheel: `pip install ./python`, the
 # Python package over build/libwgml.so, offline (docs/python.md)), and for the browser
 # build: wasi-libc and compiler-rt for clang's wasm32-wasi target, binaryen's
-# wasm-opt for the Asyncify variant (docs/web.md).
+# wasm-opt for the Asyncify variant (docs/web.md); libcurl4-openssl-dev and libssl-dev: models by
+# URL and Hugging Face name in libwgml (src/net: HTTP through libcurl, SHA-256 through libcrypto).
 need=()
 for p in build-essential cmake ninja-build pkg-config clang llvm lld libcmocka-dev libjson-c-dev libcivetweb-dev libedit-dev valgrind \
          zlib1g-dev libsndfile1-dev libjpeg-dev libpng-dev \
          wasi-libc libclang-rt-14-dev-wasm32 binaryen python3-numpy python3-pil curl \
-         python3-pip python3-setuptools python3-wheel; do
+         python3-pip python3-setuptools python3-wheel libcurl4-openssl-dev libssl-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

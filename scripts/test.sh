@@ -137,7 +137,7 @@ if [ -z "${WGML_SKIP_FUZZ:-}" ] && [ $have_shared = 1 ]; then
     -DWGML_BUILD_TESTS=OFF >/dev/null
   serve=; grep -q '^build fuzz_serve:' build-fuzz/build.ninja && serve=fuzz_serve # it needs civetweb
   cmake --build build-fuzz --target fuzz_gguf fuzz_llama2c fuzz_model_load fuzz_pth fuzz_tokenizer fuzz_cli \
-    fuzz_chat_template fuzz_g2p fuzz_kokoro_config fuzz_whisper_bin fuzz_tiktoken fuzz_grammar fuzz_json_schema fuzz_image fuzz_safetensors fuzz_hf fuzz_hf_tokenizer $serve wgml_fuzz_seeds
+    fuzz_chat_template fuzz_g2p fuzz_kokoro_config fuzz_whisper_bin fuzz_tiktoken fuzz_grammar fuzz_json_schema fuzz_image fuzz_safetensors fuzz_hf fuzz_hf_tokenizer fuzz_hub $serve wgml_fuzz_seeds
   fuzz/make-corpus.sh
   WGML_FUZZ_PARALLEL=$jobs fuzz/run-all.sh "$secs"
 fi

@@ -221,7 +221,23 @@ wgml_status wgml_model_load_with(const char *path, const wgml_model_params *para
     *out = NULL;
     if (!path) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: path is NULL");
     gguf_file *g;
-    wgml_status st = wgml_model_file_open(path, &g, err);
+    wgml_status st;
+#if !defined(__wasm__)
+    if (wgml_model_is_remote(path)) { /* by URL or Hugging Face name: the download reports as stage "download" */
+        wgml_model_params d = wgml_model_default_params();
+        const wgml_model_params *p = params ? params : &d;
+        wgml_fetch_params fp = wgml_fetch_default_params();
+        fp.progress = p->progress, fp.progress_user = p->progress_user, fp.log = p->log, fp.log_user = p->log_user;
+        char *local = wgml_malloc(4096);
+        if (!local) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        st = wgml_model_fetch(path, &fp, local, 4096, err);
+        if (!st) st = wgml_model_file_open(local, &g, err);
+        wgml_free(local);
+        if (st) return st;
+        return model_open(g, params, options, NULL, out, err);
+    }
+#endif
+    st = wgml_model_file_open(path, &g, err);
     if (st) return st;
     return model_open(g, params, options, NULL, out, err);
 }

@@ -18,6 +18,7 @@ thread (the library's and the CLI's: quick on a loaded machine).
 Exit: 0 passed, 1 failed, 77 skipped (no numpy, outside CI and without WGML_REQUIRE_SHARED).
 """
 import json
+import shutil
 import os
 import signal
 import struct
@@ -261,11 +262,17 @@ def test_errors():
             check(False, "%s raises" % bad)
         except cls as e:
             check(True, "%s: %s: %s" % (bad, cls.__name__, e))
-    try:
-        wgml.Model("https://huggingface.co/x/y.gguf")
-        check(False, "a URL raises")
-    except wgml.Unsupported as e:
-        check("URL" in str(e), "a URL: Unsupported: %s" % e)
+    with tempfile.TemporaryDirectory() as cache:
+        try:  # nothing listens on port 1: a connection error, as NetworkError (a ConnectionError too)
+            wgml.Model("http://127.0.0.1:1/y.gguf", cache_dir=cache)
+            check(False, "a URL with no server raises")
+        except wgml.NetworkError as e:
+            check(isinstance(e, ConnectionError) and "127.0.0.1:1" in e.message, "no server: NetworkError: %s" % e)
+        try:
+            wgml.fetch("hf://owner/repo:Q4_K_M", offline=True, cache_dir=cache)
+            check(False, "offline, a model not in the cache raises")
+        except wgml.NetworkError as e:
+            check("offline" in e.message, "offline: NetworkError: %s" % e)
     m = wgml.Model(STORIES, backend="cpu", threads=1)
     try:
         m.generate("a\0b")
@@ -349,6 +356,59 @@ def test_speak(d):
             check(False, "an unknown voice raises")
         except wgml.Error as e:
             check("nobody" in e.message, "unknown voice: %s: %s" % (type(e).__name__, e))
+    return model, ph, voice, audio
+
+
+def test_remote(d, greedy, emb, speech):
+    """Models by URL and Hugging Face name from the test tree's HTTP server (tests/net): the
+    same text, vectors and audio as from the local files."""
+    print("models by URL (tests/net/http_server.py)")
+    sys.path.insert(0, os.path.join(HERE, "net"))
+    from http_server import Server
+    root = tempfile.mkdtemp(dir=d)
+    os.symlink(d, os.path.join(root, "files"))
+    os.makedirs(os.path.join(root, "hf", "wgml", "stories-GGUF"))
+    shutil.copy(STORIES, os.path.join(root, "hf", "wgml", "stories-GGUF", "stories260K-Q8_0.gguf"))
+    srv = Server(root)
+    cache = os.path.join(d, "cache")
+    old = os.environ.get("HF_ENDPOINT")
+    os.environ["HF_ENDPOINT"] = srv.url
+    try:
+        check(wgml.is_remote(srv.url + "/files/x.gguf") and wgml.is_remote("wgml/stories-GGUF:Q8_0") and
+              not wgml.is_remote(STORIES), "is_remote")
+        stages = []
+        path = wgml.fetch("wgml/stories-GGUF:Q8_0", cache_dir=cache, progress=lambda s, a, b: stages.append((s, a, b)))
+        check(path.endswith("/stories260K-Q8_0.gguf") and os.path.getsize(path) == os.path.getsize(STORIES) and
+              stages and stages[-1][0] == "verify" and any(s == "download" and a == b > 0 for s, a, b in stages),
+              "fetch owner/repo:TAG, with progress: %s, %s" % (path, sorted(set(s for s, _, _ in stages))))
+        with wgml.Model("hf://wgml/stories-GGUF:Q8_0", backend="cpu", threads=1, cache_dir=cache) as m:
+            text = m.generate(PROMPT, max_tokens=60, temperature=0)
+            check(text == greedy, "generate from hf://wgml/stories-GGUF:Q8_0: %r" % text[:40])
+        with wgml.Model(srv.url + "/files/" + os.path.basename(emb), backend="cpu", threads=1, cache_dir=cache) as m, \
+                wgml.Model(emb, backend="cpu", threads=1) as local:
+            texts = ["hello world", "models by URL"]
+            check(np.array_equal(m.embed(texts), local.embed(texts)), "embed from a URL = from the file")
+        if speech:
+            model, ph, voice, audio = speech
+            with wgml.Model(srv.url + "/files/" + os.path.basename(model), backend="cpu", threads=1,
+                            cache_dir=cache) as m:
+                a, rate, _ = m.speak(ph, voice=voice, phonemes=True, seed=5)
+                check(rate == 24000 and np.array_equal(a, audio), "speak from a URL = from the file: %d samples" % len(a))
+        try:
+            wgml.Model(srv.url + "/files/no-such.gguf", cache_dir=cache)
+            check(False, "a 404 raises")
+        except wgml.NetworkError as e:
+            check("404" in e.message, "a 404: NetworkError: %s" % e)
+        n = len(srv.log())
+        with wgml.Model("wgml/stories-GGUF:Q8_0", backend="cpu", threads=1, cache_dir=cache, offline=True) as m:
+            check(m.generate(PROMPT, max_tokens=60, temperature=0) == greedy and len(srv.log()) == n,
+                  "offline=True: from the cache, no request")
+    finally:
+        srv.close()
+        if old is None:
+            os.environ.pop("HF_ENDPOINT", None)
+        else:
+            os.environ["HF_ENDPOINT"] = old
 
 
 def test_transcribe(d):
@@ -578,7 +638,8 @@ def main():
     timed(test_errors)
     with tempfile.TemporaryDirectory() as d:
         emb = timed(test_embed, d)
-        timed(test_speak, d)
+        speech = timed(test_speak, d)
+        timed(test_remote, d, greedy, emb, speech)
         timed(test_transcribe, d)
         timed(test_vision, d)
         timed(test_threads, emb, greedy)

@@ -46,14 +46,14 @@ from typing import (Any, Callable, Dict, Iterator, List, Optional, Sequence, Tup
 import numpy as np
 
 from . import _lib
-from ._errors import (ContextFull, DeviceLost, Error, FileError, FormatError, GpuError, InvalidArgument, NoAdapter,
-                      OutOfMemory, TemplateError, TokenizerError, Unsupported, error_for)
+from ._errors import (ContextFull, DeviceLost, Error, FileError, FormatError, GpuError, InvalidArgument, NetworkError,
+                      NoAdapter, OutOfMemory, TemplateError, TokenizerError, Unsupported, error_for)
 
 __version__ = "0.1.0"
 
 __all__ = ["Model", "ModelInfo", "Error", "InvalidArgument", "FileError", "FormatError", "Unsupported", "OutOfMemory",
-           "ContextFull", "GpuError", "DeviceLost", "NoAdapter", "TokenizerError", "TemplateError", "version",
-           "library_path", "TASKS"]
+           "ContextFull", "GpuError", "DeviceLost", "NoAdapter", "TokenizerError", "TemplateError", "NetworkError",
+           "version", "library_path", "fetch", "is_remote", "TASKS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -235,11 +235,75 @@ def _images(images: Any) -> Tuple[Any, int, List[Any], bool]:
     return arr, len(seq), keep, single
 
 
+def is_remote(model: PathLike) -> bool:
+    """True when ``model`` names a model by URL or Hugging Face name (see
+    :func:`fetch`) rather than an existing local path."""
+    return bool(_lib.lib().wgml_model_is_remote(os.fsencode(os.fspath(model))))
+
+
+def fetch(model: PathLike, offline: bool = False, cache_dir: Optional[PathLike] = None, token: Optional[str] = None,
+          progress: Optional[Callable[[str, int, int], None]] = None,
+          log: Optional[Callable[[str], None]] = None) -> str:
+    """The local path of ``model``, downloading it into the cache when it is
+    not there yet (wgml_model_fetch). ``model`` is a local path (returned as it
+    is), ``https://host/path/model.gguf``, ``hf://owner/repo/file.gguf``,
+    ``hf://owner/repo:Q4_K_M`` or ``owner/repo:Q4_K_M`` (that quantization of
+    the repository's GGUF files), or ``hf://owner/repo`` (its Q4_K_M, else
+    Q8_0, else first GGUF; or its config.json and safetensors as a folder).
+
+    Downloads resume after a dropped connection or an interrupted run and are
+    checked against the size and SHA-256 the server gives. ``offline``: the
+    cache only (also WGML_OFFLINE=1). ``cache_dir``: where models are kept
+    (default $WGML_CACHE_DIR/models, else $XDG_CACHE_HOME/wgml/models, else
+    ~/.cache/wgml/models). ``token``: a Hugging Face token (default
+    $HF_TOKEN), sent to Hugging Face only. ``progress(stage, done, total)``:
+    stage "download" in bytes, then "verify". Ctrl-C stops the download and
+    keeps what came for the next call to resume. Raises :class:`NetworkError`
+    when the model cannot be had."""
+    L = _lib.lib()
+    fp = L.wgml_fetch_default_params()
+    fp.offline = 1 if offline else 0
+    bdir = os.fsencode(os.fspath(cache_dir)) if cache_dir is not None else None
+    btoken = token.encode() if token else None
+    fp.cache_dir = bdir
+    fp.hf_token = btoken
+    cancel = threading.Event()
+
+    def on_progress(user: Any, stage: bytes, done: int, total: int) -> int:
+        if progress is not None:
+            try:
+                progress(_s(stage), int(done), int(total))
+            except BaseException:  # noqa: B902 - a callback must not raise through C
+                pass
+        return 1 if cancel.is_set() else 0
+
+    progress_cb = _lib.progress_fn(on_progress)
+    fp.progress = progress_cb
+    log_cb = None
+    if log is not None:
+        def on_log(user: Any, line: bytes) -> None:
+            try:
+                log(_s(line))
+            except BaseException:  # noqa: B902
+                pass
+        log_cb = _lib.log_fn(on_log)
+        fp.log = log_cb
+    out = ctypes.create_string_buffer(4096)
+    err = _lib.wgml_error()
+    bmodel = os.fsencode(os.fspath(model))
+    st = _blocking(lambda: L.wgml_model_fetch(bmodel, byref(fp), out, len(out), byref(err)), cancel)
+    _check(st, err)
+    return os.fsdecode(out.value)
+
+
 class Model:
     """A model file loaded on a backend, with the tasks of its family.
 
-    ``path`` is a local file: a GGUF (memory-mapped) or whisper.cpp's ggml .bin.
-    URLs (Hugging Face, http) are not accepted yet. ``backend``: "auto" (a
+    ``path`` is a local file: a GGUF (memory-mapped), whisper.cpp's ggml .bin,
+    or a Hugging Face folder; or a model by URL or Hugging Face name
+    (``https://...``, ``hf://owner/repo/file.gguf``, ``owner/repo:Q4_K_M``),
+    fetched into the cache first as :func:`fetch` does (``offline``,
+    ``cache_dir`` and ``token`` are passed to it). ``backend``: "auto" (a
     hardware GPU adapter if there is one, else the CPU), "cpu", or "gpu"
     (WebGPU; "webgpu" is the same). ``adapter``: a substring of the WebGPU
     adapter's name ("llvmpipe", "swiftshader", ...). ``threads``: CPU threads
@@ -253,7 +317,8 @@ class Model:
     """
 
     def __init__(self, path: PathLike, backend: str = "auto", adapter: Optional[str] = None, n_ctx: int = 0,
-                 threads: int = 0, log: Optional[Callable[[str], None]] = None) -> None:
+                 threads: int = 0, log: Optional[Callable[[str], None]] = None, offline: bool = False,
+                 cache_dir: Optional[PathLike] = None, token: Optional[str] = None) -> None:
         self._handle: Optional[int] = None
         self._session: Optional[int] = None
         #: the last generation's token counts, finish reason and times (generate, chat)
@@ -261,12 +326,12 @@ class Model:
         self._lock = threading.Lock()
         self._streams: "weakref.WeakSet[_Stream]" = weakref.WeakSet()
         spath = os.fspath(path)
-        if isinstance(spath, str) and "://" in spath:
-            raise Unsupported("'%s': a URL; only local files can be loaded so far" % spath, Unsupported.code)
         if backend not in _BACKENDS:
             raise InvalidArgument("backend '%s': auto, cpu or gpu" % backend, InvalidArgument.code)
         if not isinstance(n_ctx, int) or n_ctx < 0:
             raise InvalidArgument("n_ctx %r: 0 (the model's) or a positive count of tokens" % (n_ctx,))
+        if is_remote(spath):
+            spath = fetch(spath, offline=offline, cache_dir=cache_dir, token=token, log=log)
         L = _lib.lib()
         self._L = L
         self._n_ctx = n_ctx

@@ -78,9 +78,15 @@ class TemplateError(Error):
     code = 11
 
 
+class NetworkError(Error, ConnectionError):
+    """WGML_ERR_NETWORK: a model by URL could not be downloaded (no connection,
+    an HTTP error such as 404, or a file failing its size or SHA-256 check)."""
+    code = 12
+
+
 _BY_CODE: Dict[int, Type[Error]] = {c.code: c for c in (InvalidArgument, FileError, FormatError, Unsupported,
                                                           OutOfMemory, ContextFull, GpuError, DeviceLost, NoAdapter,
-                                                          TokenizerError, TemplateError)}
+                                                          TokenizerError, TemplateError, NetworkError)}
 
 
 def error_for(code: int, message: str, status: str = "") -> Error:

@@ -29,6 +29,11 @@ class wgml_model_params(Structure):
                 ("progress", progress_fn), ("progress_user", c_void_p), ("log", log_fn), ("log_user", c_void_p)]
 
 
+class wgml_fetch_params(Structure):
+    _fields_ = [("offline", c_int), ("cache_dir", c_char_p), ("hf_token", c_char_p), ("progress", progress_fn),
+                ("progress_user", c_void_p), ("log", log_fn), ("log_user", c_void_p)]
+
+
 class wgml_model_info(Structure):
     _fields_ = [("family", c_char_p), ("tasks", c_uint32), ("architecture", c_char_p), ("name", c_char_p),
                 ("backend", c_char_p), ("adapter", c_char_p), ("n_threads", c_int), ("n_params", c_uint64),
@@ -134,6 +139,9 @@ _SIGNATURES = {
     "wgml_model_default_params": (wgml_model_params, []),
     "wgml_model_load": (c_int, [c_char_p, POINTER(wgml_model_params), POINTER(P), E]),
     "wgml_model_free": (None, [P]),
+    "wgml_fetch_default_params": (wgml_fetch_params, []),
+    "wgml_model_is_remote": (c_int, [c_char_p]),
+    "wgml_model_fetch": (c_int, [c_char_p, POINTER(wgml_fetch_params), c_char_p, c_size_t, E]),
     "wgml_model_get_info": (None, [P, POINTER(wgml_model_info)]),
     "wgml_tokenize": (c_int, [P, c_char_p, c_size_t, c_int, POINTER(c_int32), c_int, E]),
     "wgml_token_to_piece": (c_int, [P, c_int32, POINTER(c_char), c_int]),

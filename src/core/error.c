@@ -21,6 +21,7 @@ const char *wgml_status_name(wgml_status status) {
     case WGML_ERR_NO_ADAPTER: return "no adapter";
     case WGML_ERR_TOKENIZER: return "tokenizer error";
     case WGML_ERR_TEMPLATE: return "template error";
+    case WGML_ERR_NETWORK: return "network error";
     }
     return "unknown error";
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "format/ggml_whisper.h"
 #include "model/hf.h"
@@ -40,6 +41,17 @@ static wgml_model_format sniff(const char *path) {
 wgml_status wgml_model_file_open_format(const char *path, gguf_file **out, wgml_model_format *format,
                                         wgml_error *err) {
     *out = NULL;
+#if !defined(__wasm__)
+    /* a model by URL or Hugging Face name (net/hub.h): its copy in the cache, fetched first when needed */
+    char *local = NULL;
+    if (path && wgml_model_is_remote(path)) {
+        if (!(local = wgml_malloc(4096))) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        wgml_status st = wgml_model_fetch(path, NULL, local, 4096, err);
+        if (!st) st = wgml_model_file_open_format(local, out, format, err);
+        wgml_free(local);
+        return st;
+    }
+#endif
     if (wgml_hf_detect(path)) { /* a Hugging Face folder (or its safetensors): converted by its family */
         if (format) *format = WGML_MODEL_FORMAT_HF;
         return wgml_hf_open(path, out, err);

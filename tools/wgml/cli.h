@@ -22,6 +22,7 @@
 typedef int (*cli_cmd_fn)(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
@@ -222,12 +223,20 @@ typedef struct cli_progress {
     int active;
     int last_permille;
     double t0;
+    int bytes;               /* done/total are bytes (a download): shown in MiB with the rate */
+    uint64_t bytes_at_start; /* bytes there when this stage began (a resumed download) */
+    int stage;               /* which of cli_progress_cb's stages is shown, -1 before the first */
 } cli_progress;
 void cli_progress_begin(cli_progress *p, const char *label);
 void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total);
 void cli_progress_end(cli_progress *p);
 /* Adapter for wgml_model_params.progress (user = cli_progress *). */
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total);
+/* The local path of a model given by URL or Hugging Face name (wgml_model_fetch), downloaded
+ * with a progress bar into buf when it is not in the cache; any other model as it is. NULL
+ * after printing why it could not be fetched. For the commands that read a model file without
+ * loading it (info, tokenize, template, bench); cli_load_model's loading fetches too. */
+const char *cli_fetch_model(const char *model, char *buf, size_t cap);
 /* Adapter for wgml_model_params.log: prints "wgml: line" to stderr. */
 void cli_log_cb(void *user, const char *line);
 

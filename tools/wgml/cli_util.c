@@ -187,6 +187,9 @@ void cli_progress_begin(cli_progress *p, const char *label) {
     p->active = isatty(STDERR_FILENO);
     p->last_permille = -1;
     p->t0 = cli_now_ms();
+    p->bytes = 0;
+    p->bytes_at_start = 0;
+    p->stage = -1;
 }
 
 void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total) {
@@ -200,7 +203,11 @@ void cli_progress_update(cli_progress *p, uint64_t done, uint64_t total) {
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
     bar[width] = '\0';
     double s = (cli_now_ms() - p->t0) / 1e3;
-    fprintf(stderr, "\r%-10s [%s] %5.1f%% %6.1fs", p->label, bar, permille / 10.0, s);
+    if (p->bytes) /* a download: how much of how much, and how fast */
+        fprintf(stderr, "\r%-11s [%s] %5.1f%% %8.1f / %.1f MiB %6.1f MiB/s\033[K", p->label, bar, permille / 10.0,
+                done / 1048576.0, total / 1048576.0, s > 0.05 ? (done - p->bytes_at_start) / 1048576.0 / s : 0.0);
+    else
+        fprintf(stderr, "\r%-10s [%s] %5.1f%% %6.1fs", p->label, bar, permille / 10.0, s);
     fflush(stderr);
 }
 
@@ -211,13 +218,37 @@ void cli_progress_end(cli_progress *p) {
 
 int cli_progress_cb(void *user, const char *stage, uint64_t done, uint64_t total) {
     cli_progress *p = user;
-    if (stage && !strcmp(stage, "compile") && strcmp(p->label, "compiling") != 0) {
-        /* after the weights, the GPU kernels the model used before (wgml_model_params.progress) */
-        p->label = "compiling";
-        p->last_permille = -1;
-    }
+    /* the stages of wgml_model_params.progress, in order: a model by URL's download and check
+     * (wgml_model_fetch), the weights, then the GPU kernels the model used before */
+    static const char *const stages[][2] = {
+        {"download", "downloading"}, {"verify", "verifying"}, {"load", "loading"}, {"compile", "compiling"}};
+    for (int i = 0; stage && i < (int)(sizeof stages / sizeof *stages); i++)
+        if (!strcmp(stage, stages[i][0]) && p->stage != i) {
+            p->stage = i;
+            cli_progress_end(p);
+            p->label = stages[i][1];
+            p->bytes = i == 0;
+            p->bytes_at_start = p->bytes ? done : 0; /* a resumed download's bytes from before */
+            p->t0 = cli_now_ms();
+        }
     cli_progress_update(p, done, total);
     return 0;
+}
+
+const char *cli_fetch_model(const char *model, char *buf, size_t cap) {
+    if (!model || !wgml_model_is_remote(model)) return model;
+    cli_progress bar;
+    cli_progress_begin(&bar, "downloading");
+    wgml_fetch_params fp = wgml_fetch_default_params();
+    fp.progress = cli_progress_cb, fp.progress_user = &bar, fp.log = cli_log_cb;
+    wgml_error err;
+    wgml_status st = wgml_model_fetch(model, &fp, buf, cap, &err);
+    cli_progress_end(&bar);
+    if (st) {
+        cli_fail_err(&err);
+        return NULL;
+    }
+    return buf;
 }
 
 void cli_log_cb(void *user, const char *line) {

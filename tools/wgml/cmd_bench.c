@@ -171,7 +171,10 @@ static uint32_t model_tasks(int argc, char **argv) {
         if (!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) path = argv[++i];
     gguf_file *f;
     wgml_error err;
-    if (!path || wgml_model_file_open(path, &f, &err)) return 0;
+    char fetched[4096];
+    /* a model by URL is fetched here, with its progress bar, and found in the cache when it loads */
+    if (!path || !(path = cli_fetch_model(path, fetched, sizeof fetched)) || wgml_model_file_open(path, &f, &err))
+        return 0;
     char arch[64];
     const wgml_family *fam;
     uint32_t tasks = wgml_family_of(f, arch, sizeof arch, &fam, &err) ? 0 : fam->tasks;

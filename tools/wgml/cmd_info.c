@@ -81,7 +81,9 @@ int cmd_info(int argc, char **argv) {
     if (n_args && opt.model) return cli_usage_error("more than one model given");
     const char *path = n_args ? argv[0] : opt.model;
     const int all_tensors = opt.tensors, all_meta = opt.metadata;
+    char fetched[4096];
     if (!path && !(path = cli_default_model())) return CLI_FAIL;
+    if (!(path = cli_fetch_model(path, fetched, sizeof fetched))) return CLI_FAIL;
     gguf_file *f;
     wgml_error err;
     wgml_model_format fmt;

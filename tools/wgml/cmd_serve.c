@@ -143,8 +143,11 @@ int cmd_serve(int argc, char **argv) {
             return CLI_FAIL;
         }
         wgml_model_get_info(models[k], &infos[k]);
+        /* the model's id: a file's name; a Hugging Face name as given, without "hf://" */
         const char *base = strrchr(paths[k], '/');
         ids[k] = base ? base + 1 : paths[k];
+        if (wgml_model_is_remote(paths[k]) && strncmp(paths[k], "http", 4) != 0)
+            ids[k] = strncmp(paths[k], "hf://", 5) == 0 ? paths[k] + 5 : paths[k];
         uint32_t t = infos[k].tasks & (WGML_TASK_GENERATE | WGML_TASK_EMBED | WGML_TASK_SPEECH | WGML_TASK_TRANSCRIBE |
                                        WGML_TASK_EMBED_IMAGE);
         if (n_paths > 1 && (!t || (t & seen))) {

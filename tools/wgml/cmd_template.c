@@ -102,7 +102,9 @@ int cmd_template(int argc, char **argv) {
         if (!(file_tmpl = read_file(tmpl_path))) goto done;
         tmpl = file_tmpl;
     } else {
-        if (!model && !(model = cli_default_model())) goto done;
+        char fetched[4096];
+        if ((!model && !(model = cli_default_model())) || !(model = cli_fetch_model(model, fetched, sizeof fetched)))
+            goto done;
         const wgml_family *fam = NULL;
         char arch[64];
         if (wgml_model_file_open(model, &g, &err) || wgml_family_of(g, arch, sizeof arch, &fam, &err)) {

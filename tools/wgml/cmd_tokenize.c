@@ -92,7 +92,8 @@ int cmd_tokenize(int argc, char **argv) {
     wgml_error err;
     rc = CLI_OK;
     int32_t *ids = NULL;
-    if (!model && !(model = cli_default_model())) {
+    char fetched[4096];
+    if ((!model && !(model = cli_default_model())) || !(model = cli_fetch_model(model, fetched, sizeof fetched))) {
         rc = CLI_FAIL;
         goto done;
     }

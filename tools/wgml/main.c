@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"run", cmd_run, "generate text from a prompt"},
     {"info", cmd_info, "print a model's architecture, hyper-parameters and tensors"},
+    {"pull", cmd_pull, "download models by URL or Hugging Face name into the cache"},
     {"tokenize", cmd_tokenize, "print the token ids of a text"},
     {"bench", cmd_bench, "measure prompt processing and generation speed"},
     {"convert", cmd_convert, "convert a llama2.c checkpoint to GGUF"},
