@@ -261,7 +261,16 @@ static void test_hf_clip_json(void **state) {
     put_str("tokenizer.json", CLIP_JSON("\"h\": 0, \"i</w>\": 99999999", "", ""));
     expect_error("model.vocab");
     put_str("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}}}");
-    expect_error("end_of_word_suffix");
+    expect_error("byte-level BPE");
+    /* SentencePiece's BPE (byte_fallback, no "</w>"): its vocabulary and merges checked as CLIP's */
+    put_str("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": []}}");
+    expect_error("model.vocab");
+    put_str("tokenizer.json",
+            "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": 7}}");
+    expect_error("model.merges");
+    put_str("tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"byte_fallback\": true, \"vocab\": {\"a\": 0, "
+                              "\"b\": 2}, \"merges\": []}}");
+    expect_error("no token has id 1");
     put_str("tokenizer.json", "{\"model\": {\"type\": \"WordLevel\"}}");
     expect_error("WordLevel");
     put_str("tokenizer.json", "{\"model\": [1, 2");

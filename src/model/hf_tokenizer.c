@@ -11,6 +11,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "format/file_bytes.h"
 
 #include <math.h>
@@ -272,6 +273,73 @@ static wgml_status read_post(const wgml_hf_model *hf, vb *v, jv root, wgml_error
     return WGML_OK;
 }
 
+/* A normalizer or pre-tokenizer of the given type: obj itself, or one of its "normalizers" /
+ * "pretokenizers" (a Sequence); NULL if none. */
+static const jv *step_of(const wgml_hf_model *hf, const jv *obj, const char *list, const char *type) {
+    if (!obj) return NULL;
+    const jv *t = member(hf, *obj, "type");
+    if (t && t->t == JV_STR && !strcmp(t->u.s->s, type)) return obj;
+    const jv *seq = member(hf, *obj, list);
+    for (size_t i = 0; seq && seq->t == JV_LIST && i < seq->u.l->n; i++) {
+        t = member(hf, seq->u.l->v[i], "type");
+        if (t && t->t == JV_STR && !strcmp(t->u.s->s, type)) return &seq->u.l->v[i];
+    }
+    return NULL;
+}
+
+static int str_is(const jv *v, const char *s) { return v && v->t == JV_STR && !strcmp(v->u.s->s, s); }
+
+/* SentencePiece's BPE as tokenizer.json holds it (Gemma's, SigLIP 2's, Llama 2's): merges ranked
+ * first to last become scores, as the SentencePiece model had them: the piece the i-th merge makes
+ * scores -i, the first merge making it; pieces no merge makes score below every merge. (The
+ * engine merges the best-scoring pair, leftmost first: the same order as the ranks.) */
+static wgml_status spm_scores(vb *v, wgml_error *err) {
+    size_t cap = 1;
+    while (cap < 2 * (size_t)v->n) cap <<= 1;
+    int32_t *slot = wgml_malloc(cap * sizeof *slot);
+    char *seen = wgml_calloc((size_t)v->n, 1);
+    char *buf = NULL;
+    size_t buf_cap = 0;
+    wgml_status st = slot && seen ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", v->file);
+    if (!st) {
+        for (size_t i = 0; i < cap; i++) slot[i] = -1;
+        for (int32_t id = 0; id < v->n; id++) { /* first id of each text */
+            size_t h = (size_t)wgml_fnv64(WGML_FNV64_BASIS, v->text[id], v->len[id]) & (cap - 1);
+            while (slot[h] >= 0 && !(v->len[slot[h]] == v->len[id] && !memcmp(v->text[slot[h]], v->text[id], v->len[id])))
+                h = (h + 1) & (cap - 1);
+            if (slot[h] < 0) slot[h] = id;
+        }
+        const float floor_score = -(float)v->n_merge - 1.0f;
+        for (int32_t id = 0; id < v->n; id++) v->score[id] = v->type[id] == T_NORMAL ? floor_score : 0.0f;
+        for (int64_t i = 0; i < v->n_merge && !st; i++) {
+            size_t n = (size_t)v->merge_len[i];
+            if (n + 1 > buf_cap) {
+                char *nb = wgml_realloc(buf, buf_cap = 2 * n + 16);
+                if (!nb) {
+                    st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "%s: out of memory", v->file);
+                    break;
+                }
+                buf = nb;
+            }
+            const char *sp = memchr(v->merge[i], ' ', n);
+            size_t a = (size_t)(sp - v->merge[i]), k = n - 1; /* "a b" -> "ab" */
+            memcpy(buf, v->merge[i], a);
+            memcpy(buf + a, sp + 1, n - a - 1);
+            size_t h = (size_t)wgml_fnv64(WGML_FNV64_BASIS, buf, k) & (cap - 1);
+            while (slot[h] >= 0 && !(v->len[slot[h]] == k && !memcmp(v->text[slot[h]], buf, k))) h = (h + 1) & (cap - 1);
+            int32_t id = slot[h];
+            if (id >= 0 && !seen[id]) {
+                seen[id] = 1;
+                v->score[id] = -(float)i;
+            }
+        }
+    }
+    wgml_free(slot);
+    wgml_free(seen);
+    wgml_free(buf);
+    return st;
+}
+
 static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, const char *model_type, int strict,
                                        wgml_error *err) {
     const jv *model = member(hf, root, "model");
@@ -283,12 +351,20 @@ static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, 
     wgml_status st;
     int64_t max_id = -1;
     if (!strcmp(ty, "BPE")) {
-        const jv *eow = member(hf, *model, "end_of_word_suffix");
-        if (!eow || eow->t != JV_STR || strcmp(eow->u.s->s, "</w>") != 0) {
+        /* CLIP's ("</w>" ends words), or SentencePiece's: "\u2581" for spaces, from a Replace
+         * normalizer or the Metaspace pre-tokenizer, usually with byte fallback */
+        const jv *eow = member(hf, *model, "end_of_word_suffix"), *bf = member(hf, *model, "byte_fallback");
+        const jv *norm = member(hf, root, "normalizer"), *pre = member(hf, root, "pre_tokenizer");
+        const jv *repl = step_of(hf, norm, "normalizers", "Replace"), *meta = step_of(hf, pre, "pretokenizers", "Metaspace");
+        const int clip = str_is(eow, "</w>");
+        const int spm = !clip && (!eow || (eow->t == JV_STR && eow->u.s->len == 0)) &&
+                        ((bf && bf->t == JV_BOOL && bf->u.i) || meta ||
+                         (repl && str_is(member(hf, *repl, "content"), "\u2581")));
+        if (!clip && !spm) {
             if (!strict) return WGML_OK; /* another kind of BPE: not read here, the model may not need it */
             return wgml_fail(err, WGML_ERR_UNSUPPORTED,
-                             "%s: a BPE model without end_of_word_suffix \"</w>\" "
-                             "(CLIP's is the BPE read here)",
+                             "%s: a byte-level BPE (GPT-2's kind) is not read from tokenizer.json (CLIP's BPE with "
+                             "\"</w>\" and SentencePiece's BPE with \"\u2581\" are)",
                              v->file);
         }
         if (!vocab || vocab->t != JV_DICT)
@@ -301,7 +377,7 @@ static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, 
             if (d->v[i].u.i > max_id) max_id = d->v[i].u.i;
         }
         if ((st = read_added(hf, v, root, &max_id, 0, err))) return st;
-        if ((st = vb_alloc(v, max_id + 1, 0, err))) return st;
+        if ((st = vb_alloc(v, max_id + 1, spm, err))) return st;
         for (size_t i = 0; i < d->n; i++) {
             if (d->k[i].u.s->len == 0)
                 return wgml_fail(err, WGML_ERR_FORMAT, "%s: model.vocab has an empty token", v->file);
@@ -312,6 +388,22 @@ static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, 
         const jstr *unk = token_name(hf, member(hf, *model, "unk_token"));
         if (unk) v->unk = vb_find(v, unk->s, unk->len);
         v->kind = KIND_CLIP_BPE;
+        if (spm) {
+            if ((st = spm_scores(v, err))) return st;
+            wgml_free(v->merge), wgml_free(v->merge_len), wgml_free(v->merge_blob); /* the scores say it all */
+            v->merge = NULL, v->merge_len = NULL, v->merge_blob = NULL, v->n_merge = 0;
+            v->kind = KIND_SPM_BPE;
+            v->byte_fallback = bf && bf->t == JV_BOOL && bf->u.i;
+            if (v->unk >= 0) v->type[v->unk] = T_UNKNOWN;
+            /* a "\u2581" before the text: a Prepend normalizer (Llama 2), or Metaspace's scheme (not Gemma) */
+            const jv *prep = step_of(hf, norm, "normalizers", "Prepend");
+            const jv *aps = meta ? member(hf, *meta, "add_prefix_space") : NULL,
+                     *scheme = meta ? member(hf, *meta, "prepend_scheme") : NULL;
+            v->add_prefix = prep && str_is(member(hf, *prep, "prepend"), "\u2581");
+            if (aps && aps->t == JV_BOOL) v->add_prefix = (int)aps->u.i;
+            if (scheme && scheme->t == JV_STR) v->add_prefix = strcmp(scheme->u.s->s, "never") != 0;
+            v->trim_ws = 0; /* tokenizers keeps every space */
+        }
     } else if (!strcmp(ty, "Unigram")) {
         if (!vocab || vocab->t != JV_LIST)
             return wgml_fail(err, WGML_ERR_FORMAT, "%s: model.vocab must be a list of [piece, score]", v->file);
@@ -357,8 +449,8 @@ static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, 
     } else {
         if (!strict) return WGML_OK;
         return wgml_fail(err, WGML_ERR_UNSUPPORTED,
-                         "%s: model.type '%.40s' is not read (BPE with \"</w>\" as CLIP's, "
-                         "and Unigram are)",
+                         "%s: model.type '%.40s' is not read (BPE with \"</w>\" as CLIP's or with "
+                         "\"\u2581\" as SentencePiece's, and Unigram are)",
                          v->file, ty);
     }
     (void)model_type;
@@ -622,6 +714,11 @@ static wgml_status write_tokenizer(const wgml_hf_model *hf, const char *model_ty
             if (v.eos < 0) v.eos = vb_find(&v, "</s>", 4);
             if (v.add_bos < 0) v.add_bos = 0;
             if (v.add_eos < 0) v.add_eos = 1;
+        } else if (v.kind == KIND_SPM_BPE && json) { /* Gemma's names, then Llama's */
+            if (v.bos < 0 && (v.bos = vb_find(&v, "<bos>", 5)) < 0) v.bos = vb_find(&v, "<s>", 3);
+            if (v.eos < 0 && (v.eos = vb_find(&v, "<eos>", 5)) < 0) v.eos = vb_find(&v, "</s>", 4);
+            if (v.add_bos < 0) v.add_bos = v.bos >= 0;
+            if (v.add_eos < 0) v.add_eos = 0;
         }
         if (v.unk >= 0 && v.kind == KIND_UNIGRAM) v.type[v.unk] = T_UNKNOWN;
         if (v.byte_fallback)

@@ -22,7 +22,19 @@
         word halves, and single characters last; scores strictly decreasing.
         Returns {"eos": 1, "pad": 1, "unk": 2, "n_vocab": n}.
 
-Both are deterministic and take well under a second for the real sizes.
+    write_gemma_tokenizer(dir, n_vocab=8000, words=None) -> dict
+        SentencePiece's BPE as tokenizer.json holds it for Gemma (and so
+        SigLIP 2): model.type "BPE" without end_of_word_suffix, byte_fallback,
+        vocab and merges, the Replace(" " -> "▁") normalizer (no prefix), the
+        TemplateProcessing post-processor adding <bos>; plus
+        tokenizer_config.json (GemmaTokenizer). Ids: 0 <pad>, 1 <eos>, 2 <bos>,
+        3 <unk>, 4..259 <0x00>..<0xFF>, then "▁", characters, and the pieces of
+        words (with and without "▁") in merge order; the merges are every split
+        of each piece into two pieces of the vocabulary, ranked by the piece's
+        id, as Hugging Face's converter makes them from a SentencePiece model.
+        Returns {"bos": 2, "eos": 1, "unk": 3, "n_vocab": n, "n_merges": m}.
+
+All are deterministic and take well under a second for the real sizes.
 """
 
 import json
@@ -271,3 +283,63 @@ def write_siglip_tokenizer(dir, n_vocab=32000, form="spiece", words=None):
     with open(os.path.join(dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump(cfg, f)
     return {"eos": 1, "pad": 1, "unk": 2, "n_vocab": n_vocab}
+
+
+def write_gemma_tokenizer(dir, n_vocab=8000, words=None):
+    os.makedirs(dir, exist_ok=True)
+    pieces = ["<pad>", "<eos>", "<bos>", "<unk>"] + ["<0x%02X>" % b for b in range(256)]
+    base = len(pieces)
+    chars = "\u2581etaoinshrdlcumwfgypbvkjxqz0123456789.,'-!?"
+    pieces += list(chars)
+    have = set(pieces)
+    merges = []
+    stream = word_stream(words)
+    tries = 0
+    # each new piece is made by joining two pieces already there: a word grows one character
+    # at a time (with and without the "\u2581" of a word start)
+    while len(pieces) < n_vocab and tries < 50 * n_vocab:
+        tries += 1
+        w = next(stream).lower()
+        if not (2 <= len(w) <= 16) or any(c not in chars for c in w):
+            continue
+        for word in ("\u2581" + w, w):
+            for k in range(2, len(word) + 1):
+                p = word[:k]
+                if p in have or len(pieces) >= n_vocab:
+                    continue
+                pieces.append(p)
+                have.add(p)
+    vocab = {p: i for i, p in enumerate(pieces)}
+    for i in range(base + len(chars), len(pieces)):
+        p = pieces[i]
+        for k in range(1, len(p)):
+            a, b = p[:k], p[k:]
+            if a in vocab and b in vocab and vocab[a] >= base and vocab[b] >= base:
+                merges.append((i, vocab[a], vocab[b], a, b))
+    merges.sort()
+    doc = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": pieces[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in range(4)],
+        "normalizer": {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<bos>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<bos>", "type_id": 1}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<bos>": {"id": "<bos>", "ids": [2], "tokens": ["<bos>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [{"type": "Replace", "pattern": {"String": "\u2581"},
+                                                       "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": vocab, "merges": [[a, b] for _, _, _, a, b in merges]},
+    }
+    with open(os.path.join(dir, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False)
+    with open(os.path.join(dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump({"tokenizer_class": "GemmaTokenizer", "bos_token": "<bos>", "eos_token": "<eos>",
+                   "unk_token": "<unk>", "pad_token": "<pad>", "add_bos_token": True, "add_eos_token": False}, f)
+    return {"bos": 2, "eos": 1, "unk": 3, "n_vocab": len(pieces), "n_merges": len(merges)}

@@ -5,7 +5,8 @@
     test_text_tokenizers.py WGML_BINARY
 
 Writes tokenizer folders with hf_tokenizer_files.py (CLIP: tokenizer.json with merges as
-strings, and a smaller one with merges as pairs; SigLIP: spiece.model, and tokenizer.json),
+strings, and a smaller one with merges as pairs; SigLIP: spiece.model, and tokenizer.json;
+Gemma's SentencePiece BPE in tokenizer.json, as SigLIP 2 ships it),
 tokenizes every string in one `wgml tokenize -0` run per folder, and compares ids with the
 reference. Invalid UTF-8 goes through too (it must give ids, not a crash) but is not
 compared. Strings not in NFC check CLIP's composition (SigLIP's NFKC is not done by either side). Exit 0: all equal; 1: a difference (each one printed).
@@ -90,6 +91,15 @@ def load_clip(folder):
     return ref.ClipBPE(doc["model"]["vocab"], doc["model"]["merges"], specials)
 
 
+def load_gemma(folder):
+    import json
+    with open(os.path.join(folder, "tokenizer.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    specials = {a["content"]: a["id"] for a in doc["added_tokens"]}
+    m = doc["model"]
+    return ref.SpmBpe(m["vocab"], [tuple(x) for x in m["merges"]], specials, bos=2, unk=3)
+
+
 def load_siglip(n_vocab):
     pieces = files.siglip_pieces(n_vocab)
     specials = {p: i for i, (p, _, t) in enumerate(pieces) if t in (2, 3, 4)}
@@ -119,6 +129,9 @@ def main():
         d = os.path.join(tmp, "siglip_json")
         files.write_siglip_tokenizer(d, form="json")
         cases.append(("siglip tokenizer.json", d, sig))
+        d = os.path.join(tmp, "gemma_json")
+        files.write_gemma_tokenizer(d)
+        cases.append(("SentencePiece BPE tokenizer.json (Gemma's, SigLIP 2's)", d, load_gemma(d)))
         for name, folder, tok in cases:
             got = run_wgml(wgml, folder, texts + INVALID, tmp)
             bad = 0
@@ -129,7 +142,7 @@ def main():
                     if bad <= 5:
                         print("%s: %r\n  wgml:      %s\n  reference: %s" % (name, text, ids, want))
             for raw, ids in zip(INVALID, got[len(texts):]):
-                if not ids or ids[-1] != (tok.eos):
+                if not ids or (ids[-1] != tok.eos if tok.eos is not None else ids[0] != tok.bos):
                     bad += 1
                     print("%s: invalid UTF-8 %r gave %s" % (name, raw, ids))
             print("%s: %d strings, %d differ" % (name, len(texts), bad))

@@ -27,6 +27,7 @@ SigLIP (Hugging Face's SiglipTokenizer canonicalization + SentencePiece's unigra
   - encode(add_special=True) appends </s> (no BOS).
 """
 
+import heapq
 import string
 import unicodedata
 
@@ -254,4 +255,47 @@ class SiglipUnigram:
             pos += len(frag)
         if add_special:
             ids.append(self.eos)
+        return ids
+
+
+class SpmBpe:
+    """SentencePiece's BPE as Hugging Face's tokenizers runs it from tokenizer.json (Gemma's):
+    special tokens cut out as for CLIP; each stretch: " " -> "\u2581" (no prefix), then BPE over
+    its characters: the adjacent pair of lowest merge rank joins first (the leftmost of equal
+    rank), until no pair is a merge; a final symbol not in the vocabulary becomes the
+    <0xXX> tokens of its UTF-8 bytes (byte fallback), else <unk>. encode(add_special=True)
+    puts <bos> in front."""
+
+    def __init__(self, vocab, merges, specials, bos, unk):
+        self.vocab = vocab
+        self.rank = {(a, b): i for i, (a, b) in enumerate(merges)}
+        self.specials = specials
+        self.bos, self.unk, self.eos = bos, unk, None
+
+    def bpe(self, text):
+        syms = list(text)
+        while len(syms) > 1:
+            best = None
+            for i in range(len(syms) - 1):
+                r = self.rank.get((syms[i], syms[i + 1]))
+                if r is not None and (best is None or r < best[0]):
+                    best = (r, i)
+            if best is None:
+                break
+            i = best[1]
+            syms[i:i + 2] = [syms[i] + syms[i + 1]]
+        return syms
+
+    def encode(self, text, add_special=True):
+        ids = [self.bos] if add_special else []
+        for special, frag in _split_specials(text, self.specials):
+            if special:
+                ids.append(self.specials[frag])
+                continue
+            for s in self.bpe(frag.replace(" ", "\u2581")):
+                if s in self.vocab:
+                    ids.append(self.vocab[s])
+                    continue
+                byte_ids = [self.vocab.get("<0x%02X>" % b) for b in s.encode("utf-8")]
+                ids += byte_ids if all(x is not None for x in byte_ids) else [self.unk]
         return ids
