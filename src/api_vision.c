@@ -140,7 +140,9 @@ wgml_status wgml_zero_shot_classify(wgml_model *model, const wgml_image *images,
     const int D = vi.dim;
     float *img = wgml_malloc((size_t)n * (size_t)D * sizeof *img);
     float *txt = wgml_malloc((size_t)n_labels * (size_t)D * sizeof *txt);
-    wgml_status st = img && txt ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the vectors");
+    double *lg = wgml_malloc((size_t)n_labels * sizeof *lg); /* one image's logits */
+    wgml_status st =
+        img && txt && lg ? WGML_OK : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory for the vectors");
     wgml_embed_params p = wgml_embed_default_params();
     p.truncate = 1;
     if (!st && wgml_embed_dim(model, &p) != D)
@@ -161,15 +163,16 @@ wgml_status wgml_zero_shot_classify(wgml_model *model, const wgml_image *images,
             if (vi.zero_shot == WGML_ZERO_SHOT_SIGMOID) {
                 pr[j] = (float)(1.0 / (1.0 + exp(-logit)));
             } else {
-                pr[j] = (float)logit;
+                lg[j] = logit;
                 mx = logit > mx ? logit : mx;
             }
         }
         if (vi.zero_shot == WGML_ZERO_SHOT_SOFTMAX) {
-            for (int j = 0; j < n_labels; j++) sum += exp((double)pr[j] - mx);
-            for (int j = 0; j < n_labels; j++) pr[j] = (float)(exp((double)pr[j] - mx) / sum);
+            for (int j = 0; j < n_labels; j++) sum += exp(lg[j] - mx);
+            for (int j = 0; j < n_labels; j++) pr[j] = (float)(exp(lg[j] - mx) / sum);
         }
     }
+    wgml_free(lg);
     wgml_free(img);
     wgml_free(txt);
     return st;
