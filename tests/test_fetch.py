@@ -120,6 +120,23 @@ def main():
         check(len(log) == 1 and log[0]["if_none_match"] == '"v1-%d"' % os.path.getsize(MODEL),
               "revalidated with If-None-Match: %s" % log)
 
+        # ---- a server without ETags: Last-Modified and If-Modified-Since ----
+        rc, path, err = env.pull(url + "/noetag/stories260K.gguf")
+        check(rc == 0 and sha(path) == want and "modified " in open(path + ".meta").read(),
+              "a file without an ETag, its Last-Modified kept: %s" % err)
+        server.reset()
+        mtime = os.stat(path).st_mtime_ns
+        rc, path2, err = env.pull(url + "/noetag/stories260K.gguf")
+        log = server.log()
+        check(rc == 0 and os.stat(path).st_mtime_ns == mtime and len(log) == 1 and log[0]["if_modified_since"],
+              "revalidated with If-Modified-Since (304): %s" % log)
+
+        rc, path, err = env.pull(url + "/bare/stories260K.gguf")
+        server.reset()
+        rc2, path2, err = env.pull(url + "/bare/stories260K.gguf")
+        check(rc == 0 and rc2 == 0 and sha(path2) == want and not server.log(),
+              "neither ETag nor Last-Modified: the cached copy is kept without a request")
+
         # ---- a dropped connection, resumed with Range ----
         server.reset()
         rc, path, err = env.pull(url + "/drop/stories260K.gguf")

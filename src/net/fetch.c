@@ -75,6 +75,7 @@ static wgml_status models_dir(const wgml_fetch_params *p, char *out, size_t cap,
 typedef struct meta {
     char url[WGML_HUB_URL_MAX];
     char etag[160];
+    char modified[64]; /* Last-Modified, for servers without ETags */
     char sha256[65];
     long long size;
 } meta;
@@ -93,6 +94,7 @@ static int read_meta(const char *dest, meta *m) {
         *v++ = '\0';
         if (!strcmp(line, "url")) snprintf(m->url, sizeof m->url, "%s", v);
         else if (!strcmp(line, "etag")) snprintf(m->etag, sizeof m->etag, "%s", v);
+        else if (!strcmp(line, "modified")) snprintf(m->modified, sizeof m->modified, "%s", v);
         else if (!strcmp(line, "sha256") && strlen(v) == 64) snprintf(m->sha256, sizeof m->sha256, "%s", v);
         else if (!strcmp(line, "size")) m->size = strtoll(v, NULL, 10);
     }
@@ -106,7 +108,8 @@ static void write_meta(const char *dest, const meta *m) {
     snprintf(tmp, sizeof tmp, "%s.meta.tmp", dest);
     FILE *fp = fopen(tmp, "wb");
     if (!fp) return;
-    int ok = fprintf(fp, "url %s\netag %s\nsha256 %s\nsize %lld\n", m->url, m->etag, m->sha256, m->size) > 0;
+    int ok = fprintf(fp, "url %s\netag %s\nmodified %s\nsha256 %s\nsize %lld\n", m->url, m->etag, m->modified,
+                     m->sha256, m->size) > 0;
     if (fclose(fp) == 0 && ok) rename(tmp, path);
     else remove(tmp);
 }
@@ -139,6 +142,9 @@ static wgml_status fetch_one(const fetch_ctx *c, const char *url, const char *de
     meta m;
     int known = have && read_meta(dest, &m) == 0 && strcmp(m.url, url) == 0 && m.size == have_size;
     if (known && sha256 && !strcmp(m.sha256, sha256) && (size < 0 || m.size == size)) return WGML_OK;
+    /* a server that gave neither ETag nor Last-Modified: nothing to revalidate with, and
+     * fetching the whole file on every use would be worse than keeping it */
+    if (known && !sha256 && !m.etag[0] && !m.modified[0]) return WGML_OK;
 
     /* the folder, then the lock that keeps two processes from writing the same file */
     char dir[FETCH_PATH_MAX], lockp[FETCH_PATH_MAX + 32];
@@ -167,6 +173,7 @@ static wgml_status fetch_one(const fetch_ctx *c, const char *url, const char *de
     wgml_http_expect ex = {.size = size};
     if (sha256) snprintf(ex.sha256, sizeof ex.sha256, "%s", sha256);
     ex.etag = known && m.etag[0] ? m.etag : NULL;
+    ex.modified = known && m.modified[0] ? m.modified : NULL;
     wgml_http_opts o = {with_token ? c->token : NULL, c->p->progress, c->p->progress_user, c->p->log, c->p->log_user};
     wgml_http_result r;
     st = wgml_http_download(url, dest, &ex, &o, &r, err);
@@ -184,6 +191,7 @@ static wgml_status fetch_one(const fetch_ctx *c, const char *url, const char *de
         memset(&w, 0, sizeof w);
         snprintf(w.url, sizeof w.url, "%s", url);
         snprintf(w.etag, sizeof w.etag, "%s", r.etag);
+        snprintf(w.modified, sizeof w.modified, "%s", r.modified);
         snprintf(w.sha256, sizeof w.sha256, "%s", r.sha256);
         w.size = r.size;
         write_meta(dest, &w);

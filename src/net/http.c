@@ -48,7 +48,9 @@ wgml_status wgml_sha256_file(const char *path, char hex[65], wgml_error *err) {
 #define HTTP_STR(x) HTTP_STR_(x)
 #define HTTP_USER_AGENT \
     "wgml/" HTTP_STR(WGML_VERSION_MAJOR) "." HTTP_STR(WGML_VERSION_MINOR) "." HTTP_STR(WGML_VERSION_PATCH)
-#define HTTP_ATTEMPTS 6           /* tries of one download: the first and five resumptions */
+#define HTTP_ATTEMPTS 6           /* tries in a row that bring (almost) nothing: the first and five more */
+#define HTTP_PROGRESS (64 << 10)  /* a try that brings this many bytes starts the count again */
+#define HTTP_MAX_TRIES 1000       /* tries of one download in all */
 #define HTTP_MAX_REDIRECTS 10L
 #define HTTP_CONNECT_TIMEOUT 30L  /* seconds to connect */
 #define HTTP_STALL_SECONDS 60L    /* a transfer below one byte per second this long is dropped */
@@ -89,6 +91,7 @@ typedef struct xfer {
     long status;             /* of the response being read */
     char etag[160];          /* ETag of the final response */
     char linked_etag[160];   /* X-Linked-Etag from any response of the chain (Hugging Face's 302) */
+    char modified[64];       /* Last-Modified of the final response */
     int64_t linked_size;     /* X-Linked-Size, or -1 */
     int64_t content_length;  /* of the final response, or -1 */
     int64_t range_start;     /* Content-Range: bytes START-END/TOTAL, or -1 */
@@ -145,9 +148,12 @@ static size_t on_header(char *h, size_t size, size_t nmemb, void *user) {
         const char *sp = memchr(h, ' ', n);
         x->status = sp ? (long)parse_i64(sp + 1, end) : 0;
         x->etag[0] = '\0';
+        x->modified[0] = '\0';
         x->content_length = x->range_start = x->range_total = -1;
     } else if (header_is(h, n, "etag", &v)) {
         header_value(v, end, x->etag, sizeof x->etag);
+    } else if (header_is(h, n, "last-modified", &v)) {
+        header_value(v, end, x->modified, sizeof x->modified);
     } else if (header_is(h, n, "x-linked-etag", &v)) {
         header_value(v, end, x->linked_etag, sizeof x->linked_etag);
     } else if (header_is(h, n, "x-linked-size", &v)) {
@@ -395,6 +401,7 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
     memset(&x, 0, sizeof x);
     int restarted = 0;
     int64_t kept = -1; /* bytes an earlier attempt of this call left (resumable without an ETag) */
+    int fails = 0;     /* tries in a row without progress */
     for (int attempt = 0;; attempt++) {
         /* what is there already: bytes of the same file to continue from, either with their ETag kept
          * beside them (from any earlier run) or left by the attempt before this one */
@@ -424,6 +431,10 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
         } else if (expect && expect->etag && *expect->etag && strlen(expect->etag) < 160) {
             snprintf(line, sizeof line, "If-None-Match: \"%s\"", expect->etag);
             hdrs = curl_slist_append(hdrs, line);
+        } else if (expect && expect->modified && *expect->modified && strlen(expect->modified) < 64 &&
+                   !strpbrk(expect->modified, "\r\n")) {
+            snprintf(line, sizeof line, "If-Modified-Since: %s", expect->modified);
+            hdrs = curl_slist_append(hdrs, line);
         }
         CURL *c = curl_easy_init();
         st = c ? setup(c, url, o, &x, hdrs, err) : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
@@ -452,6 +463,7 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
             remove(part), remove(part_etag);
             res->not_modified = 1;
             snprintf(res->etag, sizeof res->etag, "%s", expect && expect->etag ? expect->etag : "");
+            snprintf(res->modified, sizeof res->modified, "%s", expect && expect->modified ? expect->modified : "");
             break;
         }
         if (x.bad_range || x.status == 416) { /* start again from the first byte, once */
@@ -463,24 +475,25 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
             continue;
         }
         if (x.status >= 400 || (x.status && x.status < 200) || (x.status >= 300 && x.status < 400)) {
-            int again = x.status >= 500 && attempt + 1 < HTTP_ATTEMPTS;
+            int again = x.status >= 500 && ++fails < HTTP_ATTEMPTS && attempt + 1 < HTTP_MAX_TRIES;
             if (!again) {
                 st = wgml_fail(err, WGML_ERR_NETWORK, "%s: HTTP %ld%s", shown, x.status, status_hint(x.status, token));
                 if (x.status != 200 && x.status != 206 && offset == 0) remove(part), remove(part_etag);
                 break;
             }
             note(o, "%s: HTTP %ld, trying again", shown, x.status);
-            pause_ms(250L << attempt);
+            pause_ms(250L << fails);
             continue;
         }
         if (rc != CURLE_OK) {
-            if (transient(rc) && attempt + 1 < HTTP_ATTEMPTS) {
+            fails = x.written >= HTTP_PROGRESS ? 0 : fails + 1;
+            if (transient(rc) && fails < HTTP_ATTEMPTS && attempt + 1 < HTTP_MAX_TRIES) {
                 if (x.offset + x.written > 0)
                     note(o, "%s: %s after %lld bytes; resuming", shown, curl_easy_strerror(rc),
                          (long long)(x.offset + x.written));
                 else
                     note(o, "%s: %s; trying again", shown, curl_easy_strerror(rc));
-                pause_ms(x.written > 0 ? 0 : 250L << attempt);
+                pause_ms(fails == 0 ? 0 : 250L << fails);
                 continue;
             }
             st = wgml_fail(err, WGML_ERR_NETWORK, "%s: %s", shown, curl_easy_strerror(rc));
@@ -488,6 +501,7 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
         }
         /* complete: the size the server and the caller give, then the SHA-256 when one is known */
         snprintf(res->etag, sizeof res->etag, "%s", etag);
+        snprintf(res->modified, sizeof res->modified, "%s", x.modified);
         int64_t got = x.offset + x.written;
         int64_t want = expect && expect->size >= 0 ? expect->size
                        : x.linked_size >= 0        ? x.linked_size

@@ -10,7 +10,8 @@
  *     and the SHA-256 when it is known (the caller's, or an ETag that is one,
  *     as Hugging Face gives for the files it keeps in LFS), before the file
  *     is renamed to PATH; a mismatch deletes the partial file;
- *   - revalidates: with the ETag of the copy already at PATH, a 304 keeps it.
+ *   - revalidates: with the ETag (else the Last-Modified date) of the copy
+ *     already at PATH, a 304 keeps it.
  * Redirects are followed (http and https only, at most 10). A bearer token
  * goes to the first host only, never to one redirected to, and is never
  * written into a message.
@@ -45,11 +46,13 @@ typedef struct wgml_http_expect {
     int64_t size;         /* bytes the file must have, or -1 when not known */
     char sha256[65];      /* lower-case hex, or "" when not known */
     const char *etag;     /* the ETag of the copy at path (a 304 keeps it), or NULL */
+    const char *modified; /* else its Last-Modified (If-Modified-Since), or NULL */
 } wgml_http_expect;
 
 typedef struct wgml_http_result {
     int not_modified;     /* 1: the server said the copy at path is current (304) */
     char etag[160];       /* the file's ETag (X-Linked-Etag before ETag), or "" */
+    char modified[64];    /* its Last-Modified, or "" */
     char sha256[65];      /* the SHA-256 verified, or "" when none was known */
     int64_t size;         /* bytes written */
     long status;          /* the last HTTP status, 0 when no answer came (no connection) */

@@ -24,6 +24,8 @@ The ways to fail, each for any file under files/:
   /wrongsize/PATH  X-Linked-Size says one byte more than the file has
   /badsha/PATH     the ETag is a SHA-256, not the file's
   /redirect/PATH   302 to /files/PATH
+  /noetag/PATH     no ETag: Last-Modified, and If-Modified-Since answered with 304
+  /bare/PATH       neither ETag nor Last-Modified
   anything else    404
 GET /_log gives the requests so far as JSON (method, path, and the headers that matter, the
 Authorization header only as present or not); GET /_reset clears it.
@@ -34,6 +36,7 @@ import json
 import os
 import sys
 import threading
+from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
@@ -60,6 +63,7 @@ class Handler(BaseHTTPRequestHandler):
                 "method": self.command, "path": self.path, "host": self.headers.get("Host", ""),
                 "range": self.headers.get("Range"), "if_range": self.headers.get("If-Range"),
                 "if_none_match": self.headers.get("If-None-Match"),
+                "if_modified_since": self.headers.get("If-Modified-Since"),
                 "authorization": self.headers.get("Authorization") is not None,
                 "token_ok": self.headers.get("Authorization") == "Bearer " + srv.token if srv.token else False,
             })
@@ -84,10 +88,21 @@ class Handler(BaseHTTPRequestHandler):
         return path if os.path.isfile(path) else None
 
     def send_file(self, path, etag, extra=None, drop_after=None, linked_size=None):
+        """etag None: no ETag, a Last-Modified date instead; "": neither."""
         size = os.path.getsize(path)
         start, end, code = 0, size - 1, 200
+        modified = formatdate(int(os.path.getmtime(path)), usegmt=True)
+        if etag == "":
+            etag = modified = None
+        elif etag is None:
+            extra = dict(extra or {}, **{"Last-Modified": modified})
+            if self.headers.get("If-Modified-Since") == modified and not self.headers.get("Range"):
+                self.send_response(304)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
         inm = self.headers.get("If-None-Match")
-        if inm and inm.strip('"') == etag and not self.headers.get("Range"):
+        if etag and inm and inm.strip('"') == etag and not self.headers.get("Range"):
             self.send_response(304)
             self.send_header("ETag", '"%s"' % etag)
             self.send_header("Content-Length", "0")
@@ -95,7 +110,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         rng = self.headers.get("Range")
         if_range = self.headers.get("If-Range")
-        if rng and (not if_range or if_range.strip('"') == etag):
+        if rng and (not if_range or if_range.strip('"') in (etag, modified)):
             spec = rng.strip()
             if not spec.startswith("bytes=") or "," in spec:
                 return self.plain(416, "bad range\n")
@@ -112,7 +127,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", '"%s"' % etag)
+        if etag is not None:
+            self.send_header("ETag", '"%s"' % etag)
         self.send_header("Content-Length", str(end - start + 1))
         if code == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
@@ -166,7 +182,7 @@ class Handler(BaseHTTPRequestHandler):
                 srv.dropped.clear()
             return self.plain(200, "ok\n")
         self.record()
-        for prefix in ("/files/", "/drop/", "/wrongsize/", "/badsha/", "/redirect/"):
+        for prefix in ("/files/", "/drop/", "/wrongsize/", "/badsha/", "/redirect/", "/noetag/", "/bare/"):
             if path.startswith(prefix):
                 rel = path[len(prefix):]
                 f = self.local("files/" + rel)
@@ -185,6 +201,10 @@ class Handler(BaseHTTPRequestHandler):
                     return self.send_file(f, etag, linked_size=size + 1)
                 if prefix == "/badsha/":
                     return self.send_file(f, "0" * 64)
+                if prefix == "/noetag/":
+                    return self.send_file(f, None)
+                if prefix == "/bare/":
+                    return self.send_file(f, "")
                 return self.send_file(f, etag)
         parts = [p for p in path.split("/") if p]
         # Hugging Face: /api/models/OWNER/REPO/tree/main
