@@ -47,6 +47,7 @@ typedef struct vb {
     int add_bos, add_eos;    /* -1: not said */
     int add_prefix, trim_ws; /* unigram normalization */
     int byte_fallback;
+    const char *normalizer; /* tokenizer.ggml.normalizer: "nmt_nfkc", "nfkc", "identity", or NULL */
 } vb;
 
 static void vb_free(vb *v) {
@@ -434,6 +435,10 @@ static wgml_status read_tokenizer_json(const wgml_hf_model *hf, vb *v, jv root, 
         const jv *bf = member(hf, *model, "byte_fallback");
         v->byte_fallback = bf && bf->t == JV_BOOL && bf->u.i;
         v->kind = KIND_UNIGRAM;
+        /* the normalizer: SentencePiece's precompiled charsmap (nmt_nfkc, as the converter copies it) or NFKC */
+        const jv *norm = member(hf, root, "normalizer");
+        if (step_of(hf, norm, "normalizers", "Precompiled")) v->normalizer = "nmt_nfkc";
+        else if (step_of(hf, norm, "normalizers", "NFKC")) v->normalizer = "nfkc";
         /* the Metaspace pre-tokenizer's prefix space */
         const jv *pre = member(hf, root, "pre_tokenizer");
         const jv *pts = pre ? member(hf, *pre, "pretokenizers") : NULL;
@@ -541,13 +546,23 @@ static wgml_status read_spiece(const uint8_t *data, size_t size, vb *v, wgml_err
             }
         } else if (field == 3 && wire == 2) { /* NormalizerSpec */
             pb t = sub;
+            int named = 0, charsmap = 0;
             while (t.p < t.end) {
                 pb s2;
                 if (pb_next(&t, &field, &wire, &val, &s2)) return pb_bad(v, "ModelProto.normalizer_spec", err);
+                if (wire == 2 && field == 1) { /* name: the rule the charsmap was built from */
+                    static const char *const known[] = {"nmt_nfkc", "nfkc", "identity"};
+                    size_t nl = (size_t)(s2.end - s2.p);
+                    named = 1;
+                    for (size_t k = 0; k < 3; k++)
+                        if (nl == strlen(known[k]) && !memcmp(s2.p, known[k], nl)) v->normalizer = known[k];
+                }
+                if (wire == 2 && field == 2) charsmap = s2.end > s2.p; /* precompiled_charsmap */
                 if (wire != 0) continue;
                 if (field == 3) v->add_prefix = val != 0;
                 if (field == 4) v->trim_ws = val != 0;
             }
+            if (!named && charsmap) v->normalizer = "nmt_nfkc"; /* SentencePiece's default rule */
         }
     }
     if (model_type == 1)
@@ -648,6 +663,8 @@ static wgml_status write_keys(const vb *v, const char *model_type, gguf_writer *
         if (ids[k] >= 0) st = gguf_writer_set_u32(w, id_keys[k], (uint32_t)ids[k], err);
     if (!st && v->add_bos >= 0) st = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos, err);
     if (!st && v->add_eos >= 0) st = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos, err);
+    if (!st && v->kind == KIND_UNIGRAM && v->normalizer)
+        st = gguf_writer_set_str(w, "tokenizer.ggml.normalizer", v->normalizer, err);
     if (!st && v->kind != KIND_CLIP_BPE) {
         st = gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", v->add_prefix, err);
         if (!st) st = gguf_writer_set_bool(w, "tokenizer.ggml.remove_extra_whitespaces", v->trim_ws, err);

@@ -114,6 +114,7 @@ struct wgml_tokenizer {
     float unk_score;       /* an unknown character's score: the lowest piece score - 10 */
     int siglip;            /* pre "siglip": SigLIP's canonicalization first */
     int remove_extra_ws;   /* strip, and collapse whitespace runs (tokenizer.ggml.remove_extra_whitespaces) */
+    int nfkc;              /* tokenizer.ggml.normalizer: 0 none, 1 "nfkc", 2 "nmt_nfkc" */
 
     /* WordPiece */
     int lowercase, strip_accents; /* normalizer */
@@ -195,8 +196,9 @@ wgml_status tok_push_bytes(const wgml_tokenizer *tok, const char *s, size_t n, t
 wgml_status ugm_load(wgml_tokenizer *tok, const gguf_file *f, const char *pre, size_t pre_len, wgml_error *err);
 void ugm_free(wgml_tokenizer *tok);
 /* The whole text normalized before special tokens are looked for: SigLIP's
- * canonicalization (pre "siglip"), then whitespace stripped and collapsed to
- * single spaces (remove_extra_ws). *out is wgml_malloc'ed. */
+ * canonicalization (pre "siglip"), NFKC (tokenizer.ggml.normalizer), then
+ * whitespace stripped and collapsed to single spaces (remove_extra_ws). *out
+ * is wgml_malloc'ed. */
 wgml_status ugm_normalize(const wgml_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len,
                           wgml_error *err);
 /* Encodes one fragment of normalized text; space_prefix puts a "▁" in front. */

@@ -199,11 +199,21 @@ static uint32_t compose_pair(uint32_t a, uint32_t b) {
     return 0;
 }
 
-size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out) {
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        m += (size_t)uni_decompose(in[i], out + m);
-    uni_canonical_order(out, m);
+int uni_decompose_compat(uint32_t cp, uint32_t *out) {
+    if (cp < 0xA0) {
+        out[0] = cp;
+        return 1;
+    }
+    long i = find_cp(uni_nfkd_cp, 1, uni_nfkd_count, cp);
+    if (i < 0) return uni_decompose(cp, out); /* Hangul, or none */
+    unsigned off = uni_nfkd_index[i], n = (unsigned)(uni_nfkd_index[i + 1] - off);
+    for (unsigned k = 0; k < n; k++)
+        out[k] = uni_nfkd_data[off + k];
+    return (int)n;
+}
+
+/* Canonical composition of out[0..m) in place (decomposed, canonically ordered); the count kept. */
+static size_t compose(uint32_t *out, size_t m) {
     size_t k = 0, starter = 0, between = 0;
     int have_starter = 0, last_ccc = 0;
     for (size_t i = 0; i < m; i++) {
@@ -224,6 +234,35 @@ size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out) {
         out[k++] = c;
     }
     return k;
+}
+
+size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += (size_t)uni_decompose(in[i], out + m);
+    uni_canonical_order(out, m);
+    return compose(out, m);
+}
+
+size_t uni_nfkc(const uint32_t *in, size_t n, uint32_t *out, int nmt) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = in[i];
+        if (nmt) {
+            /* SentencePiece's nmt_nfkc: these are spaces, and the full-width tilde stays */
+            static const uint32_t spaces[] = {0x9,    0xA,    0xC,    0xD,    0x1680, 0x200B, 0x200E,
+                                              0x200F, 0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD};
+            for (size_t k = 0; k < sizeof spaces / sizeof *spaces; k++)
+                if (c == spaces[k]) c = ' ';
+            if (c == 0xFF5E) {
+                out[m++] = c;
+                continue;
+            }
+        }
+        m += (size_t)uni_decompose_compat(c, out + m);
+    }
+    uni_canonical_order(out, m);
+    return compose(out, m);
 }
 
 /* 1 cased, 2 case-ignorable, 0 neither (the final-sigma classes of unicode_compose.c). */

@@ -1,7 +1,7 @@
 /*
  * unicode.h - the little Unicode the tokenizers need: UTF-8 decoding that
  * never fails, general-category flags, simple lower-casing and canonical
- * decomposition (NFD) for accent stripping, and NFC.
+ * decomposition (NFD) for accent stripping, NFC, and NFKC.
  *
  * Invalid UTF-8: uni_decode() turns each byte that does not start a
  * well-formed sequence (stray continuation byte, truncated or overlong
@@ -34,7 +34,8 @@
 #define UNI_MAX_CP      0x10FFFFu
 #define UNI_BYTE(b)     (0x110000u + (uint32_t)(uint8_t)(b))
 #define UNI_IS_BYTE(cp) ((cp) >= 0x110000u && (cp) <= 0x1100FFu)
-#define UNI_NFD_MAX     4 /* longest canonical decomposition of one code point */
+#define UNI_NFD_MAX     4  /* longest canonical decomposition of one code point */
+#define UNI_NFKD_MAX    18 /* longest compatibility decomposition (U+FDFA) */
 
 /* Decodes the code point at s[0..n), n >= 1; *len gets its byte length (>= 1). */
 uint32_t uni_decode(const char *s, size_t n, int *len);
@@ -70,6 +71,14 @@ void uni_canonical_order(uint32_t *cps, size_t n);
  * in[0..n) into out, which must have room for n * UNI_NFD_MAX code points;
  * returns the count written. Pseudo code points pass through. */
 size_t uni_nfc(const uint32_t *in, size_t n, uint32_t *out);
+/* Writes the compatibility decomposition (NFKD) of cp (cp itself when it has
+ * none) to out[UNI_NFKD_MAX] and returns the count. */
+int uni_decompose_compat(uint32_t cp, uint32_t *out);
+/* NFKC of in[0..n) into out (room for n * UNI_NFKD_MAX); nmt set: SentencePiece's
+ * nmt_nfkc, which first makes TAB, LF, FF, CR, U+1680, U+200B, U+200E, U+200F,
+ * U+2028, U+2029, U+2581, U+FEFF and U+FFFD spaces and leaves U+FF5E (the
+ * full-width tilde) as it is. Returns the count written. */
+size_t uni_nfkc(const uint32_t *in, size_t n, uint32_t *out, int nmt);
 
 /* Tables generated into unicode_data.c. */
 extern const char uni_data_version[];
@@ -88,6 +97,10 @@ extern const uint32_t uni_ccc_range[][3];
 extern const char uni_compose_version[];
 extern const size_t uni_compose_count;
 extern const uint32_t uni_compose_pairs[][3];
+extern const size_t uni_nfkd_count;
+extern const uint32_t uni_nfkd_cp[];
+extern const uint16_t uni_nfkd_index[];
+extern const uint32_t uni_nfkd_data[];
 extern const size_t uni_sigma_class_count;
 extern const uint32_t uni_sigma_class[][3]; /* first, last, 1 cased / 2 case-ignorable */
 

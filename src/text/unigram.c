@@ -9,13 +9,14 @@
  *     remove the ASCII punctuation of Python's string.punctuation, collapse
  *     runs of whitespace (Python's \s: White_Space and U+001C..U+001F) to
  *     one space, strip both ends;
+ *   - tokenizer.ggml.normalizer "nmt_nfkc" (SentencePiece's default, what its
+ *     precompiled charsmap holds) or "nfkc": NFKC from our Unicode tables
+ *     (text/unicode.h), nmt_nfkc's extra spaces and kept full-width tilde;
+ *     absent or "identity": none;
  *   - remove_extra_whitespaces (tokenizer.ggml.remove_extra_whitespaces,
  *     default on): leading and trailing whitespace dropped, inner runs one
- *     space. Whitespace is Unicode White_Space (what nmt_nfkc maps to a
- *     space); without the option, only ' ' counts as a space.
- *   Not done: the rest of SentencePiece's nmt_nfkc (NFKC through the
- *   precompiled charsmap, removal of control characters): text is taken as
- *   already NFKC-normal.
+ *     space. Whitespace is Unicode White_Space; without the option, only
+ *     ' ' counts as a space.
  * Encoding (ugm_encode, per fragment between special tokens): spaces become
  * "▁" (U+2581), a "▁" goes in front of the fragment that starts the text
  * (tokenizer.ggml.add_space_prefix, default on), then the Viterbi
@@ -100,6 +101,20 @@ wgml_status ugm_load(wgml_tokenizer *tok, const gguf_file *f, const char *pre, s
                          name, (int)(pre_len > 64 ? 64 : pre_len), pre);
     tok->add_space_prefix = 1;
     tok->remove_extra_ws = 1;
+    /* the normalizer: "nmt_nfkc" (SentencePiece's default), "nfkc", or none ("identity", absent) */
+    gguf_str norm = {0};
+    int has_norm = gguf_get_str(f, "tokenizer.ggml.normalizer", &norm, err);
+    if (has_norm < 0) return WGML_ERR_FORMAT;
+    if (has_norm == 1) {
+        if (norm.len == 8 && !memcmp(norm.ptr, "nmt_nfkc", 8))
+            tok->nfkc = 2;
+        else if (norm.len == 4 && !memcmp(norm.ptr, "nfkc", 4))
+            tok->nfkc = 1;
+        else if (!(norm.len == 8 && !memcmp(norm.ptr, "identity", 8)))
+            return wgml_fail(err, WGML_ERR_UNSUPPORTED,
+                             "%s: tokenizer.ggml.normalizer '%.*s' is not supported (nmt_nfkc, nfkc, identity are)",
+                             name, (int)(norm.len > 64 ? 64 : norm.len), norm.ptr);
+    }
     if (gguf_get_bool(f, "tokenizer.ggml.add_space_prefix", &tok->add_space_prefix, err) < 0 ||
         gguf_get_bool(f, "tokenizer.ggml.remove_extra_whitespaces", &tok->remove_extra_ws, err) < 0)
         return WGML_ERR_FORMAT;
@@ -147,46 +162,67 @@ static int ascii_punct(uint32_t c) {
 
 wgml_status ugm_normalize(const wgml_tokenizer *tok, const char *text, size_t len, char **out, size_t *out_len,
                           wgml_error *err) {
-    /* lower-casing can grow a character from 2 to 3 bytes (U+0130 -> "i" U+0307) */
-    char *buf = wgml_malloc(2 * len + 1);
-    tok_vec cps = {0};
-    wgml_status st =
-        buf ? tok_vec_reserve(&cps, len + 1, err)
-            : wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "tokenizer: out of memory for %zu bytes of text", len);
-    if (st != WGML_OK) {
-        wgml_free(buf);
-        return st;
-    }
-    for (size_t i = 0; i < len;) {
+    tok_vec cps = {0}, a = {0}, b = {0};
+    char *buf = NULL;
+    wgml_status st = tok_vec_reserve(&cps, len + 1, err);
+    for (size_t i = 0; !st && i < len;) {
         int k;
         cps.v[cps.n++] = uni_decode(text + i, len - i, &k);
         i += (size_t)k;
     }
-    size_t n = 0;
-    int pending_space = 0; /* whitespace seen since the last character written */
-    const int collapse = tok->remove_extra_ws || tok->siglip;
-    for (size_t i = 0; i < cps.n; i++) {
-        uint32_t c = cps.v[i];
-        int ws = tok->siglip ? uni_is_space(c) || (c >= 0x1C && c <= 0x1F) : collapse ? uni_is_space(c) : c == ' ';
-        if (ws && collapse) {
-            pending_space = 1;
-            continue;
+    /* 1. SigLIP's canonicalization (lower case, no ASCII punctuation, \s+ -> one space, stripped) */
+    const tok_vec *cur = &cps;
+    if (!st && tok->siglip) {
+        /* full lower-casing can make two code points of one (U+0130 -> "i" U+0307) */
+        if ((st = tok_vec_reserve(&a, 2 * cps.n + 1, err))) goto done;
+        int pending_space = 0;
+        for (size_t i = 0; i < cps.n; i++) {
+            uint32_t c = cps.v[i];
+            if (uni_is_space(c) || (c >= 0x1C && c <= 0x1F)) {
+                pending_space = 1;
+                continue;
+            }
+            if (ascii_punct(c)) continue; /* removed: the spaces around it still join */
+            if (pending_space && a.n > 0) a.v[a.n++] = ' ';
+            pending_space = 0;
+            uint32_t lc[2] = {c, 0};
+            int m = c == 0x3A3 && uni_final_sigma(cps.v, i, cps.n) ? (lc[0] = 0x3C2, 1) : uni_lower_full(c, lc);
+            for (int j = 0; j < m; j++) a.v[a.n++] = lc[j];
         }
-        if (tok->siglip && ascii_punct(c)) continue; /* removed: the spaces around it still join */
-        if (pending_space && n > 0) buf[n++] = ' ';
-        pending_space = 0;
-        uint32_t lc[2] = {c, 0};
-        int m = 1;
-        if (tok->siglip)
-            m = c == 0x3A3 && uni_final_sigma(cps.v, i, cps.n) ? (lc[0] = 0x3C2, 1) : uni_lower_full(c, lc);
-        for (int j = 0; j < m; j++)
-            n += (size_t)uni_encode(lc[j], buf + n);
+        cur = &a;
     }
-    buf[n] = '\0';
+    /* 2. NFKC, as the SentencePiece model's normalizer (tokenizer.ggml.normalizer) */
+    if (!st && tok->nfkc) {
+        if ((st = tok_vec_reserve(&b, cur->n * UNI_NFKD_MAX + 1, err))) goto done;
+        b.n = uni_nfkc(cur->v, cur->n, b.v, tok->nfkc == 2);
+        cur = &b;
+    }
+    /* 3. remove_extra_whitespaces: strip, one space for each run; then UTF-8 */
+    if (!st && !(buf = wgml_malloc(4 * cur->n + 1)))
+        st = wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "tokenizer: out of memory for %zu bytes of text", len);
+    if (!st) {
+        size_t n = 0;
+        int pending_space = 0; /* whitespace seen since the last character written */
+        const int collapse = tok->remove_extra_ws || tok->siglip;
+        for (size_t i = 0; i < cur->n; i++) {
+            uint32_t c = cur->v[i];
+            if (collapse && uni_is_space(c)) {
+                pending_space = 1;
+                continue;
+            }
+            if (pending_space && n > 0) buf[n++] = ' ';
+            pending_space = 0;
+            n += (size_t)uni_encode(c, buf + n);
+        }
+        buf[n] = '\0';
+        *out = buf;
+        *out_len = n;
+    }
+done:
     tok_vec_free(&cps);
-    *out = buf;
-    *out_len = n;
-    return WGML_OK;
+    tok_vec_free(&a);
+    tok_vec_free(&b);
+    return st;
 }
 
 /* ---- encoding ---- */

@@ -337,6 +337,8 @@ wgml_status synth_vocab_unigram(gguf_writer *w, int n_vocab, wgml_error *err) {
     if (st == WGML_OK) st = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 1, err);
     if (st == WGML_OK) st = gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", 1, err);
     if (st == WGML_OK) st = gguf_writer_set_bool(w, "tokenizer.ggml.remove_extra_whitespaces", 1, err);
+    /* SigLIP's spiece.model normalizes with nmt_nfkc, as the converted real one says */
+    if (st == WGML_OK) st = gguf_writer_set_str(w, "tokenizer.ggml.normalizer", "nmt_nfkc", err);
     strs_free(&tok);
     wgml_free(type);
     wgml_free(score);

@@ -17,7 +17,8 @@
         A SentencePiece unigram vocabulary as SigLIP ships it: form "spiece"
         writes spiece.model (the ModelProto protobuf) + tokenizer_config.json
         (SiglipTokenizer, eos/pad "</s>", unk "<unk>"); form "json" writes
-        tokenizer.json (model.type "Unigram") + tokenizer_config.json.
+        tokenizer.json (model.type "Unigram", the Precompiled normalizer of
+        nmt_nfkc; none with nfkc=False) + tokenizer_config.json.
         Ids: 0 <pad>, 1 </s>, 2 <unk>, then "▁", words with and without "▁",
         word halves, and single characters last; scores strictly decreasing.
         Returns {"eos": 1, "pad": 1, "unk": 2, "n_vocab": n}.
@@ -248,7 +249,7 @@ def spiece_model_bytes(pieces, unk_id=2, bos_id=-1, eos_id=1, pad_id=0, model_ty
     return bytes(out)
 
 
-def write_siglip_tokenizer(dir, n_vocab=32000, form="spiece", words=None):
+def write_siglip_tokenizer(dir, n_vocab=32000, form="spiece", words=None, nfkc=True):
     os.makedirs(dir, exist_ok=True)
     pieces = siglip_pieces(n_vocab, words)
     if form == "spiece":
@@ -259,7 +260,9 @@ def write_siglip_tokenizer(dir, n_vocab=32000, form="spiece", words=None):
             "version": "1.0", "truncation": None, "padding": None,
             "added_tokens": [{"id": i, "content": pieces[i][0], "single_word": False, "lstrip": False,
                               "rstrip": False, "normalized": False, "special": True} for i in range(3)],
-            "normalizer": None,
+            # Hugging Face's converter copies SentencePiece's charsmap (nmt_nfkc) into a Precompiled
+            # normalizer; its bytes are not read (wgml normalizes from its own Unicode tables)
+            "normalizer": {"type": "Precompiled", "precompiled_charsmap": "AAAA"} if nfkc else None,
             "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always",
                               "split": True},
             "post_processor": {"type": "TemplateProcessing",

@@ -9,7 +9,8 @@ strings, and a smaller one with merges as pairs; SigLIP: spiece.model, and token
 Gemma's SentencePiece BPE in tokenizer.json, as SigLIP 2 ships it),
 tokenizes every string in one `wgml tokenize -0` run per folder, and compares ids with the
 reference. Invalid UTF-8 goes through too (it must give ids, not a crash) but is not
-compared. Strings not in NFC check CLIP's composition (SigLIP's NFKC is not done by either side). Exit 0: all equal; 1: a difference (each one printed).
+compared. Strings not in NFC check CLIP's composition; compatibility characters (full-width,
+ligatures, fractions, ...) SigLIP's nmt_nfkc. Exit 0: all equal; 1: a difference (each one printed).
 """
 
 import os
@@ -100,10 +101,10 @@ def load_gemma(folder):
     return ref.SpmBpe(m["vocab"], [tuple(x) for x in m["merges"]], specials, bos=2, unk=3)
 
 
-def load_siglip(n_vocab):
+def load_siglip(n_vocab, nfkc=True):
     pieces = files.siglip_pieces(n_vocab)
     specials = {p: i for i, (p, _, t) in enumerate(pieces) if t in (2, 3, 4)}
-    return ref.SiglipUnigram(pieces, unk_id=2, eos_id=1, specials=specials)
+    return ref.SiglipUnigram(pieces, unk_id=2, eos_id=1, specials=specials, nfkc=nfkc)
 
 
 def main():
@@ -129,6 +130,9 @@ def main():
         d = os.path.join(tmp, "siglip_json")
         files.write_siglip_tokenizer(d, form="json")
         cases.append(("siglip tokenizer.json", d, sig))
+        d = os.path.join(tmp, "siglip_json_identity")
+        files.write_siglip_tokenizer(d, n_vocab=3000, form="json", nfkc=False)
+        cases.append(("siglip tokenizer.json without a normalizer, 3000 pieces", d, load_siglip(3000, nfkc=False)))
         d = os.path.join(tmp, "gemma_json")
         files.write_gemma_tokenizer(d)
         cases.append(("SentencePiece BPE tokenizer.json (Gemma's, SigLIP 2's)", d, load_gemma(d)))

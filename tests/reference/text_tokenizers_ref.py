@@ -16,6 +16,9 @@ HTML unescaping):
 
 SigLIP (Hugging Face's SiglipTokenizer canonicalization + SentencePiece's unigram model):
   - lower case, delete the characters of string.punctuation, \\s+ -> " ", strip;
+  - the model's normalizer, nmt_nfkc: unicodedata's NFKC, with TAB, LF, FF, CR, U+1680,
+    U+200B, U+200E, U+200F, U+2028, U+2029, U+2581, U+FEFF, U+FFFD made spaces first and
+    U+FF5E (full-width tilde) kept (as SentencePiece's rule builder defines it);
   - SentencePiece's remove_extra_whitespaces (whitespace runs -> one space, both ends
     stripped), then special tokens cut out as for CLIP;
   - each stretch: " " -> "▁", "▁" in front of the stretch that starts the text; the
@@ -167,10 +170,21 @@ class ClipBPE:
         return ids
 
 
+# SentencePiece's nmt_nfkc: NFKC, these code points made spaces, and U+FF5E left as it is
+NMT_SPACES = {0x9, 0xA, 0xC, 0xD, 0x1680, 0x200B, 0x200E, 0x200F, 0x2028, 0x2029, 0x2581, 0xFEFF, 0xFFFD}
+
+
+def nmt_nfkc(text):
+    text = "".join(" " if ord(c) in NMT_SPACES else c for c in text)
+    return "\uff5e".join(unicodedata.normalize("NFKC", part) for part in text.split("\uff5e"))
+
+
 class SiglipUnigram:
-    def __init__(self, pieces, unk_id, eos_id, specials):
+    def __init__(self, pieces, unk_id, eos_id, specials, nfkc=True):
         """pieces: [(piece, score, type)] (type 1 normal, 2 unknown, 3 control, 4 user-defined,
-        5 unused, 6 byte); specials: {text: id} matched literally."""
+        5 unused, 6 byte); specials: {text: id} matched literally; nfkc: the model's
+        normalizer is nmt_nfkc (SigLIP's), applied after the canonicalization."""
+        self.nfkc = nfkc
         self.score = {}
         lowest = None
         for i, (p, s, t) in enumerate(pieces):
@@ -245,7 +259,10 @@ class SiglipUnigram:
         return ids
 
     def encode(self, text, add_special=True):
-        text = self.squeeze(self.canonicalize(text))
+        text = self.canonicalize(text)
+        if self.nfkc:
+            text = nmt_nfkc(text)
+        text = self.squeeze(text)
         ids, pos = [], 0
         for special, frag in _split_specials(text, self.specials):
             if special:
