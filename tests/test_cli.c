@@ -1313,5 +1313,20 @@ int main(void) {
     };
     const char *only = getenv("WGML_TEST_FILTER"); /* e.g. "test_transcribe" */
     if (only && *only) cmocka_set_test_filter(only);
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* the parts CTest runs in parallel (tests/CMakeLists.txt): WGML_TEST_ONLY or WGML_TEST_SKIP,
+     * comma-separated test names */
+    const char *keep = getenv("WGML_TEST_ONLY"), *skip = getenv("WGML_TEST_SKIP");
+    struct CMUnitTest part[sizeof tests / sizeof tests[0]];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int listed = 0;
+        const char *list = keep && *keep ? keep : skip && *skip ? skip : NULL;
+        for (const char *p = list; p && *p;) {
+            size_t len = strcspn(p, ",");
+            if (len == strlen(tests[i].name) && !strncmp(p, tests[i].name, len)) listed = 1;
+            p += len + (p[len] == ',');
+        }
+        if (!list || (keep && *keep ? listed : !listed)) part[n++] = tests[i];
+    }
+    return _cmocka_run_group_tests("test_cli", part, n, NULL, NULL);
 }
