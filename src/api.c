@@ -8,7 +8,6 @@
  * tokenize, evaluate the prompt in batches, then sample, stream and evaluate
  * one token at a time until EOS, n_predict or the context is full.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -45,16 +44,6 @@ static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void note(const wgml_model_params *p, const char *fmt, ...) {
-    if (!p->log) return;
-    char line[WGML_ERROR_MESSAGE_MAX + 128];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    p->log(p->log_user, line);
 }
 
 wgml_model_params wgml_model_default_params(void) {
@@ -192,7 +181,8 @@ static wgml_status model_open(gguf_file *g, const wgml_model_params *params, con
             wgml_error_clear(&gpu_err);
             st = load_on_backend(m, p, x, WGML_BACKEND_WEBGPU, &gpu_err);
             if (st) {
-                if (st != WGML_ERR_UNSUPPORTED || p->adapter) note(p, "webgpu unavailable (%s); using the CPU", gpu_err.message);
+                if (st != WGML_ERR_UNSUPPORTED || p->adapter)
+                    wgml_note(p->log, p->log_user, "webgpu unavailable (%s); using the CPU", gpu_err.message);
                 st = load_on_backend(m, p, x, WGML_BACKEND_CPU, err);
             }
         } else {
@@ -221,23 +211,21 @@ wgml_status wgml_model_load_with(const char *path, const wgml_model_params *para
     *out = NULL;
     if (!path) return wgml_fail(err, WGML_ERR_INVALID_ARGUMENT, "wgml_model_load: path is NULL");
     gguf_file *g;
-    wgml_status st;
+    wgml_status st = WGML_OK;
+    char *local = NULL;
 #if !defined(__wasm__)
     if (wgml_model_is_remote(path)) { /* by URL or Hugging Face name: the download reports as stage "download" */
         wgml_model_params d = wgml_model_default_params();
         const wgml_model_params *p = params ? params : &d;
         wgml_fetch_params fp = wgml_fetch_default_params();
         fp.progress = p->progress, fp.progress_user = p->progress_user, fp.log = p->log, fp.log_user = p->log_user;
-        char *local = wgml_malloc(4096);
-        if (!local) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!(local = wgml_malloc(4096))) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
         st = wgml_model_fetch(path, &fp, local, 4096, err);
-        if (!st) st = wgml_model_file_open(local, &g, err);
-        wgml_free(local);
-        if (st) return st;
-        return model_open(g, params, options, NULL, out, err);
+        path = local;
     }
 #endif
-    st = wgml_model_file_open(path, &g, err);
+    if (!st) st = wgml_model_file_open(path, &g, err);
+    wgml_free(local);
     if (st) return st;
     return model_open(g, params, options, NULL, out, err);
 }

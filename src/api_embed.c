@@ -12,7 +12,6 @@
  * trained on padded texts (SigLIP: each text padded to the context).
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,16 +36,6 @@ static const wgml_encoder *encoder(const wgml_model *m, wgml_encoder_info *info)
     if (!m || !m->fam->encoder) return NULL;
     m->fam->encoder->info(m->impl, info);
     return info->dim > 0 ? m->fam->encoder : NULL;
-}
-
-static void note(const wgml_model *m, const char *fmt, ...) {
-    if (!m->log) return;
-    char line[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    m->log(m->log_user, line);
 }
 
 int wgml_embed_dim(const wgml_model *model, const wgml_embed_params *params) {
@@ -135,7 +124,8 @@ static wgml_status tokenize_all(const wgml_model *m, const char *query, const ch
                                      : " (truncation was not asked for)");
                 break;
             }
-            note(m, "%s %d: %d tokens cut to the context of %d", query ? "document" : "text", i, len, n_ctx);
+            wgml_note(m->log, m->log_user, "%s %d: %d tokens cut to the context of %d", query ? "document" : "text", i,
+                      len, n_ctx);
             t[n_ctx - 1] = t[len - 1]; /* keep the closing [SEP] */
             len = n_ctx;
         }

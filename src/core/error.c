@@ -37,6 +37,16 @@ wgml_status wgml_fail(wgml_error *err, wgml_status code, const char *fmt, ...) {
     return code;
 }
 
+void wgml_note(void (*log)(void *user, const char *line), void *user, const char *fmt, ...) {
+    if (!log) return;
+    char line[WGML_ERROR_MESSAGE_MAX + 768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log(user, line);
+}
+
 void wgml_error_clear(wgml_error *err) {
     if (err) {
         err->code = WGML_OK;

@@ -19,6 +19,10 @@
 
 wgml_status wgml_fail(wgml_error *err, wgml_status code, const char *fmt, ...) WGML_PRINTF(3, 4);
 
+/* A note for a caller's log callback (wgml_model_params.log and the like):
+ * formats the line and passes it to log(user, line); nothing when log is NULL. */
+void wgml_note(void (*log)(void *user, const char *line), void *user, const char *fmt, ...) WGML_PRINTF(3, 4);
+
 /* Clears err to WGML_OK with an empty message. */
 void wgml_error_clear(wgml_error *err);
 

@@ -121,17 +121,11 @@ static int regular_file(const char *path, long long *size) {
     return 1;
 }
 
-/* The URL as messages show it (no query: it may hold a signature). */
-static const char *shown(const char *url, char *buf, size_t cap) {
-    snprintf(buf, cap, "%.*s", (int)strcspn(url, "?#"), url);
-    return buf;
-}
-
 /* One file: url into dest. size/sha256: what the file list says it is (-1 / NULL when not known). */
 static wgml_status fetch_one(const fetch_ctx *c, const char *url, const char *dest, long long size, const char *sha256,
                              int with_token, wgml_error *err) {
     char show[600];
-    shown(url, show, sizeof show);
+    wgml_http_url_shown(url, show, sizeof show);
     long long have_size = -1;
     int have = regular_file(dest, &have_size);
     if (c->offline) {
@@ -178,11 +172,7 @@ static wgml_status fetch_one(const fetch_ctx *c, const char *url, const char *de
     wgml_http_result r;
     st = wgml_http_download(url, dest, &ex, &o, &r, err);
     if (st && have && r.status == 0 && st == WGML_ERR_NETWORK) { /* no connection: the copy there will do */
-        if (c->p->log) {
-            char line[WGML_ERROR_MESSAGE_MAX + 640];
-            snprintf(line, sizeof line, "using the cached copy: %s", err ? err->message : show);
-            c->p->log(c->p->log_user, line);
-        }
+        wgml_note(c->p->log, c->p->log_user, "using the cached copy: %s", err ? err->message : show);
         st = WGML_OK;
         goto done;
     }
@@ -306,11 +296,7 @@ static wgml_status fetch_repo(const fetch_ctx *c, const wgml_hub_spec *s, char *
             wgml_free(body);
             if (st) wgml_error_prefix(err, "hf://%s", who);
         } else if (status == 0 && st == WGML_ERR_NETWORK) {
-            if (c->p->log) {
-                char line[WGML_ERROR_MESSAGE_MAX + 256];
-                snprintf(line, sizeof line, "looking in the cache: %s", err ? err->message : who);
-                c->p->log(c->p->log_user, line);
-            }
+            wgml_note(c->p->log, c->p->log_user, "looking in the cache: %s", err ? err->message : who);
             from_cache = 1, st = WGML_OK;
         }
         if (st) return st;

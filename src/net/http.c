@@ -5,7 +5,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,20 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+
+void wgml_http_url_shown(const char *url, char *out, size_t cap) {
+    const char *s = strstr(url, "://"), *host = s ? s + 3 : url, *at = NULL;
+    for (const char *p = host; *p && *p != '/' && *p != '?' && *p != '#'; p++)
+        if (*p == '@') at = p;
+    size_t n = 0;
+    if (s) {
+        size_t k = (size_t)(host - url);
+        n = k < cap - 1 ? k : cap - 1;
+        memcpy(out, url, n);
+    }
+    for (const char *p = at ? at + 1 : host; *p && *p != '?' && *p != '#' && n + 1 < cap; p++) out[n++] = *p;
+    out[n] = '\0';
+}
 
 #ifndef WGML_HAVE_CURL
 
@@ -58,32 +71,6 @@ wgml_status wgml_sha256_file(const char *path, char hex[65], wgml_error *err) {
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
 static CURLcode g_curl_init = CURLE_OK;
 static void curl_init_once(void) { g_curl_init = curl_global_init(CURL_GLOBAL_DEFAULT); }
-
-static void note(const wgml_http_opts *o, const char *fmt, ...) WGML_PRINTF(2, 3);
-static void note(const wgml_http_opts *o, const char *fmt, ...) {
-    if (!o || !o->log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    o->log(o->log_user, line);
-}
-
-/* The URL as messages show it: without a query (it may carry a signature) or user:password@. */
-static void url_for_message(const char *url, char *out, size_t cap) {
-    const char *s = strstr(url, "://"), *host = s ? s + 3 : url, *at = NULL;
-    for (const char *p = host; *p && *p != '/' && *p != '?' && *p != '#'; p++)
-        if (*p == '@') at = p;
-    size_t n = 0;
-    if (s) {
-        size_t k = (size_t)(host - url);
-        n = k < cap - 1 ? k : cap - 1;
-        memcpy(out, url, n);
-    }
-    for (const char *p = at ? at + 1 : host; *p && *p != '?' && *p != '#' && n + 1 < cap; p++) out[n++] = *p;
-    out[n] = '\0';
-}
 
 /* ---- one transfer ---- */
 
@@ -270,7 +257,7 @@ wgml_status wgml_http_get(const char *url, size_t max, const wgml_http_opts *o, 
     if (len) *len = 0;
     if (status) *status = 0;
     char shown[512];
-    url_for_message(url, shown, sizeof shown);
+    wgml_http_url_shown(url, shown, sizeof shown);
     xfer x = {.linked_size = -1, .content_length = -1, .range_start = -1, .range_total = -1, .max = max, .o = o};
     if (!(x.buf = wgml_malloc(max + 1))) return wgml_fail(err, WGML_ERR_OUT_OF_MEMORY, "out of memory");
     x.buf[0] = '\0';
@@ -386,7 +373,7 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
                                const wgml_http_opts *o, wgml_http_result *res, wgml_error *err) {
     memset(res, 0, sizeof *res);
     char shown[512];
-    url_for_message(url, shown, sizeof shown);
+    wgml_http_url_shown(url, shown, sizeof shown);
     size_t pl = strlen(path);
     char *part = wgml_malloc(pl + 16), *part_etag = wgml_malloc(pl + 16);
     if (!part || !part_etag) {
@@ -396,6 +383,8 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
     snprintf(part, pl + 16, "%s.part", path);
     snprintf(part_etag, pl + 16, "%s.part.etag", path);
     const int token = o && o->token && *o->token;
+    void (*note_fn)(void *, const char *) = o ? o->log : NULL;
+    void *note_user = o ? o->log_user : NULL;
     wgml_status st = WGML_OK;
     xfer x;
     memset(&x, 0, sizeof x);
@@ -481,7 +470,7 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
                 if (x.status != 200 && x.status != 206 && offset == 0) remove(part), remove(part_etag);
                 break;
             }
-            note(o, "%s: HTTP %ld, trying again", shown, x.status);
+            wgml_note(note_fn, note_user, "%s: HTTP %ld, trying again", shown, x.status);
             pause_ms(250L << fails);
             continue;
         }
@@ -489,10 +478,10 @@ wgml_status wgml_http_download(const char *url, const char *path, const wgml_htt
             fails = x.written >= HTTP_PROGRESS ? 0 : fails + 1;
             if (transient(rc) && fails < HTTP_ATTEMPTS && attempt + 1 < HTTP_MAX_TRIES) {
                 if (x.offset + x.written > 0)
-                    note(o, "%s: %s after %lld bytes; resuming", shown, curl_easy_strerror(rc),
-                         (long long)(x.offset + x.written));
+                    wgml_note(note_fn, note_user, "%s: %s after %lld bytes; resuming", shown,
+                              curl_easy_strerror(rc), (long long)(x.offset + x.written));
                 else
-                    note(o, "%s: %s; trying again", shown, curl_easy_strerror(rc));
+                    wgml_note(note_fn, note_user, "%s: %s; trying again", shown, curl_easy_strerror(rc));
                 pause_ms(fails == 0 ? 0 : 250L << fails);
                 continue;
             }

@@ -62,6 +62,10 @@ typedef struct wgml_http_result {
 wgml_status wgml_http_download(const char *url, const char *path, const wgml_http_expect *expect,
                                const wgml_http_opts *o, wgml_http_result *res, wgml_error *err);
 
+/* The URL as messages and logs show it, into out (cap bytes): without its query and fragment
+ * (a signed URL's signature) and without user:password@. */
+void wgml_http_url_shown(const char *url, char *out, size_t cap);
+
 /* SHA-256 of a file, as 64 lower-case hex digits and a NUL in hex[65]. */
 wgml_status wgml_sha256_file(const char *path, char hex[65], wgml_error *err);
 

@@ -33,7 +33,6 @@
 #include "core/threadpool.h"
 #include "format/gguf.h"
 
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -351,17 +350,6 @@ static void dequant_row(void *ctx, int64_t row, float *dst, int64_t n) {
     wgml_dequantize_row(s->t->type, (const uint8_t *)s->t->data + (size_t)row * s->in_row, dst, n);
 }
 
-static void note(const quantize_params *p, const char *fmt, ...) WGML_PRINTF(2, 3);
-static void note(const quantize_params *p, const char *fmt, ...) {
-    if (!p || !p->log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    p->log(p->log_user, line);
-}
-
 static int is_float(uint32_t type) { return type == WGML_F32 || type == WGML_F16 || type == WGML_BF16; }
 
 static wgml_status model_info(const gguf_file *f, quantize_model_info *mi, wgml_error *err) {
@@ -493,9 +481,10 @@ wgml_status quantize_file(const char *in, const char *out, const char *type, con
     }
     if ((st = make_plan(f, rc, p, plan, fb, elements, &res, err))) goto done;
     res.file_type = quantize_file_type(rc, elements);
-    if (res.file_type != rc->ftype)
-        note(p, "general.file_type = %u (%s), not %s's %u: most weights are %s", res.file_type,
-             quantize_ftype_name(res.file_type), rc->name, rc->ftype, wgml_dtype_name((uint32_t)dominant(elements)));
+    if (res.file_type != rc->ftype && p)
+        wgml_note(p->log, p->log_user, "general.file_type = %u (%s), not %s's %u: most weights are %s",
+                  res.file_type, quantize_ftype_name(res.file_type), rc->name, rc->ftype,
+                  wgml_dtype_name((uint32_t)dominant(elements)));
     if ((st = write_metadata(w, f, res.file_type, err))) goto done;
     size_t max_out = 0;
     uint64_t total = 0;
